@@ -1,0 +1,85 @@
+# Shared by the dev scripts: paths and the tool installs a fresh machine needs.
+# Everything comes from the package registries (crates.io, npm, PyPI, Debian), nothing else.
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+# A target directory outside the clone lets every clone on this machine reuse one build.
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/arena-target}
+SITE="$ROOT/target/site"
+
+log() { printf '\033[1m[dev]\033[0m %s\n' "$*" >&2; }
+
+# The wasm-bindgen version the lockfile pins; the CLI must match it exactly.
+wasm_bindgen_version() {
+  awk '/^name = "wasm-bindgen"$/ { getline; gsub(/version = |"/, ""); print; exit }' Cargo.lock
+}
+
+ensure_rust_tools() {
+  if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
+    log "adding the wasm32-unknown-unknown target"
+    rustup target add wasm32-unknown-unknown
+  fi
+  local want have
+  want=$(wasm_bindgen_version)
+  have=$(wasm-bindgen --version 2>/dev/null | awk '{print $2}' || true)
+  if [ "$have" != "$want" ]; then
+    log "installing wasm-bindgen-cli $want from crates.io (a few minutes, once)"
+    cargo install wasm-bindgen-cli --version "$want"
+  fi
+}
+
+ensure_node_tools() {
+  if [ ! -x node_modules/.bin/wasm-opt ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+    log "installing npm packages (binaryen, playwright-core)"
+    npm ci --no-audit --no-fund --loglevel=error
+  fi
+}
+
+apt_install() {
+  log "installing Debian packages: $*"
+  if [ -z "$(find /var/lib/apt/lists -maxdepth 1 -name '*Packages*' -print -quit 2>/dev/null)" ]; then
+    apt-get update -qq
+  fi
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null || {
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+  }
+}
+
+ensure_test_tools() {
+  local missing=()
+  command -v chromium >/dev/null || missing+=(chromium)
+  command -v chromedriver >/dev/null || missing+=(chromium-driver)
+  command -v wrk >/dev/null || missing+=(wrk)
+  [ ${#missing[@]} -eq 0 ] || apt_install "${missing[@]}"
+  python3 -c 'import pytest' 2>/dev/null || { log "installing pytest from PyPI"; python3 -m pip install -q pytest; }
+}
+
+# Builds the hydrating front end into target/site: wasm (optimised by wasm-opt), JS glue, CSS and
+# the public files.
+build_site() {
+  ensure_rust_tools
+  ensure_node_tools
+  log "building the front end (wasm32)"
+  cargo build -p frontend --lib --target wasm32-unknown-unknown --profile wasm-release
+  mkdir -p "$SITE/pkg"
+  wasm-bindgen --target web --no-typescript --out-dir "$SITE/pkg" --out-name arena \
+    "$CARGO_TARGET_DIR/wasm32-unknown-unknown/wasm-release/frontend.wasm"
+  node_modules/.bin/wasm-opt -Oz --enable-bulk-memory --enable-nontrapping-float-to-int \
+    --enable-sign-ext --enable-mutable-globals --enable-reference-types --enable-multivalue \
+    "$SITE/pkg/arena_bg.wasm" -o "$SITE/pkg/arena_bg.wasm"
+  cp style/main.css "$SITE/pkg/arena.css"
+  cp -R public/. "$SITE/"
+}
+
+# Builds the server binary: release for dev/run, debug for the tests (shared with cargo test).
+build_server() {
+  local profile=$1
+  export ARENA_BUILD_COMMIT
+  ARENA_BUILD_COMMIT=$(git rev-parse HEAD 2>/dev/null || echo unknown)
+  log "building the server ($profile)"
+  if [ "$profile" = release ]; then
+    cargo build -p server --release
+  else
+    cargo build -p server
+  fi
+}

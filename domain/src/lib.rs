@@ -1,0 +1,13 @@
+//! The arena's rules: the challenge registry, run-config composition, budget arithmetic and the wire
+//! types the API and the pages share. No I/O lives here: callers hand in file contents and clock
+//! readings, so the same code runs in the server, in tests and in the browser (wasm32).
+
+pub mod budget;
+pub mod catalog;
+pub mod compose;
+pub mod error;
+pub mod registry;
+pub mod views;
+
+pub use error::{ApiErrorBody, ErrorCode};
+pub use registry::{ConfigError, ConfigErrors, Registry, SourceFile};

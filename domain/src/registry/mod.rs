@@ -1,0 +1,664 @@
+//! The challenge registry: `configs/{challenges,models,suites,methods}/*.toml` plus the private
+//! overlay. [`Registry::load`] parses every file, cross-checks them, and refuses the whole set with
+//! every problem it found (file, field, reason) rather than serving a half-valid registry.
+
+mod challenge;
+mod error;
+mod method;
+mod model;
+pub mod serving;
+mod suite;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::de::DeserializeOwned;
+
+pub use challenge::{
+    Baseline, ChallengeFile, ChallengeHeader, ChallengeStatus, Compute, Layout, Pipeline,
+    ProviderStatus,
+};
+pub use error::{ConfigError, ConfigErrors};
+pub use method::{Eval, Method, MethodFile, MethodMeta, Rollout, Training};
+pub use model::{Model, ModelFile, ModelMeta};
+pub use serving::{MethodServing, ModelServing, ServingLayout};
+pub use suite::{Suite, SuiteFile, SuiteHeader, SuiteMeta, SuiteTasks};
+
+/// A file handed to the loader: its path relative to the configs (or overlay) root, and its text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceFile {
+    pub path: String,
+    pub contents: String,
+}
+
+impl SourceFile {
+    pub fn new(path: impl Into<String>, contents: impl Into<String>) -> Self {
+        Self {
+            path: path.into(),
+            contents: contents.into(),
+        }
+    }
+}
+
+/// A challenge whose binding resolved and whose layout was checked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Challenge {
+    pub file_path: String,
+    pub spec: ChallengeFile,
+    pub serving: ServingLayout,
+}
+
+impl Challenge {
+    pub fn id(&self) -> &str {
+        &self.spec.challenge.id
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Registry {
+    /// The shared compute cap, from `arena.toml`.
+    pub budget_cap_cents: i64,
+    pub models: BTreeMap<String, ModelFile>,
+    pub methods: BTreeMap<String, MethodFile>,
+    pub suites: BTreeMap<String, Suite>,
+    /// Open first, then planned, then closed; by id within each.
+    pub challenges: Vec<Challenge>,
+}
+
+/// `arena.toml`: arena-wide settings.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ArenaFile {
+    budget: BudgetSettings,
+}
+
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BudgetSettings {
+    cap_usd: f64,
+}
+
+const TASK_LISTS: &str = "fixture/task-lists/";
+
+impl Registry {
+    /// Loads the registry from the repository's config files and the private overlay's files.
+    pub fn load(files: &[SourceFile], overlay: &[SourceFile]) -> Result<Registry, ConfigErrors> {
+        let mut errors = Vec::new();
+        let mut registry = Registry::default();
+        let fixtures: BTreeMap<&str, &str> = files
+            .iter()
+            .filter_map(|f| {
+                f.path
+                    .strip_prefix(TASK_LISTS)
+                    .map(|name| (name, f.contents.as_str()))
+            })
+            .collect();
+
+        match files.iter().find(|f| f.path == "arena.toml") {
+            Some(file) => {
+                if let Some(arena) = parse::<ArenaFile>(file, &mut errors) {
+                    if arena.budget.cap_usd.is_finite() && arena.budget.cap_usd >= 0.0 {
+                        registry.budget_cap_cents = (arena.budget.cap_usd * 100.0).round() as i64;
+                    } else {
+                        errors.push(ConfigError::new(
+                            "arena.toml",
+                            "budget.cap_usd",
+                            "must be a non-negative number",
+                        ));
+                    }
+                }
+            }
+            None => errors.push(ConfigError::new(
+                "arena.toml",
+                "",
+                "missing: it sets the shared compute cap",
+            )),
+        }
+
+        let mut challenge_files = Vec::new();
+        for file in files {
+            let Some((dir, stem)) = toml_location(&file.path) else {
+                continue;
+            };
+            match dir {
+                "models" => {
+                    if let Some(m) = parse::<ModelFile>(file, &mut errors) {
+                        check_id(file, "model.id", &m.model.id, stem, &mut errors);
+                        if !is_hex(&m.model.revision, 7, 40) {
+                            errors.push(ConfigError::new(
+                                &file.path,
+                                "model.revision",
+                                "must be a commit: 7 to 40 hex digits",
+                            ));
+                        }
+                        registry.models.insert(m.model.id.clone(), m);
+                    }
+                }
+                "methods" => {
+                    if let Some(m) = parse::<MethodFile>(file, &mut errors) {
+                        check_id(file, "method.id", &m.method.id, stem, &mut errors);
+                        check_method(file, &m, &mut errors);
+                        registry.methods.insert(m.method.id.clone(), m);
+                    }
+                }
+                "suites" => {
+                    if let Some(s) = parse::<SuiteFile>(file, &mut errors) {
+                        check_id(file, "suite.id", &s.suite.id, stem, &mut errors);
+                        let tasks = public_suite_tasks(file, &s, &fixtures, &mut errors);
+                        registry.suites.insert(
+                            s.suite.id.clone(),
+                            Suite {
+                                header: s.suite,
+                                meta: s.meta,
+                                tasks,
+                            },
+                        );
+                    }
+                }
+                "challenges" => {
+                    if let Some(c) = parse::<ChallengeFile>(file, &mut errors) {
+                        check_id(file, "challenge.id", &c.challenge.id, stem, &mut errors);
+                        challenge_files.push((file.path.clone(), c));
+                    }
+                }
+                _ => {}
+            }
+        }
+
+        apply_overlay(&mut registry.suites, overlay, &mut errors);
+
+        let defaults: Vec<&str> = registry
+            .suites
+            .values()
+            .filter(|s| s.meta.default)
+            .map(|s| s.id())
+            .collect();
+        if defaults.len() > 1 {
+            errors.push(ConfigError::new(
+                "suites/",
+                "meta.default",
+                format!(
+                    "only one suite may be the default; these all are: {}",
+                    defaults.join(", ")
+                ),
+            ));
+        }
+
+        for (path, spec) in challenge_files {
+            if let Some(challenge) = bind_challenge(&registry, path, spec, &mut errors) {
+                registry.challenges.push(challenge);
+            }
+        }
+        registry.challenges.sort_by(|a, b| {
+            status_rank(a.spec.challenge.status)
+                .cmp(&status_rank(b.spec.challenge.status))
+                .then(a.id().cmp(b.id()))
+        });
+
+        if errors.is_empty() {
+            Ok(registry)
+        } else {
+            Err(ConfigErrors(errors))
+        }
+    }
+
+    pub fn challenge(&self, id: &str) -> Option<&Challenge> {
+        self.challenges.iter().find(|c| c.id() == id)
+    }
+
+    pub fn default_suite(&self) -> Option<&Suite> {
+        self.suites.values().find(|s| s.meta.default)
+    }
+
+    /// The challenges that score on a suite.
+    pub fn challenges_scoring_on<'a>(
+        &'a self,
+        suite_id: &'a str,
+    ) -> impl Iterator<Item = &'a Challenge> {
+        self.challenges
+            .iter()
+            .filter(move |c| c.spec.challenge.suites.iter().any(|s| s == suite_id))
+    }
+}
+
+fn status_rank(status: ChallengeStatus) -> u8 {
+    match status {
+        ChallengeStatus::Open => 0,
+        ChallengeStatus::Planned => 1,
+        ChallengeStatus::Closed => 2,
+    }
+}
+
+/// `models/foo.toml` → `("models", "foo")`; anything else is not a registry fragment.
+fn toml_location(path: &str) -> Option<(&str, &str)> {
+    let (dir, name) = path.split_once('/')?;
+    let stem = name.strip_suffix(".toml")?;
+    (!stem.contains('/')).then_some((dir, stem))
+}
+
+fn parse<T: DeserializeOwned>(file: &SourceFile, errors: &mut Vec<ConfigError>) -> Option<T> {
+    match toml::from_str(&file.contents) {
+        Ok(v) => Some(v),
+        Err(e) => {
+            errors.push(ConfigError::new(&file.path, "", e.message().to_string()));
+            None
+        }
+    }
+}
+
+fn is_hex(s: &str, min: usize, max: usize) -> bool {
+    (min..=max).contains(&s.len())
+        && s.bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+fn check_id(file: &SourceFile, field: &str, id: &str, stem: &str, errors: &mut Vec<ConfigError>) {
+    let well_formed = (2..=64).contains(&id.len())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
+        && id.as_bytes()[0].is_ascii_alphanumeric();
+    if !well_formed {
+        errors.push(ConfigError::new(
+            &file.path,
+            field,
+            format!("`{id}` is not an id: 2-64 lowercase letters, digits, '-' or '.', starting with a letter or digit"),
+        ));
+    } else if id != stem {
+        errors.push(ConfigError::new(
+            &file.path,
+            field,
+            format!("`{id}` must match the file name `{stem}.toml`"),
+        ));
+    }
+}
+
+fn check_method(file: &SourceFile, m: &MethodFile, errors: &mut Vec<ConfigError>) {
+    if m.eval.trials == 0 {
+        errors.push(ConfigError::new(
+            &file.path,
+            "eval.trials",
+            "must be at least 1",
+        ));
+    }
+    if m.eval.sandbox_concurrency == 0 {
+        errors.push(ConfigError::new(
+            &file.path,
+            "eval.sandbox_concurrency",
+            "must be at least 1",
+        ));
+    }
+    if !["always", "gate"].contains(&m.training.run_policy.as_str()) {
+        errors.push(ConfigError::new(
+            &file.path,
+            "training.run_policy",
+            format!("`{}` is not `always` or `gate`", m.training.run_policy),
+        ));
+    }
+}
+
+/// One task name per line; blank lines and `#` comments are skipped.
+fn parse_task_list(text: &str) -> Vec<String> {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(String::from)
+        .collect()
+}
+
+fn check_tasks(
+    file: &str,
+    field: &str,
+    names: &[String],
+    domains: Option<&BTreeMap<String, String>>,
+    errors: &mut Vec<ConfigError>,
+) {
+    let mut seen = BTreeSet::new();
+    for name in names {
+        if !seen.insert(name) {
+            errors.push(ConfigError::new(
+                file,
+                field,
+                format!("task `{name}` is listed twice"),
+            ));
+        }
+    }
+    if let Some(domains) = domains {
+        let missing: Vec<&str> = names
+            .iter()
+            .filter(|n| !domains.contains_key(*n))
+            .map(String::as_str)
+            .collect();
+        if !missing.is_empty() {
+            errors.push(ConfigError::new(
+                file,
+                "meta.domains",
+                format!("every task needs a domain; missing: {}", missing.join(", ")),
+            ));
+        }
+        let unknown: Vec<&str> = domains
+            .keys()
+            .filter(|k| !seen.contains(k))
+            .map(String::as_str)
+            .collect();
+        if !unknown.is_empty() {
+            errors.push(ConfigError::new(
+                file,
+                "meta.domains",
+                format!(
+                    "the domain map names tasks the task list does not have: {}",
+                    unknown.join(", ")
+                ),
+            ));
+        }
+    }
+}
+
+fn parse_domain_map(
+    file: &str,
+    text: &str,
+    errors: &mut Vec<ConfigError>,
+) -> Option<BTreeMap<String, String>> {
+    match serde_json::from_str(text) {
+        Ok(map) => Some(map),
+        Err(e) => {
+            errors.push(ConfigError::new(
+                file,
+                "meta.domains",
+                format!("not a JSON object of task to domain: {e}"),
+            ));
+            None
+        }
+    }
+}
+
+fn public_suite_tasks(
+    file: &SourceFile,
+    s: &SuiteFile,
+    fixtures: &BTreeMap<&str, &str>,
+    errors: &mut Vec<ConfigError>,
+) -> Option<SuiteTasks> {
+    let meta = &s.meta;
+    if meta.private {
+        for (field, value) in [
+            ("meta.task_list", &meta.task_list),
+            ("meta.domains", &meta.domains),
+            ("meta.fingerprints", &meta.fingerprints),
+        ] {
+            if value.is_some() {
+                errors.push(ConfigError::new(
+                    &file.path,
+                    field,
+                    "a private suite keeps its task list, domains and fingerprints in the private overlay, not in this repository",
+                ));
+            }
+        }
+        return None;
+    }
+    let Some(list_name) = &meta.task_list else {
+        if meta.domains.is_some() || meta.fingerprints.is_some() {
+            errors.push(ConfigError::new(
+                &file.path,
+                "meta.task_list",
+                "domains and fingerprints sit beside a task list; name one",
+            ));
+        }
+        errors.push(ConfigError::new(
+            &file.path,
+            "meta.task_list",
+            "a public suite names its task list",
+        ));
+        return None;
+    };
+    let mut fixture = |name: &str, field: &str| -> Option<&str> {
+        let found = fixtures.get(name).copied();
+        if found.is_none() {
+            errors.push(ConfigError::new(
+                &file.path,
+                field,
+                format!("{TASK_LISTS}{name} does not exist"),
+            ));
+        }
+        found
+    };
+    let names = parse_task_list(fixture(list_name, "meta.task_list")?);
+    let domain_text = match &meta.domains {
+        Some(name) => Some(fixture(name, "meta.domains")?),
+        None => None,
+    };
+    if let Some(name) = &meta.fingerprints {
+        fixture(name, "meta.fingerprints")?;
+    }
+    let domains = domain_text.and_then(|text| parse_domain_map(&file.path, text, errors));
+    check_tasks(
+        &file.path,
+        "meta.task_list",
+        &names,
+        domains.as_ref(),
+        errors,
+    );
+    if names.is_empty() {
+        errors.push(ConfigError::new(
+            &file.path,
+            "meta.task_list",
+            "the task list is empty",
+        ));
+    }
+    Some(SuiteTasks { names, domains })
+}
+
+/// The overlay holds `suites/{id}/tasks.txt` and optionally `suites/{id}/domains.json` for each
+/// private suite.
+fn apply_overlay(
+    suites: &mut BTreeMap<String, Suite>,
+    overlay: &[SourceFile],
+    errors: &mut Vec<ConfigError>,
+) {
+    let mut by_suite: BTreeMap<&str, BTreeMap<&str, &SourceFile>> = BTreeMap::new();
+    for file in overlay {
+        let Some(rest) = file.path.strip_prefix("suites/") else {
+            continue;
+        };
+        let Some((suite_id, name)) = rest.split_once('/') else {
+            continue;
+        };
+        by_suite.entry(suite_id).or_default().insert(name, file);
+    }
+    for (suite_id, files) in by_suite {
+        let origin = format!("overlay:suites/{suite_id}/");
+        let Some(suite) = suites.get_mut(suite_id) else {
+            errors.push(ConfigError::new(
+                origin,
+                "",
+                "no suite with this id in configs/suites/",
+            ));
+            continue;
+        };
+        if !suite.meta.private {
+            errors.push(ConfigError::new(
+                origin,
+                "",
+                "the overlay is for private suites; this one is public",
+            ));
+            continue;
+        }
+        let Some(list) = files.get("tasks.txt") else {
+            errors.push(ConfigError::new(
+                origin,
+                "tasks.txt",
+                "a private suite's overlay needs its task list",
+            ));
+            continue;
+        };
+        let names = parse_task_list(&list.contents);
+        let domains = files
+            .get("domains.json")
+            .and_then(|f| parse_domain_map(&f.path, &f.contents, errors));
+        check_tasks(&list.path, "tasks.txt", &names, domains.as_ref(), errors);
+        suite.tasks = Some(SuiteTasks { names, domains });
+    }
+}
+
+fn bind_challenge(
+    registry: &Registry,
+    path: String,
+    spec: ChallengeFile,
+    errors: &mut Vec<ConfigError>,
+) -> Option<Challenge> {
+    let before = errors.len();
+    let header = &spec.challenge;
+    let mut err = |field: &str, reason: String| errors.push(ConfigError::new(&path, field, reason));
+
+    if header
+        .runs_paused
+        .as_deref()
+        .is_some_and(|r| r.trim().is_empty())
+    {
+        err(
+            "challenge.runs_paused",
+            "give the reason runs are paused, or leave it out".into(),
+        );
+    }
+    if !is_hex(&spec.pipeline.commit, 40, 40) {
+        err(
+            "pipeline.commit",
+            "the pipeline pin must be a full 40-hex commit".into(),
+        );
+    }
+    if header.suites.is_empty() {
+        err(
+            "challenge.suites",
+            "a challenge scores on at least one suite".into(),
+        );
+    }
+    for suite in &header.suites {
+        if !registry.suites.contains_key(suite) {
+            err(
+                "challenge.suites",
+                format!("no suite `{suite}` in configs/suites/"),
+            );
+        }
+    }
+    let model = registry.models.get(&header.model);
+    if model.is_none() {
+        err(
+            "challenge.model",
+            format!("no model `{}` in configs/models/", header.model),
+        );
+    }
+    let method = registry.methods.get(&header.method);
+    if method.is_none() {
+        err(
+            "challenge.method",
+            format!("no method `{}` in configs/methods/", header.method),
+        );
+    }
+    let (Some(model), Some(method)) = (model, method) else {
+        return None;
+    };
+
+    let compute = &spec.compute;
+    if compute.eval_trials != method.eval.trials {
+        err(
+            "compute.eval_trials",
+            format!(
+                "{} disagrees with recipe `{}` (eval.trials = {})",
+                compute.eval_trials, method.method.id, method.eval.trials
+            ),
+        );
+    }
+    if compute.sandbox_concurrency != method.eval.sandbox_concurrency {
+        err(
+            "compute.sandbox_concurrency",
+            format!(
+                "{} disagrees with recipe `{}` (eval.sandbox_concurrency = {})",
+                compute.sandbox_concurrency, method.method.id, method.eval.sandbox_concurrency
+            ),
+        );
+    }
+    let serving = &method.meta.serving;
+    let layout = &compute.layout;
+    if compute.gpus != layout.vllm_gpus + layout.trainer_gpus {
+        err(
+            "compute.gpus",
+            format!(
+                "{} disagrees with [compute.layout] (vllm_gpus {} + trainer_gpus {} = {})",
+                compute.gpus,
+                layout.vllm_gpus,
+                layout.trainer_gpus,
+                layout.vllm_gpus + layout.trainer_gpus
+            ),
+        );
+    }
+    if let Some(flavor_gpus) = serving::flavor_gpus(&serving.flavor) {
+        if compute.gpus != flavor_gpus {
+            err(
+                "compute.gpus",
+                format!(
+                    "{} disagrees with recipe `{}` flavor `{}` ({} GPUs)",
+                    compute.gpus, method.method.id, serving.flavor, flavor_gpus
+                ),
+            );
+        }
+    }
+    if layout.vllm_gpus != serving.vllm_gpus || layout.trainer_gpus != serving.trainer_gpus {
+        err(
+            "compute.layout",
+            format!(
+                "vllm_gpus {} / trainer_gpus {} disagree with recipe `{}` [meta.serving] ({} / {})",
+                layout.vllm_gpus,
+                layout.trainer_gpus,
+                method.method.id,
+                serving.vllm_gpus,
+                serving.trainer_gpus
+            ),
+        );
+    }
+    if compute
+        .hourly_price_usd
+        .is_some_and(|p| !(p.is_finite() && p > 0.0))
+    {
+        err(
+            "compute.hourly_price_usd",
+            "must be a positive number".into(),
+        );
+    }
+    if compute.max_wall_s == 0 {
+        err("compute.max_wall_s", "must be positive".into());
+    }
+    let method_file = format!("methods/{}.toml", method.method.id);
+    for (field, reason) in serving::check_layout(
+        &model.meta.serving,
+        serving,
+        method.rollout.context_tokens,
+        method.rollout.completion_tokens,
+    ) {
+        errors.push(ConfigError::new(
+            &method_file,
+            field,
+            format!(
+                "{reason} (serving model `{}` for challenge `{}`)",
+                model.model.id, header.id
+            ),
+        ));
+    }
+
+    if errors.len() > before {
+        return None;
+    }
+    let serving = ServingLayout {
+        flavor: serving.flavor.clone(),
+        gpus: compute.gpus,
+        vllm_gpus: serving.vllm_gpus,
+        trainer_gpus: serving.trainer_gpus,
+        tensor_parallel: serving.tensor_parallel,
+        max_context_tokens: serving.max_context_tokens,
+    };
+    Some(Challenge {
+        file_path: path,
+        spec,
+        serving,
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,280 @@
+//! Wire types of the read API. The server serializes them, the pages deserialize them: one
+//! definition, so the two cannot disagree.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::registry::{
+    Baseline, ChallengeStatus, Eval, Layout, Pipeline, ProviderStatus, Rollout, ServingLayout,
+    Training,
+};
+
+#[cfg(feature = "openapi")]
+use utoipa::ToSchema;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct ChallengeList {
+    /// Open challenges first, then planned, then closed.
+    pub challenges: Vec<ChallengeView>,
+}
+
+/// A challenge as participants see it. The detail fields are present for open challenges only;
+/// planned and closed ones are listed with their binding.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct ChallengeView {
+    pub id: String,
+    pub title: String,
+    pub status: ChallengeStatus,
+    /// The reason runs are refused, when the organizers paused them.
+    pub runs_paused: Option<String>,
+    pub summary: String,
+    pub status_note: String,
+    pub binding: Binding,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub health: Option<Health>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_model: Option<BaseModelView>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recipe: Option<RecipeView>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eval_suite: Option<SuiteView>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metric: Option<MetricView>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compute: Option<ComputeView>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_run_allocation: Option<AllocationView>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<BaselineView>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pipeline: Option<Pipeline>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct Binding {
+    pub model: String,
+    pub method: String,
+    pub suites: Vec<String>,
+}
+
+/// Whether a run would be accepted right now, and if not, why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct Health {
+    pub accepting_runs: bool,
+    pub reason: Option<String>,
+    /// Launched runs on this challenge.
+    pub runs: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct BaseModelView {
+    pub id: String,
+    pub repo: String,
+    pub revision: String,
+    pub display_name: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct RecipeView {
+    pub id: String,
+    pub name: String,
+    pub algorithm: String,
+    pub adapter: String,
+    pub trainer: String,
+    pub rollout_harness: String,
+    pub derived_from: Option<String>,
+    /// True while the numbers are placeholders the organizers will set.
+    pub placeholder: bool,
+    pub note: String,
+    pub training: Training,
+    pub rollout: Rollout,
+    pub eval: Eval,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct SuiteView {
+    pub id: String,
+    pub name: String,
+    pub description: String,
+    pub private: bool,
+    pub sealed: bool,
+    /// `null` when the suite is private and this deployment does not hold its overlay.
+    pub task_count: Option<usize>,
+    pub described_domains: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct MetricView {
+    pub name: String,
+    pub unit: String,
+    pub trials_per_run: u32,
+    pub score: String,
+    pub description: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct ComputeView {
+    pub provider: String,
+    pub provider_status: ProviderStatus,
+    pub nodes: u32,
+    pub gpu_type: String,
+    pub gpus: u32,
+    pub max_wall_s: u32,
+    pub eval_trials: u32,
+    pub sandbox_concurrency: u32,
+    pub layout: Layout,
+    pub serving: ServingLayout,
+    /// The per-run resources in one sentence.
+    pub resources: String,
+}
+
+/// The reservation a run makes against the cap: flavor price × hard timeout.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct AllocationView {
+    /// `null` when no allocation can be quoted; `reason` says why.
+    pub usd: Option<f64>,
+    pub reason: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct BaselineView {
+    pub measured: bool,
+    /// The organizers' measurement, when there is one.
+    pub reference: Option<Baseline>,
+    pub note: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct BenchmarkList {
+    /// The benchmark the board opens on.
+    pub default: Option<String>,
+    pub benchmarks: Vec<BenchmarkView>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct BenchmarkView {
+    pub id: String,
+    pub name: String,
+    pub description: String,
+    pub task_count: Option<usize>,
+    pub sealed: bool,
+    pub private: bool,
+    pub default: bool,
+    /// Task counts per domain, where the benchmark publishes them.
+    pub domains: Option<BTreeMap<String, usize>>,
+    pub described_domains: Vec<String>,
+    /// Challenges that score on this benchmark.
+    pub challenges: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct BenchmarkDetail {
+    #[serde(flatten)]
+    pub benchmark: BenchmarkView,
+    /// For each open challenge that scores on it, its leaderboard on this benchmark alone.
+    pub leaderboards: Vec<BenchmarkLeaderboard>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct BenchmarkLeaderboard {
+    pub challenge_id: String,
+    /// Verified results ranked by mean Δ; empty until a run's result is accepted.
+    pub rows: Vec<serde_json::Value>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct TrackList {
+    /// Tracks, listed under their older name.
+    pub challenges: Vec<TrackView>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct TrackView {
+    pub id: String,
+    pub name: String,
+    pub description: String,
+    /// A track stores collections; it cannot run anything.
+    pub can_run: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct Formula {
+    pub models: Vec<FormulaModel>,
+    pub suites: Vec<SuiteView>,
+    pub recipes: Vec<RecipeView>,
+    pub challenges: Vec<ChallengeView>,
+    /// Submitted collections (id and title).
+    pub collections: Vec<CollectionRef>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct FormulaModel {
+    pub id: String,
+    pub repo: String,
+    pub revision: String,
+    pub display_name: String,
+    pub max_model_len: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct CollectionRef {
+    pub id: String,
+    pub title: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct BudgetView {
+    pub cap_usd: f64,
+    /// The figure the launch guard enforces: max(ledger, HF records + live reservations).
+    pub committed_usd: f64,
+    pub remaining_usd: f64,
+    /// Settled costs plus live reservations in the arena's ledger.
+    pub ledger_usd: f64,
+    pub live_reservations_usd: f64,
+    pub live_reservations: u64,
+    /// What HF's job records say was spent; `null` until job records are read.
+    pub hf_recorded_usd: Option<f64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct VersionView {
+    /// The commit the running binary was built from.
+    pub commit: String,
+    /// When the binary was built (RFC 3339).
+    pub build_time: String,
+    /// When this server process started (RFC 3339).
+    pub started_at: String,
+    /// True when served files changed on disk after the server started.
+    pub files_changed: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct LegacyList {
+    pub legacy: bool,
+    pub items: Vec<serde_json::Value>,
+    pub note: String,
+}

@@ -1,0 +1,41 @@
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use domain::{ApiErrorBody, ErrorCode};
+
+/// An error answer: the guide's stable code, a message, the matching HTTP status.
+#[derive(Debug)]
+pub struct ApiError {
+    body: ApiErrorBody,
+}
+
+impl ApiError {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        ApiError {
+            body: ApiErrorBody::new(code, message),
+        }
+    }
+
+    /// An internal failure: logged with its source chain, answered with a generic message.
+    pub fn internal(error: impl std::fmt::Display) -> Self {
+        tracing::error!(error = %error, "internal error");
+        ApiError::new(
+            ErrorCode::Internal,
+            "the arena hit an internal error; try again shortly",
+        )
+    }
+}
+
+impl From<sqlx::Error> for ApiError {
+    fn from(e: sqlx::Error) -> Self {
+        ApiError::internal(e)
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status = StatusCode::from_u16(self.body.code.status())
+            .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        (status, Json(self.body)).into_response()
+    }
+}

@@ -1,0 +1,58 @@
+//! The REST API the guide names. Every route is declared with `#[utoipa::path]` and registered
+//! through `routes!`, so `/openapi.json` is generated from the same code that serves it.
+
+mod catalog;
+mod error;
+mod legacy;
+mod query;
+
+use axum::http::{Method, Uri};
+use axum::routing::any;
+use domain::ErrorCode;
+use utoipa::OpenApi;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+pub use error::ApiError;
+
+use crate::AppState;
+
+#[derive(OpenApi)]
+#[openapi(
+    info(title = "Open Env Arena", description = "The arena's API. Errors are JSON: {code, message}."),
+    tags((name = "challenges"), (name = "benchmarks"), (name = "arena"), (name = "legacy"))
+)]
+struct ApiDoc;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .routes(routes!(catalog::list_challenges))
+        .routes(routes!(catalog::get_challenge))
+        .routes(routes!(catalog::list_benchmarks))
+        .routes(routes!(catalog::get_benchmark))
+        .routes(routes!(catalog::formula))
+        .routes(routes!(catalog::tracks))
+        .routes(routes!(catalog::budget))
+        .routes(routes!(catalog::version))
+        .routes(routes!(legacy::experiment_groups))
+        .routes(routes!(legacy::results))
+        .routes(routes!(legacy::verification))
+        // Anything else under /api answers JSON, never the HTML app.
+        .route("/api/{*rest}", any(unknown_route))
+        .route("/api", any(unknown_route))
+}
+
+async fn unknown_route(method: Method, uri: Uri) -> ApiError {
+    ApiError::new(
+        ErrorCode::NotFound,
+        format!("no route {method} {}", uri.path()),
+    )
+}
+
+/// Answers 405 on a known path with another method, in the API's error shape.
+pub async fn method_not_allowed(method: Method, uri: Uri) -> ApiError {
+    ApiError::new(
+        ErrorCode::MethodNotAllowed,
+        format!("{} does not accept {method}", uri.path()),
+    )
+}

@@ -1,0 +1,61 @@
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+/// The server's settings, from flags or the environment; the defaults run locally.
+#[derive(clap::Args, Debug, Clone)]
+pub struct Config {
+    #[arg(long, env = "ARENA_ADDR", default_value = "127.0.0.1:7860")]
+    pub addr: SocketAddr,
+    /// Holds the SQLite database when `DATABASE_URL` is not set.
+    #[arg(long, env = "ARENA_DATA_DIR", default_value = "data")]
+    pub data_dir: PathBuf,
+    /// `postgres://…` for a deployment with several replicas; SQLite under the data dir otherwise.
+    #[arg(long, env = "DATABASE_URL")]
+    pub database_url: Option<Secret>,
+    #[arg(long, env = "ARENA_CONFIGS_DIR", default_value = "configs")]
+    pub configs_dir: PathBuf,
+    /// The private overlay: private suites' task lists and domain maps.
+    #[arg(long, env = "ARENA_PRIVATE_OVERLAY")]
+    pub private_overlay: Option<PathBuf>,
+    /// The built site: `pkg/` (wasm, JS, CSS) and the public files.
+    #[arg(long, env = "ARENA_SITE_ROOT", default_value = "target/site")]
+    pub site_root: PathBuf,
+    /// Origins allowed to frame the pages, besides the arena itself.
+    #[arg(
+        long,
+        env = "ARENA_FRAME_ANCESTORS",
+        default_value = "https://huggingface.co https://*.huggingface.co"
+    )]
+    pub frame_ancestors: String,
+}
+
+impl Config {
+    pub fn database_url(&self) -> anyhow::Result<String> {
+        match &self.database_url {
+            Some(url) => Ok(url.0.clone()),
+            None => {
+                std::fs::create_dir_all(&self.data_dir)?;
+                let path = self.data_dir.join("arena.sqlite");
+                Ok(format!("sqlite://{}?mode=rwc", path.display()))
+            }
+        }
+    }
+}
+
+/// A value that must not reach logs: `Debug` prints a placeholder.
+#[derive(Clone)]
+pub struct Secret(pub String);
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret([redacted])")
+    }
+}
+
+impl std::str::FromStr for Secret {
+    type Err = std::convert::Infallible;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(Secret(s.to_string()))
+    }
+}

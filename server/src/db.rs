@@ -1,0 +1,75 @@
+//! The database: SQLite by default, PostgreSQL when `DATABASE_URL=postgres://…`. Queries go through
+//! sqlx's `Any` driver with `$n` placeholders, which both backends accept; migrations are per backend.
+
+use std::str::FromStr;
+
+use sqlx::any::{install_default_drivers, AnyPoolOptions};
+use sqlx::AnyPool;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+#[derive(Clone)]
+pub struct Db {
+    pub pool: AnyPool,
+    pub backend: Backend,
+}
+
+static SQLITE: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/sqlite");
+static POSTGRES: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/postgres");
+
+impl Db {
+    pub async fn connect(url: &str) -> anyhow::Result<Db> {
+        install_default_drivers();
+        let backend = if url.starts_with("sqlite:") {
+            Backend::Sqlite
+        } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            Backend::Postgres
+        } else {
+            anyhow::bail!("DATABASE_URL must start with sqlite: or postgres://");
+        };
+        let options = sqlx::any::AnyConnectOptions::from_str(url)?;
+        let pool = match backend {
+            // One writer at a time is SQLite's rule anyway; WAL lets readers go on beside it.
+            Backend::Sqlite => {
+                AnyPoolOptions::new()
+                    .max_connections(8)
+                    .after_connect(|conn, _| {
+                        Box::pin(async move {
+                            sqlx::query("PRAGMA journal_mode = WAL")
+                                .execute(&mut *conn)
+                                .await?;
+                            sqlx::query("PRAGMA busy_timeout = 5000")
+                                .execute(&mut *conn)
+                                .await?;
+                            sqlx::query("PRAGMA foreign_keys = ON")
+                                .execute(&mut *conn)
+                                .await?;
+                            Ok(())
+                        })
+                    })
+                    .connect_with(options)
+                    .await?
+            }
+            Backend::Postgres => {
+                AnyPoolOptions::new()
+                    .max_connections(16)
+                    .connect_with(options)
+                    .await?
+            }
+        };
+        Ok(Db { pool, backend })
+    }
+
+    /// Applies the backend's migrations. Applied migrations are never edited.
+    pub async fn migrate(&self) -> anyhow::Result<()> {
+        match self.backend {
+            Backend::Sqlite => SQLITE.run(&self.pool).await?,
+            Backend::Postgres => POSTGRES.run(&self.pool).await?,
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,99 @@
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+use server::Config;
+use tracing_subscriber::EnvFilter;
+
+#[derive(Parser)]
+#[command(name = "arena", about = "Open Env Arena")]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    #[command(flatten)]
+    config: Config,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve the arena (the default).
+    Serve,
+    /// Load every config, check every layout, and print each challenge's composed run config.
+    CheckConfigs {
+        #[arg(long, env = "ARENA_CONFIGS_DIR", default_value = "configs")]
+        configs_dir: PathBuf,
+        #[arg(long, env = "ARENA_PRIVATE_OVERLAY")]
+        private_overlay: Option<PathBuf>,
+    },
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+        )
+        .init();
+    let cli = Cli::parse();
+    match cli.command.unwrap_or(Command::Serve) {
+        Command::Serve => serve(cli.config).await,
+        Command::CheckConfigs {
+            configs_dir,
+            private_overlay,
+        } => {
+            let registry =
+                match server::registry_files::load(&configs_dir, private_overlay.as_deref()) {
+                    Ok(r) => r,
+                    Err(e) => {
+                        eprintln!("{e:#}");
+                        std::process::exit(1);
+                    }
+                };
+            for challenge in &registry.challenges {
+                let config = domain::compose::compose(&registry, challenge);
+                println!(
+                    "# {} ({})\n{}",
+                    challenge.id(),
+                    challenge.file_path,
+                    domain::compose::render_toml(&config)
+                );
+            }
+            eprintln!(
+                "ok: {} challenge(s), {} model(s), {} method(s), {} suite(s)",
+                registry.challenges.len(),
+                registry.models.len(),
+                registry.methods.len(),
+                registry.suites.len()
+            );
+            Ok(())
+        }
+    }
+}
+
+async fn serve(config: Config) -> anyhow::Result<()> {
+    let (app, _state) = server::build(&config).await?;
+    let listener = tokio::net::TcpListener::bind(config.addr).await?;
+    tracing::info!(
+        "Open Env Arena listening on http://{}",
+        listener.local_addr()?
+    );
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown())
+        .await?;
+    Ok(())
+}
+
+async fn shutdown() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        if let Ok(mut s) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        {
+            s.recv().await;
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! { _ = ctrl_c => {}, _ = term => {} }
+}

@@ -1,0 +1,3 @@
+//! Storage: one module per table group. Each maps rows to domain values at this edge.
+
+pub mod budget;

@@ -1,0 +1,239 @@
+//! Builds a test app on a fresh database: a SQLite file in a temporary directory, or a new
+//! PostgreSQL database on the server named by `ARENA_TEST_PG_URL` (default: the local `test`
+//! database), dropped afterwards.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use axum::body::Body;
+use axum::http::{HeaderMap, Method, Request, StatusCode};
+use axum::Router;
+use http_body_util::BodyExt;
+use server::config::Secret;
+use server::{AppState, Config};
+use sqlx::Connection;
+use tower::ServiceExt;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+pub const BACKENDS: [Backend; 2] = [Backend::Sqlite, Backend::Postgres];
+
+pub struct TestApp {
+    pub router: Router,
+    pub state: AppState,
+    pub site_root: PathBuf,
+    pg_database: Option<String>,
+    _dir: tempfile::TempDir,
+}
+
+pub struct Answer {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: Vec<u8>,
+}
+
+impl Answer {
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&self.body)))
+    }
+
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+}
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+fn pg_admin_url() -> String {
+    std::env::var("ARENA_TEST_PG_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into())
+}
+
+async fn create_pg_database() -> (String, String) {
+    static COUNTER: AtomicU32 = AtomicU32::new(0);
+    let name = format!(
+        "arena_test_{}_{}_{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::SeqCst),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .subsec_nanos()
+    );
+    let admin = pg_admin_url();
+    let mut conn = sqlx::PgConnection::connect(&admin)
+        .await
+        .unwrap_or_else(|e| {
+            panic!("PostgreSQL at {admin} is needed for these tests (dev/test starts it): {e}")
+        });
+    sqlx::query(&format!("CREATE DATABASE {name}"))
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    let base = admin.rsplit_once('/').unwrap().0;
+    (name.clone(), format!("{base}/{name}"))
+}
+
+pub struct Options {
+    pub configs_dir: PathBuf,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            configs_dir: repo_root().join("configs"),
+        }
+    }
+}
+
+impl TestApp {
+    pub async fn new(backend: Backend) -> TestApp {
+        TestApp::with(backend, Options::default()).await
+    }
+
+    pub async fn with(backend: Backend, options: Options) -> TestApp {
+        let dir = tempfile::tempdir().unwrap();
+        let site_root = dir.path().join("site");
+        std::fs::create_dir_all(site_root.join("pkg")).unwrap();
+        std::fs::write(site_root.join("pkg/arena.css"), "body {}").unwrap();
+        let (pg_database, url) = match backend {
+            Backend::Sqlite => (
+                None,
+                format!(
+                    "sqlite://{}?mode=rwc",
+                    dir.path().join("arena.sqlite").display()
+                ),
+            ),
+            Backend::Postgres => {
+                let (name, url) = create_pg_database().await;
+                (Some(name), url)
+            }
+        };
+        let config = Config {
+            addr: "127.0.0.1:0".parse().unwrap(),
+            data_dir: dir.path().to_path_buf(),
+            database_url: Some(Secret(url)),
+            configs_dir: options.configs_dir,
+            private_overlay: None,
+            site_root: site_root.clone(),
+            frame_ancestors: "https://huggingface.co https://*.huggingface.co".into(),
+        };
+        let (router, state) = server::build(&config).await.expect("the test app builds");
+        TestApp {
+            router,
+            state,
+            site_root,
+            pg_database,
+            _dir: dir,
+        }
+    }
+
+    pub async fn request(&self, method: Method, uri: &str, body: Option<&str>) -> Answer {
+        let mut req = Request::builder().method(method).uri(uri);
+        if body.is_some() {
+            req = req.header("content-type", "application/json");
+        }
+        let req = req
+            .body(
+                body.map(|b| Body::from(b.to_string()))
+                    .unwrap_or_else(Body::empty),
+            )
+            .unwrap();
+        let resp = self.router.clone().oneshot(req).await.unwrap();
+        let status = resp.status();
+        let headers = resp.headers().clone();
+        let body = resp
+            .into_body()
+            .collect()
+            .await
+            .unwrap()
+            .to_bytes()
+            .to_vec();
+        Answer {
+            status,
+            headers,
+            body,
+        }
+    }
+
+    pub async fn get(&self, uri: &str) -> Answer {
+        self.request(Method::GET, uri, None).await
+    }
+
+    /// Runs SQL on the app's own database (to set up ledger rows the API only reads so far).
+    pub async fn exec(&self, sql: &str) -> Result<(), sqlx::Error> {
+        sqlx::query(sql)
+            .execute(&self.state.db.pool)
+            .await
+            .map(|_| ())
+    }
+
+    pub async fn finish(self) {
+        self.state.db.pool.close().await;
+        if let Some(name) = &self.pg_database {
+            let mut conn = sqlx::PgConnection::connect(&pg_admin_url()).await.unwrap();
+            sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+                .execute(&mut conn)
+                .await
+                .unwrap();
+        }
+    }
+}
+
+/// Runs a test body once per backend, each on a fresh database.
+#[macro_export]
+macro_rules! on_both_backends {
+    ($name:ident, |$app:ident| $body:block) => {
+        mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+
+            async fn run($app: &$crate::harness::TestApp) $body
+
+            #[tokio::test]
+            async fn sqlite() {
+                let app = $crate::harness::TestApp::new($crate::harness::Backend::Sqlite).await;
+                run(&app).await;
+                app.finish().await;
+            }
+
+            #[tokio::test]
+            async fn postgres() {
+                let app = $crate::harness::TestApp::new($crate::harness::Backend::Postgres).await;
+                run(&app).await;
+                app.finish().await;
+            }
+        }
+    };
+}
+
+pub fn copy_configs(edit: impl Fn(&str, String) -> String) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let src = repo_root().join("configs");
+    let mut stack = vec![src.clone()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            let rel = path.strip_prefix(&src).unwrap();
+            if path.is_dir() {
+                std::fs::create_dir_all(dir.path().join(rel)).unwrap();
+                stack.push(path);
+            } else {
+                let text = std::fs::read_to_string(&path).unwrap();
+                let rel_str = rel.to_string_lossy().replace('\\', "/");
+                std::fs::write(dir.path().join(rel), edit(&rel_str, text)).unwrap();
+            }
+        }
+    }
+    dir
+}
