@@ -6,6 +6,9 @@ cd "$ROOT"
 # A target directory outside the clone lets every clone on this machine reuse one build.
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/arena-target}
 SITE="$ROOT/target/site"
+# The commit the binary reports at /api/version; set for every cargo call so builds agree.
+export ARENA_BUILD_COMMIT
+ARENA_BUILD_COMMIT=$(git rev-parse HEAD 2>/dev/null || echo unknown)
 
 log() { printf '\033[1m[dev]\033[0m %s\n' "$*" >&2; }
 
@@ -74,8 +77,6 @@ build_site() {
 # Builds the server binary: release for dev/run, debug for the tests (shared with cargo test).
 build_server() {
   local profile=$1
-  export ARENA_BUILD_COMMIT
-  ARENA_BUILD_COMMIT=$(git rev-parse HEAD 2>/dev/null || echo unknown)
   log "building the server ($profile)"
   if [ "$profile" = release ]; then
     cargo build -p server --release
