@@ -111,13 +111,13 @@ pub fn check_layout(
             format!("{tp} is not a power of two"),
         ));
     } else {
-        if serving.vllm_gpus % tp != 0 {
+        if !serving.vllm_gpus.is_multiple_of(tp) {
             problems.push((
                 "meta.serving.tensor_parallel",
                 format!("{tp} does not divide vllm_gpus ({})", serving.vllm_gpus),
             ));
         }
-        if model.attention_heads % tp != 0 {
+        if !model.attention_heads.is_multiple_of(tp) {
             problems.push((
                 "meta.serving.tensor_parallel",
                 format!(
