@@ -65,11 +65,15 @@ build_site() {
   log "building the front end (wasm32)"
   cargo build -p frontend --lib --target wasm32-unknown-unknown --profile wasm-release
   mkdir -p "$SITE/pkg"
-  wasm-bindgen --target web --no-typescript --out-dir "$SITE/pkg" --out-name arena \
-    "$CARGO_TARGET_DIR/wasm32-unknown-unknown/wasm-release/frontend.wasm"
-  node_modules/.bin/wasm-opt -Oz --enable-bulk-memory --enable-nontrapping-float-to-int \
-    --enable-sign-ext --enable-mutable-globals --enable-reference-types --enable-multivalue \
-    "$SITE/pkg/arena_bg.wasm" -o "$SITE/pkg/arena_bg.wasm"
+  local wasm="$CARGO_TARGET_DIR/wasm32-unknown-unknown/wasm-release/frontend.wasm"
+  # wasm-bindgen and wasm-opt take a while: skip them when the compiled wasm has not changed.
+  if [ ! -f "$SITE/pkg/arena_bg.wasm" ] || [ "$wasm" -nt "$SITE/pkg/arena_bg.wasm" ]; then
+    wasm-bindgen --target web --no-typescript --out-dir "$SITE/pkg" --out-name arena "$wasm"
+    log "optimising the wasm (wasm-opt -Oz)"
+    node_modules/.bin/wasm-opt -Oz --enable-bulk-memory --enable-nontrapping-float-to-int \
+      --enable-sign-ext --enable-mutable-globals --enable-reference-types --enable-multivalue \
+      "$SITE/pkg/arena_bg.wasm" -o "$SITE/pkg/arena_bg.wasm"
+  fi
   cp style/main.css "$SITE/pkg/arena.css"
   cp -R public/. "$SITE/"
 }
