@@ -19,10 +19,7 @@ mod port {
     /// functions cannot be generic, so they take it from context as `Arc<dyn ArenaReads>`.
     pub trait ArenaReads: Send + Sync + 'static {
         fn challenges(&self) -> BoxFuture<'_, Result<ChallengeList, String>>;
-        fn challenge<'a>(
-            &'a self,
-            id: &'a str,
-        ) -> BoxFuture<'a, Result<Option<ChallengeView>, String>>;
+        fn challenge<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<ChallengeView>, String>>;
         fn version(&self) -> VersionView;
     }
 }

@@ -38,9 +38,7 @@ pub fn Footer() -> impl IntoView {
 #[component]
 pub fn HealthBadge(health: Option<Health>, status: &'static str) -> impl IntoView {
     match health {
-        Some(h) if h.accepting_runs => {
-            view! { <span class="badge ok">"accepting runs"</span> }.into_any()
-        }
+        Some(h) if h.accepting_runs => view! { <span class="badge ok">"accepting runs"</span> }.into_any(),
         Some(_) => view! { <span class="badge paused">"runs paused"</span> }.into_any(),
         None => view! { <span class="badge muted">{status}</span> }.into_any(),
     }

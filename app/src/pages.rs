@@ -152,10 +152,7 @@ pub fn ArenaPage() -> impl IntoView {
 #[component]
 pub fn ChallengePage() -> impl IntoView {
     let params = use_params_map();
-    let challenge = Resource::new(
-        move || params.read().get("id").unwrap_or_default(),
-        get_challenge,
-    );
+    let challenge = Resource::new(move || params.read().get("id").unwrap_or_default(), get_challenge);
     view! {
         <Suspense fallback=|| view! { <p>"Loading challenge…"</p> }>
             {move || Suspend::new(async move {
@@ -174,11 +171,7 @@ fn ChallengeDetail(c: ChallengeView) -> impl IntoView {
     let status = c.status.as_str();
     let paused = c.runs_paused.clone();
     // When runs are paused, the paused section already says why.
-    let reason = c
-        .health
-        .as_ref()
-        .and_then(|h| h.reason.clone())
-        .filter(|_| paused.is_none());
+    let reason = c.health.as_ref().and_then(|h| h.reason.clone()).filter(|_| paused.is_none());
     view! {
         <Title text=format!("Open Env Arena · {}", c.title)/>
         <h1>{c.title.clone()} " " <code>{c.id.clone()}</code></h1>

@@ -40,25 +40,11 @@ pub struct LedgerEntry {
 
 /// Committed spend is the larger of the ledger and HF's records plus live reservations, so the
 /// dashboard, `budget`, `health` and the launch guard all show one number.
-pub fn summarize(
-    cap_cents: i64,
-    entries: &[LedgerEntry],
-    hf_recorded_cents: Option<i64>,
-) -> BudgetView {
-    let live: i64 = entries
-        .iter()
-        .filter(|e| e.state == LedgerState::Live)
-        .map(|e| e.amount_cents)
-        .sum();
-    let settled: i64 = entries
-        .iter()
-        .filter(|e| e.state == LedgerState::Settled)
-        .map(|e| e.amount_cents)
-        .sum();
-    let live_count = entries
-        .iter()
-        .filter(|e| e.state == LedgerState::Live)
-        .count() as u64;
+pub fn summarize(cap_cents: i64, entries: &[LedgerEntry], hf_recorded_cents: Option<i64>) -> BudgetView {
+    let live: i64 = entries.iter().filter(|e| e.state == LedgerState::Live).map(|e| e.amount_cents).sum();
+    let settled: i64 =
+        entries.iter().filter(|e| e.state == LedgerState::Settled).map(|e| e.amount_cents).sum();
+    let live_count = entries.iter().filter(|e| e.state == LedgerState::Live).count() as u64;
     let ledger = live + settled;
     let committed = hf_recorded_cents.map_or(ledger, |hf| ledger.max(hf + live));
     BudgetView {
@@ -86,19 +72,13 @@ mod tests {
     use super::*;
 
     fn entry(amount_cents: i64, state: LedgerState) -> LedgerEntry {
-        LedgerEntry {
-            amount_cents,
-            state,
-        }
+        LedgerEntry { amount_cents, state }
     }
 
     #[test]
     fn empty_ledger_leaves_the_whole_cap() {
         let b = summarize(500_000, &[], None);
-        assert_eq!(
-            (b.cap_usd, b.committed_usd, b.remaining_usd),
-            (5000.0, 0.0, 5000.0)
-        );
+        assert_eq!((b.cap_usd, b.committed_usd, b.remaining_usd), (5000.0, 0.0, 5000.0));
         assert_eq!(b.live_reservations, 0);
         assert_eq!(b.hf_recorded_usd, None);
     }
@@ -122,20 +102,11 @@ mod tests {
 
     #[test]
     fn hf_records_win_when_they_exceed_the_ledger() {
-        let entries = [
-            entry(10_000, LedgerState::Live),
-            entry(5_000, LedgerState::Settled),
-        ];
+        let entries = [entry(10_000, LedgerState::Live), entry(5_000, LedgerState::Settled)];
         // HF billed 200 for finished jobs: 200 + 100 live > ledger 150.
-        assert_eq!(
-            summarize(100_000, &entries, Some(20_000)).committed_usd,
-            300.0
-        );
+        assert_eq!(summarize(100_000, &entries, Some(20_000)).committed_usd, 300.0);
         // HF billed less than the ledger: the ledger stands.
-        assert_eq!(
-            summarize(100_000, &entries, Some(1_000)).committed_usd,
-            150.0
-        );
+        assert_eq!(summarize(100_000, &entries, Some(1_000)).committed_usd, 150.0);
     }
 
     #[test]
@@ -153,11 +124,7 @@ mod tests {
 
     #[test]
     fn states_round_trip() {
-        for s in [
-            LedgerState::Live,
-            LedgerState::Settled,
-            LedgerState::Released,
-        ] {
+        for s in [LedgerState::Live, LedgerState::Settled, LedgerState::Released] {
             assert_eq!(LedgerState::parse(s.as_str()), Some(s));
         }
         assert_eq!(LedgerState::parse("pending"), None);

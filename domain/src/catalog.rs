@@ -36,19 +36,11 @@ pub fn is_track(id: &str) -> bool {
 
 pub fn challenge_list(registry: &Registry, live: &LiveState) -> ChallengeList {
     ChallengeList {
-        challenges: registry
-            .challenges
-            .iter()
-            .map(|c| challenge_view(registry, c, live))
-            .collect(),
+        challenges: registry.challenges.iter().map(|c| challenge_view(registry, c, live)).collect(),
     }
 }
 
-pub fn challenge_view(
-    registry: &Registry,
-    challenge: &Challenge,
-    live: &LiveState,
-) -> ChallengeView {
+pub fn challenge_view(registry: &Registry, challenge: &Challenge, live: &LiveState) -> ChallengeView {
     let header = &challenge.spec.challenge;
     let mut view = ChallengeView {
         id: header.id.clone(),
@@ -86,10 +78,7 @@ pub fn challenge_view(
         display_name: model.model.display_name.clone(),
     });
     view.recipe = Some(recipe_view(registry, &header.method));
-    view.eval_suite = header
-        .suites
-        .first()
-        .map(|id| suite_view(&registry.suites[id]));
+    view.eval_suite = header.suites.first().map(|id| suite_view(&registry.suites[id]));
     view.metric = Some(MetricView {
         name: "heldout_delta_pp".into(),
         unit: "pp".into(),
@@ -169,11 +158,7 @@ pub fn allocation(challenge: &Challenge) -> AllocationView {
 
 fn health(challenge: &Challenge, allocation: &AllocationView, live: &LiveState) -> Health {
     let runs = live.launched_runs.get(challenge.id()).copied().unwrap_or(0);
-    let refuse = |reason: String| Health {
-        accepting_runs: false,
-        reason: Some(reason),
-        runs,
-    };
+    let refuse = |reason: String| Health { accepting_runs: false, reason: Some(reason), runs };
     if let Some(reason) = &challenge.spec.challenge.runs_paused {
         return refuse(format!("runs are paused: {reason}"));
     }
@@ -181,9 +166,7 @@ fn health(challenge: &Challenge, allocation: &AllocationView, live: &LiveState) 
         return refuse(allocation.reason.clone().unwrap_or_default());
     };
     if let Some(job) = &live.active_job {
-        return refuse(format!(
-            "another arena run is active ({job}); one runs at a time"
-        ));
+        return refuse(format!("another arena run is active ({job}); one runs at a time"));
     }
     if usd > live.budget.remaining_usd {
         return refuse(format!(
@@ -191,11 +174,7 @@ fn health(challenge: &Challenge, allocation: &AllocationView, live: &LiveState) 
             live.budget.remaining_usd
         ));
     }
-    Health {
-        accepting_runs: true,
-        reason: None,
-        runs,
-    }
+    Health { accepting_runs: true, reason: None, runs }
 }
 
 pub fn recipe_view(registry: &Registry, method_id: &str) -> RecipeView {
@@ -239,21 +218,14 @@ pub fn benchmark_view(registry: &Registry, suite: &Suite) -> BenchmarkView {
         default: suite.meta.default,
         domains: suite.published_domain_counts(),
         described_domains: suite.header.described_domains.clone(),
-        challenges: registry
-            .challenges_scoring_on(suite.id())
-            .map(|c| c.id().to_string())
-            .collect(),
+        challenges: registry.challenges_scoring_on(suite.id()).map(|c| c.id().to_string()).collect(),
     }
 }
 
 pub fn benchmark_list(registry: &Registry) -> BenchmarkList {
     BenchmarkList {
         default: registry.default_suite().map(|s| s.id().to_string()),
-        benchmarks: registry
-            .suites
-            .values()
-            .map(|s| benchmark_view(registry, s))
-            .collect(),
+        benchmarks: registry.suites.values().map(|s| benchmark_view(registry, s)).collect(),
     }
 }
 
@@ -266,10 +238,7 @@ pub fn benchmark_detail(registry: &Registry, id: &str) -> Option<BenchmarkDetail
         leaderboards: registry
             .challenges_scoring_on(id)
             .filter(|c| c.spec.challenge.status == ChallengeStatus::Open)
-            .map(|c| BenchmarkLeaderboard {
-                challenge_id: c.id().to_string(),
-                rows: Vec::new(),
-            })
+            .map(|c| BenchmarkLeaderboard { challenge_id: c.id().to_string(), rows: Vec::new() })
             .collect(),
     })
 }
@@ -288,11 +257,7 @@ pub fn formula(registry: &Registry, live: &LiveState, collections: Vec<Collectio
             })
             .collect(),
         suites: registry.suites.values().map(suite_view).collect(),
-        recipes: registry
-            .methods
-            .keys()
-            .map(|id| recipe_view(registry, id))
-            .collect(),
+        recipes: registry.methods.keys().map(|id| recipe_view(registry, id)).collect(),
         challenges: challenge_list(registry, live).challenges,
         collections,
     }
@@ -310,14 +275,8 @@ mod tests {
                 "challenges/openenv-9b.toml",
                 edit(include_str!("../../configs/challenges/openenv-9b.toml")),
             ),
-            SourceFile::new(
-                "models/qwen3.5-9b.toml",
-                include_str!("../../configs/models/qwen3.5-9b.toml"),
-            ),
-            SourceFile::new(
-                "methods/openenv-v1.toml",
-                include_str!("../../configs/methods/openenv-v1.toml"),
-            ),
+            SourceFile::new("models/qwen3.5-9b.toml", include_str!("../../configs/models/qwen3.5-9b.toml")),
+            SourceFile::new("methods/openenv-v1.toml", include_str!("../../configs/methods/openenv-v1.toml")),
             SourceFile::new(
                 "suites/openenv-heldout.toml",
                 include_str!("../../configs/suites/openenv-heldout.toml"),
@@ -346,9 +305,7 @@ mod tests {
     }
 
     fn health_of(registry: &Registry, live: &LiveState) -> Health {
-        challenge_view(registry, registry.challenge("openenv-9b").unwrap(), live)
-            .health
-            .unwrap()
+        challenge_view(registry, registry.challenge("openenv-9b").unwrap(), live).health.unwrap()
     }
 
     #[test]
@@ -356,15 +313,8 @@ mod tests {
         let r = registry(|s| s.to_string());
         let h = health_of(&r, &live(500_000, &[], None));
         assert!(!h.accepting_runs);
-        assert!(h
-            .reason
-            .unwrap()
-            .starts_with("runs are paused: The arena has not measured"));
-        let view = challenge_view(
-            &r,
-            r.challenge("openenv-9b").unwrap(),
-            &live(500_000, &[], None),
-        );
+        assert!(h.reason.unwrap().starts_with("runs are paused: The arena has not measured"));
+        let view = challenge_view(&r, r.challenge("openenv-9b").unwrap(), &live(500_000, &[], None));
         let allocation = view.per_run_allocation.unwrap();
         assert_eq!(allocation.usd, None);
         assert!(allocation.reason.unwrap().contains("`nebius` is planned"));
@@ -373,10 +323,7 @@ mod tests {
     #[test]
     fn a_planned_provider_refuses_even_when_unpaused() {
         let r = registry(|s| {
-            connected(s).replace(
-                "provider_status = \"connected\"",
-                "provider_status = \"planned\"",
-            )
+            connected(s).replace("provider_status = \"connected\"", "provider_status = \"planned\"")
         });
         let h = health_of(&r, &live(500_000, &[], None));
         assert!(!h.accepting_runs);
@@ -392,21 +339,12 @@ mod tests {
 
         let busy = health_of(&r, &live(500_000, &[], Some("run-1")));
         assert!(!busy.accepting_runs);
-        assert!(busy
-            .reason
-            .unwrap()
-            .contains("another arena run is active (run-1)"));
+        assert!(busy.reason.unwrap().contains("another arena run is active (run-1)"));
 
-        let spent = [LedgerEntry {
-            amount_cents: 490_000,
-            state: LedgerState::Settled,
-        }];
+        let spent = [LedgerEntry { amount_cents: 490_000, state: LedgerState::Settled }];
         let short = health_of(&r, &live(500_000, &spent, None));
         assert!(!short.accepting_runs);
-        assert!(short
-            .reason
-            .unwrap()
-            .contains("$100.00 remains and a run reserves $200.00"));
+        assert!(short.reason.unwrap().contains("$100.00 remains and a run reserves $200.00"));
     }
 
     #[test]

@@ -58,10 +58,7 @@ pub fn compose(registry: &Registry, challenge: &Challenge) -> RunConfig {
     RunConfig {
         challenge: header.id.clone(),
         pipeline: challenge.spec.pipeline.clone(),
-        model: RunModel {
-            repo: model.model.repo.clone(),
-            revision: model.model.revision.clone(),
-        },
+        model: RunModel { repo: model.model.repo.clone(), revision: model.model.revision.clone() },
         recipe: RunRecipe {
             id: method.method.id.clone(),
             algorithm: method.method.algorithm.clone(),

@@ -13,10 +13,59 @@ pub enum ErrorCode {
     BenchmarkNotFound,
     MethodNotAllowed,
     InvalidQuery,
+    InvalidJson,
+    PayloadTooLarge,
+    UnsupportedMediaType,
+    AuthRequired,
+    InvalidToken,
+    HubUnavailable,
+    CsrfInvalid,
+    OauthNotConfigured,
+    OauthFailed,
+    HandoffInvalid,
+    InvalidAgentId,
+    InvalidRegistration,
+    AgentRegisteredByAnother,
+    AgentImmutable,
+    AgentNotFound,
+    AgentNotOwned,
+    InvalidPost,
+    UnknownRefs,
+    RequestIdReused,
+    RateLimited,
     Internal,
 }
 
 impl ErrorCode {
+    pub const ALL: &'static [ErrorCode] = &[
+        ErrorCode::NotFound,
+        ErrorCode::ChallengeNotFound,
+        ErrorCode::BenchmarkNotFound,
+        ErrorCode::MethodNotAllowed,
+        ErrorCode::InvalidQuery,
+        ErrorCode::InvalidJson,
+        ErrorCode::PayloadTooLarge,
+        ErrorCode::UnsupportedMediaType,
+        ErrorCode::AuthRequired,
+        ErrorCode::InvalidToken,
+        ErrorCode::HubUnavailable,
+        ErrorCode::CsrfInvalid,
+        ErrorCode::OauthNotConfigured,
+        ErrorCode::OauthFailed,
+        ErrorCode::HandoffInvalid,
+        ErrorCode::InvalidAgentId,
+        ErrorCode::InvalidRegistration,
+        ErrorCode::AgentRegisteredByAnother,
+        ErrorCode::AgentImmutable,
+        ErrorCode::AgentNotFound,
+        ErrorCode::AgentNotOwned,
+        ErrorCode::InvalidPost,
+        ErrorCode::UnknownRefs,
+        ErrorCode::RequestIdReused,
+        ErrorCode::RateLimited,
+        ErrorCode::Internal,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             ErrorCode::NotFound => "NOT_FOUND",
@@ -24,6 +73,26 @@ impl ErrorCode {
             ErrorCode::BenchmarkNotFound => "BENCHMARK_NOT_FOUND",
             ErrorCode::MethodNotAllowed => "METHOD_NOT_ALLOWED",
             ErrorCode::InvalidQuery => "INVALID_QUERY",
+            ErrorCode::InvalidJson => "INVALID_JSON",
+            ErrorCode::PayloadTooLarge => "PAYLOAD_TOO_LARGE",
+            ErrorCode::UnsupportedMediaType => "UNSUPPORTED_MEDIA_TYPE",
+            ErrorCode::AuthRequired => "AUTH_REQUIRED",
+            ErrorCode::InvalidToken => "INVALID_TOKEN",
+            ErrorCode::HubUnavailable => "HUB_UNAVAILABLE",
+            ErrorCode::CsrfInvalid => "CSRF_INVALID",
+            ErrorCode::OauthNotConfigured => "OAUTH_NOT_CONFIGURED",
+            ErrorCode::OauthFailed => "OAUTH_FAILED",
+            ErrorCode::HandoffInvalid => "HANDOFF_INVALID",
+            ErrorCode::InvalidAgentId => "INVALID_AGENT_ID",
+            ErrorCode::InvalidRegistration => "INVALID_REGISTRATION",
+            ErrorCode::AgentRegisteredByAnother => "AGENT_REGISTERED_BY_ANOTHER",
+            ErrorCode::AgentImmutable => "AGENT_IMMUTABLE",
+            ErrorCode::AgentNotFound => "AGENT_NOT_FOUND",
+            ErrorCode::AgentNotOwned => "AGENT_NOT_OWNED",
+            ErrorCode::InvalidPost => "INVALID_POST",
+            ErrorCode::UnknownRefs => "UNKNOWN_REFS",
+            ErrorCode::RequestIdReused => "REQUEST_ID_REUSED",
+            ErrorCode::RateLimited => "RATE_LIMITED",
             ErrorCode::Internal => "INTERNAL",
         }
     }
@@ -31,11 +100,31 @@ impl ErrorCode {
     /// The HTTP status that goes with the code.
     pub fn status(self) -> u16 {
         match self {
-            ErrorCode::NotFound | ErrorCode::ChallengeNotFound | ErrorCode::BenchmarkNotFound => {
-                404
-            }
+            ErrorCode::NotFound => 404,
+            ErrorCode::ChallengeNotFound => 404,
+            ErrorCode::BenchmarkNotFound => 404,
             ErrorCode::MethodNotAllowed => 405,
             ErrorCode::InvalidQuery => 400,
+            ErrorCode::InvalidJson => 400,
+            ErrorCode::PayloadTooLarge => 413,
+            ErrorCode::UnsupportedMediaType => 415,
+            ErrorCode::AuthRequired => 401,
+            ErrorCode::InvalidToken => 401,
+            ErrorCode::HubUnavailable => 503,
+            ErrorCode::CsrfInvalid => 403,
+            ErrorCode::OauthNotConfigured => 503,
+            ErrorCode::OauthFailed => 400,
+            ErrorCode::HandoffInvalid => 400,
+            ErrorCode::InvalidAgentId => 422,
+            ErrorCode::InvalidRegistration => 422,
+            ErrorCode::AgentRegisteredByAnother => 409,
+            ErrorCode::AgentImmutable => 409,
+            ErrorCode::AgentNotFound => 404,
+            ErrorCode::AgentNotOwned => 403,
+            ErrorCode::InvalidPost => 422,
+            ErrorCode::UnknownRefs => 422,
+            ErrorCode::RequestIdReused => 409,
+            ErrorCode::RateLimited => 429,
             ErrorCode::Internal => 500,
         }
     }
@@ -46,14 +135,14 @@ impl ErrorCode {
 pub struct ApiErrorBody {
     pub code: ErrorCode,
     pub message: String,
+    /// Seconds to wait before trying again (with a `Retry-After` header), where it applies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after_s: Option<u64>,
 }
 
 impl ApiErrorBody {
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
-        Self {
-            code,
-            message: message.into(),
-        }
+        Self { code, message: message.into(), retry_after_s: None }
     }
 }
 
@@ -63,16 +152,10 @@ mod tests {
 
     #[test]
     fn codes_serialize_as_their_stable_strings() {
-        for code in [
-            ErrorCode::NotFound,
-            ErrorCode::ChallengeNotFound,
-            ErrorCode::BenchmarkNotFound,
-            ErrorCode::MethodNotAllowed,
-            ErrorCode::InvalidQuery,
-            ErrorCode::Internal,
-        ] {
-            let json = serde_json::to_string(&code).unwrap();
+        for code in ErrorCode::ALL {
+            let json = serde_json::to_string(code).unwrap();
             assert_eq!(json, format!("\"{}\"", code.as_str()));
+            assert!((400..600).contains(&code.status()));
         }
     }
 }

@@ -2,10 +2,13 @@
 //! types the API and the pages share. No I/O lives here: callers hand in file contents and clock
 //! readings, so the same code runs in the server, in tests and in the browser (wasm32).
 
+pub mod agents;
+pub mod board;
 pub mod budget;
 pub mod catalog;
 pub mod compose;
 pub mod error;
+pub mod identity;
 pub mod registry;
 pub mod views;
 

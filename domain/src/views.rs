@@ -6,8 +6,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::registry::{
-    Baseline, ChallengeStatus, Eval, Layout, Pipeline, ProviderStatus, Rollout, ServingLayout,
-    Training,
+    Baseline, ChallengeStatus, Eval, Layout, Pipeline, ProviderStatus, Rollout, ServingLayout, Training,
 };
 
 #[cfg(feature = "openapi")]

@@ -28,9 +28,43 @@ pub struct Config {
         default_value = "https://huggingface.co https://*.huggingface.co"
     )]
     pub frame_ancestors: String,
+    /// Hugging Face, for whoami (as `HF_ENDPOINT` is for HF's own clients).
+    #[arg(long, env = "HF_ENDPOINT", default_value = "https://huggingface.co")]
+    pub hf_endpoint: String,
+    /// OpenID provider for sign-in; HF sets it for a Space with `hf_oauth: true`.
+    #[arg(long, env = "OPENID_PROVIDER_URL")]
+    pub openid_provider_url: Option<String>,
+    #[arg(long, env = "OAUTH_CLIENT_ID")]
+    pub oauth_client_id: Option<String>,
+    #[arg(long, env = "OAUTH_CLIENT_SECRET")]
+    pub oauth_client_secret: Option<Secret>,
+    /// The arena's public base URL (sign-in redirects come back to it). Default: `https://$SPACE_HOST`
+    /// on a Space, else `http://ARENA_ADDR`.
+    #[arg(long, env = "ARENA_PUBLIC_URL")]
+    pub public_url: Option<String>,
+    #[arg(long, env = "SPACE_HOST")]
+    pub space_host: Option<String>,
+    /// `SameSite=None; Secure; Partitioned` session cookies (needed inside the huggingface.co
+    /// frame); `false` for plain-HTTP local runs.
+    #[arg(long, env = "ARENA_COOKIE_SECURE", default_value_t = true, action = clap::ArgAction::Set)]
+    pub cookie_secure: bool,
+    /// Members of this HF organization with the write or admin role are editors.
+    #[arg(long, env = "ARENA_EDITOR_ORG", default_value = "benchflow")]
+    pub editor_org: String,
+    /// How long a whoami answer is reused for the same token, in seconds.
+    #[arg(long, env = "ARENA_WHOAMI_CACHE_S", default_value_t = 300)]
+    pub whoami_cache_s: u64,
 }
 
 impl Config {
+    pub fn public_url(&self) -> String {
+        match (&self.public_url, &self.space_host) {
+            (Some(url), _) => url.trim_end_matches('/').to_string(),
+            (None, Some(host)) => format!("https://{host}"),
+            (None, None) => format!("http://{}", self.addr),
+        }
+    }
+
     pub fn database_url(&self) -> anyhow::Result<String> {
         match &self.database_url {
             Some(url) => Ok(url.0.clone()),

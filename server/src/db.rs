@@ -39,27 +39,16 @@ impl Db {
                     .max_connections(8)
                     .after_connect(|conn, _| {
                         Box::pin(async move {
-                            sqlx::query("PRAGMA journal_mode = WAL")
-                                .execute(&mut *conn)
-                                .await?;
-                            sqlx::query("PRAGMA busy_timeout = 5000")
-                                .execute(&mut *conn)
-                                .await?;
-                            sqlx::query("PRAGMA foreign_keys = ON")
-                                .execute(&mut *conn)
-                                .await?;
+                            sqlx::query("PRAGMA journal_mode = WAL").execute(&mut *conn).await?;
+                            sqlx::query("PRAGMA busy_timeout = 5000").execute(&mut *conn).await?;
+                            sqlx::query("PRAGMA foreign_keys = ON").execute(&mut *conn).await?;
                             Ok(())
                         })
                     })
                     .connect_with(options)
                     .await?
             }
-            Backend::Postgres => {
-                AnyPoolOptions::new()
-                    .max_connections(16)
-                    .connect_with(options)
-                    .await?
-            }
+            Backend::Postgres => AnyPoolOptions::new().max_connections(16).connect_with(options).await?,
         };
         Ok(Db { pool, backend })
     }

@@ -1,8 +1,11 @@
 //! The arena server: configuration, storage, the REST API, the pages, and the wiring between them.
 
 pub mod api;
+mod clock;
 pub mod config;
 pub mod db;
+pub mod hub;
+pub mod identity;
 mod pages;
 pub mod registry_files;
 pub mod repo;
@@ -11,7 +14,9 @@ pub mod version;
 
 use std::sync::Arc;
 
+use axum::extract::DefaultBodyLimit;
 use axum::http::{header, HeaderValue};
+use axum::middleware;
 use axum::routing::get;
 use axum::Router;
 use tower_http::set_header::SetResponseHeaderLayer;
@@ -23,12 +28,21 @@ pub use state::AppState;
 /// returns the router with its state.
 pub async fn build(config: &Config) -> anyhow::Result<(Router, AppState)> {
     let registry = registry_files::load(&config.configs_dir, config.private_overlay.as_deref())?;
-    let db = db::Db::connect(&config.database_url()?).await?;
+    let url = config.database_url()?;
+    let db = db::Db::connect(&url).await?;
     db.migrate().await?;
+    let sessions = identity::sessions::SqlStore::open(&url, db.backend).await?;
+    sessions.spawn_cleanup();
     let state = AppState::new(Arc::new(registry), db, config);
-    Ok((router(state.clone(), &config.frame_ancestors), state))
+    identity::oauth::purge_handoffs(&state).await?;
+    let router = router(state.clone(), &config.frame_ancestors)
+        .layer(identity::sessions::layer(sessions, config.cookie_secure))
+        // Outside the session layer, so it sees the cookie that layer sets.
+        .layer(middleware::from_fn(identity::sessions::partition_cookie));
+    Ok((router, state))
 }
 
+/// The routes and their headers, without the session layer (which `build` adds).
 pub fn router(state: AppState, frame_ancestors: &str) -> Router {
     let (api, openapi) = api::router().split_for_parts();
     let openapi = Arc::new(openapi);
@@ -37,18 +51,17 @@ pub fn router(state: AppState, frame_ancestors: &str) -> Router {
         .unwrap_or_else(|_| HeaderValue::from_static("frame-ancestors 'self'"));
     Router::new()
         .merge(api)
-        .route(
-            "/openapi.json",
-            get(move || async move { axum::Json(openapi.as_ref().clone()) }),
-        )
+        .merge(identity::oauth::router())
+        .route("/openapi.json", get(move || async move { axum::Json(openapi.as_ref().clone()) }))
         // A bare route, for health checks and as the baseline of the load measurements.
         .route("/healthz", get(|| async { "ok" }))
         .merge(pages::router(&state))
         .method_not_allowed_fallback(api::method_not_allowed)
-        .layer(SetResponseHeaderLayer::overriding(
-            header::CONTENT_SECURITY_POLICY,
-            csp,
-        ))
+        // JSON bodies here are small; anything larger is refused before it is read.
+        .layer(DefaultBodyLimit::max(64 * 1024))
+        // Spans carry the method and path only: headers (and so tokens) are never recorded.
+        .layer(tower_http::trace::TraceLayer::new_for_http())
+        .layer(SetResponseHeaderLayer::overriding(header::CONTENT_SECURITY_POLICY, csp))
         .layer(SetResponseHeaderLayer::overriding(
             header::X_CONTENT_TYPE_OPTIONS,
             HeaderValue::from_static("nosniff"),

@@ -29,25 +29,19 @@ enum Command {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
-        .with_env_filter(
-            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
-        )
+        .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")))
         .init();
     let cli = Cli::parse();
     match cli.command.unwrap_or(Command::Serve) {
         Command::Serve => serve(cli.config).await,
-        Command::CheckConfigs {
-            configs_dir,
-            private_overlay,
-        } => {
-            let registry =
-                match server::registry_files::load(&configs_dir, private_overlay.as_deref()) {
-                    Ok(r) => r,
-                    Err(e) => {
-                        eprintln!("{e:#}");
-                        std::process::exit(1);
-                    }
-                };
+        Command::CheckConfigs { configs_dir, private_overlay } => {
+            let registry = match server::registry_files::load(&configs_dir, private_overlay.as_deref()) {
+                Ok(r) => r,
+                Err(e) => {
+                    eprintln!("{e:#}");
+                    std::process::exit(1);
+                }
+            };
             for challenge in &registry.challenges {
                 let config = domain::compose::compose(&registry, challenge);
                 println!(
@@ -72,13 +66,8 @@ async fn main() -> anyhow::Result<()> {
 async fn serve(config: Config) -> anyhow::Result<()> {
     let (app, _state) = server::build(&config).await?;
     let listener = tokio::net::TcpListener::bind(config.addr).await?;
-    tracing::info!(
-        "Open Env Arena listening on http://{}",
-        listener.local_addr()?
-    );
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown())
-        .await?;
+    tracing::info!("Open Env Arena listening on http://{}", listener.local_addr()?);
+    axum::serve(listener, app).with_graceful_shutdown(shutdown()).await?;
     Ok(())
 }
 
@@ -88,8 +77,7 @@ async fn shutdown() {
     };
     #[cfg(unix)]
     let term = async {
-        if let Ok(mut s) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        {
+        if let Ok(mut s) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
             s.recv().await;
         }
     };

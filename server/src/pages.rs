@@ -16,29 +16,18 @@ use crate::{repo, AppState};
 impl ArenaReads for AppState {
     fn challenges(&self) -> BoxFuture<'_, Result<ChallengeList, String>> {
         Box::pin(async move {
-            let live = repo::budget::live_state(&self.db, &self.registry)
-                .await
-                .map_err(|e| e.to_string())?;
+            let live = repo::budget::live_state(&self.db, &self.registry).await.map_err(|e| e.to_string())?;
             Ok(catalog::challenge_list(&self.registry, &live))
         })
     }
 
-    fn challenge<'a>(
-        &'a self,
-        id: &'a str,
-    ) -> BoxFuture<'a, Result<Option<ChallengeView>, String>> {
+    fn challenge<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<ChallengeView>, String>> {
         Box::pin(async move {
             let Some(challenge) = self.registry.challenge(id) else {
                 return Ok(None);
             };
-            let live = repo::budget::live_state(&self.db, &self.registry)
-                .await
-                .map_err(|e| e.to_string())?;
-            Ok(Some(catalog::challenge_view(
-                &self.registry,
-                challenge,
-                &live,
-            )))
+            let live = repo::budget::live_state(&self.db, &self.registry).await.map_err(|e| e.to_string())?;
+            Ok(Some(catalog::challenge_view(&self.registry, challenge, &live)))
         })
     }
 
@@ -56,8 +45,5 @@ pub fn router(state: &AppState) -> Router<AppState> {
             let options = options.clone();
             move || shell(options.clone())
         })
-        .fallback(leptos_axum::file_and_error_handler_with_context::<
-            AppState,
-            _,
-        >(context, shell))
+        .fallback(leptos_axum::file_and_error_handler_with_context::<AppState, _>(context, shell))
 }

@@ -9,11 +9,11 @@ use domain::{Registry, SourceFile};
 const MAX_FILE_BYTES: u64 = 1 << 20;
 
 pub fn load(configs_dir: &Path, overlay: Option<&Path>) -> anyhow::Result<Registry> {
-    let files =
-        read_tree(configs_dir).with_context(|| format!("reading {}", configs_dir.display()))?;
+    let files = read_tree(configs_dir).with_context(|| format!("reading {}", configs_dir.display()))?;
     let overlay_files = match overlay {
-        Some(dir) => read_tree(dir)
-            .with_context(|| format!("reading the private overlay {}", dir.display()))?,
+        Some(dir) => {
+            read_tree(dir).with_context(|| format!("reading the private overlay {}", dir.display()))?
+        }
         None => Vec::new(),
     };
     Registry::load(&files, &overlay_files)
@@ -32,10 +32,7 @@ fn read_tree(root: &Path) -> anyhow::Result<Vec<SourceFile>> {
                 stack.push(path);
                 continue;
             }
-            let wanted = matches!(
-                path.extension().and_then(|e| e.to_str()),
-                Some("toml" | "txt" | "json")
-            );
+            let wanted = matches!(path.extension().and_then(|e| e.to_str()), Some("toml" | "txt" | "json"));
             if !kind.is_file() || !wanted {
                 continue;
             }

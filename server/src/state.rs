@@ -6,7 +6,17 @@ use leptos::config::LeptosOptions;
 
 use crate::config::Config;
 use crate::db::Db;
+use crate::hub::HfHub;
+use crate::identity::cache::CachedHub;
+use crate::identity::oauth::OAuthSettings;
 use crate::version::BuildInfo;
+
+/// How callers are identified.
+pub struct AuthSettings {
+    pub editor_org: String,
+    /// `None` when sign-in is not configured: `/auth/login` says so.
+    pub oauth: Option<OAuthSettings>,
+}
 
 /// Everything a handler may need; each takes what it uses.
 #[derive(Clone)]
@@ -15,6 +25,8 @@ pub struct AppState {
     pub db: Db,
     pub build: Arc<BuildInfo>,
     pub leptos: LeptosOptions,
+    pub hub: Arc<CachedHub<HfHub>>,
+    pub auth: Arc<AuthSettings>,
 }
 
 impl AppState {
@@ -24,11 +36,25 @@ impl AppState {
             .site_root(config.site_root.to_string_lossy().to_string())
             .site_pkg_dir("pkg")
             .build();
+        let oauth = match (&config.oauth_client_id, &config.oauth_client_secret) {
+            (Some(id), Some(secret)) => Some(OAuthSettings::new(
+                id.clone(),
+                secret.clone(),
+                config.openid_provider_url.as_deref().unwrap_or(&config.hf_endpoint),
+                &config.public_url(),
+            )),
+            _ => None,
+        };
         AppState {
             registry,
             db,
             build: Arc::new(BuildInfo::capture(&config.site_root)),
             leptos,
+            hub: Arc::new(CachedHub::new(
+                HfHub::new(&config.hf_endpoint),
+                std::time::Duration::from_secs(config.whoami_cache_s),
+            )),
+            auth: Arc::new(AuthSettings { editor_org: config.editor_org.clone(), oauth }),
         }
     }
 }

@@ -24,9 +24,7 @@ impl BuildInfo {
     pub fn capture(site_root: &Path) -> BuildInfo {
         let epoch: i64 = env!("ARENA_BUILD_EPOCH").parse().unwrap_or(0);
         BuildInfo {
-            commit: option_env!("ARENA_BUILD_COMMIT")
-                .unwrap_or("unknown")
-                .to_string(),
+            commit: option_env!("ARENA_BUILD_COMMIT").unwrap_or("unknown").to_string(),
             build_time: rfc3339(
                 OffsetDateTime::from_unix_timestamp(epoch).unwrap_or(OffsetDateTime::UNIX_EPOCH),
             ),

@@ -9,16 +9,8 @@ pub struct ConfigError {
 }
 
 impl ConfigError {
-    pub fn new(
-        file: impl Into<String>,
-        field: impl Into<String>,
-        reason: impl Into<String>,
-    ) -> Self {
-        Self {
-            file: file.into(),
-            field: field.into(),
-            reason: reason.into(),
-        }
+    pub fn new(file: impl Into<String>, field: impl Into<String>, reason: impl Into<String>) -> Self {
+        Self { file: file.into(), field: field.into(), reason: reason.into() }
     }
 }
 

@@ -14,8 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::de::DeserializeOwned;
 
 pub use challenge::{
-    Baseline, ChallengeFile, ChallengeHeader, ChallengeStatus, Compute, Layout, Pipeline,
-    ProviderStatus,
+    Baseline, ChallengeFile, ChallengeHeader, ChallengeStatus, Compute, Layout, Pipeline, ProviderStatus,
 };
 pub use error::{ConfigError, ConfigErrors};
 pub use method::{Eval, Method, MethodFile, MethodMeta, Rollout, Training};
@@ -32,10 +31,7 @@ pub struct SourceFile {
 
 impl SourceFile {
     pub fn new(path: impl Into<String>, contents: impl Into<String>) -> Self {
-        Self {
-            path: path.into(),
-            contents: contents.into(),
-        }
+        Self { path: path.into(), contents: contents.into() }
     }
 }
 
@@ -86,11 +82,7 @@ impl Registry {
         let mut registry = Registry::default();
         let fixtures: BTreeMap<&str, &str> = files
             .iter()
-            .filter_map(|f| {
-                f.path
-                    .strip_prefix(TASK_LISTS)
-                    .map(|name| (name, f.contents.as_str()))
-            })
+            .filter_map(|f| f.path.strip_prefix(TASK_LISTS).map(|name| (name, f.contents.as_str())))
             .collect();
 
         match files.iter().find(|f| f.path == "arena.toml") {
@@ -107,11 +99,9 @@ impl Registry {
                     }
                 }
             }
-            None => errors.push(ConfigError::new(
-                "arena.toml",
-                "",
-                "missing: it sets the shared compute cap",
-            )),
+            None => {
+                errors.push(ConfigError::new("arena.toml", "", "missing: it sets the shared compute cap"))
+            }
         }
 
         let mut challenge_files = Vec::new();
@@ -144,14 +134,9 @@ impl Registry {
                     if let Some(s) = parse::<SuiteFile>(file, &mut errors) {
                         check_id(file, "suite.id", &s.suite.id, stem, &mut errors);
                         let tasks = public_suite_tasks(file, &s, &fixtures, &mut errors);
-                        registry.suites.insert(
-                            s.suite.id.clone(),
-                            Suite {
-                                header: s.suite,
-                                meta: s.meta,
-                                tasks,
-                            },
-                        );
+                        registry
+                            .suites
+                            .insert(s.suite.id.clone(), Suite { header: s.suite, meta: s.meta, tasks });
                     }
                 }
                 "challenges" => {
@@ -166,20 +151,13 @@ impl Registry {
 
         apply_overlay(&mut registry.suites, overlay, &mut errors);
 
-        let defaults: Vec<&str> = registry
-            .suites
-            .values()
-            .filter(|s| s.meta.default)
-            .map(|s| s.id())
-            .collect();
+        let defaults: Vec<&str> =
+            registry.suites.values().filter(|s| s.meta.default).map(|s| s.id()).collect();
         if defaults.len() > 1 {
             errors.push(ConfigError::new(
                 "suites/",
                 "meta.default",
-                format!(
-                    "only one suite may be the default; these all are: {}",
-                    defaults.join(", ")
-                ),
+                format!("only one suite may be the default; these all are: {}", defaults.join(", ")),
             ));
         }
 
@@ -210,13 +188,8 @@ impl Registry {
     }
 
     /// The challenges that score on a suite.
-    pub fn challenges_scoring_on<'a>(
-        &'a self,
-        suite_id: &'a str,
-    ) -> impl Iterator<Item = &'a Challenge> {
-        self.challenges
-            .iter()
-            .filter(move |c| c.spec.challenge.suites.iter().any(|s| s == suite_id))
+    pub fn challenges_scoring_on<'a>(&'a self, suite_id: &'a str) -> impl Iterator<Item = &'a Challenge> {
+        self.challenges.iter().filter(move |c| c.spec.challenge.suites.iter().any(|s| s == suite_id))
     }
 }
 
@@ -246,16 +219,12 @@ fn parse<T: DeserializeOwned>(file: &SourceFile, errors: &mut Vec<ConfigError>) 
 }
 
 fn is_hex(s: &str, min: usize, max: usize) -> bool {
-    (min..=max).contains(&s.len())
-        && s.bytes()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    (min..=max).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 fn check_id(file: &SourceFile, field: &str, id: &str, stem: &str, errors: &mut Vec<ConfigError>) {
     let well_formed = (2..=64).contains(&id.len())
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
+        && id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
         && id.as_bytes()[0].is_ascii_alphanumeric();
     if !well_formed {
         errors.push(ConfigError::new(
@@ -274,18 +243,10 @@ fn check_id(file: &SourceFile, field: &str, id: &str, stem: &str, errors: &mut V
 
 fn check_method(file: &SourceFile, m: &MethodFile, errors: &mut Vec<ConfigError>) {
     if m.eval.trials == 0 {
-        errors.push(ConfigError::new(
-            &file.path,
-            "eval.trials",
-            "must be at least 1",
-        ));
+        errors.push(ConfigError::new(&file.path, "eval.trials", "must be at least 1"));
     }
     if m.eval.sandbox_concurrency == 0 {
-        errors.push(ConfigError::new(
-            &file.path,
-            "eval.sandbox_concurrency",
-            "must be at least 1",
-        ));
+        errors.push(ConfigError::new(&file.path, "eval.sandbox_concurrency", "must be at least 1"));
     }
     if !["always", "gate"].contains(&m.training.run_policy.as_str()) {
         errors.push(ConfigError::new(
@@ -298,11 +259,7 @@ fn check_method(file: &SourceFile, m: &MethodFile, errors: &mut Vec<ConfigError>
 
 /// One task name per line; blank lines and `#` comments are skipped.
 fn parse_task_list(text: &str) -> Vec<String> {
-    text.lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with('#'))
-        .map(String::from)
-        .collect()
+    text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')).map(String::from).collect()
 }
 
 fn check_tasks(
@@ -315,19 +272,12 @@ fn check_tasks(
     let mut seen = BTreeSet::new();
     for name in names {
         if !seen.insert(name) {
-            errors.push(ConfigError::new(
-                file,
-                field,
-                format!("task `{name}` is listed twice"),
-            ));
+            errors.push(ConfigError::new(file, field, format!("task `{name}` is listed twice")));
         }
     }
     if let Some(domains) = domains {
-        let missing: Vec<&str> = names
-            .iter()
-            .filter(|n| !domains.contains_key(*n))
-            .map(String::as_str)
-            .collect();
+        let missing: Vec<&str> =
+            names.iter().filter(|n| !domains.contains_key(*n)).map(String::as_str).collect();
         if !missing.is_empty() {
             errors.push(ConfigError::new(
                 file,
@@ -335,19 +285,12 @@ fn check_tasks(
                 format!("every task needs a domain; missing: {}", missing.join(", ")),
             ));
         }
-        let unknown: Vec<&str> = domains
-            .keys()
-            .filter(|k| !seen.contains(k))
-            .map(String::as_str)
-            .collect();
+        let unknown: Vec<&str> = domains.keys().filter(|k| !seen.contains(k)).map(String::as_str).collect();
         if !unknown.is_empty() {
             errors.push(ConfigError::new(
                 file,
                 "meta.domains",
-                format!(
-                    "the domain map names tasks the task list does not have: {}",
-                    unknown.join(", ")
-                ),
+                format!("the domain map names tasks the task list does not have: {}", unknown.join(", ")),
             ));
         }
     }
@@ -402,21 +345,13 @@ fn public_suite_tasks(
                 "domains and fingerprints sit beside a task list; name one",
             ));
         }
-        errors.push(ConfigError::new(
-            &file.path,
-            "meta.task_list",
-            "a public suite names its task list",
-        ));
+        errors.push(ConfigError::new(&file.path, "meta.task_list", "a public suite names its task list"));
         return None;
     };
     let mut fixture = |name: &str, field: &str| -> Option<&str> {
         let found = fixtures.get(name).copied();
         if found.is_none() {
-            errors.push(ConfigError::new(
-                &file.path,
-                field,
-                format!("{TASK_LISTS}{name} does not exist"),
-            ));
+            errors.push(ConfigError::new(&file.path, field, format!("{TASK_LISTS}{name} does not exist")));
         }
         found
     };
@@ -429,19 +364,9 @@ fn public_suite_tasks(
         fixture(name, "meta.fingerprints")?;
     }
     let domains = domain_text.and_then(|text| parse_domain_map(&file.path, text, errors));
-    check_tasks(
-        &file.path,
-        "meta.task_list",
-        &names,
-        domains.as_ref(),
-        errors,
-    );
+    check_tasks(&file.path, "meta.task_list", &names, domains.as_ref(), errors);
     if names.is_empty() {
-        errors.push(ConfigError::new(
-            &file.path,
-            "meta.task_list",
-            "the task list is empty",
-        ));
+        errors.push(ConfigError::new(&file.path, "meta.task_list", "the task list is empty"));
     }
     Some(SuiteTasks { names, domains })
 }
@@ -466,11 +391,7 @@ fn apply_overlay(
     for (suite_id, files) in by_suite {
         let origin = format!("overlay:suites/{suite_id}/");
         let Some(suite) = suites.get_mut(suite_id) else {
-            errors.push(ConfigError::new(
-                origin,
-                "",
-                "no suite with this id in configs/suites/",
-            ));
+            errors.push(ConfigError::new(origin, "", "no suite with this id in configs/suites/"));
             continue;
         };
         if !suite.meta.private {
@@ -490,9 +411,7 @@ fn apply_overlay(
             continue;
         };
         let names = parse_task_list(&list.contents);
-        let domains = files
-            .get("domains.json")
-            .and_then(|f| parse_domain_map(&f.path, &f.contents, errors));
+        let domains = files.get("domains.json").and_then(|f| parse_domain_map(&f.path, &f.contents, errors));
         check_tasks(&list.path, "tasks.txt", &names, domains.as_ref(), errors);
         suite.tasks = Some(SuiteTasks { names, domains });
     }
@@ -508,49 +427,27 @@ fn bind_challenge(
     let header = &spec.challenge;
     let mut err = |field: &str, reason: String| errors.push(ConfigError::new(&path, field, reason));
 
-    if header
-        .runs_paused
-        .as_deref()
-        .is_some_and(|r| r.trim().is_empty())
-    {
-        err(
-            "challenge.runs_paused",
-            "give the reason runs are paused, or leave it out".into(),
-        );
+    if header.runs_paused.as_deref().is_some_and(|r| r.trim().is_empty()) {
+        err("challenge.runs_paused", "give the reason runs are paused, or leave it out".into());
     }
     if !is_hex(&spec.pipeline.commit, 40, 40) {
-        err(
-            "pipeline.commit",
-            "the pipeline pin must be a full 40-hex commit".into(),
-        );
+        err("pipeline.commit", "the pipeline pin must be a full 40-hex commit".into());
     }
     if header.suites.is_empty() {
-        err(
-            "challenge.suites",
-            "a challenge scores on at least one suite".into(),
-        );
+        err("challenge.suites", "a challenge scores on at least one suite".into());
     }
     for suite in &header.suites {
         if !registry.suites.contains_key(suite) {
-            err(
-                "challenge.suites",
-                format!("no suite `{suite}` in configs/suites/"),
-            );
+            err("challenge.suites", format!("no suite `{suite}` in configs/suites/"));
         }
     }
     let model = registry.models.get(&header.model);
     if model.is_none() {
-        err(
-            "challenge.model",
-            format!("no model `{}` in configs/models/", header.model),
-        );
+        err("challenge.model", format!("no model `{}` in configs/models/", header.model));
     }
     let method = registry.methods.get(&header.method);
     if method.is_none() {
-        err(
-            "challenge.method",
-            format!("no method `{}` in configs/methods/", header.method),
-        );
+        err("challenge.method", format!("no method `{}` in configs/methods/", header.method));
     }
     let (Some(model), Some(method)) = (model, method) else {
         return None;
@@ -613,14 +510,8 @@ fn bind_challenge(
             ),
         );
     }
-    if compute
-        .hourly_price_usd
-        .is_some_and(|p| !(p.is_finite() && p > 0.0))
-    {
-        err(
-            "compute.hourly_price_usd",
-            "must be a positive number".into(),
-        );
+    if compute.hourly_price_usd.is_some_and(|p| !(p.is_finite() && p > 0.0)) {
+        err("compute.hourly_price_usd", "must be a positive number".into());
     }
     if compute.max_wall_s == 0 {
         err("compute.max_wall_s", "must be positive".into());
@@ -635,10 +526,7 @@ fn bind_challenge(
         errors.push(ConfigError::new(
             &method_file,
             field,
-            format!(
-                "{reason} (serving model `{}` for challenge `{}`)",
-                model.model.id, header.id
-            ),
+            format!("{reason} (serving model `{}` for challenge `{}`)", model.model.id, header.id),
         ));
     }
 
@@ -653,11 +541,7 @@ fn bind_challenge(
         tensor_parallel: serving.tensor_parallel,
         max_context_tokens: serving.max_context_tokens,
     };
-    Some(Challenge {
-        file_path: path,
-        spec,
-        serving,
-    })
+    Some(Challenge { file_path: path, spec, serving })
 }
 
 #[cfg(test)]

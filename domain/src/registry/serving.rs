@@ -19,10 +19,7 @@ pub const FLAVORS: &[(&str, u32)] = &[
 ];
 
 pub fn flavor_gpus(flavor: &str) -> Option<u32> {
-    FLAVORS
-        .iter()
-        .find(|(name, _)| *name == flavor)
-        .map(|(_, gpus)| *gpus)
+    FLAVORS.iter().find(|(name, _)| *name == flavor).map(|(_, gpus)| *gpus)
 }
 
 /// `[meta.serving]` of a model fragment: what the model itself allows.
@@ -71,25 +68,15 @@ pub fn check_layout(
         let known: Vec<&str> = FLAVORS.iter().map(|(n, _)| *n).collect();
         problems.push((
             "meta.serving.flavor",
-            format!(
-                "unknown flavor `{}`; known: {}",
-                serving.flavor,
-                known.join(", ")
-            ),
+            format!("unknown flavor `{}`; known: {}", serving.flavor, known.join(", ")),
         ));
         return problems;
     };
     if serving.vllm_gpus == 0 {
-        problems.push((
-            "meta.serving.vllm_gpus",
-            "vLLM needs at least one GPU".to_string(),
-        ));
+        problems.push(("meta.serving.vllm_gpus", "vLLM needs at least one GPU".to_string()));
     }
     if serving.trainer_gpus == 0 {
-        problems.push((
-            "meta.serving.trainer_gpus",
-            "the trainer needs at least one GPU".to_string(),
-        ));
+        problems.push(("meta.serving.trainer_gpus", "the trainer needs at least one GPU".to_string()));
     }
     if serving.vllm_gpus + serving.trainer_gpus != gpus {
         problems.push((
@@ -106,10 +93,7 @@ pub fn check_layout(
     }
     let tp = serving.tensor_parallel;
     if tp == 0 || !tp.is_power_of_two() {
-        problems.push((
-            "meta.serving.tensor_parallel",
-            format!("{tp} is not a power of two"),
-        ));
+        problems.push(("meta.serving.tensor_parallel", format!("{tp} is not a power of two")));
     } else {
         if !serving.vllm_gpus.is_multiple_of(tp) {
             problems.push((
@@ -120,10 +104,7 @@ pub fn check_layout(
         if !model.attention_heads.is_multiple_of(tp) {
             problems.push((
                 "meta.serving.tensor_parallel",
-                format!(
-                    "{tp} does not divide the model's {} attention heads",
-                    model.attention_heads
-                ),
+                format!("{tp} does not divide the model's {} attention heads", model.attention_heads),
             ));
         }
     }

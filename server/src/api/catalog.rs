@@ -44,14 +44,12 @@ pub async fn get_benchmark(
     State(s): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Json<BenchmarkDetail>, ApiError> {
-    catalog::benchmark_detail(&s.registry, &id)
-        .map(Json)
-        .ok_or_else(|| {
-            ApiError::new(
-                ErrorCode::BenchmarkNotFound,
-                format!("no benchmark `{id}`; GET /api/benchmarks lists them"),
-            )
-        })
+    catalog::benchmark_detail(&s.registry, &id).map(Json).ok_or_else(|| {
+        ApiError::new(
+            ErrorCode::BenchmarkNotFound,
+            format!("no benchmark `{id}`; GET /api/benchmarks lists them"),
+        )
+    })
 }
 
 #[utoipa::path(get, path = "/api/formula", tag = "challenges",
@@ -70,9 +68,7 @@ pub async fn tracks() -> Json<TrackList> {
 
 #[utoipa::path(get, path = "/api/arena/budget", tag = "arena", responses((status = 200, body = BudgetView)))]
 pub async fn budget(State(s): State<AppState>) -> Result<Json<BudgetView>, ApiError> {
-    Ok(Json(
-        repo::budget::live_state(&s.db, &s.registry).await?.budget,
-    ))
+    Ok(Json(repo::budget::live_state(&s.db, &s.registry).await?.budget))
 }
 
 #[utoipa::path(get, path = "/api/version", tag = "arena", responses((status = 200, body = VersionView)))]

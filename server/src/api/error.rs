@@ -1,4 +1,4 @@
-use axum::http::StatusCode;
+use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use domain::{ApiErrorBody, ErrorCode};
@@ -11,18 +11,23 @@ pub struct ApiError {
 
 impl ApiError {
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
-        ApiError {
-            body: ApiErrorBody::new(code, message),
-        }
+        ApiError { body: ApiErrorBody::new(code, message) }
+    }
+
+    /// Adds `retry_after_s` to the body and a `Retry-After` header.
+    pub fn retry_after(mut self, seconds: u64) -> Self {
+        self.body.retry_after_s = Some(seconds);
+        self
+    }
+
+    pub fn code(&self) -> ErrorCode {
+        self.body.code
     }
 
     /// An internal failure: logged with its source chain, answered with a generic message.
     pub fn internal(error: impl std::fmt::Display) -> Self {
         tracing::error!(error = %error, "internal error");
-        ApiError::new(
-            ErrorCode::Internal,
-            "the arena hit an internal error; try again shortly",
-        )
+        ApiError::new(ErrorCode::Internal, "the arena hit an internal error; try again shortly")
     }
 }
 
@@ -34,8 +39,13 @@ impl From<sqlx::Error> for ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let status = StatusCode::from_u16(self.body.code.status())
-            .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        (status, Json(self.body)).into_response()
+        let status =
+            StatusCode::from_u16(self.body.code.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let retry = self.body.retry_after_s;
+        let mut resp = (status, Json(self.body)).into_response();
+        if let Some(s) = retry.and_then(|s| HeaderValue::from_str(&s.to_string()).ok()) {
+            resp.headers_mut().insert("retry-after", s);
+        }
+        resp
     }
 }

@@ -24,18 +24,12 @@ fn answer(params: LegacyParams) -> Json<LegacyList> {
     } else {
         "Legacy seen-task practice experiments are off the board since 2026-09-30; add ?legacy=true to include them."
     };
-    Json(LegacyList {
-        legacy: params.legacy,
-        items: Vec::new(),
-        note: note.into(),
-    })
+    Json(LegacyList { legacy: params.legacy, items: Vec::new(), note: note.into() })
 }
 
 #[utoipa::path(get, path = "/api/experiment-groups", tag = "legacy", params(LegacyParams),
     responses((status = 200, body = LegacyList), (status = 400, body = domain::ApiErrorBody)))]
-pub async fn experiment_groups(
-    ApiQuery(p): ApiQuery<LegacyParams>,
-) -> Result<Json<LegacyList>, ApiError> {
+pub async fn experiment_groups(ApiQuery(p): ApiQuery<LegacyParams>) -> Result<Json<LegacyList>, ApiError> {
     Ok(answer(p))
 }
 
@@ -47,8 +41,6 @@ pub async fn results(ApiQuery(p): ApiQuery<LegacyParams>) -> Result<Json<LegacyL
 
 #[utoipa::path(get, path = "/api/verification", tag = "legacy", params(LegacyParams),
     responses((status = 200, body = LegacyList), (status = 400, body = domain::ApiErrorBody)))]
-pub async fn verification(
-    ApiQuery(p): ApiQuery<LegacyParams>,
-) -> Result<Json<LegacyList>, ApiError> {
+pub async fn verification(ApiQuery(p): ApiQuery<LegacyParams>) -> Result<Json<LegacyList>, ApiError> {
     Ok(answer(p))
 }

@@ -1,8 +1,11 @@
 //! The REST API the guide names. Every route is declared with `#[utoipa::path]` and registered
 //! through `routes!`, so `/openapi.json` is generated from the same code that serves it.
 
+mod board;
 mod catalog;
 mod error;
+mod identity;
+mod json;
 mod legacy;
 mod query;
 
@@ -14,15 +17,36 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 pub use error::ApiError;
+pub use json::ApiJson;
 
 use crate::AppState;
 
 #[derive(OpenApi)]
 #[openapi(
     info(title = "Open Env Arena", description = "The arena's API. Errors are JSON: {code, message}."),
-    tags((name = "challenges"), (name = "benchmarks"), (name = "arena"), (name = "legacy"))
+    tags((name = "challenges"), (name = "benchmarks"), (name = "arena"), (name = "identity"), (name = "board"), (name = "legacy")),
+    modifiers(&BearerAuth)
 )]
 struct ApiDoc;
+
+/// Declares the HF token as a Bearer scheme in the document.
+struct BearerAuth;
+
+impl utoipa::Modify for BearerAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "hf_token",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .description(Some("A Hugging Face token"))
+                    .build(),
+            ),
+        );
+    }
+}
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::with_openapi(ApiDoc::openapi())
@@ -34,6 +58,10 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(catalog::tracks))
         .routes(routes!(catalog::budget))
         .routes(routes!(catalog::version))
+        .routes(routes!(identity::whoami))
+        .routes(routes!(identity::register_agent))
+        .routes(routes!(identity::discover))
+        .routes(routes!(board::list, board::post))
         .routes(routes!(legacy::experiment_groups))
         .routes(routes!(legacy::results))
         .routes(routes!(legacy::verification))
@@ -43,16 +71,10 @@ pub fn router() -> OpenApiRouter<AppState> {
 }
 
 async fn unknown_route(method: Method, uri: Uri) -> ApiError {
-    ApiError::new(
-        ErrorCode::NotFound,
-        format!("no route {method} {}", uri.path()),
-    )
+    ApiError::new(ErrorCode::NotFound, format!("no route {method} {}", uri.path()))
 }
 
 /// Answers 405 on a known path with another method, in the API's error shape.
 pub async fn method_not_allowed(method: Method, uri: Uri) -> ApiError {
-    ApiError::new(
-        ErrorCode::MethodNotAllowed,
-        format!("{} does not accept {method}", uri.path()),
-    )
+    ApiError::new(ErrorCode::MethodNotAllowed, format!("{} does not accept {method}", uri.path()))
 }

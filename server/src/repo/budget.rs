@@ -14,24 +14,21 @@ struct LedgerRow {
 }
 
 async fn ledger(db: &Db) -> Result<Vec<LedgerRow>, sqlx::Error> {
-    let rows = sqlx::query("SELECT challenge_id, run_id, amount_cents, state FROM budget_ledger ORDER BY created_at, id")
-        .fetch_all(&db.pool)
-        .await?;
+    let rows = sqlx::query(
+        "SELECT challenge_id, run_id, amount_cents, state FROM budget_ledger ORDER BY created_at, id",
+    )
+    .fetch_all(&db.pool)
+    .await?;
     rows.into_iter()
         .map(|row| {
             let state: String = row.try_get("state")?;
             let state = LedgerState::parse(&state).ok_or_else(|| {
-                sqlx::Error::Decode(
-                    format!("budget_ledger.state holds unknown value `{state}`").into(),
-                )
+                sqlx::Error::Decode(format!("budget_ledger.state holds unknown value `{state}`").into())
             })?;
             Ok(LedgerRow {
                 challenge_id: row.try_get("challenge_id")?,
                 run_id: row.try_get("run_id")?,
-                entry: LedgerEntry {
-                    amount_cents: row.try_get("amount_cents")?,
-                    state,
-                },
+                entry: LedgerEntry { amount_cents: row.try_get("amount_cents")?, state },
             })
         })
         .collect()
@@ -45,21 +42,10 @@ pub async fn live_state(db: &Db, registry: &Registry) -> Result<LiveState, sqlx:
     let active_job = rows
         .iter()
         .find(|r| r.entry.state == LedgerState::Live)
-        .map(|r| {
-            r.run_id
-                .clone()
-                .unwrap_or_else(|| format!("a run on {}", r.challenge_id))
-        });
+        .map(|r| r.run_id.clone().unwrap_or_else(|| format!("a run on {}", r.challenge_id)));
     let mut launched_runs = BTreeMap::new();
-    for r in rows
-        .iter()
-        .filter(|r| r.entry.state != LedgerState::Released)
-    {
+    for r in rows.iter().filter(|r| r.entry.state != LedgerState::Released) {
         *launched_runs.entry(r.challenge_id.clone()).or_insert(0) += 1;
     }
-    Ok(LiveState {
-        budget: summarize(registry.budget_cap_cents, &entries, None),
-        active_job,
-        launched_runs,
-    })
+    Ok(LiveState { budget: summarize(registry.budget_cap_cents, &entries, None), active_job, launched_runs })
 }

@@ -1,3 +1,5 @@
 //! Storage: one module per table group. Each maps rows to domain values at this edge.
 
+pub mod agents;
+pub mod board;
 pub mod budget;

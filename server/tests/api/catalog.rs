@@ -13,28 +13,16 @@ on_both_backends!(challenges_list_the_open_challenge_with_its_details, |app| {
     assert_eq!(c["status"], "open");
     assert!(c["runs_paused"].as_str().unwrap().contains("not measured"));
     assert_eq!(c["health"]["accepting_runs"], false);
-    assert!(c["health"]["reason"]
-        .as_str()
-        .unwrap()
-        .starts_with("runs are paused"));
+    assert!(c["health"]["reason"].as_str().unwrap().starts_with("runs are paused"));
     assert_eq!(c["base_model"]["repo"], "Qwen/Qwen3.5-9B");
     assert_eq!(c["base_model"]["revision"], "c202236");
     assert_eq!(c["recipe"]["id"], "openenv-v1");
     assert_eq!(c["recipe"]["placeholder"], true);
-    assert!(c["recipe"]["note"]
-        .as_str()
-        .unwrap()
-        .contains("placeholders"));
+    assert!(c["recipe"]["note"].as_str().unwrap().contains("placeholders"));
     assert_eq!(c["eval_suite"]["id"], "openenv-heldout");
     assert_eq!(c["eval_suite"]["private"], true);
     assert_eq!(c["eval_suite"]["task_count"], Value::Null);
-    assert_eq!(
-        c["eval_suite"]["described_domains"]
-            .as_array()
-            .unwrap()
-            .len(),
-        8
-    );
+    assert_eq!(c["eval_suite"]["described_domains"].as_array().unwrap().len(), 8);
     assert_eq!(c["metric"]["trials_per_run"], 3);
     assert_eq!(c["compute"]["provider"], "nebius");
     assert_eq!(c["compute"]["provider_status"], "planned");
@@ -52,27 +40,20 @@ on_both_backends!(one_challenge_by_id, |app| {
     assert_eq!(answer.json()["id"], "openenv-9b");
 });
 
-on_both_backends!(
-    benchmarks_name_the_default_and_the_challenges_scoring_on_it,
-    |app| {
-        let json = app.get("/api/benchmarks").await.json();
-        assert_eq!(json["default"], "openenv-heldout");
-        let b = &json["benchmarks"][0];
-        assert_eq!(b["sealed"], true);
-        assert_eq!(
-            b["domains"],
-            Value::Null,
-            "a private suite publishes no per-domain counts"
-        );
-        assert_eq!(b["challenges"], serde_json::json!(["openenv-9b"]));
-        let detail = app.get("/api/benchmarks/openenv-heldout").await;
-        assert_eq!(detail.status, StatusCode::OK);
-        let detail = detail.json();
-        assert_eq!(detail["id"], "openenv-heldout");
-        assert_eq!(detail["leaderboards"][0]["challenge_id"], "openenv-9b");
-        assert_eq!(detail["leaderboards"][0]["rows"], serde_json::json!([]));
-    }
-);
+on_both_backends!(benchmarks_name_the_default_and_the_challenges_scoring_on_it, |app| {
+    let json = app.get("/api/benchmarks").await.json();
+    assert_eq!(json["default"], "openenv-heldout");
+    let b = &json["benchmarks"][0];
+    assert_eq!(b["sealed"], true);
+    assert_eq!(b["domains"], Value::Null, "a private suite publishes no per-domain counts");
+    assert_eq!(b["challenges"], serde_json::json!(["openenv-9b"]));
+    let detail = app.get("/api/benchmarks/openenv-heldout").await;
+    assert_eq!(detail.status, StatusCode::OK);
+    let detail = detail.json();
+    assert_eq!(detail["id"], "openenv-heldout");
+    assert_eq!(detail["leaderboards"][0]["challenge_id"], "openenv-9b");
+    assert_eq!(detail["leaderboards"][0]["rows"], serde_json::json!([]));
+});
 
 on_both_backends!(formula_lists_the_registries, |app| {
     let json = app.get("/api/formula").await.json();
@@ -124,10 +105,7 @@ on_both_backends!(the_database_allows_one_live_reservation, |app| {
              VALUES ('b', 'openenv-9b', 'run-b', 100, 'live', 't', 't')",
         )
         .await;
-    assert!(
-        second.is_err(),
-        "a second live reservation must be refused by the database"
-    );
+    assert!(second.is_err(), "a second live reservation must be refused by the database");
     let negative = app
         .exec(
             "INSERT INTO budget_ledger (id, challenge_id, run_id, amount_cents, state, created_at, updated_at) \
@@ -147,11 +125,7 @@ on_both_backends!(version_reports_the_build_and_notices_changed_files, |app| {
 });
 
 on_both_backends!(legacy_results_answer_empty, |app| {
-    for route in [
-        "/api/experiment-groups",
-        "/api/results",
-        "/api/verification",
-    ] {
+    for route in ["/api/experiment-groups", "/api/results", "/api/verification"] {
         let json = app.get(route).await.json();
         assert_eq!(json["legacy"], false, "{route}");
         assert_eq!(json["items"], serde_json::json!([]));
@@ -175,13 +149,7 @@ async fn health_reflects_an_active_run_on_both_backends() {
         )
     });
     for backend in BACKENDS {
-        let app = TestApp::with(
-            backend,
-            Options {
-                configs_dir: configs.path().to_path_buf(),
-            },
-        )
-        .await;
+        let app = TestApp::with(backend, Options { configs_dir: configs.path().to_path_buf() }).await;
         let c = app.get("/api/challenges/openenv-9b").await.json();
         assert_eq!(c["health"]["accepting_runs"], true, "{backend:?}");
         assert_eq!(c["per_run_allocation"]["usd"], 200.0);
@@ -193,10 +161,7 @@ async fn health_reflects_an_active_run_on_both_backends() {
         .unwrap();
         let c = app.get("/api/challenges/openenv-9b").await.json();
         assert_eq!(c["health"]["accepting_runs"], false);
-        assert!(c["health"]["reason"]
-            .as_str()
-            .unwrap()
-            .contains("another arena run is active (run-a)"));
+        assert!(c["health"]["reason"].as_str().unwrap().contains("another arena run is active (run-a)"));
         assert_eq!(c["health"]["runs"], 1);
         app.finish().await;
     }

@@ -13,11 +13,7 @@ on_both_backends!(unknown_ids_are_404_with_their_codes, |app| {
 });
 
 on_both_backends!(unknown_api_routes_answer_json, |app| {
-    for uri in [
-        "/api/nope",
-        "/api",
-        "/api/challenges/openenv-9b/nope/deeper",
-    ] {
+    for uri in ["/api/nope", "/api", "/api/challenges/openenv-9b/nope/deeper"] {
         let answer = app.get(uri).await;
         assert_eq!(answer.status, StatusCode::NOT_FOUND, "{uri}");
         assert_eq!(answer.json()["code"], "NOT_FOUND", "{uri}");
@@ -25,9 +21,7 @@ on_both_backends!(unknown_api_routes_answer_json, |app| {
 });
 
 on_both_backends!(wrong_methods_answer_json_405, |app| {
-    let answer = app
-        .request(Method::POST, "/api/challenges", Some("{}"))
-        .await;
+    let answer = app.request(Method::POST, "/api/challenges", Some("{}")).await;
     assert_eq!(answer.status, StatusCode::METHOD_NOT_ALLOWED);
     assert_eq!(answer.json()["code"], "METHOD_NOT_ALLOWED");
     let answer = app.request(Method::DELETE, "/api/arena/budget", None).await;
@@ -58,10 +52,7 @@ on_both_backends!(openapi_is_generated_with_every_route, |app| {
         "/api/results",
         "/api/verification",
     ] {
-        assert!(
-            paths.contains_key(path),
-            "{path} missing from /openapi.json"
-        );
+        assert!(paths.contains_key(path), "{path} missing from /openapi.json");
     }
     assert!(json["components"]["schemas"]["ChallengeView"].is_object());
     assert!(json["components"]["schemas"]["ApiErrorBody"].is_object());

@@ -22,7 +22,41 @@ pub enum Backend {
 
 pub const BACKENDS: [Backend; 2] = [Backend::Sqlite, Backend::Postgres];
 
+pub const ALICE: &str = "hf_test_alice_0123456789abcdef";
+pub const BOB: &str = "hf_test_bob_0123456789abcdef";
+pub const EVE: &str = "hf_test_eve_editor_0123456789abcdef";
+
+fn hub_users() -> Vec<standin::HubUser> {
+    let user = |name: &str, token: &str, orgs: Vec<standin::OrgMembership>| standin::HubUser {
+        name: name.into(),
+        token: token.into(),
+        fullname: name.to_uppercase(),
+        email: None,
+        orgs,
+    };
+    vec![
+        user("alice", ALICE, vec![standin::OrgMembership { name: "benchflow".into(), role: "read".into() }]),
+        user("bob", BOB, vec![]),
+        user("eve", EVE, vec![standin::OrgMembership { name: "benchflow".into(), role: "admin".into() }]),
+    ]
+}
+
+/// Starts the HF stand-in on a free loopback port.
+pub async fn start_hub() -> (standin::SharedHub, String) {
+    let hub = standin::Hub::new(
+        hub_users(),
+        standin::OAuthApp { client_id: "arena-test".into(), client_secret: "arena-test-secret".into() },
+        standin::Faults::default(),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(standin::serve(listener, hub.clone()));
+    (hub, url)
+}
+
 pub struct TestApp {
+    pub hub: standin::SharedHub,
+    pub hub_url: String,
     pub router: Router,
     pub state: AppState,
     pub site_root: PathBuf,
@@ -48,15 +82,11 @@ impl Answer {
 }
 
 fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
 }
 
 fn pg_admin_url() -> String {
-    std::env::var("ARENA_TEST_PG_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into())
+    std::env::var("ARENA_TEST_PG_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into())
 }
 
 async fn create_pg_database() -> (String, String) {
@@ -65,21 +95,13 @@ async fn create_pg_database() -> (String, String) {
         "arena_test_{}_{}_{}",
         std::process::id(),
         COUNTER.fetch_add(1, Ordering::SeqCst),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .subsec_nanos()
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos()
     );
     let admin = pg_admin_url();
-    let mut conn = sqlx::PgConnection::connect(&admin)
-        .await
-        .unwrap_or_else(|e| {
-            panic!("PostgreSQL at {admin} is needed for these tests (dev/test starts it): {e}")
-        });
-    sqlx::query(&format!("CREATE DATABASE {name}"))
-        .execute(&mut conn)
-        .await
-        .unwrap();
+    let mut conn = sqlx::PgConnection::connect(&admin).await.unwrap_or_else(|e| {
+        panic!("PostgreSQL at {admin} is needed for these tests (dev/test starts it): {e}")
+    });
+    sqlx::query(&format!("CREATE DATABASE {name}")).execute(&mut conn).await.unwrap();
     let base = admin.rsplit_once('/').unwrap().0;
     (name.clone(), format!("{base}/{name}"))
 }
@@ -90,9 +112,7 @@ pub struct Options {
 
 impl Default for Options {
     fn default() -> Self {
-        Options {
-            configs_dir: repo_root().join("configs"),
-        }
+        Options { configs_dir: repo_root().join("configs") }
     }
 }
 
@@ -107,18 +127,15 @@ impl TestApp {
         std::fs::create_dir_all(site_root.join("pkg")).unwrap();
         std::fs::write(site_root.join("pkg/arena.css"), "body {}").unwrap();
         let (pg_database, url) = match backend {
-            Backend::Sqlite => (
-                None,
-                format!(
-                    "sqlite://{}?mode=rwc",
-                    dir.path().join("arena.sqlite").display()
-                ),
-            ),
+            Backend::Sqlite => {
+                (None, format!("sqlite://{}?mode=rwc", dir.path().join("arena.sqlite").display()))
+            }
             Backend::Postgres => {
                 let (name, url) = create_pg_database().await;
                 (Some(name), url)
             }
         };
+        let (hub, hub_url) = start_hub().await;
         let config = Config {
             addr: "127.0.0.1:0".parse().unwrap(),
             data_dir: dir.path().to_path_buf(),
@@ -127,55 +144,71 @@ impl TestApp {
             private_overlay: None,
             site_root: site_root.clone(),
             frame_ancestors: "https://huggingface.co https://*.huggingface.co".into(),
+            hf_endpoint: hub_url.clone(),
+            openid_provider_url: None,
+            oauth_client_id: Some("arena-test".into()),
+            oauth_client_secret: Some(Secret("arena-test-secret".into())),
+            public_url: Some("http://arena.test".into()),
+            space_host: None,
+            cookie_secure: true,
+            editor_org: "benchflow".into(),
+            whoami_cache_s: 300,
         };
         let (router, state) = server::build(&config).await.expect("the test app builds");
-        TestApp {
-            router,
-            state,
-            site_root,
-            pg_database,
-            _dir: dir,
-        }
+        TestApp { hub, hub_url, router, state, site_root, pg_database, _dir: dir }
     }
 
     pub async fn request(&self, method: Method, uri: &str, body: Option<&str>) -> Answer {
+        self.call(method, uri, body, &[]).await
+    }
+
+    /// A request with extra headers (`authorization`, `cookie`, `x-csrf-token`, …).
+    pub async fn call(
+        &self,
+        method: Method,
+        uri: &str,
+        body: Option<&str>,
+        headers: &[(&str, &str)],
+    ) -> Answer {
         let mut req = Request::builder().method(method).uri(uri);
         if body.is_some() {
             req = req.header("content-type", "application/json");
         }
-        let req = req
-            .body(
-                body.map(|b| Body::from(b.to_string()))
-                    .unwrap_or_else(Body::empty),
-            )
-            .unwrap();
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        let req = req.body(body.map(|b| Body::from(b.to_string())).unwrap_or_else(Body::empty)).unwrap();
+        self.send(req).await
+    }
+
+    pub async fn send(&self, req: Request<Body>) -> Answer {
         let resp = self.router.clone().oneshot(req).await.unwrap();
         let status = resp.status();
         let headers = resp.headers().clone();
-        let body = resp
-            .into_body()
-            .collect()
-            .await
-            .unwrap()
-            .to_bytes()
-            .to_vec();
-        Answer {
-            status,
-            headers,
-            body,
-        }
+        let body = resp.into_body().collect().await.unwrap().to_bytes().to_vec();
+        Answer { status, headers, body }
     }
 
     pub async fn get(&self, uri: &str) -> Answer {
         self.request(Method::GET, uri, None).await
     }
 
+    pub async fn get_as(&self, uri: &str, token: &str) -> Answer {
+        self.call(Method::GET, uri, None, &[("authorization", &format!("Bearer {token}"))]).await
+    }
+
+    pub async fn post_as(&self, uri: &str, body: &str, token: &str) -> Answer {
+        self.call(Method::POST, uri, Some(body), &[("authorization", &format!("Bearer {token}"))]).await
+    }
+
+    pub async fn scalar(&self, sql: &str) -> i64 {
+        use sqlx::Row;
+        sqlx::query(sql).fetch_one(&self.state.db.pool).await.unwrap().try_get(0).unwrap()
+    }
+
     /// Runs SQL on the app's own database (to set up ledger rows the API only reads so far).
     pub async fn exec(&self, sql: &str) -> Result<(), sqlx::Error> {
-        sqlx::query(sql)
-            .execute(&self.state.db.pool)
-            .await
-            .map(|_| ())
+        sqlx::query(sql).execute(&self.state.db.pool).await.map(|_| ())
     }
 
     pub async fn finish(self) {

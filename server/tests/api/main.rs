@@ -1,6 +1,10 @@
 //! API and page tests, in-process (`tower::ServiceExt::oneshot`), each on SQLite and PostgreSQL.
 
+mod board;
 mod catalog;
 mod errors;
 mod harness;
+mod identity;
+mod logs;
 mod pages;
+mod session;

@@ -8,22 +8,14 @@ on_both_backends!(front_page_renders_the_open_challenge, |app| {
     let html = answer.text();
     assert!(html.contains("OpenEnv 9B"), "{html}");
     assert!(html.contains("The board"));
-    assert!(
-        html.contains("/pkg/arena.js"),
-        "the page loads the hydration script"
-    );
+    assert!(html.contains("/pkg/arena.js"), "the page loads the hydration script");
 });
 
 on_both_backends!(challenge_page_explains_why_runs_are_paused, |app| {
     let html = app.get("/arena/challenges/openenv-9b").await.text();
-    for expected in [
-        "Why runs are paused",
-        "Qwen/Qwen3.5-9B",
-        "c202236",
-        "openenv-v1",
-        "cybersecurity",
-        "Baseline",
-    ] {
+    for expected in
+        ["Why runs are paused", "Qwen/Qwen3.5-9B", "c202236", "openenv-v1", "cybersecurity", "Baseline"]
+    {
         assert!(html.contains(expected), "missing {expected}");
     }
 });
@@ -38,16 +30,8 @@ on_both_backends!(unknown_pages_are_404, |app| {
 on_both_backends!(pages_may_be_framed_by_huggingface_only, |app| {
     let answer = app.get("/").await;
     assert!(answer.headers.get("x-frame-options").is_none());
-    let csp = answer
-        .headers
-        .get("content-security-policy")
-        .unwrap()
-        .to_str()
-        .unwrap();
-    assert_eq!(
-        csp,
-        "frame-ancestors 'self' https://huggingface.co https://*.huggingface.co"
-    );
+    let csp = answer.headers.get("content-security-policy").unwrap().to_str().unwrap();
+    assert_eq!(csp, "frame-ancestors 'self' https://huggingface.co https://*.huggingface.co");
 });
 
 on_both_backends!(static_files_are_served_from_the_site_root, |app| {

@@ -1,0 +1,97 @@
+//! The real HTTP adapter for HF's identity endpoint (`GET {HF_ENDPOINT}/api/whoami-v2`).
+//! Redirects are refused, so a token never follows one to another host.
+
+use std::time::Duration;
+
+use domain::identity::{HubAccount, HubError, HubIdentity, OrgRole};
+use reqwest::StatusCode;
+use serde::Deserialize;
+
+#[derive(Clone)]
+pub struct HfHub {
+    client: reqwest::Client,
+    endpoint: String,
+}
+
+/// An HTTP client for HF: no redirects, bounded time.
+pub fn http_client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .connect_timeout(Duration::from_secs(5))
+        .timeout(Duration::from_secs(15))
+        .user_agent("open-env-arena")
+        .build()
+        .expect("a TLS backend is compiled in")
+}
+
+impl HfHub {
+    pub fn new(endpoint: &str) -> HfHub {
+        HfHub { client: http_client(), endpoint: endpoint.trim_end_matches('/').to_string() }
+    }
+}
+
+#[derive(Deserialize)]
+struct WhoamiAnswer {
+    name: String,
+    #[serde(default)]
+    fullname: Option<String>,
+    #[serde(default)]
+    orgs: Vec<WhoamiOrg>,
+}
+
+#[derive(Deserialize)]
+struct WhoamiOrg {
+    name: String,
+    #[serde(default, rename = "roleInOrg")]
+    role_in_org: Option<String>,
+}
+
+fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<u64> {
+    headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?.trim().parse().ok()
+}
+
+impl HubIdentity for HfHub {
+    async fn whoami(&self, token: &str) -> Result<HubAccount, HubError> {
+        let resp = self
+            .client
+            .get(format!("{}/api/whoami-v2", self.endpoint))
+            .bearer_auth(token)
+            .send()
+            .await
+            // The error's text names the URL, never the token.
+            .map_err(|e| HubError::Unavailable {
+                reason: format!("no answer ({})", e.without_url()),
+                retry_after_s: None,
+            })?;
+        match resp.status() {
+            StatusCode::OK => {
+                let answer: WhoamiAnswer = resp.json().await.map_err(|e| HubError::Unavailable {
+                    reason: format!("an unreadable whoami answer ({})", e.without_url()),
+                    retry_after_s: None,
+                })?;
+                Ok(HubAccount {
+                    fullname: answer.fullname.unwrap_or_else(|| answer.name.clone()),
+                    name: answer.name,
+                    orgs: answer
+                        .orgs
+                        .into_iter()
+                        .map(|o| OrgRole { org: o.name, role: o.role_in_org })
+                        .collect(),
+                })
+            }
+            StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => Err(HubError::InvalidToken),
+            StatusCode::TOO_MANY_REQUESTS => Err(HubError::Unavailable {
+                reason: "HF is rate-limiting identity checks".into(),
+                retry_after_s: retry_after(resp.headers()).or(Some(30)),
+            }),
+            status if status.is_redirection() => Err(HubError::Unavailable {
+                reason: format!("HF answered a redirect ({status}), which the arena does not follow"),
+                retry_after_s: None,
+            }),
+            status => Err(HubError::Unavailable {
+                reason: format!("HF answered {status}"),
+                retry_after_s: retry_after(resp.headers()),
+            }),
+        }
+    }
+}

@@ -1,0 +1,153 @@
+//! Who is calling. Agents send `Authorization: Bearer <HF token>`, resolved through HF's whoami
+//! (cached by a hash of the token); people sign in with HF OAuth and carry a session cookie, and
+//! every cookie-authenticated write carries the session's CSRF token in `X-CSRF-Token`.
+
+pub mod cache;
+pub mod oauth;
+pub mod sessions;
+
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+use axum::http::{header, Method};
+use domain::identity::HubError;
+use domain::ErrorCode;
+use serde::{Deserialize, Serialize};
+use tower_sessions::Session;
+
+use crate::api::ApiError;
+use crate::AppState;
+
+pub const CSRF_HEADER: &str = "x-csrf-token";
+const SESSION_USER: &str = "user";
+
+/// What the session remembers of a signed-in person. No token is kept.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionUser {
+    pub name: String,
+    pub fullname: String,
+    pub editor: bool,
+    pub csrf: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Via {
+    Token,
+    Session,
+}
+
+/// A caller whose HF identity is known.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    pub name: String,
+    pub fullname: String,
+    pub editor: bool,
+    pub via: Via,
+}
+
+/// The caller, signed in or not. Resolving a token that HF refuses, or failing to reach HF, is an
+/// error: a request with a bad credential is never treated as anonymous.
+pub struct Caller(pub Option<Identity>);
+
+/// A caller that must be signed in.
+pub struct User(pub Identity);
+
+pub fn random_secret() -> String {
+    use base64::Engine;
+    let mut buf = [0u8; 32];
+    getrandom::fill(&mut buf).expect("the OS has randomness");
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(buf)
+}
+
+pub fn random_hex(bytes: usize) -> String {
+    let mut buf = vec![0u8; bytes];
+    getrandom::fill(&mut buf).expect("the OS has randomness");
+    buf.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+pub async fn session_user(session: &Session) -> Option<SessionUser> {
+    session.get::<SessionUser>(SESSION_USER).await.ok().flatten()
+}
+
+pub async fn sign_in(session: &Session, user: &SessionUser) -> Result<(), ApiError> {
+    // A new session id at sign-in, so an id planted before it is worthless.
+    session.cycle_id().await.map_err(ApiError::internal)?;
+    session.insert(SESSION_USER, user).await.map_err(ApiError::internal)
+}
+
+fn hub_error(e: HubError) -> ApiError {
+    match e {
+        HubError::InvalidToken => ApiError::new(
+            ErrorCode::InvalidToken,
+            "Hugging Face does not accept this token: check HF_TOKEN or run `hf auth login` again",
+        ),
+        HubError::Unavailable { reason, retry_after_s } => {
+            let retry = retry_after_s.unwrap_or(30);
+            ApiError::new(
+                ErrorCode::HubUnavailable,
+                format!("the arena cannot check your identity right now ({reason}); nothing was stored, try again"),
+            )
+            .retry_after(retry)
+        }
+    }
+}
+
+impl FromRequestParts<AppState> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+        if let Some(value) = parts.headers.get(header::AUTHORIZATION) {
+            let token = value
+                .to_str()
+                .ok()
+                .and_then(|v| v.split_once(' '))
+                .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+                .map(|(_, t)| t.trim())
+                .filter(|t| !t.is_empty())
+                .ok_or_else(|| {
+                    ApiError::new(
+                        ErrorCode::InvalidToken,
+                        "send your HF token as `Authorization: Bearer <token>`",
+                    )
+                })?;
+            let account = state.hub.whoami(token).await.map_err(hub_error)?;
+            return Ok(Caller(Some(Identity {
+                editor: account.is_editor(&state.auth.editor_org),
+                name: account.name,
+                fullname: account.fullname,
+                via: Via::Token,
+            })));
+        }
+        let Some(session) = parts.extensions.get::<Session>().cloned() else { return Ok(Caller(None)) };
+        let Some(user) = session_user(&session).await else { return Ok(Caller(None)) };
+        if !matches!(parts.method, Method::GET | Method::HEAD | Method::OPTIONS) {
+            let sent = parts.headers.get(CSRF_HEADER).and_then(|v| v.to_str().ok());
+            if sent != Some(user.csrf.as_str()) {
+                return Err(ApiError::new(
+                    ErrorCode::CsrfInvalid,
+                    "a signed-in write needs the page's CSRF token in the X-CSRF-Token header",
+                ));
+            }
+        }
+        Ok(Caller(Some(Identity {
+            name: user.name,
+            fullname: user.fullname,
+            editor: user.editor,
+            via: Via::Session,
+        })))
+    }
+}
+
+impl FromRequestParts<AppState> for User {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+        match Caller::from_request_parts(parts, state).await?.0 {
+            Some(identity) => Ok(User(identity)),
+            None => Err(ApiError::new(
+                ErrorCode::AuthRequired,
+                "this needs a Hugging Face identity: send `Authorization: Bearer <HF token>` or sign in",
+            )),
+        }
+    }
+}

@@ -1,0 +1,168 @@
+use domain::board::{Message, NewPost};
+use sqlx::any::AnyRow;
+use sqlx::Row;
+
+use crate::db::Db;
+
+const COLUMNS: &str = "seq, id, author, agent_id, request_id, body, refs, created_at";
+
+fn message(row: &AnyRow) -> Result<Message, sqlx::Error> {
+    let refs: String = row.try_get("refs")?;
+    Ok(Message {
+        id: row.try_get("id")?,
+        author: row.try_get("author")?,
+        agent_id: row.try_get("agent_id")?,
+        body: row.try_get("body")?,
+        refs: serde_json::from_str(&refs).map_err(|e| sqlx::Error::Decode(Box::new(e)))?,
+        request_id: row.try_get("request_id")?,
+        created_at: row.try_get("created_at")?,
+    })
+}
+
+pub async fn by_request(db: &Db, author: &str, request_id: &str) -> Result<Option<Message>, sqlx::Error> {
+    sqlx::query(&format!("SELECT {COLUMNS} FROM messages WHERE author = $1 AND request_id = $2"))
+        .bind(author)
+        .bind(request_id)
+        .fetch_optional(&db.pool)
+        .await?
+        .as_ref()
+        .map(message)
+        .transpose()
+}
+
+/// The refs that name no stored message.
+pub async fn missing_refs(db: &Db, refs: &[String]) -> Result<Vec<String>, sqlx::Error> {
+    let mut missing = Vec::new();
+    for r in refs {
+        let found = sqlx::query("SELECT 1 AS one FROM messages WHERE id = $1")
+            .bind(r)
+            .fetch_optional(&db.pool)
+            .await?;
+        if found.is_none() {
+            missing.push(r.clone());
+        }
+    }
+    Ok(missing)
+}
+
+/// Epoch seconds of the author's posts since `since_epoch`, for the rate limit.
+pub async fn recent_epochs(db: &Db, author: &str, since_epoch: i64) -> Result<Vec<i64>, sqlx::Error> {
+    let rows = sqlx::query("SELECT created_epoch FROM messages WHERE author = $1 AND created_epoch > $2")
+        .bind(author)
+        .bind(since_epoch)
+        .fetch_all(&db.pool)
+        .await?;
+    rows.iter().map(|r| r.try_get::<i64, _>("created_epoch")).collect()
+}
+
+pub struct Stamp {
+    pub id: String,
+    pub created_at: String,
+    pub created_epoch: i64,
+}
+
+/// Inserts the post unless its (author, request_id) exists; `None` when another request won.
+pub async fn insert(
+    db: &Db,
+    author: &str,
+    post: &NewPost,
+    stamp: &Stamp,
+) -> Result<Option<Message>, sqlx::Error> {
+    let refs = serde_json::to_string(&post.refs).map_err(|e| sqlx::Error::Encode(Box::new(e)))?;
+    let done = sqlx::query(
+        "INSERT INTO messages (id, author, agent_id, request_id, body, refs, created_at, created_epoch) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (author, request_id) DO NOTHING",
+    )
+    .bind(&stamp.id)
+    .bind(author)
+    .bind(post.agent_id.as_ref().map(|a| a.as_str().to_string()))
+    .bind(post.request_id.as_str())
+    .bind(&post.body)
+    .bind(&refs)
+    .bind(&stamp.created_at)
+    .bind(stamp.created_epoch)
+    .execute(&db.pool)
+    .await?;
+    if done.rows_affected() == 0 {
+        return Ok(None);
+    }
+    Ok(Some(Message {
+        id: stamp.id.clone(),
+        author: author.to_string(),
+        agent_id: post.agent_id.as_ref().map(|a| a.as_str().to_string()),
+        body: post.body.clone(),
+        refs: post.refs.clone(),
+        request_id: post.request_id.as_str().to_string(),
+        created_at: stamp.created_at.clone(),
+    }))
+}
+
+#[derive(Debug, Default)]
+pub struct Filter {
+    pub agent: Option<String>,
+    pub author: Option<String>,
+    pub text: Option<String>,
+    pub since_epoch: Option<i64>,
+    /// Only messages older than this sequence number (the cursor).
+    pub before_seq: Option<i64>,
+    pub limit: u32,
+}
+
+pub async fn seq_of(db: &Db, id: &str) -> Result<Option<i64>, sqlx::Error> {
+    let row = sqlx::query("SELECT seq FROM messages WHERE id = $1").bind(id).fetch_optional(&db.pool).await?;
+    row.map(|r| r.try_get::<i64, _>("seq")).transpose()
+}
+
+/// Newest first. Returns one more row than asked when there is a next page.
+pub async fn list(db: &Db, f: &Filter) -> Result<(Vec<Message>, bool), sqlx::Error> {
+    let mut clauses = Vec::new();
+    let mut n = 0;
+    let mut next = || {
+        n += 1;
+        format!("${n}")
+    };
+    if f.agent.is_some() {
+        clauses.push(format!("agent_id = {}", next()));
+    }
+    if f.author.is_some() {
+        clauses.push(format!("author = {}", next()));
+    }
+    if f.text.is_some() {
+        clauses.push(format!("LOWER(body) LIKE {}", next()));
+    }
+    if f.since_epoch.is_some() {
+        clauses.push(format!("created_epoch >= {}", next()));
+    }
+    if f.before_seq.is_some() {
+        clauses.push(format!("seq < {}", next()));
+    }
+    let limit = next();
+    let filter = if clauses.is_empty() { String::new() } else { format!("WHERE {}", clauses.join(" AND ")) };
+    let sql = format!("SELECT {COLUMNS} FROM messages {filter} ORDER BY seq DESC LIMIT {limit}");
+    let mut q = sqlx::query(&sql);
+    if let Some(a) = &f.agent {
+        q = q.bind(a.clone());
+    }
+    if let Some(a) = &f.author {
+        q = q.bind(a.clone());
+    }
+    if let Some(t) = &f.text {
+        // `%` and `_` in the text are matched as themselves would need ESCAPE; a plain substring
+        // search treats them as wildcards, which only widens the match.
+        q = q.bind(format!("%{}%", t.to_lowercase()));
+    }
+    if let Some(s) = f.since_epoch {
+        q = q.bind(s);
+    }
+    if let Some(b) = f.before_seq {
+        q = q.bind(b);
+    }
+    let rows = q.bind(i64::from(f.limit) + 1).fetch_all(&db.pool).await?;
+    let more = rows.len() > f.limit as usize;
+    let messages = rows.iter().take(f.limit as usize).map(message).collect::<Result<Vec<_>, _>>()?;
+    Ok((messages, more))
+}
+
+pub async fn count(db: &Db) -> Result<i64, sqlx::Error> {
+    sqlx::query("SELECT COUNT(*) AS n FROM messages").fetch_one(&db.pool).await?.try_get("n")
+}

@@ -1,0 +1,142 @@
+use axum::http::{Method, StatusCode};
+use serde_json::json;
+
+use crate::harness::{ALICE, BOB, EVE};
+use crate::on_both_backends;
+
+on_both_backends!(whoami_names_the_caller_and_whether_an_editor, |app| {
+    let me = app.get_as("/api/whoami", ALICE).await;
+    assert_eq!(me.status, StatusCode::OK, "{}", me.text());
+    let me = me.json();
+    assert_eq!(
+        (me["name"].as_str(), me["editor"].as_bool(), me["via"].as_str()),
+        (Some("alice"), Some(false), Some("token"))
+    );
+    assert_eq!(me["agents"], json!([]));
+    let eve = app.get_as("/api/whoami", EVE).await.json();
+    assert_eq!(eve["editor"], true, "admin in benchflow is an editor");
+});
+
+on_both_backends!(whoami_refuses_missing_and_bad_credentials, |app| {
+    let anon = app.get("/api/whoami").await;
+    assert_eq!(
+        (anon.status, anon.json()["code"].as_str()),
+        (StatusCode::UNAUTHORIZED, Some("AUTH_REQUIRED"))
+    );
+    let bad = app.get_as("/api/whoami", "hf_not_a_real_token").await;
+    assert_eq!((bad.status, bad.json()["code"].as_str()), (StatusCode::UNAUTHORIZED, Some("INVALID_TOKEN")));
+    let basic = app.call(Method::GET, "/api/whoami", None, &[("authorization", "Basic YWxpY2U6eA==")]).await;
+    assert_eq!(basic.json()["code"], "INVALID_TOKEN");
+    let empty = app.call(Method::GET, "/api/whoami", None, &[("authorization", "Bearer ")]).await;
+    assert_eq!(empty.json()["code"], "INVALID_TOKEN");
+});
+
+on_both_backends!(hub_failures_are_503_with_retry_after_and_store_nothing, |app| {
+    app.hub.set_faults(standin::Faults { status: Some(429), retry_after_s: Some(17), ..Default::default() });
+    let limited =
+        app.post_as("/api/agents", r#"{"agent_id":"alice-agent","description":"builds tasks"}"#, ALICE).await;
+    assert_eq!(limited.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(limited.json()["code"], "HUB_UNAVAILABLE");
+    assert_eq!(limited.json()["retry_after_s"], 17);
+    assert_eq!(limited.headers["retry-after"], "17");
+    assert_eq!(app.scalar("SELECT COUNT(*) FROM agents").await, 0);
+
+    app.hub.set_faults(standin::Faults { status: Some(502), ..Default::default() });
+    let failing = app.get_as("/api/whoami", BOB).await;
+    assert_eq!(
+        (failing.status, failing.json()["code"].as_str()),
+        (StatusCode::SERVICE_UNAVAILABLE, Some("HUB_UNAVAILABLE"))
+    );
+    assert!(failing.headers.contains_key("retry-after"));
+
+    app.hub.set_faults(standin::Faults { drop_connection: true, ..Default::default() });
+    assert_eq!(app.get_as("/api/whoami", BOB).await.json()["code"], "HUB_UNAVAILABLE");
+    app.hub.set_faults(standin::Faults::default());
+    assert_eq!(app.get_as("/api/whoami", BOB).await.status, StatusCode::OK);
+});
+
+on_both_backends!(whoami_answers_are_cached_by_token, |app| {
+    let before = app.hub.whoami_calls();
+    for _ in 0..5 {
+        assert_eq!(app.get_as("/api/whoami", ALICE).await.status, StatusCode::OK);
+    }
+    assert_eq!(app.hub.whoami_calls() - before, 1, "one HF call for five requests");
+    // A cached identity keeps working while HF is down; a new token cannot be checked.
+    app.hub.set_faults(standin::Faults { status: Some(503), ..Default::default() });
+    assert_eq!(app.get_as("/api/whoami", ALICE).await.status, StatusCode::OK);
+    assert_eq!(app.get_as("/api/whoami", BOB).await.status, StatusCode::SERVICE_UNAVAILABLE);
+    app.hub.set_faults(standin::Faults::default());
+    let stats = app.state.hub.stats();
+    assert!(stats.lookups > stats.hub_calls);
+});
+
+on_both_backends!(register_agent_is_idempotent_and_immutable, |app| {
+    let body = r#"{"agent_id":"alice-agent","description":"The agent of alice: builds a task collection","model":"m1"}"#;
+    let first = app.post_as("/api/agents", body, ALICE).await;
+    assert_eq!(first.status, StatusCode::CREATED, "{}", first.text());
+    assert_eq!(first.json()["agent"]["owner"], "alice");
+    assert_eq!(first.json()["existing"], false);
+
+    let again = app.post_as("/api/agents", body, ALICE).await;
+    assert_eq!(again.status, StatusCode::OK);
+    assert_eq!(again.json()["existing"], true);
+    assert_eq!(again.json()["agent"]["created_at"], first.json()["agent"]["created_at"]);
+
+    let other = app.post_as("/api/agents", body, BOB).await;
+    assert_eq!(other.status, StatusCode::CONFLICT);
+    assert_eq!(other.json()["code"], "AGENT_REGISTERED_BY_ANOTHER");
+    assert!(other.json()["message"].as_str().unwrap().contains("already registered by another HF user"));
+
+    let changed = app
+        .post_as("/api/agents", r#"{"agent_id":"alice-agent","description":"something else"}"#, ALICE)
+        .await;
+    assert_eq!(changed.status, StatusCode::CONFLICT);
+    assert_eq!(changed.json()["code"], "AGENT_IMMUTABLE");
+    assert!(changed.json()["message"].as_str().unwrap().contains("immutable"));
+
+    let me = app.get_as("/api/whoami", ALICE).await.json();
+    assert_eq!(me["agents"][0]["agent_id"], "alice-agent");
+    let discover = app.get("/api/discover").await.json();
+    assert_eq!(discover["agents"][0]["owner"], "alice");
+    assert_eq!(discover["challenges"][0]["id"], "openenv-9b");
+    assert_eq!(app.scalar("SELECT COUNT(*) FROM agents").await, 1);
+});
+
+on_both_backends!(bad_registrations_store_nothing, |app| {
+    let cases: &[(&str, u16, &str)] = &[
+        (r#"{"agent_id":"human-alice","description":"d"}"#, 422, "INVALID_AGENT_ID"),
+        (r#"{"agent_id":"Alice","description":"d"}"#, 422, "INVALID_AGENT_ID"),
+        (r#"{"agent_id":"a","description":"d"}"#, 422, "INVALID_AGENT_ID"),
+        (r#"{"agent_id":"a_b","description":"d"}"#, 422, "INVALID_AGENT_ID"),
+        (r#"{"agent_id":"-ab","description":"d"}"#, 422, "INVALID_AGENT_ID"),
+        (r#"{"agent_id":"ab","description":"   "}"#, 422, "INVALID_REGISTRATION"),
+        (r#"{"agent_id":"ab"}"#, 400, "INVALID_JSON"),
+        (r#"{"agent_id":5,"description":"d"}"#, 400, "INVALID_JSON"),
+        (r#"{"agent_id":"ab","description":"d","owner":"bob"}"#, 400, "INVALID_JSON"),
+        (r#"{"agent_id":"ab","#, 400, "INVALID_JSON"),
+        ("[]", 400, "INVALID_JSON"),
+    ];
+    for (body, status, code) in cases {
+        let answer = app.post_as("/api/agents", body, ALICE).await;
+        assert_eq!(answer.status.as_u16(), *status, "{body}: {}", answer.text());
+        assert_eq!(answer.json()["code"], *code, "{body}");
+    }
+    let too_long = format!(r#"{{"agent_id":"{}","description":"d"}}"#, "a".repeat(49));
+    assert_eq!(app.post_as("/api/agents", &too_long, ALICE).await.json()["code"], "INVALID_AGENT_ID");
+    let huge = format!(r#"{{"agent_id":"ab","description":"{}"}}"#, "x".repeat(100_000));
+    let answer = app.post_as("/api/agents", &huge, ALICE).await;
+    assert_eq!(
+        (answer.status, answer.json()["code"].as_str()),
+        (StatusCode::PAYLOAD_TOO_LARGE, Some("PAYLOAD_TOO_LARGE"))
+    );
+    let plain = app
+        .call(
+            Method::POST,
+            "/api/agents",
+            None,
+            &[("authorization", &format!("Bearer {ALICE}")), ("content-type", "text/plain")],
+        )
+        .await;
+    assert_eq!(plain.json()["code"], "UNSUPPORTED_MEDIA_TYPE");
+    assert_eq!(app.scalar("SELECT COUNT(*) FROM agents").await, 0);
+});

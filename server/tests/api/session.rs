@@ -1,0 +1,178 @@
+//! The browser's sign-in, driven over HTTP: the arena in-process, the HF stand-in on loopback.
+
+use axum::http::{Method, StatusCode};
+use serde_json::json;
+
+use crate::harness::{Answer, TestApp};
+use crate::on_both_backends;
+
+fn session_cookie(answer: &Answer) -> Option<(String, String)> {
+    answer.headers.get_all("set-cookie").iter().find_map(|v| {
+        let text = v.to_str().ok()?.to_string();
+        text.starts_with("arena_session=").then(|| (text.split(';').next().unwrap().to_string(), text))
+    })
+}
+
+fn location(answer: &Answer) -> String {
+    answer.headers["location"].to_str().unwrap().to_string()
+}
+
+/// Signs `user` in through /auth/login, the stand-in's chooser and /login/callback; returns the
+/// session cookie and the CSRF token.
+pub async fn sign_in(app: &TestApp, user: &str) -> (String, String) {
+    let login = app.get("/auth/login?return_to=/arena").await;
+    assert!(login.status.is_redirection(), "{}", login.text());
+    let (cookie, _) = session_cookie(&login).expect("the login starts a session");
+    let authorize = url::Url::parse(&location(&login)).unwrap();
+    assert!(authorize.as_str().starts_with(&format!("{}/oauth/authorize", app.hub_url)));
+    let params: Vec<(String, String)> = authorize.query_pairs().into_owned().collect();
+    let get = |k: &str| params.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()).unwrap_or_default();
+    assert_eq!(get("code_challenge_method"), "S256");
+    assert!(!get("state").is_empty());
+    let client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let mut form = params.clone();
+    form.push(("user".into(), user.into()));
+    let approved = client.post(format!("{}/oauth/authorize", app.hub_url)).form(&form).send().await.unwrap();
+    assert!(approved.status().is_redirection());
+    let back = url::Url::parse(approved.headers()["location"].to_str().unwrap()).unwrap();
+    assert_eq!(back.path(), "/login/callback");
+    let callback = app
+        .call(
+            Method::GET,
+            &format!("/login/callback?{}", back.query().unwrap()),
+            None,
+            &[("cookie", &cookie)],
+        )
+        .await;
+    assert!(callback.status.is_redirection(), "{}", callback.text());
+    assert_eq!(location(&callback), "/arena");
+    let (cookie, _) = session_cookie(&callback).expect("sign-in issues a fresh session id");
+    let info = app.call(Method::GET, "/auth/session", None, &[("cookie", &cookie)]).await.json();
+    assert_eq!(info["user"]["name"], user);
+    (cookie, info["csrf"].as_str().unwrap().to_string())
+}
+
+on_both_backends!(sign_in_sets_a_framable_session_cookie, |app| {
+    let login = app.get("/auth/login").await;
+    let (_, attributes) = session_cookie(&login).unwrap();
+    for attribute in ["HttpOnly", "SameSite=None", "Secure", "Partitioned"] {
+        assert!(attributes.contains(attribute), "{attribute} missing from {attributes}");
+    }
+    let (cookie, _) = sign_in(app, "alice").await;
+    let me = app.call(Method::GET, "/api/whoami", None, &[("cookie", &cookie)]).await.json();
+    assert_eq!((me["name"].as_str(), me["via"].as_str()), (Some("alice"), Some("session")));
+    let eve = sign_in(app, "eve").await.0;
+    assert_eq!(app.call(Method::GET, "/api/whoami", None, &[("cookie", &eve)]).await.json()["editor"], true);
+});
+
+on_both_backends!(cookie_writes_need_the_csrf_token, |app| {
+    let (cookie, csrf) = sign_in(app, "alice").await;
+    let body =
+        json!({"request_id": "alice-web-0001", "body": "from the page", "refs": [], "broadcast": false})
+            .to_string();
+    let without = app.call(Method::POST, "/api/board/messages", Some(&body), &[("cookie", &cookie)]).await;
+    assert_eq!(
+        (without.status, without.json()["code"].as_str()),
+        (StatusCode::FORBIDDEN, Some("CSRF_INVALID"))
+    );
+    let wrong = app
+        .call(
+            Method::POST,
+            "/api/board/messages",
+            Some(&body),
+            &[("cookie", &cookie), ("x-csrf-token", "nope")],
+        )
+        .await;
+    assert_eq!(wrong.json()["code"], "CSRF_INVALID");
+    assert_eq!(app.scalar("SELECT COUNT(*) FROM messages").await, 0);
+    let with = app
+        .call(
+            Method::POST,
+            "/api/board/messages",
+            Some(&body),
+            &[("cookie", &cookie), ("x-csrf-token", &csrf)],
+        )
+        .await;
+    assert_eq!(with.status, StatusCode::CREATED, "{}", with.text());
+    assert_eq!(with.json()["message"]["author"], "alice");
+});
+
+on_both_backends!(sign_out_ends_the_session, |app| {
+    let (cookie, csrf) = sign_in(app, "bob").await;
+    let refused = app.call(Method::POST, "/auth/logout", None, &[("cookie", &cookie)]).await;
+    assert_eq!(refused.json()["code"], "CSRF_INVALID", "sign-out is a write too");
+    let out =
+        app.call(Method::POST, "/auth/logout", None, &[("cookie", &cookie), ("x-csrf-token", &csrf)]).await;
+    assert_eq!(out.status, StatusCode::NO_CONTENT);
+    let after = app.call(Method::GET, "/api/whoami", None, &[("cookie", &cookie)]).await;
+    assert_eq!(after.json()["code"], "AUTH_REQUIRED");
+});
+
+on_both_backends!(callback_refuses_forged_or_replayed_state, |app| {
+    let login = app.get("/auth/login").await;
+    let (cookie, _) = session_cookie(&login).unwrap();
+    let forged =
+        app.call(Method::GET, "/login/callback?code=abc&state=forged", None, &[("cookie", &cookie)]).await;
+    assert_eq!(
+        (forged.status, forged.json()["code"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("OAUTH_FAILED"))
+    );
+    // The pending sign-in was consumed by the failed attempt.
+    let again =
+        app.call(Method::GET, "/login/callback?code=abc&state=forged", None, &[("cookie", &cookie)]).await;
+    assert!(again.json()["message"].as_str().unwrap().contains("no sign-in is in progress"));
+    let no_session = app.get("/login/callback?code=abc&state=x").await;
+    assert_eq!(no_session.json()["code"], "OAUTH_FAILED");
+    let denied_login = app.get("/auth/login").await;
+    let (cookie, _) = session_cookie(&denied_login).unwrap();
+    let denied =
+        app.call(Method::GET, "/login/callback?error=access_denied", None, &[("cookie", &cookie)]).await;
+    assert!(denied.json()["message"].as_str().unwrap().contains("access_denied"));
+});
+
+on_both_backends!(return_to_stays_on_this_site, |app| {
+    for hostile in ["https://evil.example/", "//evil.example/x", "/\\evil.example"] {
+        let login = app.get(&format!("/auth/login?return_to={}", urlencode(hostile))).await;
+        assert!(login.status.is_redirection());
+    }
+    // The safe path is only used after a real sign-in; see sign_in() for the happy path.
+});
+
+fn urlencode(s: &str) -> String {
+    url::form_urlencoded::byte_serialize(s.as_bytes()).collect()
+}
+
+on_both_backends!(handoff_codes_work_once, |app| {
+    let bad = app.request(Method::POST, "/auth/handoff", Some(r#"{"code":"made-up"}"#)).await;
+    assert_eq!((bad.status, bad.json()["code"].as_str()), (StatusCode::BAD_REQUEST, Some("HANDOFF_INVALID")));
+    // A popup sign-in ends on a page that carries a code for the framed opener.
+    let login = app.get("/auth/login?popup=1").await;
+    let (cookie, _) = session_cookie(&login).unwrap();
+    let authorize = url::Url::parse(&location(&login)).unwrap();
+    let mut form: Vec<(String, String)> = authorize.query_pairs().into_owned().collect();
+    form.push(("user".into(), "alice".into()));
+    let client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let approved = client.post(format!("{}/oauth/authorize", app.hub_url)).form(&form).send().await.unwrap();
+    let back = url::Url::parse(approved.headers()["location"].to_str().unwrap()).unwrap();
+    let page = app
+        .call(
+            Method::GET,
+            &format!("/login/callback?{}", back.query().unwrap()),
+            None,
+            &[("cookie", &cookie)],
+        )
+        .await;
+    assert_eq!(page.status, StatusCode::OK);
+    let html = page.text();
+    assert!(html.contains("arena-signed-in"));
+    let code = html.split("code: \"").nth(1).unwrap().split('"').next().unwrap().to_string();
+    let body = json!({"code": code}).to_string();
+    // A fresh browser context (the framed page) redeems it.
+    let redeemed = app.request(Method::POST, "/auth/handoff", Some(&body)).await;
+    assert_eq!(redeemed.status, StatusCode::NO_CONTENT);
+    let (framed_cookie, _) = session_cookie(&redeemed).unwrap();
+    let me = app.call(Method::GET, "/auth/session", None, &[("cookie", &framed_cookie)]).await.json();
+    assert_eq!(me["user"]["name"], "alice");
+    let replay = app.request(Method::POST, "/auth/handoff", Some(&body)).await;
+    assert_eq!(replay.json()["code"], "HANDOFF_INVALID");
+});

@@ -1,0 +1,52 @@
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::Parser;
+use standin::{users, Faults, Hub, OAuthApp};
+
+/// A local stand-in for the Hugging Face Hub (whoami, OAuth, OpenID discovery).
+#[derive(Parser)]
+#[command(name = "arena-standin")]
+struct Args {
+    #[arg(long, env = "STANDIN_ADDR", default_value = "127.0.0.1:7861")]
+    addr: SocketAddr,
+    /// JSON list of users: [{"name","token","fullname","orgs":[{"name","role"}]}]. Without it, a
+    /// demo set of two participants and one editor.
+    #[arg(long, env = "ARENA_HUB_USERS")]
+    users: Option<PathBuf>,
+    #[arg(long, env = "STANDIN_CLIENT_ID", default_value = "arena-local")]
+    client_id: String,
+    #[arg(long, env = "STANDIN_CLIENT_SECRET", default_value = "arena-local-secret")]
+    client_secret: String,
+    /// Faults to start with, as JSON (see `PUT /_standin/faults`).
+    #[arg(long, env = "STANDIN_FAULTS")]
+    faults: Option<String>,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt().with_env_filter("info").init();
+    let args = Args::parse();
+    let users = match &args.users {
+        Some(path) => users::parse(&std::fs::read_to_string(path)?)?,
+        None => {
+            let demo = users::demo();
+            eprintln!("local demo users (tokens work only against this stand-in):");
+            for u in &demo {
+                let orgs: Vec<String> = u.orgs.iter().map(|o| format!("{}:{}", o.name, o.role)).collect();
+                eprintln!("  {:<12} HF_TOKEN={}  {}", u.name, u.token, orgs.join(" "));
+            }
+            demo
+        }
+    };
+    let faults: Faults = match &args.faults {
+        Some(json) => serde_json::from_str(json)?,
+        None => Faults::default(),
+    };
+    let hub =
+        Hub::new(users, OAuthApp { client_id: args.client_id, client_secret: args.client_secret }, faults);
+    let listener = tokio::net::TcpListener::bind(args.addr).await?;
+    tracing::info!("Hugging Face stand-in on http://{}", listener.local_addr()?);
+    standin::serve(listener, hub).await?;
+    Ok(())
+}

@@ -1,0 +1,54 @@
+//! The stand-in's users, tokens and organization roles, from the JSON file `ARENA_HUB_USERS`.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct HubUser {
+    pub name: String,
+    pub token: String,
+    pub fullname: String,
+    #[serde(default)]
+    pub email: Option<String>,
+    #[serde(default)]
+    pub orgs: Vec<OrgMembership>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct OrgMembership {
+    pub name: String,
+    /// `read`, `contributor`, `write` or `admin`.
+    pub role: String,
+}
+
+pub fn parse(json: &str) -> anyhow::Result<Vec<HubUser>> {
+    let users: Vec<HubUser> = serde_json::from_str(json)?;
+    for (i, u) in users.iter().enumerate() {
+        anyhow::ensure!(!u.name.is_empty() && !u.token.is_empty(), "user {i} needs a name and a token");
+        anyhow::ensure!(
+            users.iter().filter(|o| o.token == u.token).count() == 1,
+            "user {} shares its token with another user",
+            u.name
+        );
+    }
+    Ok(users)
+}
+
+/// A small demo set: two participants and one editor of `benchflow`. The tokens are local-only.
+pub fn demo() -> Vec<HubUser> {
+    let user = |name: &str, fullname: &str, orgs: Vec<OrgMembership>| HubUser {
+        name: name.into(),
+        token: format!("hf_local_demo_{name}_token"),
+        fullname: fullname.into(),
+        email: None,
+        orgs,
+    };
+    vec![
+        user("alice", "Alice (local demo)", vec![]),
+        user("bob", "Bob (local demo)", vec![]),
+        user(
+            "eve-editor",
+            "Eve, BenchFlow editor (local demo)",
+            vec![OrgMembership { name: "benchflow".into(), role: "write".into() }],
+        ),
+    ]
+}
