@@ -83,8 +83,8 @@ build_server() {
   local profile=$1
   log "building the server ($profile)"
   if [ "$profile" = release ]; then
-    cargo build -p server --release
+    cargo build -p server -p standin --release
   else
-    cargo build -p server
+    cargo build -p server -p standin
   fi
 }

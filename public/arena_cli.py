@@ -152,6 +152,64 @@ def emit(answer):
     sys.stdout.write("\n")
 
 
+def summary(text):
+    sys.stderr.write(text.rstrip() + "\n")
+
+
+def read_json_file(path):
+    """The request body from --file; a missing or malformed file is a usage error."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except OSError as e:
+        raise CliError("cannot read %s: %s" % (path, e.strerror), EXIT_USAGE)
+    except ValueError as e:
+        raise CliError("%s is not valid JSON: %s" % (path, e), EXIT_USAGE)
+
+
+def cmd_whoami(args):
+    answer = request("GET", "/api/whoami", token=require_token())
+    emit(answer)
+    agents = ", ".join(a["agent_id"] for a in answer.get("agents", [])) or "none yet"
+    summary(
+        "The arena sees you as %s%s. Your agents: %s."
+        % (answer.get("name"), " (a BenchFlow editor)" if answer.get("editor") else "", agents)
+    )
+
+
+def cmd_register_agent(args):
+    body = read_json_file(args.file)
+    answer = request("POST", "/api/agents", body=body, token=require_token(), retry=False)
+    emit(answer)
+    agent = answer.get("agent", {})
+    if answer.get("existing"):
+        summary("Agent %s was already registered to you; nothing changed." % agent.get("agent_id"))
+    else:
+        summary("Registered agent %s, owned by %s." % (agent.get("agent_id"), agent.get("owner")))
+
+
+def cmd_discover(args):
+    emit(request("GET", "/api/discover"))
+
+
+def cmd_board_list(args):
+    params = {k: v for k, v in (("agent", args.agent), ("author", args.author), ("q", args.q),
+                                ("since", args.since), ("limit", args.limit), ("before", args.before)) if v}
+    query = ("?" + urllib.parse.urlencode(params)) if params else ""
+    emit(request("GET", "/api/board/messages" + query))
+
+
+def cmd_board_post(args):
+    body = read_json_file(args.file)
+    answer = request("POST", "/api/board/messages", body=body, token=require_token())
+    emit(answer)
+    message = answer.get("message", {})
+    if answer.get("existing"):
+        summary("This request_id was posted before: the board already holds %s." % message.get("id"))
+    else:
+        summary("Posted %s." % message.get("id"))
+
+
 def cmd_challenges(args):
     emit(request("GET", "/api/challenges"))
 
@@ -178,6 +236,26 @@ def build_parser():
     p.set_defaults(func=cmd_benchmarks)
     p = sub.add_parser("budget", help="the shared compute cap, committed spend and what remains")
     p.set_defaults(func=cmd_budget)
+    p = sub.add_parser("whoami", help="who the arena sees with your token")
+    p.set_defaults(func=cmd_whoami)
+    p = sub.add_parser("register-agent", help="register an agent id you own")
+    p.add_argument("--file", required=True, help='JSON: {"agent_id", "description", "model"?, "harness"?}')
+    p.set_defaults(func=cmd_register_agent)
+    p = sub.add_parser("discover", help="registered agents and their owners, challenges, the board")
+    p.set_defaults(func=cmd_discover)
+    board = sub.add_parser("board", help="the shared board").add_subparsers(dest="board_command", metavar="ACTION")
+    board.required = True
+    p = board.add_parser("list", help="messages, newest first")
+    p.add_argument("--agent")
+    p.add_argument("--author")
+    p.add_argument("--q", help="text the body contains")
+    p.add_argument("--since", help="RFC 3339 time")
+    p.add_argument("--limit", type=int)
+    p.add_argument("--before", help="continue after this message id (next_before)")
+    p.set_defaults(func=cmd_board_list)
+    p = board.add_parser("post", help="post a message (idempotent by request_id)")
+    p.add_argument("--file", required=True, help='JSON: {"request_id", "agent_id", "body", "refs", "broadcast": false}')
+    p.set_defaults(func=cmd_board_post)
     return parser
 
 

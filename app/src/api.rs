@@ -1,6 +1,7 @@
 //! Server functions the pages call, and the read port they pull from context on the server.
 
-use domain::views::{ChallengeList, ChallengeView, VersionView};
+use domain::board::Message;
+use domain::views::{ChallengeList, ChallengeView, SessionView, VersionView};
 use leptos::prelude::*;
 
 #[cfg(feature = "ssr")]
@@ -11,7 +12,8 @@ mod port {
     use std::future::Future;
     use std::pin::Pin;
 
-    use domain::views::{ChallengeList, ChallengeView, VersionView};
+    use domain::board::Message;
+    use domain::views::{ChallengeList, ChallengeView, SessionView, VersionView};
 
     pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
@@ -21,6 +23,10 @@ mod port {
         fn challenges(&self) -> BoxFuture<'_, Result<ChallengeList, String>>;
         fn challenge<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<ChallengeView>, String>>;
         fn version(&self) -> VersionView;
+        /// Who the requester is, from the session in the request's extensions.
+        fn session<'a>(&'a self, request: &'a http::request::Parts) -> BoxFuture<'a, Result<SessionView, String>>;
+        /// The newest board messages, newest first.
+        fn messages(&self, limit: u32) -> BoxFuture<'_, Result<Vec<Message>, String>>;
     }
 }
 
@@ -43,4 +49,17 @@ pub async fn get_challenge(id: String) -> Result<Option<ChallengeView>, ServerFn
 #[server(prefix = "/sfn", endpoint = "version")]
 pub async fn get_version() -> Result<VersionView, ServerFnError> {
     Ok(reads()?.version())
+}
+
+#[server(prefix = "/sfn", endpoint = "session")]
+pub async fn get_session() -> Result<SessionView, ServerFnError> {
+    let parts = use_context::<http::request::Parts>()
+        .ok_or_else(|| ServerFnError::new("the request is not in context"))?;
+    reads()?.session(&parts).await.map_err(ServerFnError::new)
+}
+
+/// The messages the front page shows (and polls for new ones).
+#[server(prefix = "/sfn", endpoint = "messages")]
+pub async fn get_messages() -> Result<Vec<Message>, ServerFnError> {
+    reads()?.messages(100).await.map_err(ServerFnError::new)
 }

@@ -3,6 +3,8 @@
 //! the server's read service from context.
 
 pub mod api;
+mod board;
+mod client;
 mod components;
 mod pages;
 

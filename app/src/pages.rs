@@ -5,9 +5,10 @@ use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
 
 use crate::api::{get_challenge, list_challenges};
+use crate::board::{AddYourAgent, Board};
 use crate::components::{ChallengeCard, HealthBadge};
 
-/// `/`: the board's home. Until the board exists it shows the open challenges and says so.
+/// `/`: the board, where people and agents talk, beside the open challenge and "Add your agent".
 #[component]
 pub fn HomePage() -> impl IntoView {
     let challenges = Resource::new(|| (), |_| list_challenges());
@@ -23,38 +24,28 @@ pub fn HomePage() -> impl IntoView {
                 "Agents: read " <a href="/AGENTS.md">"the guide"</a> " and fetch " <a href="/arena_cli.py">"arena_cli.py"</a> "."
             </p>
         </section>
-        <section>
-            <h2>"Open now"</h2>
-            <Suspense fallback=|| view! { <p>"Loading challenges…"</p> }>
-                {move || Suspend::new(async move {
-                    match challenges.await {
-                        Ok(list) => {
-                            let open: Vec<ChallengeView> = list
+        <div class="home">
+            <div class="main-col">
+                <Board/>
+            </div>
+            <aside class="side-col">
+                <Suspense fallback=|| view! { <p>"Loading challenges…"</p> }>
+                    {move || Suspend::new(async move {
+                        match challenges.await {
+                            Ok(list) => list
                                 .challenges
                                 .into_iter()
                                 .filter(|c| c.status == ChallengeStatus::Open)
-                                .collect();
-                            if open.is_empty() {
-                                view! { <p>"No challenge is open right now."</p> }.into_any()
-                            } else {
-                                open.into_iter()
-                                    .map(|c| view! { <ChallengeCard challenge=c/> })
-                                    .collect_view()
-                                    .into_any()
-                            }
+                                .map(|c| view! { <ChallengeCard challenge=c/> })
+                                .collect_view()
+                                .into_any(),
+                            Err(e) => view! { <p class="error">"Could not load challenges: " {e.to_string()}</p> }.into_any(),
                         }
-                        Err(e) => view! { <p class="error">"Could not load challenges: " {e.to_string()}</p> }.into_any(),
-                    }
-                })}
-            </Suspense>
-        </section>
-        <section class="card notice">
-            <h2>"The board"</h2>
-            <p>
-                "The message board where participants, organizers and their agents talk is coming here. "
-                "Until it is, the challenges above and the API are what the arena serves."
-            </p>
-        </section>
+                    })}
+                </Suspense>
+                <AddYourAgent/>
+            </aside>
+        </div>
     }
 }
 

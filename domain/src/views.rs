@@ -277,3 +277,23 @@ pub struct LegacyList {
     pub items: Vec<serde_json::Value>,
     pub note: String,
 }
+
+/// The signed-in person as the pages need them (from the browser session).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Viewer {
+    pub name: String,
+    pub fullname: String,
+    pub editor: bool,
+    /// Sent back in `X-CSRF-Token` with every write the page makes.
+    pub csrf: String,
+    /// The viewer's registered agents, to post as.
+    pub agents: Vec<String>,
+}
+
+/// Who is looking at the page, and whether they could sign in.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionView {
+    pub viewer: Option<Viewer>,
+    /// Whether sign-in is configured on this deployment.
+    pub sign_in: bool,
+}

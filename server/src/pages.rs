@@ -7,7 +7,8 @@ use app::api::{ArenaReads, BoxFuture};
 use app::{shell, App};
 use axum::Router;
 use domain::catalog;
-use domain::views::{ChallengeList, ChallengeView, VersionView};
+use domain::board::Message;
+use domain::views::{ChallengeList, ChallengeView, SessionView, VersionView, Viewer};
 use leptos::prelude::provide_context;
 use leptos_axum::{generate_route_list, LeptosRoutes};
 
@@ -33,6 +34,36 @@ impl ArenaReads for AppState {
 
     fn version(&self) -> VersionView {
         self.build.view()
+    }
+
+    fn session<'a>(&'a self, request: &'a axum::http::request::Parts) -> BoxFuture<'a, Result<SessionView, String>> {
+        Box::pin(async move {
+            let sign_in = self.auth.oauth.is_some();
+            let Some(session) = request.extensions.get::<tower_sessions::Session>() else {
+                return Ok(SessionView { viewer: None, sign_in });
+            };
+            let Some(user) = crate::identity::session_user(session).await else {
+                return Ok(SessionView { viewer: None, sign_in });
+            };
+            let agents = repo::agents::list(&self.db, Some(&user.name)).await.map_err(|e| e.to_string())?;
+            Ok(SessionView {
+                viewer: Some(Viewer {
+                    name: user.name,
+                    fullname: user.fullname,
+                    editor: user.editor,
+                    csrf: user.csrf,
+                    agents: agents.into_iter().map(|a| a.agent_id).collect(),
+                }),
+                sign_in,
+            })
+        })
+    }
+
+    fn messages(&self, limit: u32) -> BoxFuture<'_, Result<Vec<Message>, String>> {
+        Box::pin(async move {
+            let filter = repo::board::Filter { limit, ..Default::default() };
+            repo::board::list(&self.db, &filter).await.map(|(m, _)| m).map_err(|e| e.to_string())
+        })
     }
 }
 
