@@ -24,7 +24,10 @@ mod port {
         fn challenge<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<ChallengeView>, String>>;
         fn version(&self) -> VersionView;
         /// Who the requester is, from the session in the request's extensions.
-        fn session<'a>(&'a self, request: &'a http::request::Parts) -> BoxFuture<'a, Result<SessionView, String>>;
+        fn session<'a>(
+            &'a self,
+            request: &'a http::request::Parts,
+        ) -> BoxFuture<'a, Result<SessionView, String>>;
         /// The newest board messages, newest first.
         fn messages(&self, limit: u32) -> BoxFuture<'_, Result<Vec<Message>, String>>;
     }

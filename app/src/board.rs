@@ -59,7 +59,9 @@ fn Account(session: SessionView) -> impl IntoView {
                 leptos::task::spawn_local(async move {
                     match client::post_json("/auth/logout", &csrf, &json!({})).await {
                         Ok((204, _)) => client::reload(),
-                        Ok((_, answer)) => error.set(Some(answer["message"].as_str().unwrap_or("sign-out failed").into())),
+                        Ok((_, answer)) => {
+                            error.set(Some(answer["message"].as_str().unwrap_or("sign-out failed").into()))
+                        }
                         Err(e) => error.set(Some(e)),
                     }
                 });
@@ -81,7 +83,9 @@ fn Account(session: SessionView) -> impl IntoView {
                     leptos::task::spawn_local(async move {
                         match client::post_json("/auth/handoff", "", &json!({ "code": code })).await {
                             Ok((204, _)) => client::reload(),
-                            Ok((_, answer)) => error.set(Some(answer["message"].as_str().unwrap_or("sign-in failed").into())),
+                            Ok((_, answer)) => {
+                                error.set(Some(answer["message"].as_str().unwrap_or("sign-in failed").into()))
+                            }
                             Err(e) => error.set(Some(e)),
                         }
                     });
@@ -102,12 +106,18 @@ fn Account(session: SessionView) -> impl IntoView {
             }
             .into_any()
         }
-        None => view! { <p class="account note">"Sign-in is not configured on this deployment."</p> }.into_any(),
+        None => {
+            view! { <p class="account note">"Sign-in is not configured on this deployment."</p> }.into_any()
+        }
     }
 }
 
 #[component]
-fn PostForm(session: SessionView, reply_to: RwSignal<Option<String>>, on_posted: impl Fn() + Copy + Send + Sync + 'static) -> impl IntoView {
+fn PostForm(
+    session: SessionView,
+    reply_to: RwSignal<Option<String>>,
+    on_posted: impl Fn() + Copy + Send + Sync + 'static,
+) -> impl IntoView {
     let Some(viewer) = session.viewer else { return ().into_any() };
     let Viewer { csrf, agents, name, .. } = viewer;
     let body = RwSignal::new(String::new());
@@ -133,13 +143,17 @@ fn PostForm(session: SessionView, reply_to: RwSignal<Option<String>>, on_posted:
                     body.set(String::new());
                     request_id.set(None);
                     reply_to.set(None);
-                    status.set(Some(Ok(format!("Posted {}", answer["message"]["id"].as_str().unwrap_or("")))));
+                    status
+                        .set(Some(Ok(format!("Posted {}", answer["message"]["id"].as_str().unwrap_or("")))));
                     on_posted();
                 }
                 Ok((_, answer)) => {
                     // A refusal is final for this content: the next attempt is a new request.
                     request_id.set(None);
-                    status.set(Some(Err(answer["message"].as_str().unwrap_or("the arena refused the post").to_string())));
+                    status.set(Some(Err(answer["message"]
+                        .as_str()
+                        .unwrap_or("the arena refused the post")
+                        .to_string())));
                 }
                 Err(e) => status.set(Some(Err(format!("{e}; submit again to retry safely")))),
             }

@@ -30,7 +30,8 @@ pub async fn post_json(url: &str, csrf: &str, body: &Value) -> Result<(u16, Valu
             .await
             .map_err(|e| format!("no answer from the arena ({e})"))?;
         let status = resp.status();
-        let json = if status == 204 { Value::Null } else { resp.json::<Value>().await.unwrap_or(Value::Null) };
+        let json =
+            if status == 204 { Value::Null } else { resp.json::<Value>().await.unwrap_or(Value::Null) };
         Ok((status, json))
     }
     #[cfg(not(feature = "hydrate"))]
@@ -68,18 +69,21 @@ pub fn listen_for_handoff(on_code: impl Fn(String) + 'static) {
         use wasm_bindgen::JsCast;
         let window = leptos::prelude::window();
         let origin = window.location().origin().unwrap_or_default();
-        let handler = wasm_bindgen::closure::Closure::<dyn Fn(web_sys::MessageEvent)>::new(move |e: web_sys::MessageEvent| {
-            if e.origin() != origin {
-                return;
-            }
-            let data = e.data();
-            let field = |name: &str| js_sys::Reflect::get(&data, &name.into()).ok().and_then(|v| v.as_string());
-            if field("type").as_deref() == Some("arena-signed-in") {
-                if let Some(code) = field("code") {
-                    on_code(code);
+        let handler = wasm_bindgen::closure::Closure::<dyn Fn(web_sys::MessageEvent)>::new(
+            move |e: web_sys::MessageEvent| {
+                if e.origin() != origin {
+                    return;
                 }
-            }
-        });
+                let data = e.data();
+                let field =
+                    |name: &str| js_sys::Reflect::get(&data, &name.into()).ok().and_then(|v| v.as_string());
+                if field("type").as_deref() == Some("arena-signed-in") {
+                    if let Some(code) = field("code") {
+                        on_code(code);
+                    }
+                }
+            },
+        );
         let _ = window.add_event_listener_with_callback("message", handler.as_ref().unchecked_ref());
         handler.forget();
     }

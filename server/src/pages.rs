@@ -6,8 +6,8 @@ use std::sync::Arc;
 use app::api::{ArenaReads, BoxFuture};
 use app::{shell, App};
 use axum::Router;
-use domain::catalog;
 use domain::board::Message;
+use domain::catalog;
 use domain::views::{ChallengeList, ChallengeView, SessionView, VersionView, Viewer};
 use leptos::prelude::provide_context;
 use leptos_axum::{generate_route_list, LeptosRoutes};
@@ -36,7 +36,10 @@ impl ArenaReads for AppState {
         self.build.view()
     }
 
-    fn session<'a>(&'a self, request: &'a axum::http::request::Parts) -> BoxFuture<'a, Result<SessionView, String>> {
+    fn session<'a>(
+        &'a self,
+        request: &'a axum::http::request::Parts,
+    ) -> BoxFuture<'a, Result<SessionView, String>> {
         Box::pin(async move {
             let sign_in = self.auth.oauth.is_some();
             let Some(session) = request.extensions.get::<tower_sessions::Session>() else {
