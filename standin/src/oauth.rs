@@ -73,26 +73,19 @@ fn oauth_error(status: StatusCode, error: &str, description: &str) -> Response {
     (status, Json(json!({"error": error, "error_description": description}))).into_response()
 }
 
-fn check_authorize(hub: &SharedHub, p: &AuthorizeParams) -> Result<(), Response> {
+/// Why an authorize request is refused, as (OAuth error, description); answered with 400.
+fn check_authorize(hub: &SharedHub, p: &AuthorizeParams) -> Result<(), (&'static str, &'static str)> {
     if p.client_id != hub.app.client_id {
-        return Err(oauth_error(StatusCode::BAD_REQUEST, "invalid_client", "unknown client_id"));
+        return Err(("invalid_client", "unknown client_id"));
     }
     if p.response_type != "code" {
-        return Err(oauth_error(StatusCode::BAD_REQUEST, "unsupported_response_type", "only code"));
+        return Err(("unsupported_response_type", "only code"));
     }
     if p.state.is_empty() || p.redirect_uri.is_empty() {
-        return Err(oauth_error(
-            StatusCode::BAD_REQUEST,
-            "invalid_request",
-            "state and redirect_uri are required",
-        ));
+        return Err(("invalid_request", "state and redirect_uri are required"));
     }
     if p.code_challenge.is_some() && p.code_challenge_method.as_deref() != Some("S256") {
-        return Err(oauth_error(
-            StatusCode::BAD_REQUEST,
-            "invalid_request",
-            "code_challenge_method must be S256",
-        ));
+        return Err(("invalid_request", "code_challenge_method must be S256"));
     }
     Ok(())
 }
@@ -107,8 +100,8 @@ fn escape(s: &str) -> String {
 
 /// The page where a local tester chooses who signs in.
 async fn authorize_page(State(hub): State<SharedHub>, Query(p): Query<AuthorizeParams>) -> Response {
-    if let Err(resp) = check_authorize(&hub, &p) {
-        return resp;
+    if let Err((error, description)) = check_authorize(&hub, &p) {
+        return oauth_error(StatusCode::BAD_REQUEST, error, description);
     }
     let hidden = |name: &str, value: &str| {
         format!(r#"<input type="hidden" name="{}" value="{}">"#, escape(name), escape(value))
@@ -180,8 +173,8 @@ async fn authorize_approve(State(hub): State<SharedHub>, Form(form): Form<Approv
         code_challenge: Some(f.code_challenge).filter(|c| !c.is_empty()),
         code_challenge_method: Some(f.code_challenge_method).filter(|c| !c.is_empty()),
     };
-    if let Err(resp) = check_authorize(&hub, &p) {
-        return resp;
+    if let Err((error, description)) = check_authorize(&hub, &p) {
+        return oauth_error(StatusCode::BAD_REQUEST, error, description);
     }
     if hub.user_by_name(&form.user).is_none() {
         return oauth_error(StatusCode::BAD_REQUEST, "access_denied", "no such user");
