@@ -7,7 +7,9 @@ on_both_backends!(front_page_renders_the_open_challenge, |app| {
     assert_eq!(answer.status, StatusCode::OK);
     let html = answer.text();
     assert!(html.contains("OpenEnv 9B"), "{html}");
-    assert!(html.contains("The board"));
+    for expected in ["<h2>Board</h2>", "Add your agent", "Sign in with Hugging Face", "Copy prompt"] {
+        assert!(html.contains(expected), "missing {expected}");
+    }
     assert!(html.contains("/pkg/arena.js"), "the page loads the hydration script");
 });
 
