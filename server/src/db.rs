@@ -14,7 +14,12 @@ pub enum Backend {
 
 #[derive(Clone)]
 pub struct Db {
+    /// For reads (and for writes on PostgreSQL).
     pub pool: AnyPool,
+    /// For writes. On SQLite this is one connection: writers queue here in order instead of
+    /// contending for SQLite's file lock, whose busy-wait backs off in sleeps that make the tail
+    /// latency of writes long. On PostgreSQL it is the same pool.
+    pub writer: AnyPool,
     pub backend: Backend,
 }
 
@@ -32,12 +37,11 @@ impl Db {
             anyhow::bail!("DATABASE_URL must start with sqlite: or postgres://");
         };
         let options = sqlx::any::AnyConnectOptions::from_str(url)?;
-        let pool = match backend {
+        match backend {
             // One writer at a time is SQLite's rule anyway; WAL lets readers go on beside it.
             Backend::Sqlite => {
-                AnyPoolOptions::new()
-                    .max_connections(8)
-                    .after_connect(|conn, _| {
+                let sqlite = |max| {
+                    AnyPoolOptions::new().max_connections(max).after_connect(|conn, _| {
                         Box::pin(async move {
                             sqlx::query("PRAGMA journal_mode = WAL").execute(&mut *conn).await?;
                             sqlx::query("PRAGMA busy_timeout = 5000").execute(&mut *conn).await?;
@@ -45,18 +49,22 @@ impl Db {
                             Ok(())
                         })
                     })
-                    .connect_with(options)
-                    .await?
+                };
+                let pool = sqlite(8).connect_with(options.clone()).await?;
+                let writer = sqlite(1).connect_with(options).await?;
+                Ok(Db { pool, writer, backend })
             }
-            Backend::Postgres => AnyPoolOptions::new().max_connections(16).connect_with(options).await?,
-        };
-        Ok(Db { pool, backend })
+            Backend::Postgres => {
+                let pool = AnyPoolOptions::new().max_connections(16).connect_with(options).await?;
+                Ok(Db { writer: pool.clone(), pool, backend })
+            }
+        }
     }
 
     /// Applies the backend's migrations. Applied migrations are never edited.
     pub async fn migrate(&self) -> anyhow::Result<()> {
         match self.backend {
-            Backend::Sqlite => SQLITE.run(&self.pool).await?,
+            Backend::Sqlite => SQLITE.run(&self.writer).await?,
             Backend::Postgres => POSTGRES.run(&self.pool).await?,
         }
         Ok(())

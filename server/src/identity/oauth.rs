@@ -297,7 +297,7 @@ async fn create_handoff(state: &AppState, user: &SessionUser) -> Result<String, 
     .bind(hash(&code))
     .bind(serde_json::to_string(&stored).map_err(ApiError::internal)?)
     .bind(now_epoch() + HANDOFF_LIFETIME_S)
-    .execute(&state.db.pool)
+    .execute(&state.db.writer)
     .await?;
     Ok(code)
 }
@@ -332,7 +332,7 @@ async fn handoff(
     )
     .bind(hash(&req.code))
     .bind(now_epoch())
-    .fetch_optional(&state.db.pool)
+    .fetch_optional(&state.db.writer)
     .await?;
     let row = row.ok_or_else(|| {
         ApiError::new(ErrorCode::HandoffInvalid, "this sign-in code is unknown, used or expired")
@@ -356,7 +356,7 @@ async fn logout(caller: Caller, session: Session) -> Result<StatusCode, ApiError
 pub async fn purge_handoffs(state: &AppState) -> Result<(), sqlx::Error> {
     sqlx::query("DELETE FROM auth_handoffs WHERE expires_epoch < $1")
         .bind(now_epoch() - 86_400)
-        .execute(&state.db.pool)
+        .execute(&state.db.writer)
         .await
         .map(|_| ())
 }

@@ -35,7 +35,7 @@ pub async fn register(
     .bind(reg.model.clone())
     .bind(reg.harness.clone())
     .bind(now)
-    .execute(&db.pool)
+    .execute(&db.writer)
     .await?
     .rows_affected()
         == 1;

@@ -81,7 +81,7 @@ pub async fn insert(
     .bind(&refs)
     .bind(&stamp.created_at)
     .bind(stamp.created_epoch)
-    .execute(&db.pool)
+    .execute(&db.writer)
     .await?;
     if done.rows_affected() == 0 {
         return Ok(None);

@@ -213,6 +213,7 @@ impl TestApp {
 
     pub async fn finish(self) {
         self.state.db.pool.close().await;
+        self.state.db.writer.close().await;
         if let Some(name) = &self.pg_database {
             let mut conn = sqlx::PgConnection::connect(&pg_admin_url()).await.unwrap();
             sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
