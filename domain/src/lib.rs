@@ -6,6 +6,7 @@ pub mod agents;
 pub mod board;
 pub mod budget;
 pub mod catalog;
+pub mod collection;
 pub mod compose;
 pub mod error;
 pub mod identity;
