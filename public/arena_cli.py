@@ -17,6 +17,7 @@ that says the run is not allowed, 4 a command that needs your identity found no 
 import argparse
 import json
 import os
+import socket
 import sys
 import time
 import urllib.error
@@ -129,7 +130,8 @@ def request(method, path, body=None, token=None, retry=True):
             raise CliError("the arena answered HTTP %d without a JSON error" % status)
         except urllib.error.URLError as e:
             raise CliError("could not reach %s: %s" % (base_url(), e.reason))
-        except (TimeoutError, ConnectionError) as e:
+        except (socket.timeout, TimeoutError, ConnectionError) as e:
+            # socket.timeout is not a TimeoutError before Python 3.10.
             raise CliError("could not reach %s: %s" % (base_url(), e))
 
 

@@ -147,9 +147,12 @@ fn PostForm(
                         .set(Some(Ok(format!("Posted {}", answer["message"]["id"].as_str().unwrap_or("")))));
                     on_posted();
                 }
-                Ok((_, answer)) => {
-                    // A refusal is final for this content: the next attempt is a new request.
-                    request_id.set(None);
+                Ok((code, answer)) => {
+                    // A 4xx refusal is final for this content, so the next attempt is a new request;
+                    // after a 5xx the post may have landed, so a retry keeps the same request id.
+                    if code < 500 {
+                        request_id.set(None);
+                    }
                     status.set(Some(Err(answer["message"]
                         .as_str()
                         .unwrap_or("the arena refused the post")

@@ -34,7 +34,7 @@ pub async fn build(config: &Config) -> anyhow::Result<(Router, AppState)> {
     let sessions = identity::sessions::SqlStore::open(&url, db.backend).await?;
     sessions.spawn_cleanup();
     let state = AppState::new(Arc::new(registry), db, config);
-    identity::oauth::purge_handoffs(&state).await?;
+    identity::oauth::spawn_purge(state.clone());
     let router = router(state.clone(), &config.frame_ancestors)
         .layer(identity::sessions::layer(sessions, config.cookie_secure))
         // Outside the session layer, so it sees the cookie that layer sets.

@@ -14,6 +14,8 @@ use crate::version::BuildInfo;
 /// How callers are identified.
 pub struct AuthSettings {
     pub editor_org: String,
+    /// `scheme://host[:port]` of the arena's public URL, which its own pages send as `Origin`.
+    pub public_origin: String,
     /// `None` when sign-in is not configured: `/auth/login` says so.
     pub oauth: Option<OAuthSettings>,
 }
@@ -54,7 +56,11 @@ impl AppState {
                 HfHub::new(&config.hf_endpoint),
                 std::time::Duration::from_secs(config.whoami_cache_s),
             )),
-            auth: Arc::new(AuthSettings { editor_org: config.editor_org.clone(), oauth }),
+            auth: Arc::new(AuthSettings {
+                editor_org: config.editor_org.clone(),
+                public_origin: crate::identity::oauth::origin_of(&config.public_url()).unwrap_or_default(),
+                oauth,
+            }),
         }
     }
 }

@@ -220,23 +220,25 @@ fn client_credentials(headers: &HeaderMap, form: &HashMap<String, String>) -> Op
 
 /// RFC 6749 form-encodes Basic credentials; decode `%XX` and `+`.
 fn percent_decode(s: &str) -> String {
+    let hex = |b: u8| (b as char).to_digit(16).map(|d| d as u8);
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
     while i < bytes.len() {
-        match bytes[i] {
-            b'%' if i + 2 < bytes.len() => match u8::from_str_radix(&s[i + 1..i + 3], 16) {
-                Ok(b) => {
-                    out.push(b);
-                    i += 3;
-                    continue;
-                }
-                Err(_) => out.push(b'%'),
-            },
-            b'+' => out.push(b' '),
-            b => out.push(b),
+        match (bytes[i], bytes.get(i + 1).copied().and_then(hex), bytes.get(i + 2).copied().and_then(hex)) {
+            (b'%', Some(hi), Some(lo)) => {
+                out.push(hi * 16 + lo);
+                i += 3;
+            }
+            (b'+', _, _) => {
+                out.push(b' ');
+                i += 1;
+            }
+            (b, _, _) => {
+                out.push(b);
+                i += 1;
+            }
         }
-        i += 1;
     }
     String::from_utf8_lossy(&out).into_owned()
 }
@@ -305,4 +307,17 @@ async fn userinfo(State(hub): State<SharedHub>, headers: HeaderMap) -> Response 
         })).collect::<Vec<_>>(),
     }))
     .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::percent_decode;
+
+    #[test]
+    fn decodes_form_encoding_without_panicking() {
+        assert_eq!(percent_decode("a%3Ab+c"), "a:b c");
+        assert_eq!(percent_decode("%"), "%");
+        assert_eq!(percent_decode("%é"), "%é");
+        assert_eq!(percent_decode("%zz"), "%zz");
+    }
 }

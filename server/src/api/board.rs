@@ -4,7 +4,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use domain::board::{
-    retry_after, Message, MessagePage, NewPost, PostError, PostRequest, DEFAULT_PAGE, MAX_PAGE, POST_LIMITS,
+    Message, MessagePage, NewPost, PostError, PostRequest, DEFAULT_PAGE, MAX_PAGE, POST_LIMITS,
 };
 use domain::{ApiErrorBody, ErrorCode};
 use serde::{Deserialize, Serialize};
@@ -13,7 +13,7 @@ use utoipa::{IntoParams, ToSchema};
 use super::query::ApiQuery;
 use super::{ApiError, ApiJson};
 use crate::identity::User;
-use crate::repo::board::{Filter, Stamp};
+use crate::repo::board::{Filter, Inserted, Stamp};
 use crate::{clock, repo, AppState};
 
 #[derive(Deserialize, IntoParams)]
@@ -135,26 +135,21 @@ pub async fn post(
         ));
     }
     let now = clock::now();
-    let epoch = now.unix_timestamp();
-    let window = POST_LIMITS.iter().map(|l| l.window_s).max().unwrap_or(0);
-    let recent = repo::board::recent_epochs(&s.db, &me.name, epoch - window).await?;
-    if let Some(wait) = retry_after(&recent, epoch, &POST_LIMITS) {
-        return Err(ApiError::new(
+    let poster = post.agent_id.as_ref().map(|a| a.as_str()).unwrap_or(&me.name);
+    let stamp = Stamp {
+        id: domain::board::message_id(&clock::compact(now), poster, &crate::identity::random_hex(4)),
+        created_at: clock::rfc3339(now),
+        created_epoch: now.unix_timestamp(),
+    };
+    match repo::board::insert_limited(&s.db, &me.name, &post, &stamp, &POST_LIMITS).await? {
+        Inserted::Stored(message) => Ok((StatusCode::CREATED, Json(PostView { message, existing: false }))),
+        Inserted::Limited(wait) => Err(ApiError::new(
             ErrorCode::RateLimited,
             format!("too many posts from {}; wait {wait} s", me.name),
         )
-        .retry_after(wait as u64));
-    }
-    let poster = post.agent_id.as_ref().map(|a| a.as_str()).unwrap_or(&me.name);
-    let stamp = Stamp {
-        id: domain::board::message_id(&clock::compact(now), poster, &crate::identity::random_hex(3)),
-        created_at: clock::rfc3339(now),
-        created_epoch: epoch,
-    };
-    match repo::board::insert(&s.db, &me.name, &post, &stamp).await? {
-        Some(message) => Ok((StatusCode::CREATED, Json(PostView { message, existing: false }))),
+        .retry_after(wait as u64)),
         // Another request with this request_id won the race: judge against what it stored.
-        None => {
+        Inserted::Exists => {
             let stored = repo::board::by_request(&s.db, &me.name, post.request_id.as_str())
                 .await?
                 .ok_or_else(|| ApiError::internal("a conflicting post vanished"))?;

@@ -103,7 +103,8 @@ impl FromRequestParts<AppState> for Caller {
                 .and_then(|v| v.split_once(' '))
                 .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
                 .map(|(_, t)| t.trim())
-                .filter(|t| !t.is_empty())
+                // The shape of a token: checked before HF is asked, so junk costs no HF call.
+                .filter(|t| (8..=512).contains(&t.len()) && t.bytes().all(|b| (0x21..=0x7e).contains(&b)))
                 .ok_or_else(|| {
                     ApiError::new(
                         ErrorCode::InvalidToken,

@@ -75,10 +75,30 @@ impl OAuthSettings {
                 if !resp.status().is_success() {
                     return Err(unavailable(format!("discovery answered {}", resp.status())));
                 }
-                resp.json::<Endpoints>().await.map_err(|e| unavailable(e.without_url()))
+                let endpoints = resp.json::<Endpoints>().await.map_err(|e| unavailable(e.without_url()))?;
+                // The client secret and access tokens go only to the configured provider's origin.
+                let origin = origin_of(&self.provider_url);
+                for url in [
+                    &endpoints.authorization_endpoint,
+                    &endpoints.token_endpoint,
+                    &endpoints.userinfo_endpoint,
+                ] {
+                    if origin_of(url) != origin {
+                        return Err(unavailable(format!(
+                            "discovery names an endpoint off the provider's origin: {url}"
+                        )));
+                    }
+                }
+                Ok(endpoints)
             })
             .await
     }
+}
+
+/// `scheme://host[:port]` of a URL, or `None` when it does not parse.
+pub(crate) fn origin_of(url: &str) -> Option<String> {
+    let u = url::Url::parse(url).ok()?;
+    Some(u.origin().ascii_serialization()).filter(|o| o != "null")
 }
 
 fn unavailable(e: impl std::fmt::Display) -> ApiError {
@@ -147,10 +167,19 @@ struct LoginParams {
     popup: Option<String>,
 }
 
-/// Only paths on this site: no scheme, no host, no `//`.
-fn safe_return(path: Option<String>) -> String {
+/// Only paths on this site: a single leading `/`, then visible ASCII without `\\`. Browsers drop
+/// tabs and newlines from URLs, so `/\t/evil.example` would become `//evil.example`: any
+/// whitespace or control character sends the user home instead.
+pub(crate) fn safe_return(path: Option<&str>) -> String {
     match path {
-        Some(p) if p.starts_with('/') && !p.starts_with("//") && !p.contains('\\') => p,
+        Some(p)
+            if p.starts_with('/')
+                && !p.starts_with("//")
+                && p.len() <= 512
+                && p.bytes().all(|b| (0x21..=0x7e).contains(&b) && b != b'\\') =>
+        {
+            p.to_string()
+        }
         _ => "/".into(),
     }
 }
@@ -175,7 +204,7 @@ async fn login(
     let pending = Pending {
         state: csrf.secret().clone(),
         verifier: verifier.secret().clone(),
-        return_to: safe_return(p.return_to),
+        return_to: safe_return(p.return_to.as_deref()),
         popup: p.popup.is_some(),
     };
     session.insert(PENDING, pending).await.map_err(ApiError::internal)?;
@@ -263,7 +292,7 @@ async fn callback(
     };
     sign_in(&session, &user).await?;
     if !pending.popup {
-        return Ok(Redirect::to(&pending.return_to).into_response());
+        return Ok(Redirect::to(&safe_return(Some(&pending.return_to))).into_response());
     }
     let code = create_handoff(&state, &user).await?;
     Ok(handoff_page(&code, &user.name).into_response())
@@ -324,8 +353,17 @@ struct HandoffRequest {
 async fn handoff(
     State(state): State<AppState>,
     session: Session,
+    headers: axum::http::HeaderMap,
     crate::api::ApiJson(req): crate::api::ApiJson<HandoffRequest>,
 ) -> Result<StatusCode, ApiError> {
+    // Only the arena's own pages redeem codes: a browser always sends Origin with this POST.
+    let origin = headers.get(axum::http::header::ORIGIN).and_then(|v| v.to_str().ok());
+    if origin.is_some_and(|o| o != state.auth.public_origin) {
+        return Err(ApiError::new(
+            ErrorCode::CsrfInvalid,
+            "sign-in hand-offs are accepted from the arena's own pages only",
+        ));
+    }
     // Marking it used and reading it is one statement, so a code works once even when raced.
     let row = sqlx::query(
         "UPDATE auth_handoffs SET used = 1 WHERE code_hash = $1 AND used = 0 AND expires_epoch >= $2 RETURNING user_json",
@@ -352,11 +390,61 @@ async fn logout(caller: Caller, session: Session) -> Result<StatusCode, ApiError
     Ok(StatusCode::NO_CONTENT)
 }
 
+/// Deletes old hand-off codes now and every hour, for as long as the server runs.
+pub fn spawn_purge(state: AppState) {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(std::time::Duration::from_secs(3600));
+        loop {
+            tick.tick().await;
+            if let Err(e) = purge_handoffs(&state).await {
+                tracing::warn!(error = %e, "could not purge old sign-in hand-off codes");
+            }
+        }
+    });
+}
+
 /// Handoff codes older than a day are gone for good.
-pub async fn purge_handoffs(state: &AppState) -> Result<(), sqlx::Error> {
+async fn purge_handoffs(state: &AppState) -> Result<(), sqlx::Error> {
     sqlx::query("DELETE FROM auth_handoffs WHERE expires_epoch < $1")
         .bind(now_epoch() - 86_400)
         .execute(&state.db.writer)
         .await
         .map(|_| ())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn return_paths_stay_on_this_site() {
+        for ok in ["/", "/arena", "/arena/challenges/openenv-9b?x=1#top"] {
+            assert_eq!(safe_return(Some(ok)), ok);
+        }
+        for hostile in [
+            "https://evil.example/",
+            "//evil.example",
+            "/\\evil.example",
+            "/\t/evil.example",
+            "/\n/evil.example",
+            "/ /evil.example",
+            "/caf\u{e9}",
+            "evil",
+            "",
+        ] {
+            assert_eq!(safe_return(Some(hostile)), "/", "{hostile:?}");
+        }
+        assert_eq!(safe_return(None), "/");
+    }
+
+    #[test]
+    fn origins_compare_scheme_host_and_port() {
+        assert_eq!(
+            origin_of("https://huggingface.co/oauth/token").as_deref(),
+            Some("https://huggingface.co")
+        );
+        assert_ne!(origin_of("https://huggingface.co/x"), origin_of("https://evil.example/x"));
+        assert_ne!(origin_of("http://127.0.0.1:1/x"), origin_of("http://127.0.0.1:2/x"));
+        assert_eq!(origin_of("not a url"), None);
+    }
 }

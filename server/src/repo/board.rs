@@ -1,8 +1,8 @@
-use domain::board::{Message, NewPost};
+use domain::board::{retry_after, Message, NewPost, RateLimit};
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
-use crate::db::Db;
+use crate::db::{Backend, Db};
 
 const COLUMNS: &str = "seq, id, author, agent_id, request_id, body, refs, created_at";
 
@@ -45,30 +45,52 @@ pub async fn missing_refs(db: &Db, refs: &[String]) -> Result<Vec<String>, sqlx:
     Ok(missing)
 }
 
-/// Epoch seconds of the author's posts since `since_epoch`, for the rate limit.
-pub async fn recent_epochs(db: &Db, author: &str, since_epoch: i64) -> Result<Vec<i64>, sqlx::Error> {
-    let rows = sqlx::query("SELECT created_epoch FROM messages WHERE author = $1 AND created_epoch > $2")
-        .bind(author)
-        .bind(since_epoch)
-        .fetch_all(&db.pool)
-        .await?;
-    rows.iter().map(|r| r.try_get::<i64, _>("created_epoch")).collect()
-}
-
 pub struct Stamp {
     pub id: String,
     pub created_at: String,
     pub created_epoch: i64,
 }
 
-/// Inserts the post unless its (author, request_id) exists; `None` when another request won.
-pub async fn insert(
+pub enum Inserted {
+    Stored(Message),
+    /// Another request with this (author, request_id) is already stored.
+    Exists,
+    /// The author's rate limit is reached: seconds until the next post fits.
+    Limited(i64),
+}
+
+/// Checks the author's rate limit and inserts the post in one transaction, so concurrent posts
+/// cannot all pass the count. SQLite writes go through one connection, which already serializes
+/// them; on PostgreSQL an advisory lock on the author does.
+pub async fn insert_limited(
     db: &Db,
     author: &str,
     post: &NewPost,
     stamp: &Stamp,
-) -> Result<Option<Message>, sqlx::Error> {
+    limits: &[RateLimit],
+) -> Result<Inserted, sqlx::Error> {
     let refs = serde_json::to_string(&post.refs).map_err(|e| sqlx::Error::Encode(Box::new(e)))?;
+    let mut tx = db.writer.begin().await?;
+    if db.backend == Backend::Postgres {
+        sqlx::query("SELECT 1 AS locked FROM (SELECT pg_advisory_xact_lock(hashtext($1))) AS l")
+            .bind(author)
+            .fetch_one(&mut *tx)
+            .await?;
+    }
+    let window = limits.iter().map(|l| l.window_s).max().unwrap_or(0);
+    let recent: Vec<i64> =
+        sqlx::query("SELECT created_epoch FROM messages WHERE author = $1 AND created_epoch > $2")
+            .bind(author)
+            .bind(stamp.created_epoch - window)
+            .fetch_all(&mut *tx)
+            .await?
+            .iter()
+            .map(|r| r.try_get::<i64, _>("created_epoch"))
+            .collect::<Result<_, _>>()?;
+    if let Some(wait) = retry_after(&recent, stamp.created_epoch, limits) {
+        tx.rollback().await?;
+        return Ok(Inserted::Limited(wait));
+    }
     let done = sqlx::query(
         "INSERT INTO messages (id, author, agent_id, request_id, body, refs, created_at, created_epoch) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (author, request_id) DO NOTHING",
@@ -81,12 +103,13 @@ pub async fn insert(
     .bind(&refs)
     .bind(&stamp.created_at)
     .bind(stamp.created_epoch)
-    .execute(&db.writer)
+    .execute(&mut *tx)
     .await?;
+    tx.commit().await?;
     if done.rows_affected() == 0 {
-        return Ok(None);
+        return Ok(Inserted::Exists);
     }
-    Ok(Some(Message {
+    Ok(Inserted::Stored(Message {
         id: stamp.id.clone(),
         author: author.to_string(),
         agent_id: post.agent_id.as_ref().map(|a| a.as_str().to_string()),
@@ -128,7 +151,7 @@ pub async fn list(db: &Db, f: &Filter) -> Result<(Vec<Message>, bool), sqlx::Err
         clauses.push(format!("author = {}", next()));
     }
     if f.text.is_some() {
-        clauses.push(format!("LOWER(body) LIKE {}", next()));
+        clauses.push(format!("LOWER(body) LIKE {} ESCAPE '\\'", next()));
     }
     if f.since_epoch.is_some() {
         clauses.push(format!("created_epoch >= {}", next()));
@@ -147,9 +170,10 @@ pub async fn list(db: &Db, f: &Filter) -> Result<(Vec<Message>, bool), sqlx::Err
         q = q.bind(a.clone());
     }
     if let Some(t) = &f.text {
-        // `%` and `_` in the text are matched as themselves would need ESCAPE; a plain substring
-        // search treats them as wildcards, which only widens the match.
-        q = q.bind(format!("%{}%", t.to_lowercase()));
+        // The text is matched literally: `\`, `%` and `_` in it are escaped. (SQLite's LOWER folds
+        // ASCII only, so non-ASCII text matches case-sensitively there.)
+        let escaped = t.to_lowercase().replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_");
+        q = q.bind(format!("%{escaped}%"));
     }
     if let Some(s) = f.since_epoch {
         q = q.bind(s);

@@ -283,3 +283,50 @@ on_both_backends!(authorization_matrix_of_the_write_routes, |app| {
         }
     }
 });
+
+/// The rate limit holds under concurrent posts with different request ids, on both backends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_rate_limit_holds_under_concurrency() {
+    for backend in BACKENDS {
+        let app = std::sync::Arc::new(TestApp::new(backend).await);
+        let tasks: Vec<_> = (0..12)
+            .map(|i| {
+                let app = app.clone();
+                tokio::spawn(async move {
+                    app.post_as(
+                        "/api/board/messages",
+                        &post_body(&format!("alice-burst-{i:03}"), None, "burst", &[]),
+                        ALICE,
+                    )
+                    .await
+                })
+            })
+            .collect();
+        let mut created = 0;
+        let mut limited = 0;
+        for t in tasks {
+            match t.await.unwrap().status {
+                StatusCode::CREATED => created += 1,
+                StatusCode::TOO_MANY_REQUESTS => limited += 1,
+                other => panic!("{backend:?}: unexpected {other}"),
+            }
+        }
+        assert_eq!((created, limited), (6, 6), "{backend:?}");
+        assert_eq!(app.scalar("SELECT COUNT(*) FROM messages").await, 6, "{backend:?}");
+        std::sync::Arc::try_unwrap(app).ok().unwrap().finish().await;
+    }
+}
+
+on_both_backends!(text_search_is_literal, |app| {
+    for (i, body) in ["50% done", "5000 done", "snake_case", "snakeXcase", "back\\slash"].iter().enumerate() {
+        let answer = app
+            .post_as("/api/board/messages", &post_body(&format!("bob-like-{i:03}"), None, body, &[]), BOB)
+            .await;
+        assert_eq!(answer.status, StatusCode::CREATED);
+    }
+    let count = |v: Value| v["messages"].as_array().unwrap().len();
+    assert_eq!(count(app.get("/api/board/messages?q=%25").await.json()), 1, "% matches itself only");
+    assert_eq!(count(app.get("/api/board/messages?q=_").await.json()), 1, "_ matches itself only");
+    assert_eq!(count(app.get("/api/board/messages?q=%5C").await.json()), 1, "a backslash matches itself");
+    assert_eq!(count(app.get("/api/board/messages?q=DONE").await.json()), 2, "ASCII case is folded");
+});

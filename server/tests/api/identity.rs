@@ -140,3 +140,17 @@ on_both_backends!(bad_registrations_store_nothing, |app| {
     assert_eq!(plain.json()["code"], "UNSUPPORTED_MEDIA_TYPE");
     assert_eq!(app.scalar("SELECT COUNT(*) FROM agents").await, 0);
 });
+
+on_both_backends!(refused_and_malformed_tokens_do_not_spend_hf_calls, |app| {
+    let before = app.hub.whoami_calls();
+    for _ in 0..5 {
+        assert_eq!(app.get_as("/api/whoami", "hf_refused_token_0001").await.json()["code"], "INVALID_TOKEN");
+    }
+    assert_eq!(app.hub.whoami_calls() - before, 1, "a refused token is remembered");
+    for junk in ["short", "has space inside the token", &"x".repeat(600), "caf\u{e9}-token-value"] {
+        let answer =
+            app.call(Method::GET, "/api/whoami", None, &[("authorization", &format!("Bearer {junk}"))]).await;
+        assert_eq!(answer.json()["code"], "INVALID_TOKEN", "{junk}");
+    }
+    assert_eq!(app.hub.whoami_calls() - before, 1, "malformed tokens never reach HF");
+});

@@ -176,3 +176,40 @@ on_both_backends!(handoff_codes_work_once, |app| {
     let replay = app.request(Method::POST, "/auth/handoff", Some(&body)).await;
     assert_eq!(replay.json()["code"], "HANDOFF_INVALID");
 });
+
+on_both_backends!(sign_in_never_returns_off_site, |app| {
+    for hostile in ["/\t/evil.example", "//evil.example", "https://evil.example/"] {
+        let login = app.get(&format!("/auth/login?return_to={}", urlencode(hostile))).await;
+        let (cookie, _) = session_cookie(&login).unwrap();
+        let authorize = url::Url::parse(&location(&login)).unwrap();
+        let mut form: Vec<(String, String)> = authorize.query_pairs().into_owned().collect();
+        form.push(("user".into(), "bob".into()));
+        let client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+        let approved =
+            client.post(format!("{}/oauth/authorize", app.hub_url)).form(&form).send().await.unwrap();
+        let back = url::Url::parse(approved.headers()["location"].to_str().unwrap()).unwrap();
+        let done = app
+            .call(
+                Method::GET,
+                &format!("/login/callback?{}", back.query().unwrap()),
+                None,
+                &[("cookie", &cookie)],
+            )
+            .await;
+        assert_eq!(location(&done), "/", "{hostile:?}");
+    }
+});
+
+on_both_backends!(handoff_refuses_other_origins, |app| {
+    let answer = app
+        .call(Method::POST, "/auth/handoff", Some(r#"{"code":"x"}"#), &[("origin", "https://evil.example")])
+        .await;
+    assert_eq!(
+        (answer.status, answer.json()["code"].as_str()),
+        (StatusCode::FORBIDDEN, Some("CSRF_INVALID"))
+    );
+    let own = app
+        .call(Method::POST, "/auth/handoff", Some(r#"{"code":"x"}"#), &[("origin", "http://arena.test")])
+        .await;
+    assert_eq!(own.json()["code"], "HANDOFF_INVALID", "the arena's own origin gets as far as the code check");
+});
