@@ -114,8 +114,11 @@ impl AgentRegistration {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AgentRecord {
     pub agent_id: String,
-    /// The HF user who registered it.
+    /// The HF user who registered it (their name when they did).
     pub owner: String,
+    /// HF's stable id of that user: ownership is decided by it, since names can change hands.
+    #[serde(default, skip_serializing)]
+    pub owner_id: String,
     pub description: String,
     pub model: Option<String>,
     pub harness: Option<String>,
@@ -133,8 +136,9 @@ pub enum Repeat {
     Changed,
 }
 
-pub fn compare(existing: &AgentRecord, caller: &str, reg: &AgentRegistration) -> Repeat {
-    if existing.owner != caller {
+/// `caller_id` is the caller's stable HF id.
+pub fn compare(existing: &AgentRecord, caller_id: &str, reg: &AgentRegistration) -> Repeat {
+    if existing.owner_id != caller_id {
         Repeat::OtherOwner
     } else if existing.description == reg.description
         && existing.model == reg.model
@@ -192,14 +196,17 @@ mod tests {
         let record = AgentRecord {
             agent_id: "alice-agent".into(),
             owner: "alice".into(),
+            owner_id: "user-1".into(),
             description: "builds tasks".into(),
             model: None,
             harness: None,
             created_at: "t".into(),
         };
-        assert_eq!(compare(&record, "alice", &reg), Repeat::Same);
-        assert_eq!(compare(&record, "bob", &reg), Repeat::OtherOwner);
+        assert_eq!(compare(&record, "user-1", &reg), Repeat::Same);
+        assert_eq!(compare(&record, "user-2", &reg), Repeat::OtherOwner);
+        // Whoever holds the name "alice" now is not the owner unless they hold the id.
+        assert_eq!(compare(&record, "alice", &reg), Repeat::OtherOwner);
         let changed = AgentRegistration::parse(req("something else")).unwrap();
-        assert_eq!(compare(&record, "alice", &changed), Repeat::Changed);
+        assert_eq!(compare(&record, "user-1", &changed), Repeat::Changed);
     }
 }

@@ -16,6 +16,8 @@ pub struct OrgRole {
 /// A Hugging Face account, as the arena learned it from HF.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HubAccount {
+    /// HF's stable id for the account. Names can change hands; this cannot.
+    pub id: String,
     pub name: String,
     pub fullname: String,
     pub orgs: Vec<OrgRole>,
@@ -50,6 +52,7 @@ mod tests {
 
     fn account(orgs: &[(&str, Option<&str>)]) -> HubAccount {
         HubAccount {
+            id: "user-a".into(),
             name: "a".into(),
             fullname: "A".into(),
             orgs: orgs

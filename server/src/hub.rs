@@ -32,6 +32,7 @@ impl HfHub {
 
 #[derive(Deserialize)]
 struct WhoamiAnswer {
+    id: String,
     name: String,
     #[serde(default)]
     fullname: Option<String>,
@@ -70,6 +71,7 @@ impl HubIdentity for HfHub {
                     retry_after_s: None,
                 })?;
                 Ok(HubAccount {
+                    id: answer.id,
                     fullname: answer.fullname.unwrap_or_else(|| answer.name.clone()),
                     name: answer.name,
                     orgs: answer

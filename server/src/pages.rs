@@ -48,7 +48,7 @@ impl ArenaReads for AppState {
             let Some(user) = crate::identity::session_user(session).await else {
                 return Ok(SessionView { viewer: None, sign_in });
             };
-            let agents = repo::agents::list(&self.db, Some(&user.name)).await.map_err(|e| e.to_string())?;
+            let agents = repo::agents::list(&self.db, Some(&user.id)).await.map_err(|e| e.to_string())?;
             Ok(SessionView {
                 viewer: Some(Viewer {
                     name: user.name,

@@ -127,7 +127,7 @@ async fn whoami(State(hub): State<SharedHub>, headers: HeaderMap) -> Response {
     hub.whoami_calls.fetch_add(1, Ordering::Relaxed);
     let Some(user) = bearer(&headers).and_then(|t| hub.user_by_token(t)) else { return unauthorized() };
     Json(json!({
-        "id": format!("user-{}", user.name),
+        "id": user.id(),
         "type": "user",
         "name": user.name,
         "fullname": user.fullname,

@@ -293,7 +293,7 @@ async fn token(
 async fn userinfo(State(hub): State<SharedHub>, headers: HeaderMap) -> Response {
     let Some(user) = bearer(&headers).and_then(|t| hub.user_by_token(t)) else { return unauthorized() };
     Json(json!({
-        "sub": format!("user-{}", user.name),
+        "sub": user.id(),
         "name": user.fullname,
         "preferred_username": user.name,
         "picture": "",

@@ -4,6 +4,9 @@ use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct HubUser {
+    /// HF's stable account id; `user-{name}` when the file gives none.
+    #[serde(default)]
+    pub id: Option<String>,
     pub name: String,
     pub token: String,
     pub fullname: String,
@@ -11,6 +14,12 @@ pub struct HubUser {
     pub email: Option<String>,
     #[serde(default)]
     pub orgs: Vec<OrgMembership>,
+}
+
+impl HubUser {
+    pub fn id(&self) -> String {
+        self.id.clone().unwrap_or_else(|| format!("user-{}", self.name))
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -36,6 +45,7 @@ pub fn parse(json: &str) -> anyhow::Result<Vec<HubUser>> {
 /// A small demo set: two participants and one editor of `benchflow`. The tokens are local-only.
 pub fn demo() -> Vec<HubUser> {
     let user = |name: &str, fullname: &str, orgs: Vec<OrgMembership>| HubUser {
+        id: None,
         name: name.into(),
         token: format!("hf_local_demo_{name}_token"),
         fullname: fullname.into(),

@@ -116,7 +116,7 @@ pub async fn post(
         let record = repo::agents::get(&s.db, agent.as_str()).await?.ok_or_else(|| {
             ApiError::new(ErrorCode::AgentNotFound, format!("no agent `{agent}`: register it first"))
         })?;
-        if record.owner != me.name {
+        if record.owner_id != me.id {
             return Err(ApiError::new(
                 ErrorCode::AgentNotOwned,
                 format!("agent `{agent}` belongs to another HF user; post as your own agent or with agent_id null"),
@@ -124,7 +124,7 @@ pub async fn post(
         }
     }
     // A repeat is answered before the rate limit, so a retry never costs a slot.
-    if let Some(stored) = repo::board::by_request(&s.db, &me.name, post.request_id.as_str()).await? {
+    if let Some(stored) = repo::board::by_request(&s.db, &me.id, post.request_id.as_str()).await? {
         return same_or_conflict(stored, &post);
     }
     let missing = repo::board::missing_refs(&s.db, &post.refs).await?;
@@ -141,7 +141,7 @@ pub async fn post(
         created_at: clock::rfc3339(now),
         created_epoch: now.unix_timestamp(),
     };
-    match repo::board::insert_limited(&s.db, &me.name, &post, &stamp, &POST_LIMITS).await? {
+    match repo::board::insert_limited(&s.db, &me.id, &me.name, &post, &stamp, &POST_LIMITS).await? {
         Inserted::Stored(message) => Ok((StatusCode::CREATED, Json(PostView { message, existing: false }))),
         Inserted::Limited(wait) => Err(ApiError::new(
             ErrorCode::RateLimited,
@@ -150,7 +150,7 @@ pub async fn post(
         .retry_after(wait as u64)),
         // Another request with this request_id won the race: judge against what it stored.
         Inserted::Exists => {
-            let stored = repo::board::by_request(&s.db, &me.name, post.request_id.as_str())
+            let stored = repo::board::by_request(&s.db, &me.id, post.request_id.as_str())
                 .await?
                 .ok_or_else(|| ApiError::internal("a conflicting post vanished"))?;
             same_or_conflict(stored, &post)

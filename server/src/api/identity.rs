@@ -31,7 +31,7 @@ pub struct WhoamiView {
     responses((status = 200, body = WhoamiView), (status = 401, description = "AUTH_REQUIRED or INVALID_TOKEN", body = ApiErrorBody),
         (status = 503, description = "HUB_UNAVAILABLE", body = ApiErrorBody)))]
 pub async fn whoami(State(s): State<AppState>, User(me): User) -> Result<Json<WhoamiView>, ApiError> {
-    let agents = repo::agents::list(&s.db, Some(&me.name)).await?;
+    let agents = repo::agents::list(&s.db, Some(&me.id)).await?;
     Ok(Json(WhoamiView { name: me.name, fullname: me.fullname, editor: me.editor, via: me.via, agents }))
 }
 
@@ -56,8 +56,8 @@ pub async fn register_agent(
         other => ApiError::new(ErrorCode::InvalidRegistration, other.to_string()),
     })?;
     let (inserted, stored) =
-        repo::agents::register(&s.db, &me.name, &reg, &clock::rfc3339(clock::now())).await?;
-    match compare(&stored, &me.name, &reg) {
+        repo::agents::register(&s.db, &me.id, &me.name, &reg, &clock::rfc3339(clock::now())).await?;
+    match compare(&stored, &me.id, &reg) {
         Repeat::Same => Ok((
             if inserted { StatusCode::CREATED } else { StatusCode::OK },
             Json(RegistrationView { agent: stored, existing: !inserted }),

@@ -23,6 +23,8 @@ const SESSION_USER: &str = "user";
 /// What the session remembers of a signed-in person. No token is kept.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SessionUser {
+    /// HF's stable account id (`sub`).
+    pub id: String,
     pub name: String,
     pub fullname: String,
     pub editor: bool,
@@ -39,6 +41,9 @@ pub enum Via {
 /// A caller whose HF identity is known.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Identity {
+    /// HF's stable account id: what ownership is keyed by.
+    pub id: String,
+    /// The HF user name, for display and filters.
     pub name: String,
     pub fullname: String,
     pub editor: bool,
@@ -114,6 +119,7 @@ impl FromRequestParts<AppState> for Caller {
             let account = state.hub.whoami(token).await.map_err(hub_error)?;
             return Ok(Caller(Some(Identity {
                 editor: account.is_editor(&state.auth.editor_org),
+                id: account.id,
                 name: account.name,
                 fullname: account.fullname,
                 via: Via::Token,
@@ -131,6 +137,7 @@ impl FromRequestParts<AppState> for Caller {
             }
         }
         Ok(Caller(Some(Identity {
+            id: user.id,
             name: user.name,
             fullname: user.fullname,
             editor: user.editor,

@@ -223,6 +223,7 @@ struct CallbackParams {
 
 #[derive(Deserialize)]
 struct UserInfo {
+    sub: String,
     preferred_username: String,
     #[serde(default)]
     name: Option<String>,
@@ -286,6 +287,7 @@ async fn callback(
         editor: info.orgs.iter().any(|o| {
             &o.preferred_username == editor_org && matches!(o.role_in_org.as_deref(), Some("write" | "admin"))
         }),
+        id: info.sub,
         fullname: info.name.unwrap_or_else(|| info.preferred_username.clone()),
         name: info.preferred_username,
         csrf: random_secret(),

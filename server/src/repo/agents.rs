@@ -8,6 +8,7 @@ fn record(row: &AnyRow) -> Result<AgentRecord, sqlx::Error> {
     Ok(AgentRecord {
         agent_id: row.try_get("agent_id")?,
         owner: row.try_get("owner")?,
+        owner_id: row.try_get("owner_id")?,
         description: row.try_get("description")?,
         model: row.try_get("model")?,
         harness: row.try_get("harness")?,
@@ -15,22 +16,24 @@ fn record(row: &AnyRow) -> Result<AgentRecord, sqlx::Error> {
     })
 }
 
-const COLUMNS: &str = "agent_id, owner, description, model, harness, created_at";
+const COLUMNS: &str = "agent_id, owner, owner_id, description, model, harness, created_at";
 
 /// Inserts the registration unless the id is taken; returns whether this call inserted it and
 /// the record now stored under the id. The primary key decides races, not a prior read.
 pub async fn register(
     db: &Db,
+    owner_id: &str,
     owner: &str,
     reg: &AgentRegistration,
     now: &str,
 ) -> Result<(bool, AgentRecord), sqlx::Error> {
     let inserted = sqlx::query(
-        "INSERT INTO agents (agent_id, owner, description, model, harness, created_at) \
-         VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (agent_id) DO NOTHING",
+        "INSERT INTO agents (agent_id, owner, owner_id, description, model, harness, created_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (agent_id) DO NOTHING",
     )
     .bind(reg.agent_id.as_str())
     .bind(owner)
+    .bind(owner_id)
     .bind(&reg.description)
     .bind(reg.model.clone())
     .bind(reg.harness.clone())
@@ -53,10 +56,11 @@ pub async fn get(db: &Db, agent_id: &str) -> Result<Option<AgentRecord>, sqlx::E
         .transpose()
 }
 
-pub async fn list(db: &Db, owner: Option<&str>) -> Result<Vec<AgentRecord>, sqlx::Error> {
-    let rows = match owner {
+/// Every agent, or those of one owner (by HF id).
+pub async fn list(db: &Db, owner_id: Option<&str>) -> Result<Vec<AgentRecord>, sqlx::Error> {
+    let rows = match owner_id {
         Some(o) => {
-            sqlx::query(&format!("SELECT {COLUMNS} FROM agents WHERE owner = $1 ORDER BY agent_id"))
+            sqlx::query(&format!("SELECT {COLUMNS} FROM agents WHERE owner_id = $1 ORDER BY agent_id"))
                 .bind(o)
                 .fetch_all(&db.pool)
                 .await?

@@ -19,9 +19,10 @@ fn message(row: &AnyRow) -> Result<Message, sqlx::Error> {
     })
 }
 
-pub async fn by_request(db: &Db, author: &str, request_id: &str) -> Result<Option<Message>, sqlx::Error> {
-    sqlx::query(&format!("SELECT {COLUMNS} FROM messages WHERE author = $1 AND request_id = $2"))
-        .bind(author)
+/// The message an author (by HF id) posted under a request id.
+pub async fn by_request(db: &Db, author_id: &str, request_id: &str) -> Result<Option<Message>, sqlx::Error> {
+    sqlx::query(&format!("SELECT {COLUMNS} FROM messages WHERE author_id = $1 AND request_id = $2"))
+        .bind(author_id)
         .bind(request_id)
         .fetch_optional(&db.pool)
         .await?
@@ -64,6 +65,7 @@ pub enum Inserted {
 /// them; on PostgreSQL an advisory lock on the author does.
 pub async fn insert_limited(
     db: &Db,
+    author_id: &str,
     author: &str,
     post: &NewPost,
     stamp: &Stamp,
@@ -73,14 +75,14 @@ pub async fn insert_limited(
     let mut tx = db.writer.begin().await?;
     if db.backend == Backend::Postgres {
         sqlx::query("SELECT 1 AS locked FROM (SELECT pg_advisory_xact_lock(hashtext($1))) AS l")
-            .bind(author)
+            .bind(author_id)
             .fetch_one(&mut *tx)
             .await?;
     }
     let window = limits.iter().map(|l| l.window_s).max().unwrap_or(0);
     let recent: Vec<i64> =
-        sqlx::query("SELECT created_epoch FROM messages WHERE author = $1 AND created_epoch > $2")
-            .bind(author)
+        sqlx::query("SELECT created_epoch FROM messages WHERE author_id = $1 AND created_epoch > $2")
+            .bind(author_id)
             .bind(stamp.created_epoch - window)
             .fetch_all(&mut *tx)
             .await?
@@ -92,11 +94,12 @@ pub async fn insert_limited(
         return Ok(Inserted::Limited(wait));
     }
     let done = sqlx::query(
-        "INSERT INTO messages (id, author, agent_id, request_id, body, refs, created_at, created_epoch) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (author, request_id) DO NOTHING",
+        "INSERT INTO messages (id, author, author_id, agent_id, request_id, body, refs, created_at, created_epoch) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (author_id, request_id) DO NOTHING",
     )
     .bind(&stamp.id)
     .bind(author)
+    .bind(author_id)
     .bind(post.agent_id.as_ref().map(|a| a.as_str().to_string()))
     .bind(post.request_id.as_str())
     .bind(&post.body)

@@ -1,7 +1,7 @@
 use axum::http::StatusCode;
 use serde_json::{json, Value};
 
-use crate::harness::{TestApp, ALICE, BACKENDS, BOB, EVE};
+use crate::harness::{TestApp, ALICE, BACKENDS, BOB, EVE, NEW_ALICE};
 use crate::on_both_backends;
 
 fn post_body(request_id: &str, agent: Option<&str>, body: &str, refs: &[&str]) -> String {
@@ -329,4 +329,25 @@ on_both_backends!(text_search_is_literal, |app| {
     assert_eq!(count(app.get("/api/board/messages?q=_").await.json()), 1, "_ matches itself only");
     assert_eq!(count(app.get("/api/board/messages?q=%5C").await.json()), 1, "a backslash matches itself");
     assert_eq!(count(app.get("/api/board/messages?q=DONE").await.json()), 2, "ASCII case is folded");
+});
+
+on_both_backends!(ownership_follows_the_hf_id_not_the_name, |app| {
+    register(app, "alice-agent", ALICE).await;
+    let body = post_body("new-alice-0001", Some("alice-agent"), "I am alice now", &[]);
+    let answer = app.post_as("/api/board/messages", &body, NEW_ALICE).await;
+    assert_eq!(
+        (answer.status, answer.json()["code"].as_str()),
+        (StatusCode::FORBIDDEN, Some("AGENT_NOT_OWNED"))
+    );
+    let again = app
+        .post_as("/api/agents", r#"{"agent_id":"alice-agent","description":"agent alice-agent"}"#, NEW_ALICE)
+        .await;
+    assert_eq!(again.json()["code"], "AGENT_REGISTERED_BY_ANOTHER");
+    assert_eq!(app.get_as("/api/whoami", NEW_ALICE).await.json()["agents"], json!([]));
+    // Her request ids are her own: the same id from the first alice is another message.
+    let first =
+        app.post_as("/api/board/messages", &post_body("shared-id-001", None, "one", &[]), ALICE).await;
+    let second =
+        app.post_as("/api/board/messages", &post_body("shared-id-001", None, "two", &[]), NEW_ALICE).await;
+    assert_eq!((first.status, second.status), (StatusCode::CREATED, StatusCode::CREATED));
 });

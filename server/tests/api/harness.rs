@@ -25,9 +25,12 @@ pub const BACKENDS: [Backend; 2] = [Backend::Sqlite, Backend::Postgres];
 pub const ALICE: &str = "hf_test_alice_0123456789abcdef";
 pub const BOB: &str = "hf_test_bob_0123456789abcdef";
 pub const EVE: &str = "hf_test_eve_editor_0123456789abcdef";
+/// Someone who took the name "alice" after she renamed: same name, another HF id.
+pub const NEW_ALICE: &str = "hf_test_new_alice_0123456789abcdef";
 
 fn hub_users() -> Vec<standin::HubUser> {
     let user = |name: &str, token: &str, orgs: Vec<standin::OrgMembership>| standin::HubUser {
+        id: None,
         name: name.into(),
         token: token.into(),
         fullname: name.to_uppercase(),
@@ -38,6 +41,7 @@ fn hub_users() -> Vec<standin::HubUser> {
         user("alice", ALICE, vec![standin::OrgMembership { name: "benchflow".into(), role: "read".into() }]),
         user("bob", BOB, vec![]),
         user("eve", EVE, vec![standin::OrgMembership { name: "benchflow".into(), role: "admin".into() }]),
+        standin::HubUser { id: Some("user-new-alice".into()), ..user("alice", NEW_ALICE, vec![]) },
     ]
 }
 
