@@ -37,7 +37,7 @@ pub struct Hub {
     pub public_url: Mutex<String>,
     faults: Mutex<Faults>,
     codes: Mutex<HashMap<String, oauth::PendingCode>>,
-    /// Access tokens issued by the OAuth flow, mapped to the user's name.
+    /// Access tokens issued by the OAuth flow, mapped to the user's id.
     oauth_tokens: Mutex<HashMap<String, String>>,
     whoami_calls: AtomicU64,
 }
@@ -61,12 +61,12 @@ impl Hub {
         if let Some(u) = self.users.iter().find(|u| u.token == token) {
             return Some(u);
         }
-        let name = self.oauth_tokens.lock().unwrap().get(token).cloned()?;
-        self.users.iter().find(|u| u.name == name)
+        let id = self.oauth_tokens.lock().unwrap().get(token).cloned()?;
+        self.user_by_id(&id)
     }
 
-    fn user_by_name(&self, name: &str) -> Option<&HubUser> {
-        self.users.iter().find(|u| u.name == name)
+    fn user_by_id(&self, id: &str) -> Option<&HubUser> {
+        self.users.iter().find(|u| u.id() == id)
     }
 
     pub fn whoami_calls(&self) -> u64 {

@@ -124,7 +124,8 @@ async fn authorize_page(State(hub): State<SharedHub>, Query(p): Query<AuthorizeP
         .map(|u| {
             let orgs: Vec<String> = u.orgs.iter().map(|o| format!("{} ({})", o.name, o.role)).collect();
             format!(
-                r#"<li><button type="submit" name="user" value="{name}">Sign in as {name}</button> {full}{orgs}</li>"#,
+                r#"<li><button type="submit" name="user" value="{id}">Sign in as {name}</button> {full}{orgs}</li>"#,
+                id = escape(&u.id()),
                 name = escape(&u.name),
                 full = escape(&u.fullname),
                 orgs = if orgs.is_empty() { String::new() } else { format!(" · {}", escape(&orgs.join(", "))) },
@@ -143,40 +144,21 @@ async fn authorize_page(State(hub): State<SharedHub>, Query(p): Query<AuthorizeP
 
 #[derive(Debug, Deserialize)]
 struct Approval {
+    /// The chosen user's id (names need not be unique).
     user: String,
     #[serde(flatten)]
-    params: AuthorizeParamsForm,
-}
-
-#[derive(Debug, Deserialize)]
-struct AuthorizeParamsForm {
-    client_id: String,
-    redirect_uri: String,
-    #[serde(default)]
-    scope: String,
-    state: String,
-    response_type: String,
-    #[serde(default)]
-    code_challenge: String,
-    #[serde(default)]
-    code_challenge_method: String,
+    params: AuthorizeParams,
 }
 
 async fn authorize_approve(State(hub): State<SharedHub>, Form(form): Form<Approval>) -> Response {
-    let f = form.params;
-    let p = AuthorizeParams {
-        client_id: f.client_id,
-        redirect_uri: f.redirect_uri,
-        scope: f.scope,
-        state: f.state,
-        response_type: f.response_type,
-        code_challenge: Some(f.code_challenge).filter(|c| !c.is_empty()),
-        code_challenge_method: Some(f.code_challenge_method).filter(|c| !c.is_empty()),
-    };
+    let mut p = form.params;
+    // The page's hidden fields send absent PKCE values as empty strings.
+    p.code_challenge = p.code_challenge.filter(|c| !c.is_empty());
+    p.code_challenge_method = p.code_challenge_method.filter(|c| !c.is_empty());
     if let Err((error, description)) = check_authorize(&hub, &p) {
         return oauth_error(StatusCode::BAD_REQUEST, error, description);
     }
-    if hub.user_by_name(&form.user).is_none() {
+    if hub.user_by_id(&form.user).is_none() {
         return oauth_error(StatusCode::BAD_REQUEST, "access_denied", "no such user");
     }
     let code = random_token(24);

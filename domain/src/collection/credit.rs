@@ -29,18 +29,6 @@ pub const CATEGORIES: &[&str] = &[
 
 pub const ORIGINS: &[&str] = &["original", "adapted", "generated"];
 
-/// What a task's `metadata:` block declares (already parsed from its frontmatter or `task.toml`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Declared {
-    pub author_hub: Option<String>,
-    /// Legacy or display attribution; accepted, not required.
-    pub author_name: Option<String>,
-    pub license: Option<String>,
-    pub category: Option<String>,
-    pub origin: Option<String>,
-    pub origin_url: Option<String>,
-}
-
 /// Flat defaults from `submission.yaml`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Defaults {
@@ -48,7 +36,8 @@ pub struct Defaults {
     pub origin: Option<String>,
 }
 
-/// A task's credit after defaults, as stored with the collection.
+/// A task's credit: as its `metadata:` block declares it (already parsed from the frontmatter or
+/// `task.toml`), and after `resolve`, with the collection's defaults applied.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Credit {
@@ -102,7 +91,7 @@ pub fn is_hub_handle(s: &str) -> bool {
         && s.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
 }
 
-pub fn resolve(declared: &Declared, defaults: &Defaults) -> Credit {
+pub fn resolve(declared: &Credit, defaults: &Defaults) -> Credit {
     let clean = |v: &Option<String>| v.as_ref().map(|s| s.trim().to_string()).filter(|s| !s.is_empty());
     Credit {
         author_hub: clean(&declared.author_hub),
@@ -115,10 +104,7 @@ pub fn resolve(declared: &Declared, defaults: &Defaults) -> Credit {
 }
 
 /// Resolves every task's credit and gathers the warnings, one per field.
-pub fn judge(
-    tasks: &[(String, Declared)],
-    defaults: &Defaults,
-) -> (Vec<(String, Credit)>, Vec<CreditWarning>) {
+pub fn judge(tasks: &[(String, Credit)], defaults: &Defaults) -> (Vec<(String, Credit)>, Vec<CreditWarning>) {
     let resolved: Vec<(String, Credit)> =
         tasks.iter().map(|(name, d)| (name.clone(), resolve(d, defaults))).collect();
     let total = resolved.len();
@@ -181,8 +167,8 @@ pub fn judge(
 mod tests {
     use super::*;
 
-    fn declared(license: Option<&str>, category: Option<&str>, origin: Option<&str>) -> Declared {
-        Declared {
+    fn declared(license: Option<&str>, category: Option<&str>, origin: Option<&str>) -> Credit {
+        Credit {
             author_hub: Some("benchflow".into()),
             license: license.map(String::from),
             category: category.map(String::from),

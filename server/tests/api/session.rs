@@ -20,36 +20,35 @@ fn location(answer: &Answer) -> String {
 /// Signs `user` in through /auth/login, the stand-in's chooser and /login/callback; returns the
 /// session cookie and the CSRF token.
 pub async fn sign_in(app: &TestApp, user: &str) -> (String, String) {
-    let login = app.get("/auth/login?return_to=/arena").await;
-    assert!(login.status.is_redirection(), "{}", login.text());
-    let (cookie, _) = session_cookie(&login).expect("the login starts a session");
-    let authorize = url::Url::parse(&location(&login)).unwrap();
-    assert!(authorize.as_str().starts_with(&format!("{}/oauth/authorize", app.hub_url)));
-    let params: Vec<(String, String)> = authorize.query_pairs().into_owned().collect();
-    let get = |k: &str| params.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()).unwrap_or_default();
-    assert_eq!(get("code_challenge_method"), "S256");
-    assert!(!get("state").is_empty());
-    let client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
-    let mut form = params.clone();
-    form.push(("user".into(), user.into()));
-    let approved = client.post(format!("{}/oauth/authorize", app.hub_url)).form(&form).send().await.unwrap();
-    assert!(approved.status().is_redirection());
-    let back = url::Url::parse(approved.headers()["location"].to_str().unwrap()).unwrap();
-    assert_eq!(back.path(), "/login/callback");
-    let callback = app
-        .call(
-            Method::GET,
-            &format!("/login/callback?{}", back.query().unwrap()),
-            None,
-            &[("cookie", &cookie)],
-        )
-        .await;
+    let callback = complete_sign_in(app, "/auth/login?return_to=/arena", user).await;
     assert!(callback.status.is_redirection(), "{}", callback.text());
     assert_eq!(location(&callback), "/arena");
     let (cookie, _) = session_cookie(&callback).expect("sign-in issues a fresh session id");
     let info = app.call(Method::GET, "/auth/session", None, &[("cookie", &cookie)]).await.json();
     assert_eq!(info["user"]["name"], user);
     (cookie, info["csrf"].as_str().unwrap().to_string())
+}
+
+/// Starts a sign-in at `login_uri`, chooses `user` on the stand-in's page, and answers the
+/// arena's callback; returns the callback's answer.
+async fn complete_sign_in(app: &TestApp, login_uri: &str, user: &str) -> Answer {
+    let login = app.get(login_uri).await;
+    assert!(login.status.is_redirection(), "{}", login.text());
+    let (cookie, _) = session_cookie(&login).expect("the login starts a session");
+    let authorize = url::Url::parse(&location(&login)).unwrap();
+    assert!(authorize.as_str().starts_with(&format!("{}/oauth/authorize", app.hub_url)));
+    let mut form: Vec<(String, String)> = authorize.query_pairs().into_owned().collect();
+    assert!(form.iter().any(|(k, v)| k == "code_challenge_method" && v == "S256"));
+    assert!(form.iter().any(|(k, v)| k == "state" && !v.is_empty()));
+    // The chooser submits the user's id; the stand-in derives `user-{name}` when none is set.
+    form.push(("user".into(), format!("user-{user}")));
+    let client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let approved = client.post(format!("{}/oauth/authorize", app.hub_url)).form(&form).send().await.unwrap();
+    assert!(approved.status().is_redirection());
+    let back = url::Url::parse(approved.headers()["location"].to_str().unwrap()).unwrap();
+    assert_eq!(back.path(), "/login/callback");
+    app.call(Method::GET, &format!("/login/callback?{}", back.query().unwrap()), None, &[("cookie", &cookie)])
+        .await
 }
 
 on_both_backends!(sign_in_sets_a_framable_session_cookie, |app| {
@@ -146,22 +145,7 @@ on_both_backends!(handoff_codes_work_once, |app| {
     let bad = app.request(Method::POST, "/auth/handoff", Some(r#"{"code":"made-up"}"#)).await;
     assert_eq!((bad.status, bad.json()["code"].as_str()), (StatusCode::BAD_REQUEST, Some("HANDOFF_INVALID")));
     // A popup sign-in ends on a page that carries a code for the framed opener.
-    let login = app.get("/auth/login?popup=1").await;
-    let (cookie, _) = session_cookie(&login).unwrap();
-    let authorize = url::Url::parse(&location(&login)).unwrap();
-    let mut form: Vec<(String, String)> = authorize.query_pairs().into_owned().collect();
-    form.push(("user".into(), "alice".into()));
-    let client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
-    let approved = client.post(format!("{}/oauth/authorize", app.hub_url)).form(&form).send().await.unwrap();
-    let back = url::Url::parse(approved.headers()["location"].to_str().unwrap()).unwrap();
-    let page = app
-        .call(
-            Method::GET,
-            &format!("/login/callback?{}", back.query().unwrap()),
-            None,
-            &[("cookie", &cookie)],
-        )
-        .await;
+    let page = complete_sign_in(app, "/auth/login?popup=1", "alice").await;
     assert_eq!(page.status, StatusCode::OK);
     let html = page.text();
     assert!(html.contains("arena-signed-in"));
@@ -179,23 +163,8 @@ on_both_backends!(handoff_codes_work_once, |app| {
 
 on_both_backends!(sign_in_never_returns_off_site, |app| {
     for hostile in ["/\t/evil.example", "//evil.example", "https://evil.example/"] {
-        let login = app.get(&format!("/auth/login?return_to={}", urlencode(hostile))).await;
-        let (cookie, _) = session_cookie(&login).unwrap();
-        let authorize = url::Url::parse(&location(&login)).unwrap();
-        let mut form: Vec<(String, String)> = authorize.query_pairs().into_owned().collect();
-        form.push(("user".into(), "bob".into()));
-        let client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
-        let approved =
-            client.post(format!("{}/oauth/authorize", app.hub_url)).form(&form).send().await.unwrap();
-        let back = url::Url::parse(approved.headers()["location"].to_str().unwrap()).unwrap();
-        let done = app
-            .call(
-                Method::GET,
-                &format!("/login/callback?{}", back.query().unwrap()),
-                None,
-                &[("cookie", &cookie)],
-            )
-            .await;
+        let done =
+            complete_sign_in(app, &format!("/auth/login?return_to={}", urlencode(hostile)), "bob").await;
         assert_eq!(location(&done), "/", "{hostile:?}");
     }
 });
