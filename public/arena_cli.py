@@ -11,12 +11,16 @@ Environment:
                  ~/.cache/huggingface/token. Sent only as a Bearer header to the arena, never printed.
 
 Exit status: 0 success, 1 an error answer or a network failure, 2 a usage error, 3 a preflight
-that says the run is not allowed, 4 a command that needs your identity found no token.
+that says the run is not allowed, 4 a command that needs your identity found no token. `validate`
+exits 1 when the arena answers but says the collection is not valid (`"valid": false`), and
+`submit` then exits 1 without submitting; `"valid": true` exits 0 even when no task is eligible,
+so read `eligible_tasks`.
 """
 
 import argparse
 import json
 import os
+import re
 import socket
 import sys
 import time
@@ -32,6 +36,11 @@ TIMEOUT_S = 60
 USER_AGENT = "arena-cli/1"
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NOT_ALLOWED, EXIT_NO_TOKEN = 0, 1, 2, 3, 4
+
+# Answers of the Space itself that sending again a few seconds later cannot change.
+NO_RETRY_CODES = {"GITHUB_RATE_LIMITED"}
+COMMIT_RE = re.compile(r"^[0-9a-f]{40}$")
+MAX_FINDINGS_SHOWN = 20
 
 
 class CliError(Exception):
@@ -116,23 +125,36 @@ def request(method, path, body=None, token=None, retry=True):
         except urllib.error.HTTPError as e:
             status = e.code
             raw = e.read()
-            if status in RETRY_STATUSES and delays:
-                time.sleep(delays.pop(0))
-                continue
-            if status in RETRY_STATUSES:
-                raise CliError(
-                    "The Space is briefly unavailable (HTTP %d after %d tries); try again in a minute."
-                    % (status, 1 + (len(RETRY_DELAYS_S) if retry else 0))
-                )
             answer = _try_json(raw)
-            if isinstance(answer, dict) and "code" in answer:
-                raise CliError("%s (HTTP %d): %s" % (answer.get("code"), status, answer.get("message", "")), body=answer)
+            coded = isinstance(answer, dict) and "code" in answer
+            if status in RETRY_STATUSES and not (coded and answer["code"] in NO_RETRY_CODES):
+                if delays:
+                    time.sleep(delays.pop(0))
+                    continue
+                if not coded:
+                    raise CliError(
+                        "The Space is briefly unavailable (HTTP %d after %d tries); try again in a minute."
+                        % (status, 1 + (len(RETRY_DELAYS_S) if retry else 0))
+                    )
+            if coded:
+                raise CliError(_error_text(answer, status, e.headers), body=answer)
             raise CliError("the arena answered HTTP %d without a JSON error" % status)
         except urllib.error.URLError as e:
             raise CliError("could not reach %s: %s" % (base_url(), e.reason))
         except (socket.timeout, TimeoutError, ConnectionError) as e:
             # socket.timeout is not a TimeoutError before Python 3.10.
             raise CliError("could not reach %s: %s" % (base_url(), e))
+
+
+def _error_text(answer, status, headers):
+    """One line for an error answer: its code, status and message, and when to try again."""
+    text = "%s (HTTP %d): %s" % (answer.get("code"), status, answer.get("message", ""))
+    wait = answer.get("retry_after_s")
+    if wait is None and headers is not None:
+        wait = headers.get("Retry-After")
+    if wait is not None and str(wait).strip():
+        text += " (the arena says to retry after %s s)" % str(wait).strip()
+    return text
 
 
 def _try_json(raw):
@@ -167,6 +189,181 @@ def read_json_file(path):
         raise CliError("cannot read %s: %s" % (path, e.strerror), EXIT_USAGE)
     except ValueError as e:
         raise CliError("%s is not valid JSON: %s" % (path, e), EXIT_USAGE)
+
+
+# report_lines is the same in arena_cli.py, check_task.py and validation_gates.py: each file is
+# downloaded on its own, so each carries its own copy.
+def report_lines(report):
+    """Readable lines for a validation or check report: the verdict, errors, warnings, gates."""
+    lines = []
+    errors = report.get("errors") or []
+    warnings = report.get("warnings") or []
+    counts = []
+    if report.get("tasks") is not None:
+        counts.append("%s task%s" % (report["tasks"], "" if report["tasks"] == 1 else "s"))
+    if report.get("eligible_tasks") is not None:
+        counts.append("%s eligible" % report["eligible_tasks"])
+    counts.append("%d error%s" % (len(errors), "" if len(errors) == 1 else "s"))
+    counts.append("%d warning%s" % (len(warnings), "" if len(warnings) == 1 else "s"))
+    valid = report.get("valid")
+    if valid is None:
+        valid = not errors
+    lines.append("%s: %s." % ("Valid" if valid else "NOT valid", ", ".join(counts)))
+    source = report.get("source")
+    if isinstance(source, dict):
+        lines.append(
+            "Source: %s %s at %s = commit %s, entry_path %s."
+            % (source.get("repo_type"), source.get("repo_id"), source.get("revision"), source.get("commit"),
+               json.dumps(source.get("entry_path") or ""))
+        )
+    if errors:
+        lines.append("Errors:")
+        for e in errors:
+            where = " ".join(str(e[k]) for k in ("task", "file", "field") if e.get(k))
+            lines.append("  %s%s: %s" % (e.get("code"), " " + where if where else "", e.get("message", "")))
+    if warnings:
+        lines.append("Warnings:")
+        for w in warnings:
+            where = str(w["field"]) if w.get("field") else ""
+            if w.get("count") is not None:
+                where = (where + " " if where else "") + "(%s)" % w["count"]
+            lines.append("  %s%s: %s" % (w.get("code"), " " + where if where else "", w.get("message", "")))
+    gates = (report.get("quality_gates") or {}).get("static")
+    if isinstance(gates, dict):
+        g = gates.get("summary") or {}
+        lines.append(
+            "Static gates%s: %s tasks: %s blocked, %s rejected, %s eligible (%s need controls, %s for review, %s clean)."
+            % (" " + str(gates["version"]) if gates.get("version") else "", g.get("tasks"), g.get("blocked"),
+               g.get("rejected"), g.get("eligible"), g.get("needs_controls"), g.get("review"), g.get("clean"))
+        )
+        findings = gates.get("findings") or []
+        if findings:
+            lines.append("Findings (%d%s):" % (len(findings), ", the first %d shown" % MAX_FINDINGS_SHOWN
+                                               if len(findings) > MAX_FINDINGS_SHOWN else ""))
+            for f in findings[:MAX_FINDINGS_SHOWN]:
+                where = " ".join(str(f[k]) for k in ("task", "file") if f.get(k))
+                lines.append("  %s %s%s: %s" % (f.get("severity"), f.get("code"), " " + where if where else "",
+                                                f.get("message", "")))
+            if len(findings) > MAX_FINDINGS_SHOWN:
+                lines.append("  ... and %d more in the JSON on stdout." % (len(findings) - MAX_FINDINGS_SHOWN))
+    excluded = ["%s (%s)" % (t.get("name"), t.get("status")) for t in report.get("task_list") or []
+                if isinstance(t, dict) and t.get("status") in ("rejected", "blocked")]
+    if excluded:
+        lines.append("Not eligible: %s." % ", ".join(excluded))
+    return lines
+
+
+def is_valid(report):
+    valid = report.get("valid")
+    return (not report.get("errors")) if valid is None else bool(valid)
+
+
+def validate_report(body, token):
+    """The arena's validation report for an environment.json body; stores nothing."""
+    return request("POST", "/api/environments/validate", body=body, token=token)
+
+
+def cmd_validate(args):
+    token = require_token()
+    body = read_json_file(args.file)
+    report = validate_report(body, token)
+    emit(report)
+    lines = report_lines(report)
+    if not is_valid(report):
+        lines.append("Next: fix every error, upload the collection again and run validate again.")
+        summary("\n".join(lines))
+        return EXIT_ERROR
+    if report.get("eligible_tasks") == 0:
+        lines.append("Next: no task is eligible yet; fix the findings that exclude tasks, upload and validate again.")
+    else:
+        if report.get("warnings") or ((report.get("quality_gates") or {}).get("static") or {}).get("findings"):
+            lines.append("Fix the warnings and findings you can, upload and validate again; then submit.")
+        lines.append("Next: python3 arena_cli.py submit --file %s" % args.file)
+    summary("\n".join(lines))
+    return EXIT_OK
+
+
+def pinned_path(path):
+    return path + ".pinned.json"
+
+
+def write_pinned(path, body):
+    """Writes the pinned request next to the original, replacing any older copy whole."""
+    tmp = path + ".tmp"
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(body, f, indent=2)
+            f.write("\n")
+        os.replace(tmp, path)
+    except OSError as e:
+        raise CliError("cannot write %s: %s" % (path, e.strerror))
+
+
+def cmd_submit(args):
+    token = require_token()
+    body = read_json_file(args.file)
+    if not isinstance(body, dict):
+        raise CliError("%s must hold a JSON object (environment.json)" % args.file, EXIT_USAGE)
+    report = validate_report(body, token)
+    if not is_valid(report):
+        emit(report)
+        summary("\n".join(report_lines(report) + [
+            "Not submitted: fix every error, upload the collection again and run submit again."]))
+        return EXIT_ERROR
+    summary("\n".join(report_lines(report)))
+    revision = str(body.get("revision") or "")
+    if COMMIT_RE.match(revision):
+        pinned = body
+        summary("%s is already pinned to commit %s." % (args.file, revision))
+    else:
+        commit = str((report.get("source") or {}).get("commit") or "")
+        if not COMMIT_RE.match(commit):
+            raise CliError("the validation answer names no 40-hex commit for %r; nothing was submitted" % revision)
+        pinned = dict(body)
+        pinned["revision"] = commit
+        write_pinned(pinned_path(args.file), pinned)
+        summary(
+            "Pinned revision %s to commit %s and saved the request as %s; if this submission's outcome is "
+            "uncertain, submit that file again, not the moving revision."
+            % (json.dumps(revision), commit, pinned_path(args.file))
+        )
+    try:
+        answer = request("POST", "/api/environments", body=pinned, token=token)
+    except CliError as e:
+        if isinstance(e.body, dict) and isinstance(e.body.get("validation"), dict):
+            summary("\n".join(report_lines(e.body["validation"])))
+        raise
+    emit(answer)
+    env_id = answer.get("environment_id")
+    lines = ["environment %s (%s)" % (env_id, "existing" if answer.get("existing") else "new")]
+    if answer.get("existing"):
+        kept = "This pinned source was submitted before: the arena kept the first submission's title, notes and agent"
+        lines.append("%s (title %s, agent %s)." % (kept, json.dumps(answer.get("title")), answer.get("agent_id") or "none"))
+        if answer.get("title") != pinned.get("title") or answer.get("notes") != pinned.get("notes") \
+                or answer.get("agent_id") != pinned.get("agent_id"):
+            lines.append("Your file's title, notes or agent differ and were not applied.")
+    validation = answer.get("validation") or {}
+    if validation.get("eligible_tasks") is not None:
+        lines.append("Eligible tasks: %s of %s." % (validation.get("eligible_tasks"), validation.get("tasks")))
+        if validation.get("eligible_tasks") == 0:
+            lines.append("A run needs at least one eligible task: fix the findings that exclude tasks, upload the "
+                         "collection and submit again.")
+    lines.append(
+        "Next, the preflight (it reserves nothing): python3 arena_cli.py run --challenge %s --id %s"
+        % (pinned.get("challenge_id") or "CHALLENGE", env_id)
+    )
+    summary("\n".join(lines))
+    return EXIT_OK
+
+
+def cmd_environments_list(args):
+    params = {}
+    if args.legacy:
+        params["legacy"] = "true"
+    if args.challenge:
+        params["challenge"] = args.challenge
+    query = ("?" + urllib.parse.urlencode(params)) if params else ""
+    emit(request("GET", "/api/environments" + query))
 
 
 def cmd_whoami(args):
@@ -258,6 +455,24 @@ def build_parser():
     p = board.add_parser("post", help="post a message (idempotent by request_id)")
     p.add_argument("--file", required=True, help='JSON: {"request_id", "agent_id", "body", "refs", "broadcast": false}')
     p.set_defaults(func=cmd_board_post)
+    env_help = ('environment.json: {"agent_id", "challenge_id", "repo_type": "dataset"|"github", "repo_id", '
+                '"revision", "entry_path", "title", "notes"}')
+    p = sub.add_parser("validate", help="check a published collection without storing it (exit 1 when not valid)")
+    p.add_argument("--file", required=True, help=env_help)
+    p.set_defaults(func=cmd_validate)
+    p = sub.add_parser(
+        "submit",
+        help="validate, save the request pinned to its commit as FILE.pinned.json, then submit it (idempotent)",
+    )
+    p.add_argument("--file", required=True, help=env_help + "; a file whose revision is a 40-hex commit is used as it is")
+    p.set_defaults(func=cmd_submit)
+    envs = sub.add_parser("environments", help="submitted collections").add_subparsers(
+        dest="environments_command", metavar="ACTION")
+    envs.required = True
+    p = envs.add_parser("list", help="every submitted collection")
+    p.add_argument("--legacy", action="store_true", help="include the legacy practice fixtures")
+    p.add_argument("--challenge", metavar="ID", help="only collections for this challenge or track")
+    p.set_defaults(func=cmd_environments_list)
     return parser
 
 
@@ -265,7 +480,7 @@ def main(argv=None):
     args = build_parser().parse_args(argv)
     try:
         base_url()
-        args.func(args)
+        status = args.func(args)
     except CliError as e:
         if e.body is not None:
             emit(e.body)
@@ -273,7 +488,7 @@ def main(argv=None):
         return e.status
     except KeyboardInterrupt:
         return EXIT_ERROR
-    return EXIT_OK
+    return EXIT_OK if status is None else status
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ pub mod catalog;
 pub mod collection;
 pub mod compose;
 pub mod error;
+pub mod gates;
 pub mod identity;
 pub mod registry;
 pub mod views;

@@ -20,3 +20,8 @@ pub fn compact(t: OffsetDateTime) -> String {
 pub fn parse_rfc3339(s: &str) -> Option<OffsetDateTime> {
     OffsetDateTime::parse(s, &Rfc3339).ok()
 }
+
+/// Seconds since the Unix epoch.
+pub fn now_epoch() -> u64 {
+    now().unix_timestamp().max(0) as u64
+}

@@ -54,9 +54,28 @@ pub struct Config {
     /// How long a whoami answer is reused for the same token, in seconds.
     #[arg(long, env = "ARENA_WHOAMI_CACHE_S", default_value_t = 300)]
     pub whoami_cache_s: u64,
+    /// GitHub's API, for collections in GitHub repositories.
+    #[arg(long, env = "GITHUB_API_URL", default_value = "https://api.github.com")]
+    pub github_api_url: String,
+    /// GitHub's raw-file host.
+    #[arg(long, env = "GITHUB_RAW_URL", default_value = "https://raw.githubusercontent.com")]
+    pub github_raw_url: String,
+    /// File reads in flight for one validation.
+    #[arg(long, env = "ARENA_FETCH_CONCURRENCY", default_value_t = 32)]
+    pub fetch_concurrency: usize,
+    /// Held-out suite fingerprints (`arena fingerprint-suite`); default `fingerprints/` in the
+    /// private overlay.
+    #[arg(long, env = "ARENA_FINGERPRINTS_DIR")]
+    pub fingerprints_dir: Option<PathBuf>,
 }
 
 impl Config {
+    pub fn fingerprints_dir(&self) -> Option<PathBuf> {
+        self.fingerprints_dir
+            .clone()
+            .or_else(|| self.private_overlay.as_ref().map(|o| o.join("fingerprints")))
+    }
+
     pub fn public_url(&self) -> String {
         match (&self.public_url, &self.space_host) {
             (Some(url), _) => url.trim_end_matches('/').to_string(),

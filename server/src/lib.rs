@@ -4,11 +4,14 @@ pub mod api;
 mod clock;
 pub mod config;
 pub mod db;
+pub mod heldout;
 pub mod hub;
 pub mod identity;
+pub mod local;
 mod pages;
 pub mod registry_files;
 pub mod repo;
+pub mod sources;
 pub mod state;
 pub mod version;
 
@@ -33,7 +36,8 @@ pub async fn build(config: &Config) -> anyhow::Result<(Router, AppState)> {
     db.migrate().await?;
     let sessions = identity::sessions::SqlStore::open(&url, db.backend).await?;
     sessions.spawn_cleanup();
-    let state = AppState::new(Arc::new(registry), db, config);
+    let fingerprints = heldout::load(config.fingerprints_dir().as_deref())?;
+    let state = AppState::new(Arc::new(registry), db, config, fingerprints);
     identity::oauth::spawn_purge(state.clone());
     let router = router(state.clone(), &config.frame_ancestors)
         .layer(identity::sessions::layer(sessions, config.cookie_secure))

@@ -24,6 +24,18 @@ enum Command {
         #[arg(long, env = "ARENA_PRIVATE_OVERLAY")]
         private_overlay: Option<PathBuf>,
     },
+    /// Fingerprint a held-out suite (prompt 13-gram hashes and file blob ids, template text set
+    /// apart) from a local directory holding `envs/` or `tasks/`; prints the JSON.
+    FingerprintSuite {
+        /// The suite's directory.
+        dir: PathBuf,
+        /// The suite id (as in `configs/suites/`).
+        #[arg(long)]
+        suite: String,
+        /// The suite is sealed (its tasks are not published).
+        #[arg(long)]
+        sealed: bool,
+    },
 }
 
 #[tokio::main]
@@ -34,6 +46,18 @@ async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command.unwrap_or(Command::Serve) {
         Command::Serve => serve(cli.config).await,
+        Command::FingerprintSuite { dir, suite, sealed } => {
+            let fp = server::local::fingerprint_dir(&dir, &suite, sealed)?;
+            eprintln!(
+                "{}: {} task(s), {} template phrase(s) and {} template file(s) set apart",
+                fp.suite,
+                fp.tasks.len(),
+                fp.template_shingles.len(),
+                fp.template_blobs.len()
+            );
+            println!("{}", serde_json::to_string_pretty(&fp)?);
+            Ok(())
+        }
         Command::CheckConfigs { configs_dir, private_overlay } => {
             let registry = match server::registry_files::load(&configs_dir, private_overlay.as_deref()) {
                 Ok(r) => r,

@@ -9,7 +9,10 @@ use crate::db::Db;
 use crate::hub::HfHub;
 use crate::identity::cache::CachedHub;
 use crate::identity::oauth::OAuthSettings;
+use crate::sources::fetch::Sources;
+use crate::sources::{github::GitHub, hf::HfDatasets};
 use crate::version::BuildInfo;
+use domain::gates::fingerprint::SuiteFingerprint;
 
 /// How callers are identified.
 pub struct AuthSettings {
@@ -29,10 +32,19 @@ pub struct AppState {
     pub leptos: LeptosOptions,
     pub hub: Arc<CachedHub<HfHub>>,
     pub auth: Arc<AuthSettings>,
+    /// The hosts collections are read from.
+    pub sources: Arc<Sources>,
+    /// Held-out suite fingerprints the gates compare with.
+    pub fingerprints: Arc<Vec<SuiteFingerprint>>,
 }
 
 impl AppState {
-    pub fn new(registry: Arc<Registry>, db: Db, config: &Config) -> AppState {
+    pub fn new(
+        registry: Arc<Registry>,
+        db: Db,
+        config: &Config,
+        fingerprints: Vec<SuiteFingerprint>,
+    ) -> AppState {
         let leptos = LeptosOptions::builder()
             .output_name("arena")
             .site_root(config.site_root.to_string_lossy().to_string())
@@ -61,6 +73,12 @@ impl AppState {
                 public_origin: crate::identity::oauth::origin_of(&config.public_url()).unwrap_or_default(),
                 oauth,
             }),
+            sources: Arc::new(Sources::new(
+                HfDatasets::new(&config.hf_endpoint),
+                GitHub::new(&config.github_api_url, &config.github_raw_url),
+                config.fetch_concurrency,
+            )),
+            fingerprints: Arc::new(fingerprints),
         }
     }
 }

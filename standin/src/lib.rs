@@ -3,12 +3,42 @@
 //! `state`, userinfo) and OpenID discovery. Its users come from a JSON file; fault switches make
 //! it slow, rate-limited, failing or dropping connections. Everything it serves is local and
 //! labelled as such.
+//!
+//! With a repositories directory (`ARENA_HUB_REPOS`, [`Hub::with_repos`]) it also serves, from local
+//! git repositories (work trees or bare; branches, tags and commits are the revisions):
+//!
+//! - HF datasets from `{dir}/datasets/{owner}/{name}`: `GET /api/datasets/{owner}/{name}` (main) and
+//!   `.../revision/{rev}` (`?blobs=true` adds size and blob id to siblings); `GET .../tree/{rev}[/{path}]`
+//!   (`?recursive=true`, paged by `?limit=` or `STANDIN_TREE_PAGE_SIZE`, default 1000, with a
+//!   `Link: <..&cursor=N>; rel="next"` header); `GET|HEAD /datasets/{owner}/{name}/resolve/{rev}/{path}`
+//!   with `X-Repo-Commit` and `ETag` (the git blob id). Errors carry HF's `X-Error-Code`: missing repo
+//!   404 `RepoNotFound`, revision 404 `RevisionNotFound`, path 404 `EntryNotFound`, private 401
+//!   `RepoNotFound`, gated 403 `GatedRepo`.
+//! - GitHub from `{dir}/github/{owner}/{repo}` (point `GITHUB_API_URL` at the stand-in and
+//!   `GITHUB_RAW_URL` at `{stand-in}/raw`): `GET /repos/{owner}/{repo}/commits/{ref}` (unknown ref 422),
+//!   `GET /repos/{owner}/{repo}/git/trees/{sha}?recursive=1`, and `GET /raw/{owner}/{repo}/{sha}/{path}`.
+//!   The two API routes share one hourly window of `STANDIN_GITHUB_RATE_LIMIT` calls (default 60),
+//!   answer `x-ratelimit-*` headers, and 403 when it is spent. `GET /_standin/github` shows the
+//!   window `{rate_limit, remaining, used, reset}`; `PUT /_standin/github` with
+//!   `{"rate_limit"?: n, "remaining"?: n, "reset_in_s"?: s}` starts a new one (absent fields: same
+//!   limit, all remaining, an hour); `DELETE` restores the configured limit.
+//!
+//! `git config standin.visibility private|gated` in a repository hides it (private: HF 401, GitHub
+//! 404) or gates it (HF 403). The fault switches apply to every route but the `/_standin` ones.
+//! `GET /_standin/stats` counts requests: `whoami_calls` (answered by whoami), and
+//! `dataset_api_requests`, `dataset_file_requests`, `github_api_requests`, `github_raw_requests`
+//! (faulted ones included, so retries show); `DELETE /_standin/stats` zeroes them.
 
+mod datasets;
 pub mod faults;
+mod github;
 mod oauth;
+mod repos;
 pub mod users;
 
 use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -21,6 +51,7 @@ use axum::{Json, Router};
 use serde_json::{json, Value};
 
 pub use faults::Faults;
+pub use github::{RateLimitState, RateLimitUpdate};
 pub use users::{HubUser, OrgMembership};
 
 /// The OAuth app the stand-in accepts (HF gives a Space these as env vars).
@@ -39,8 +70,64 @@ pub struct Hub {
     codes: Mutex<HashMap<String, oauth::PendingCode>>,
     /// Access tokens issued by the OAuth flow, mapped to the user's id.
     oauth_tokens: Mutex<HashMap<String, String>>,
-    whoami_calls: AtomicU64,
+    stats: Stats,
+    repos: Option<repos::Repos>,
+    tree_page_size: usize,
+    github_rate_limit: u32,
+    github: Mutex<github::RateLimit>,
 }
+
+/// Request counters for `GET /_standin/stats`.
+#[derive(Default)]
+struct Stats {
+    whoami_calls: AtomicU64,
+    dataset_api_requests: AtomicU64,
+    dataset_file_requests: AtomicU64,
+    github_api_requests: AtomicU64,
+    github_raw_requests: AtomicU64,
+}
+
+impl Stats {
+    fn counter(&self, path: &str) -> Option<&AtomicU64> {
+        if path.starts_with("/api/datasets/") {
+            Some(&self.dataset_api_requests)
+        } else if path.starts_with("/datasets/") {
+            Some(&self.dataset_file_requests)
+        } else if path.starts_with("/repos/") {
+            Some(&self.github_api_requests)
+        } else if path.starts_with("/raw/") {
+            Some(&self.github_raw_requests)
+        } else {
+            None
+        }
+    }
+
+    fn json(&self) -> Value {
+        let n = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        json!({
+            "whoami_calls": n(&self.whoami_calls),
+            "dataset_api_requests": n(&self.dataset_api_requests),
+            "dataset_file_requests": n(&self.dataset_file_requests),
+            "github_api_requests": n(&self.github_api_requests),
+            "github_raw_requests": n(&self.github_raw_requests),
+        })
+    }
+
+    fn reset(&self) {
+        for c in [
+            &self.whoami_calls,
+            &self.dataset_api_requests,
+            &self.dataset_file_requests,
+            &self.github_api_requests,
+            &self.github_raw_requests,
+        ] {
+            c.store(0, Ordering::Relaxed);
+        }
+    }
+}
+
+const DEFAULT_TREE_PAGE_SIZE: usize = 1000;
+const DEFAULT_GITHUB_RATE_LIMIT: u32 = 60;
 
 pub type SharedHub = Arc<Hub>;
 
@@ -53,8 +140,36 @@ impl Hub {
             faults: Mutex::new(faults),
             codes: Mutex::new(HashMap::new()),
             oauth_tokens: Mutex::new(HashMap::new()),
-            whoami_calls: AtomicU64::new(0),
+            stats: Stats::default(),
+            repos: None,
+            tree_page_size: DEFAULT_TREE_PAGE_SIZE,
+            github_rate_limit: DEFAULT_GITHUB_RATE_LIMIT,
+            github: Mutex::new(github::RateLimit::new(DEFAULT_GITHUB_RATE_LIMIT)),
         })
+    }
+
+    /// Serves the git repositories under `root` (`datasets/{owner}/{name}`, `github/{owner}/{repo}`).
+    /// Like the other `with_` settings, call it before the hub is shared.
+    pub fn with_repos(self: SharedHub, root: PathBuf) -> SharedHub {
+        self.configure(|hub| hub.repos = Some(repos::Repos::new(root)))
+    }
+
+    /// Tree listings' page size when the request gives no `limit` (default 1000).
+    pub fn with_tree_page_size(self: SharedHub, size: usize) -> SharedHub {
+        self.configure(|hub| hub.tree_page_size = size.max(1))
+    }
+
+    /// The GitHub API's hourly call limit (default 60), also what `DELETE /_standin/github` restores.
+    pub fn with_github_rate_limit(self: SharedHub, limit: u32) -> SharedHub {
+        self.configure(|hub| {
+            hub.github_rate_limit = limit;
+            hub.github = Mutex::new(github::RateLimit::new(limit));
+        })
+    }
+
+    fn configure(mut self: SharedHub, set: impl FnOnce(&mut Hub)) -> SharedHub {
+        set(Arc::get_mut(&mut self).expect("configure the hub before sharing it"));
+        self
     }
 
     fn user_by_token(&self, token: &str) -> Option<&HubUser> {
@@ -70,7 +185,17 @@ impl Hub {
     }
 
     pub fn whoami_calls(&self) -> u64 {
-        self.whoami_calls.load(Ordering::Relaxed)
+        self.stats.whoami_calls.load(Ordering::Relaxed)
+    }
+
+    /// The GitHub API's rate-limit window now.
+    pub fn github_rate_limit(&self) -> RateLimitState {
+        self.github.lock().unwrap().state()
+    }
+
+    /// Starts a new GitHub rate-limit window (see `PUT /_standin/github`).
+    pub fn set_github_rate_limit(&self, update: RateLimitUpdate) -> RateLimitState {
+        self.github.lock().unwrap().update(update)
     }
 
     pub fn set_faults(&self, faults: Faults) {
@@ -82,12 +207,24 @@ pub fn router(hub: SharedHub) -> Router {
     let hub_routes = Router::new()
         .route("/api/whoami-v2", get(whoami))
         .merge(oauth::router())
-        .layer(middleware::from_fn_with_state(hub.clone(), inject_faults));
+        .merge(datasets::router())
+        .merge(github::router())
+        .layer(middleware::from_fn_with_state(hub.clone(), inject_faults))
+        .layer(middleware::from_fn_with_state(hub.clone(), count_requests));
     Router::new()
         .merge(hub_routes)
         .route("/_standin/faults", get(get_faults).put(put_faults).delete(clear_faults))
-        .route("/_standin/stats", get(stats))
+        .route("/_standin/stats", get(stats).delete(reset_stats))
+        .route("/_standin/github", get(get_github).put(put_github).delete(reset_github))
         .with_state(hub)
+}
+
+/// Counts repository requests before the faults, so that retries after a fault show in the stats.
+async fn count_requests(State(hub): State<SharedHub>, req: Request, next: Next) -> Response {
+    if let Some(c) = hub.stats.counter(req.uri().path()) {
+        c.fetch_add(1, Ordering::Relaxed);
+    }
+    next.run(req).await
 }
 
 async fn inject_faults(State(hub): State<SharedHub>, req: Request, next: Next) -> Response {
@@ -124,7 +261,7 @@ fn org_json(org: &OrgMembership) -> Value {
 
 /// HF's whoami-v2 answer for a user token.
 async fn whoami(State(hub): State<SharedHub>, headers: HeaderMap) -> Response {
-    hub.whoami_calls.fetch_add(1, Ordering::Relaxed);
+    hub.stats.whoami_calls.fetch_add(1, Ordering::Relaxed);
     let Some(user) = bearer(&headers).and_then(|t| hub.user_by_token(t)) else { return unauthorized() };
     Json(json!({
         "id": user.id(),
@@ -158,7 +295,28 @@ async fn clear_faults(State(hub): State<SharedHub>) -> StatusCode {
 }
 
 async fn stats(State(hub): State<SharedHub>) -> Json<Value> {
-    Json(json!({"whoami_calls": hub.whoami_calls()}))
+    Json(hub.stats.json())
+}
+
+async fn reset_stats(State(hub): State<SharedHub>) -> StatusCode {
+    hub.stats.reset();
+    StatusCode::NO_CONTENT
+}
+
+async fn get_github(State(hub): State<SharedHub>) -> Json<RateLimitState> {
+    Json(hub.github_rate_limit())
+}
+
+async fn put_github(
+    State(hub): State<SharedHub>,
+    Json(update): Json<RateLimitUpdate>,
+) -> Json<RateLimitState> {
+    Json(hub.set_github_rate_limit(update))
+}
+
+async fn reset_github(State(hub): State<SharedHub>) -> Json<RateLimitState> {
+    let limit = hub.github_rate_limit;
+    Json(hub.set_github_rate_limit(RateLimitUpdate { rate_limit: Some(limit), ..Default::default() }))
 }
 
 /// Serves the stand-in on a listener until the process ends.
@@ -170,7 +328,7 @@ pub async fn serve(listener: tokio::net::TcpListener, hub: SharedHub) -> std::io
             *url = format!("http://{addr}");
         }
     }
-    axum::serve(listener, router(hub)).await
+    axum::serve(listener, router(hub).into_make_service_with_connect_info::<SocketAddr>()).await
 }
 
 /// Random URL-safe text for codes and tokens.

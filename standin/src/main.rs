@@ -4,7 +4,8 @@ use std::path::PathBuf;
 use clap::Parser;
 use standin::{users, Faults, Hub, OAuthApp};
 
-/// A local stand-in for the Hugging Face Hub (whoami, OAuth, OpenID discovery).
+/// A local stand-in for the Hugging Face Hub (whoami, OAuth, OpenID discovery, datasets) and for
+/// GitHub's repository reads, serving local git repositories.
 #[derive(Parser)]
 #[command(name = "arena-standin")]
 struct Args {
@@ -21,6 +22,16 @@ struct Args {
     /// Faults to start with, as JSON (see `PUT /_standin/faults`).
     #[arg(long, env = "STANDIN_FAULTS")]
     faults: Option<String>,
+    /// A directory of git repositories to serve: `datasets/{owner}/{name}` as HF datasets,
+    /// `github/{owner}/{repo}` as GitHub repositories.
+    #[arg(long, env = "ARENA_HUB_REPOS")]
+    repos: Option<PathBuf>,
+    /// Entries per page of a dataset tree listing when the request gives no `limit`.
+    #[arg(long, env = "STANDIN_TREE_PAGE_SIZE", default_value_t = 1000)]
+    tree_page_size: usize,
+    /// GitHub API calls allowed per hourly window (change it at runtime with `PUT /_standin/github`).
+    #[arg(long, env = "STANDIN_GITHUB_RATE_LIMIT", default_value_t = 60)]
+    github_rate_limit: u32,
 }
 
 #[tokio::main]
@@ -43,8 +54,15 @@ async fn main() -> anyhow::Result<()> {
         Some(json) => serde_json::from_str(json)?,
         None => Faults::default(),
     };
-    let hub =
-        Hub::new(users, OAuthApp { client_id: args.client_id, client_secret: args.client_secret }, faults);
+    let mut hub =
+        Hub::new(users, OAuthApp { client_id: args.client_id, client_secret: args.client_secret }, faults)
+            .with_tree_page_size(args.tree_page_size)
+            .with_github_rate_limit(args.github_rate_limit);
+    if let Some(dir) = args.repos {
+        anyhow::ensure!(dir.is_dir(), "ARENA_HUB_REPOS {} is not a directory", dir.display());
+        tracing::info!("serving the git repositories under {}", dir.display());
+        hub = hub.with_repos(dir);
+    }
     let listener = tokio::net::TcpListener::bind(args.addr).await?;
     tracing::info!("Hugging Face stand-in on http://{}", listener.local_addr()?);
     standin::serve(listener, hub).await?;

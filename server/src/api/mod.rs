@@ -3,6 +3,7 @@
 
 mod board;
 mod catalog;
+mod environments;
 mod error;
 mod identity;
 mod json;
@@ -24,7 +25,7 @@ use crate::AppState;
 #[derive(OpenApi)]
 #[openapi(
     info(title = "Open Env Arena", description = "The arena's API. Errors are JSON: {code, message}."),
-    tags((name = "challenges"), (name = "benchmarks"), (name = "arena"), (name = "identity"), (name = "board"), (name = "legacy")),
+    tags((name = "challenges"), (name = "benchmarks"), (name = "arena"), (name = "identity"), (name = "board"), (name = "environments"), (name = "legacy")),
     modifiers(&BearerAuth)
 )]
 struct ApiDoc;
@@ -62,6 +63,17 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(identity::register_agent))
         .routes(routes!(identity::discover))
         .routes(routes!(board::list, board::post))
+        .routes(routes!(environments::validate))
+        .routes(routes!(environments::submit, environments::list))
+        .routes(routes!(environments::get))
+        .routes(routes!(environments::app_submission))
+        .routes(routes!(environments::gates))
+        .merge(
+            // Uploaded collections are larger than the other bodies.
+            OpenApiRouter::new()
+                .routes(routes!(environments::check))
+                .layer(axum::extract::DefaultBodyLimit::max(environments::CHECK_BODY_LIMIT)),
+        )
         .routes(routes!(legacy::experiment_groups))
         .routes(routes!(legacy::results))
         .routes(routes!(legacy::verification))

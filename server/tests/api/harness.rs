@@ -46,12 +46,13 @@ fn hub_users() -> Vec<standin::HubUser> {
 }
 
 /// Starts the HF stand-in on a free loopback port.
-pub async fn start_hub() -> (standin::SharedHub, String) {
+pub async fn start_hub(repos: &Path) -> (standin::SharedHub, String) {
     let hub = standin::Hub::new(
         hub_users(),
         standin::OAuthApp { client_id: "arena-test".into(), client_secret: "arena-test-secret".into() },
         standin::Faults::default(),
-    );
+    )
+    .with_repos(repos.to_path_buf());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(standin::serve(listener, hub.clone()));
@@ -64,6 +65,8 @@ pub struct TestApp {
     pub router: Router,
     pub state: AppState,
     pub site_root: PathBuf,
+    /// The stand-in's git repositories: `datasets/{owner}/{name}`, `github/{owner}/{repo}`.
+    pub repos: PathBuf,
     pg_database: Option<String>,
     _dir: tempfile::TempDir,
 }
@@ -139,7 +142,24 @@ impl TestApp {
                 (Some(name), url)
             }
         };
-        let (hub, hub_url) = start_hub().await;
+        let repos = dir.path().join("hub-repos");
+        std::fs::create_dir_all(&repos).unwrap();
+        let (hub, hub_url) = start_hub(&repos).await;
+        // Our own held-out suites: `openenv-heldout` (sealed, evaluated by openenv-9b) and a public benchmark.
+        let fingerprints = dir.path().join("fingerprints");
+        std::fs::create_dir_all(&fingerprints).unwrap();
+        for (suite, src, sealed) in
+            [("openenv-heldout", "sealed-suite", true), ("public-bench", "public-bench", false)]
+        {
+            let fp = server::local::fingerprint_dir(
+                &repo_root().join("tests/fixtures/heldout").join(src),
+                suite,
+                sealed,
+            )
+            .unwrap();
+            std::fs::write(fingerprints.join(format!("{suite}.json")), serde_json::to_string(&fp).unwrap())
+                .unwrap();
+        }
         let config = Config {
             addr: "127.0.0.1:0".parse().unwrap(),
             data_dir: dir.path().to_path_buf(),
@@ -157,9 +177,13 @@ impl TestApp {
             cookie_secure: true,
             editor_org: "benchflow".into(),
             whoami_cache_s: 300,
+            github_api_url: hub_url.clone(),
+            github_raw_url: format!("{hub_url}/raw"),
+            fetch_concurrency: 16,
+            fingerprints_dir: Some(fingerprints),
         };
         let (router, state) = server::build(&config).await.expect("the test app builds");
-        TestApp { hub, hub_url, router, state, site_root, pg_database, _dir: dir }
+        TestApp { hub, hub_url, router, state, site_root, repos, pg_database, _dir: dir }
     }
 
     pub async fn request(&self, method: Method, uri: &str, body: Option<&str>) -> Answer {
@@ -213,6 +237,18 @@ impl TestApp {
     /// Runs SQL on the app's own database (to set up ledger rows the API only reads so far).
     pub async fn exec(&self, sql: &str) -> Result<(), sqlx::Error> {
         sqlx::query(sql).execute(&self.state.db.pool).await.map(|_| ())
+    }
+
+    /// Publishes a fixture collection as a git repository on the stand-in (`kind` is `datasets`
+    /// or `github`); answers the commit.
+    pub fn publish(&self, kind: &str, repo_id: &str, fixture: &Path) -> String {
+        let dest = self.repos.join(kind).join(repo_id);
+        std::fs::create_dir_all(&dest).unwrap();
+        copy_tree(fixture, &dest);
+        git(&dest, &["init", "-q", "-b", "main"]);
+        git(&dest, &["add", "-A"]);
+        git(&dest, &["-c", "user.name=t", "-c", "user.email=t@localhost", "commit", "-q", "-m", "fixture"]);
+        git(&dest, &["rev-parse", "HEAD"])
     }
 
     pub async fn finish(self) {
@@ -274,4 +310,31 @@ pub fn copy_configs(edit: impl Fn(&str, String) -> String) -> tempfile::TempDir 
         }
     }
     dir
+}
+
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git").arg("-C").arg(dir).args(args).output().unwrap();
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+/// Copies a directory, keeping symbolic links as links.
+pub fn copy_tree(src: &Path, dest: &Path) {
+    for e in std::fs::read_dir(src).unwrap() {
+        let e = e.unwrap();
+        let to = dest.join(e.file_name());
+        let kind = e.file_type().unwrap();
+        if kind.is_symlink() {
+            std::os::unix::fs::symlink(std::fs::read_link(e.path()).unwrap(), &to).unwrap();
+        } else if kind.is_dir() {
+            std::fs::create_dir_all(&to).unwrap();
+            copy_tree(&e.path(), &to);
+        } else {
+            std::fs::copy(e.path(), &to).unwrap();
+        }
+    }
+}
+
+pub fn fixture(case: &str) -> PathBuf {
+    repo_root().join("tests/fixtures/collections").join(case)
 }

@@ -2,6 +2,7 @@
 
 mod board;
 mod catalog;
+mod environments;
 mod errors;
 mod harness;
 mod identity;

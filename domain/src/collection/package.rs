@@ -1,0 +1,520 @@
+//! Task packages: where the tasks are in a collection's listing, which files the checks must read,
+//! and each task read as a BenchFlow-native package whatever its format. The three formats:
+//! - BenchFlow-native: `task.md` whose frontmatter has `schema_version` and `task`;
+//! - PostTrain: `task.md` with any other frontmatter (the starter kit);
+//! - Harbor: `task.toml` + `instruction.md`, read as `bench tasks migrate` converts it
+//!   (`[environment]` → `sandbox`, unknown keys under `benchflow.compat`, `instruction.md` → the
+//!   prompt, `tests/` → `verifier/`, `solution/` → `oracle/`).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::credit::Credit;
+use super::frontmatter;
+use super::listing::{unsafe_path, Contents, Entry, MAX_FILES, MAX_FILE_BYTES, MAX_READ_BYTES, MAX_TASKS};
+use super::report::Issue;
+use crate::gates::names;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum Format {
+    Benchflow,
+    Posttrain,
+    Harbor,
+}
+
+/// A task directory found in the listing: `dir` is relative to the collection root, the files'
+/// paths to the task directory.
+#[derive(Debug, Clone)]
+pub struct TaskDir {
+    pub dir_name: String,
+    pub dir: String,
+    pub files: Vec<Entry>,
+}
+
+/// Where the tasks are.
+#[derive(Debug, Default)]
+pub struct Layout {
+    /// `envs` or `tasks`.
+    pub tasks_dir: Option<&'static str>,
+    pub tasks: Vec<TaskDir>,
+    pub submission_yaml: Option<Entry>,
+    /// Collection-level problems (no tasks, too many, unsafe paths, over the listing bound).
+    pub errors: Vec<Issue>,
+}
+
+/// Finds the task directories. Paths are relative to the collection root (`entry_path`).
+pub fn discover(listing: &[Entry]) -> Layout {
+    let mut layout = Layout::default();
+    if listing.len() > MAX_FILES {
+        layout.errors.push(Issue::collection(
+            "S-TOO-MANY-FILES",
+            format!("the collection lists {} files; at most {MAX_FILES} are read", listing.len()),
+        ));
+        return layout;
+    }
+    let mut safe = Vec::with_capacity(listing.len());
+    for entry in listing {
+        match unsafe_path(&entry.path) {
+            Some(why) => layout.errors.push(Issue {
+                code: "S-UNSAFE-PATH".into(),
+                task: None,
+                file: Some(entry.path.chars().take(200).collect()),
+                field: None,
+                message: format!("the path {why}; it is not read"),
+            }),
+            None => safe.push(entry),
+        }
+    }
+    layout.submission_yaml = safe.iter().find(|e| e.path == "submission.yaml").map(|e| (*e).clone());
+    let has = |prefix: &str| safe.iter().any(|e| e.path.starts_with(prefix));
+    let tasks_dir = if has("envs/") {
+        "envs"
+    } else if has("tasks/") {
+        "tasks"
+    } else {
+        layout.errors.push(Issue::collection(
+            "S-NO-TASKS",
+            "no `envs/` (or Harbor `tasks/`) directory with tasks beside `submission.yaml`; check `entry_path`",
+        ));
+        return layout;
+    };
+    layout.tasks_dir = Some(tasks_dir);
+    let mut by_dir: BTreeMap<&str, Vec<Entry>> = BTreeMap::new();
+    for entry in safe {
+        let Some(rest) = entry.path.strip_prefix(tasks_dir).and_then(|r| r.strip_prefix('/')) else {
+            continue;
+        };
+        // Files directly under envs/ (a README, .gitkeep) are not tasks.
+        let Some((dir, inner)) = rest.split_once('/') else { continue };
+        by_dir.entry(dir).or_default().push(Entry { path: inner.to_string(), ..entry.clone() });
+    }
+    if by_dir.is_empty() {
+        layout.errors.push(Issue::collection(
+            "S-NO-TASKS",
+            format!("`{tasks_dir}/` holds no task directories; a collection holds 1 to {MAX_TASKS} tasks"),
+        ));
+        return layout;
+    }
+    if by_dir.len() > MAX_TASKS {
+        layout.errors.push(Issue::collection(
+            "S-TOO-MANY-TASKS",
+            format!(
+                "`{tasks_dir}/` holds {} task directories; a collection holds at most {MAX_TASKS}: submit a subset",
+                by_dir.len()
+            ),
+        ));
+        return layout;
+    }
+    layout.tasks = by_dir
+        .into_iter()
+        .map(|(dir, files)| TaskDir { dir_name: dir.to_string(), dir: format!("{tasks_dir}/{dir}"), files })
+        .collect();
+    layout
+}
+
+/// The files (relative to the task directory) a task's checks read when they exist.
+fn wanted(path: &str) -> bool {
+    const FIXED: &[&str] = &[
+        "task.md",
+        "task.toml",
+        "instruction.md",
+        "environment/Dockerfile",
+        "verifier/test.sh",
+        "tests/test.sh",
+        "oracle/solve.sh",
+        "solution/solve.sh",
+    ];
+    if FIXED.contains(&path) {
+        return true;
+    }
+    let in_verifier = path.starts_with("verifier/") || path.starts_with("tests/");
+    if in_verifier && path.ends_with(".py") {
+        return true;
+    }
+    // Files the image may hold that look like answers or grading data: read to compare with what
+    // the verifier checks.
+    path.starts_with("environment/") && names::answer_like(path)
+}
+
+/// The paths (relative to the collection root) to read, within the per-file and total bounds.
+/// Paths over a bound are left out; `check` reports the ones the structure needs.
+pub fn reads(layout: &Layout) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut total = 0u64;
+    let mut take = |path: String, size: u64, out: &mut Vec<String>| {
+        if size <= MAX_FILE_BYTES && total + size <= MAX_READ_BYTES {
+            total += size;
+            out.push(path);
+        }
+    };
+    if let Some(s) = &layout.submission_yaml {
+        take(s.path.clone(), s.size, &mut out);
+    }
+    for task in &layout.tasks {
+        let mut extra = 0;
+        for f in &task.files {
+            if f.symlink || !wanted(&f.path) {
+                continue;
+            }
+            let fixed = !f.path.ends_with(".py") && !f.path.starts_with("environment/")
+                || f.path == "environment/Dockerfile";
+            if !fixed {
+                // Bounded per task: a task cannot make the arena read hundreds of its files.
+                extra += 1;
+                if extra > 24 {
+                    continue;
+                }
+            }
+            take(format!("{}/{}", task.dir, f.path), f.size, &mut out);
+        }
+    }
+    out
+}
+
+/// A task read as a BenchFlow-native package.
+#[derive(Debug, Clone)]
+pub struct Task {
+    pub name: String,
+    pub dir: String,
+    pub format: Format,
+    /// The frontmatter (for Harbor, the converted `task.toml`).
+    pub meta: Value,
+    pub prompt: String,
+    pub files: Vec<Entry>,
+    /// The texts read, by path relative to the task directory.
+    pub texts: BTreeMap<String, String>,
+    pub credit: Credit,
+}
+
+impl Task {
+    pub fn text(&self, rel: &str) -> Option<&str> {
+        self.texts.get(rel).map(String::as_str)
+    }
+
+    pub fn has(&self, rel: &str) -> bool {
+        self.files.iter().any(|f| f.path == rel)
+    }
+
+    /// `verifier/` (BenchFlow, PostTrain) or `tests/` (Harbor).
+    pub fn verifier_dir(&self) -> &'static str {
+        if self.format == Format::Harbor {
+            "tests"
+        } else {
+            "verifier"
+        }
+    }
+
+    pub fn test_sh_path(&self) -> String {
+        format!("{}/test.sh", self.verifier_dir())
+    }
+
+    /// The reference solution's path, if the task has one.
+    pub fn oracle_path(&self) -> Option<&'static str> {
+        ["oracle/solve.sh", "solution/solve.sh"].into_iter().find(|p| self.has(p))
+    }
+
+    /// The verifier's Python files with their texts.
+    pub fn verifier_sources(&self) -> impl Iterator<Item = (&str, &str)> {
+        let dir = self.verifier_dir();
+        self.texts
+            .iter()
+            .filter(move |(p, _)| {
+                p.starts_with(dir) && p.as_bytes().get(dir.len()) == Some(&b'/') && p.ends_with(".py")
+            })
+            .map(|(p, t)| (p.as_str(), t.as_str()))
+    }
+
+    /// The task turns the network off (`allow_internet: false` or `network_mode: no-network`).
+    pub fn network_off(&self) -> bool {
+        ["sandbox", "environment"].iter().any(|k| {
+            let section = &self.meta[*k];
+            section["allow_internet"] == Value::Bool(false) || section["network_mode"] == "no-network"
+        })
+    }
+
+    /// Root-relative path of a file of this task, for messages.
+    pub fn path(&self, rel: &str) -> String {
+        format!("{}/{}", self.dir, rel)
+    }
+}
+
+/// Reads one task directory; structural problems go to `issues`. `None` when the task cannot be
+/// read at all (no `task.md`, unreadable frontmatter).
+pub fn read_task(dir: &TaskDir, contents: &Contents, issues: &mut Vec<Issue>) -> Option<Task> {
+    let mut task_issue = |code: &str, file: Option<&str>, field: Option<&str>, message: String| {
+        issues.push(Issue {
+            code: code.into(),
+            task: Some(dir.dir_name.clone()),
+            file: file.map(|f| format!("{}/{f}", dir.dir)),
+            field: field.map(str::to_string),
+            message,
+        });
+    };
+    for f in dir.files.iter().filter(|f| f.symlink) {
+        task_issue(
+            "S-SYMLINK",
+            Some(&f.path),
+            None,
+            "a symbolic link; tasks must hold regular files only".into(),
+        );
+    }
+    let mut texts = BTreeMap::new();
+    for f in &dir.files {
+        if f.symlink || !wanted(&f.path) {
+            continue;
+        }
+        let root_path = format!("{}/{}", dir.dir, f.path);
+        let read = if f.size > MAX_FILE_BYTES { None } else { contents.get(&root_path) };
+        match read {
+            Some(bytes) => match std::str::from_utf8(bytes) {
+                Ok(text) if !text.contains('\0') => {
+                    texts.insert(f.path.clone(), text.to_string());
+                }
+                _ => task_issue(
+                    "S-NOT-TEXT",
+                    Some(&f.path),
+                    None,
+                    "not UTF-8 text; the checks need to read it".into(),
+                ),
+            },
+            None if f.size > MAX_FILE_BYTES => task_issue(
+                "S-FILE-TOO-LARGE",
+                Some(&f.path),
+                None,
+                format!("{} bytes; the checks read files of at most {MAX_FILE_BYTES} bytes", f.size),
+            ),
+            None => {}
+        }
+    }
+    let has = |p: &str| dir.files.iter().any(|f| f.path == p && !f.symlink);
+    let (format, meta, prompt) = if has("task.md") {
+        let text = texts.get("task.md")?;
+        let doc = match frontmatter::split(text) {
+            Ok(doc) => doc,
+            Err(e) => {
+                task_issue("S-FRONTMATTER", Some("task.md"), None, e);
+                return None;
+            }
+        };
+        let meta = match frontmatter::parse_yaml(doc.yaml) {
+            Ok(v) => v,
+            Err(e) => {
+                task_issue(
+                    "S-FRONTMATTER",
+                    Some("task.md"),
+                    None,
+                    format!("unreadable YAML frontmatter: {e}"),
+                );
+                return None;
+            }
+        };
+        let benchflow = meta.get("schema_version").is_some() && meta.get("task").is_some();
+        let prompt = frontmatter::prompt_section(doc.body).unwrap_or_default().to_string();
+        (if benchflow { Format::Benchflow } else { Format::Posttrain }, meta, prompt)
+    } else if has("task.toml") {
+        let text = texts.get("task.toml")?;
+        let meta = match harbor_meta(text) {
+            Ok(v) => v,
+            Err(e) => {
+                task_issue("S-TOML", Some("task.toml"), None, e);
+                return None;
+            }
+        };
+        if !has("instruction.md") {
+            task_issue(
+                "S-MISSING-FILE",
+                Some("instruction.md"),
+                None,
+                "a Harbor task needs `instruction.md`, its prompt".into(),
+            );
+        }
+        let prompt = texts.get("instruction.md").map(|t| t.trim().to_string()).unwrap_or_default();
+        (Format::Harbor, meta, prompt)
+    } else {
+        task_issue(
+            "S-MISSING-FILE",
+            Some("task.md"),
+            None,
+            "no `task.md` (nor a Harbor `task.toml` with `instruction.md`): this directory is not a task"
+                .into(),
+        );
+        return None;
+    };
+
+    let required_fields: &[&str] = match format {
+        Format::Benchflow => &["task", "metadata", "agent", "verifier", "sandbox"],
+        Format::Posttrain => &["version", "metadata", "agent", "verifier"],
+        Format::Harbor => &[],
+    };
+    for field in required_fields {
+        if meta.get(*field).is_none_or(Value::is_null) {
+            task_issue(
+                "S-MISSING-FIELD",
+                Some("task.md"),
+                Some(field),
+                format!("the frontmatter has no `{field}`"),
+            );
+        }
+    }
+    if format == Format::Posttrain && meta.get("environment").is_none() && meta.get("sandbox").is_none() {
+        task_issue(
+            "S-MISSING-FIELD",
+            Some("task.md"),
+            Some("environment"),
+            "the frontmatter has no `environment` (or `sandbox`) block".into(),
+        );
+    }
+    if prompt.is_empty() {
+        let (file, what) = match format {
+            Format::Harbor => ("instruction.md", "`instruction.md` is empty"),
+            _ => ("task.md", "`task.md` has no `## prompt` section, or it is empty"),
+        };
+        if format != Format::Harbor || has("instruction.md") {
+            task_issue("S-NO-PROMPT", Some(file), None, what.into());
+        }
+    }
+    let test_sh = if format == Format::Harbor { "tests/test.sh" } else { "verifier/test.sh" };
+    let mut required: Vec<&str> = vec!["environment/Dockerfile", test_sh];
+    if format == Format::Posttrain {
+        required.extend(["verifier/test_outputs.py", "verifier/verifier.md", "oracle/solve.sh"]);
+        if !dir.files.iter().any(|f| f.path.starts_with("verifier/rubrics/") && f.path.ends_with(".md")) {
+            task_issue(
+                "S-MISSING-FILE",
+                Some("verifier/rubrics/"),
+                None,
+                "a PostTrain task needs at least one rubric, `verifier/rubrics/*.md`".into(),
+            );
+        }
+    }
+    for file in required {
+        if !has(file) {
+            task_issue("S-MISSING-FILE", Some(file), None, format!("`{file}` is required"));
+        }
+    }
+    if let Some(docker) = texts.get("environment/Dockerfile") {
+        if !crate::gates::dockerfile::starts_with_from(docker) {
+            task_issue(
+                "S-DOCKERFILE",
+                Some("environment/Dockerfile"),
+                None,
+                "the Dockerfile must start with `FROM` (comments, parser directives and `ARG` may come first)".into(),
+            );
+        }
+    }
+
+    let name = task_name(&meta).unwrap_or_else(|| dir.dir_name.clone());
+    let credit = credit_of(&meta["metadata"]);
+    Some(Task { name, dir: dir.dir.clone(), format, meta, prompt, files: dir.files.clone(), texts, credit })
+}
+
+/// BenchFlow's `task: {name}` (or `task: NAME`); otherwise the directory name is the task name.
+fn task_name(meta: &Value) -> Option<String> {
+    let t = &meta["task"];
+    let name = t["name"].as_str().or_else(|| t["id"].as_str()).or_else(|| t.as_str())?;
+    let name = name.trim();
+    (!name.is_empty() && name.len() <= 128).then(|| name.to_string())
+}
+
+fn credit_of(metadata: &Value) -> Credit {
+    let field = |k: &str| match &metadata[k] {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    };
+    Credit {
+        author_hub: field("author_hub"),
+        author_name: field("author_name"),
+        license: field("license"),
+        category: field("category"),
+        origin: field("origin"),
+        origin_url: field("origin_url"),
+    }
+}
+
+/// Keys `bench tasks migrate` maps into the frontmatter; the rest go under `benchflow.compat`.
+const HARBOR_KNOWN: &[&str] = &["version", "metadata", "verifier", "agent", "environment"];
+
+/// `task.toml` as the BenchFlow frontmatter it migrates to.
+pub fn harbor_meta(text: &str) -> Result<Value, String> {
+    let table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
+        let msg = e.to_string();
+        format!("unreadable TOML: {}", msg.lines().last().unwrap_or("").trim())
+    })?;
+    let json = serde_json::to_value(&table).map_err(|e| e.to_string())?;
+    let Value::Object(map) = json else { return Err("task.toml must be a table".into()) };
+    let mut out = Map::new();
+    let mut compat = Map::new();
+    for (k, v) in map {
+        match k.as_str() {
+            "environment" => {
+                out.insert("sandbox".into(), v);
+            }
+            k if HARBOR_KNOWN.contains(&k) => {
+                out.insert(k.to_string(), v);
+            }
+            _ => {
+                compat.insert(k, v);
+            }
+        }
+    }
+    if !compat.is_empty() {
+        out.insert("benchflow".into(), serde_json::json!({ "compat": compat }));
+    }
+    Ok(Value::Object(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(path: &str) -> Entry {
+        Entry {
+            path: path.into(),
+            blob: "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391".into(),
+            size: 10,
+            symlink: false,
+        }
+    }
+
+    #[test]
+    fn finds_tasks_under_envs_or_tasks() {
+        let l = discover(&[
+            entry("submission.yaml"),
+            entry("envs/a/task.md"),
+            entry("envs/README.md"),
+            entry("envs/b/x"),
+        ]);
+        assert_eq!(l.tasks_dir, Some("envs"));
+        assert_eq!(l.tasks.iter().map(|t| t.dir.as_str()).collect::<Vec<_>>(), ["envs/a", "envs/b"]);
+        assert!(l.submission_yaml.is_some());
+        let h = discover(&[entry("tasks/t/task.toml")]);
+        assert_eq!(h.tasks_dir, Some("tasks"));
+        assert_eq!(discover(&[entry("envs/.gitkeep")]).errors[0].code, "S-NO-TASKS");
+        assert_eq!(discover(&[entry("README.md")]).errors[0].code, "S-NO-TASKS");
+    }
+
+    #[test]
+    fn bounds_tasks_and_paths() {
+        let many: Vec<Entry> = (0..=MAX_TASKS).map(|i| entry(&format!("envs/t{i}/task.md"))).collect();
+        assert_eq!(discover(&many).errors[0].code, "S-TOO-MANY-TASKS");
+        let l = discover(&[entry("envs/x/../../escape.txt"), entry("envs/x/task.md")]);
+        assert_eq!(l.errors[0].code, "S-UNSAFE-PATH");
+        assert_eq!(l.tasks.len(), 1);
+    }
+
+    #[test]
+    fn converts_harbor_task_toml() {
+        let meta = harbor_meta(
+            "version = \"1.0\"\n[metadata]\ncategory = \"games\"\n[environment]\nallow_internet = false\n[custom]\nfoo = 1\n",
+        )
+        .unwrap();
+        assert_eq!(meta["sandbox"]["allow_internet"], false);
+        assert_eq!(meta["benchflow"]["compat"]["custom"]["foo"], 1);
+        assert_eq!(meta["metadata"]["category"], "games");
+        assert!(harbor_meta("version = ").is_err());
+    }
+}

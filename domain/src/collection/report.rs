@@ -1,0 +1,339 @@
+//! The answer of a validation: structure problems, credit warnings, each task's identity and
+//! status, and the static gates' findings and summary. `check` is the one implementation the
+//! server, the stateless check route (and so `check_task.py` / `validation_gates.py`) and the
+//! browser checker all run.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+use super::credit::{self, Credit, Defaults};
+use super::listing::{Contents, Entry};
+use super::package::{self, Format, Task};
+use super::submission;
+use super::task_identity::task_identity;
+use crate::gates::{self, fingerprint::HeldOut, Finding, Severity, GATES_VERSION};
+
+/// A structural problem: the collection's (no `task`) or a task's, with its file and field.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Issue {
+    pub code: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub task: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+    pub message: String,
+}
+
+impl Issue {
+    pub fn collection(code: &str, message: impl Into<String>) -> Self {
+        Issue { code: code.into(), task: None, file: None, field: None, message: message.into() }
+    }
+}
+
+/// A warning: validation still passes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Warning {
+    pub code: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+    /// How many tasks it concerns.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub count: Option<usize>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tasks: Vec<String>,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum TaskStatus {
+    Eligible,
+    Rejected,
+    Blocked,
+    /// The package could not be read (a structural error).
+    Invalid,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct TaskReport {
+    /// The task's directory name.
+    pub name: String,
+    /// The declared name (BenchFlow `task.name`), when it differs from the directory.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub declared_name: Option<String>,
+    pub dir: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub format: Option<Format>,
+    pub identity: String,
+    pub status: TaskStatus,
+    pub findings: Vec<String>,
+    pub credit: Credit,
+    pub has_oracle: bool,
+    pub files: usize,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Summary {
+    pub tasks: usize,
+    pub blocked: usize,
+    pub rejected: usize,
+    pub eligible: usize,
+    pub needs_controls: usize,
+    pub review: usize,
+    pub clean: usize,
+    pub by_code: BTreeMap<String, usize>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct HeldOutChecked {
+    pub suite: String,
+    pub sealed: bool,
+    pub evaluated: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct StaticGates {
+    pub version: String,
+    pub summary: Summary,
+    pub findings: Vec<Finding>,
+    /// Task directory name → `sha256:` content hash.
+    pub task_identity: BTreeMap<String, String>,
+    /// The held-out suites the collection was compared with.
+    pub heldout: Vec<HeldOutChecked>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct QualityGates {
+    #[serde(rename = "static")]
+    pub static_: StaticGates,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct SubmissionInfo {
+    pub present: bool,
+    pub team_name: Option<String>,
+    pub track: Option<String>,
+    pub license: Option<String>,
+    pub origin: Option<String>,
+}
+
+/// What validation answers (the server adds the source and fetch figures).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Report {
+    /// The structure is sound and no blocking gate fired. It does not mean any task is eligible.
+    pub valid: bool,
+    pub tasks: usize,
+    pub eligible_tasks: usize,
+    pub errors: Vec<Issue>,
+    pub warnings: Vec<Warning>,
+    pub submission: SubmissionInfo,
+    pub task_list: Vec<TaskReport>,
+    pub quality_gates: QualityGates,
+}
+
+/// Checks a collection from its listing and the contents read for `package::reads`.
+pub fn check(listing: &[Entry], contents: &Contents, heldout: &HeldOut) -> Report {
+    let layout = package::discover(listing);
+    let mut errors = layout.errors.clone();
+    let mut warnings = Vec::new();
+
+    let mut info = SubmissionInfo::default();
+    let mut defaults = Defaults::default();
+    match &layout.submission_yaml {
+        Some(entry) => {
+            info.present = true;
+            match contents.get(&entry.path).map(|b| std::str::from_utf8(b)) {
+                Some(Ok(text)) => {
+                    let (sub, problems) = submission::parse(text);
+                    for p in problems {
+                        errors.push(Issue {
+                            code: "S-SUBMISSION-YAML".into(),
+                            task: None,
+                            file: Some("submission.yaml".into()),
+                            field: None,
+                            message: format!("line {}: {}", p.line, p.message),
+                        });
+                    }
+                    if sub.team_name.is_none() {
+                        errors.push(Issue {
+                            code: "S-SUBMISSION-YAML".into(),
+                            task: None,
+                            file: Some("submission.yaml".into()),
+                            field: Some("team_name".into()),
+                            message: "`submission.yaml` needs a flat `team_name`".into(),
+                        });
+                    }
+                    if sub.track.is_none() {
+                        errors.push(Issue {
+                            code: "S-SUBMISSION-YAML".into(),
+                            task: None,
+                            file: Some("submission.yaml".into()),
+                            field: Some("track".into()),
+                            message: "`submission.yaml` needs `track: environments`".into(),
+                        });
+                    }
+                    defaults = Defaults { license: sub.license.clone(), origin: sub.origin.clone() };
+                    info.team_name = sub.team_name;
+                    info.track = sub.track;
+                    info.license = sub.license;
+                    info.origin = sub.origin;
+                }
+                _ => errors.push(Issue {
+                    code: "S-SUBMISSION-YAML".into(),
+                    task: None,
+                    file: Some("submission.yaml".into()),
+                    field: None,
+                    message: "`submission.yaml` could not be read as UTF-8 text of at most 1 MiB".into(),
+                }),
+            }
+        }
+        // Harbor datasets validate without one (credited to the submitting account).
+        None if layout.tasks_dir == Some("tasks") || layout.tasks.is_empty() => {}
+        None => errors.push(Issue {
+            code: "S-SUBMISSION-YAML".into(),
+            task: None,
+            file: Some("submission.yaml".into()),
+            field: None,
+            message: "no `submission.yaml` beside `envs/`: it needs `team_name` and `track: environments`"
+                .into(),
+        }),
+    }
+
+    let mut tasks: Vec<Option<Task>> = Vec::with_capacity(layout.tasks.len());
+    for dir in &layout.tasks {
+        tasks.push(package::read_task(dir, contents, &mut errors));
+    }
+
+    // Names must be unique (case-insensitively): results and identities are keyed by them.
+    let mut by_name: BTreeMap<String, Vec<&str>> = BTreeMap::new();
+    for t in tasks.iter().flatten() {
+        by_name.entry(t.name.to_lowercase()).or_default().push(&t.dir);
+    }
+    for (name, dirs) in by_name.iter().filter(|(_, d)| d.len() > 1) {
+        errors.push(Issue {
+            code: "S-DUPLICATE-TASK".into(),
+            task: None,
+            file: None,
+            field: Some("task.name".into()),
+            message: format!(
+                "the task name `{name}` is used by {} directories: {}",
+                dirs.len(),
+                dirs.join(", ")
+            ),
+        });
+    }
+
+    let credits: Vec<(String, Credit)> =
+        tasks.iter().flatten().map(|t| (dir_name(&t.dir).to_string(), t.credit.clone())).collect();
+    let (resolved, credit_warnings) = credit::judge(&credits, &defaults);
+    let resolved: BTreeMap<String, Credit> = resolved.into_iter().collect();
+    for w in credit_warnings {
+        let count = w.missing + w.invalid;
+        warnings.push(Warning {
+            code: "W-CREDIT".into(),
+            field: Some(w.field.clone()),
+            count: Some(count),
+            tasks: w.tasks.clone(),
+            message: w.message.clone(),
+        });
+    }
+
+    let mut findings: Vec<Finding> = Vec::new();
+    let mut task_list = Vec::with_capacity(layout.tasks.len());
+    let mut identity = BTreeMap::new();
+    let mut summary = Summary { tasks: layout.tasks.len(), ..Summary::default() };
+    let errored: BTreeSet<&str> = errors.iter().filter_map(|e| e.task.as_deref()).collect();
+    for (dir, task) in layout.tasks.iter().zip(&tasks) {
+        let hash = task_identity(dir.files.iter().map(|f| (f.path.as_str(), f.blob.as_str())));
+        identity.insert(dir.dir_name.clone(), hash.clone());
+        let own: Vec<Finding> = task.as_ref().map(|t| gates::check_task(t, heldout)).unwrap_or_default();
+        let has = |s: Severity| own.iter().any(|f| f.severity == s);
+        let status = if task.is_none() || errored.contains(dir.dir_name.as_str()) {
+            TaskStatus::Invalid
+        } else if has(Severity::Block) {
+            TaskStatus::Blocked
+        } else if has(Severity::Reject) {
+            TaskStatus::Rejected
+        } else {
+            TaskStatus::Eligible
+        };
+        match status {
+            TaskStatus::Blocked => summary.blocked += 1,
+            TaskStatus::Rejected | TaskStatus::Invalid => summary.rejected += 1,
+            TaskStatus::Eligible => {
+                summary.eligible += 1;
+                if has(Severity::Controls) {
+                    summary.needs_controls += 1;
+                }
+                if has(Severity::Review) {
+                    summary.review += 1;
+                }
+                if own.is_empty() {
+                    summary.clean += 1;
+                }
+            }
+        }
+        for f in &own {
+            *summary.by_code.entry(f.code.clone()).or_default() += 1;
+        }
+        task_list.push(TaskReport {
+            name: dir.dir_name.clone(),
+            declared_name: task.as_ref().map(|t| t.name.clone()).filter(|n| n != &dir.dir_name),
+            dir: dir.dir.clone(),
+            format: task.as_ref().map(|t| t.format),
+            identity: hash,
+            status,
+            findings: own.iter().map(|f| f.code.clone()).collect(),
+            credit: resolved.get(&dir.dir_name).cloned().unwrap_or_default(),
+            has_oracle: task.as_ref().is_some_and(|t| t.oracle_path().is_some()),
+            files: dir.files.len(),
+        });
+        findings.extend(own);
+    }
+
+    let blocked = findings.iter().any(|f| f.severity == Severity::Block);
+    let valid = errors.is_empty() && !blocked && !layout.tasks.is_empty();
+    Report {
+        valid,
+        tasks: layout.tasks.len(),
+        eligible_tasks: summary.eligible,
+        errors,
+        warnings,
+        submission: info,
+        task_list,
+        quality_gates: QualityGates {
+            static_: StaticGates {
+                version: GATES_VERSION.into(),
+                summary,
+                findings,
+                task_identity: identity,
+                heldout: heldout
+                    .suites
+                    .iter()
+                    .map(|(s, evaluated)| HeldOutChecked {
+                        suite: s.suite.clone(),
+                        sealed: s.sealed,
+                        evaluated: *evaluated,
+                    })
+                    .collect(),
+            },
+        },
+    }
+}
+
+fn dir_name(dir: &str) -> &str {
+    dir.rsplit('/').next().unwrap_or(dir)
+}

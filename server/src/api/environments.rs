@@ -1,0 +1,427 @@
+//! Collections: validate (identity, stores nothing), submit (validates again, pins the commit,
+//! registers an `env-…` record, idempotently), list, one record, its submissions-app view, the
+//! gate catalogue, and the stateless check that the served `check_task.py` and
+//! `validation_gates.py` call (no identity, stores nothing).
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use base64::Engine;
+use domain::collection::listing::{self, MAX_FILES};
+use domain::collection::record::{environment_id, posttrain, EnvironmentRecord, PostTrain};
+use domain::collection::report::{Report, Warning};
+use domain::collection::request::{EnvironmentRequest, Source};
+use domain::gates::Severity;
+use domain::registry::{Challenge, ChallengeStatus};
+use domain::{ApiErrorBody, ErrorCode};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use super::query::ApiQuery;
+use super::{ApiError, ApiJson};
+use crate::identity::{Identity, User};
+use crate::sources::fetch::FetchStats;
+use crate::sources::SourceError;
+use crate::{clock, heldout, repo, AppState};
+
+#[derive(Serialize, ToSchema)]
+pub struct SourceView {
+    pub repo_type: String,
+    pub repo_id: String,
+    pub revision: String,
+    /// The commit the revision resolved to: what `submit` pins.
+    pub commit: String,
+    pub entry_path: String,
+    pub url: String,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct ValidationView {
+    pub challenge_id: String,
+    pub source: SourceView,
+    #[serde(flatten)]
+    pub report: Report,
+    pub fetch: FetchStats,
+}
+
+fn source_error(e: SourceError, source: &Source) -> ApiError {
+    let host = match source.repo_type {
+        domain::collection::request::RepoType::Dataset => "Hugging Face datasets",
+        domain::collection::request::RepoType::Github => "GitHub",
+    };
+    let repo = source.repo_id();
+    match e {
+        SourceError::RepoNotFound => ApiError::new(
+            ErrorCode::RepoNotFound,
+            format!("`{repo}` was not found on {host}; check `repo_type` and `repo_id` (the repository must be public)"),
+        ),
+        SourceError::RevisionNotFound(rev) => ApiError::new(
+            ErrorCode::RevisionNotFound,
+            format!("`{repo}` has no branch, tag or commit `{rev}`"),
+        ),
+        SourceError::Private => ApiError::new(
+            ErrorCode::RepoPrivate,
+            format!("`{repo}` is private on {host}: the arena reads only public repositories; make it public"),
+        ),
+        SourceError::Gated => ApiError::new(
+            ErrorCode::RepoGated,
+            format!("`{repo}` is gated on Hugging Face: the arena reads only public, ungated datasets; remove the gate"),
+        ),
+        SourceError::RateLimited { limit, reset_epoch } => {
+            let wait = reset_epoch.saturating_sub(clock::now_epoch()).max(1);
+            let at = time::OffsetDateTime::from_unix_timestamp(reset_epoch as i64)
+                .map(clock::rfc3339)
+                .unwrap_or_else(|_| format!("epoch {reset_epoch}"));
+            ApiError::new(
+                ErrorCode::GithubRateLimited,
+                format!(
+                    "GitHub's hourly API limit for the arena ({limit} requests, shared by every participant's GitHub validations) is used up; it resets at {at} (in {wait} s). A collection on a Hugging Face dataset does not use GitHub's API."
+                ),
+            )
+            .retry_after(wait)
+        }
+        SourceError::TooLarge(why) => ApiError::new(ErrorCode::InvalidEnvironment, why),
+        SourceError::Unavailable(why) => ApiError::new(ErrorCode::SourceUnavailable, format!("{host}: {why}; try again shortly")),
+    }
+}
+
+/// Checks the request, the challenge and the agent; answers the source to read.
+async fn prepare<'a>(
+    s: &'a AppState,
+    me: &Identity,
+    req: &EnvironmentRequest,
+) -> Result<(Source, &'a Challenge), ApiError> {
+    let source =
+        req.source().map_err(|problems| ApiError::new(ErrorCode::InvalidEnvironment, problems.join("; ")))?;
+    let challenge = s.registry.challenge(&req.challenge_id).ok_or_else(|| {
+        ApiError::new(
+            ErrorCode::ChallengeNotFound,
+            format!("no challenge `{}`; `challenges` lists them", req.challenge_id),
+        )
+    })?;
+    if challenge.spec.challenge.status != ChallengeStatus::Open {
+        return Err(ApiError::new(
+            ErrorCode::InvalidEnvironment,
+            format!(
+                "`{}` is {} and takes no collections",
+                challenge.id(),
+                challenge.spec.challenge.status.as_str()
+            ),
+        ));
+    }
+    if let Some(agent_id) = &req.agent_id {
+        let agent = repo::agents::get(&s.db, agent_id).await?.ok_or_else(|| {
+            ApiError::new(
+                ErrorCode::AgentNotFound,
+                format!("no agent `{agent_id}`; register it first, or send `agent_id: null`"),
+            )
+        })?;
+        if agent.owner_id != me.id {
+            return Err(ApiError::new(
+                ErrorCode::AgentNotOwned,
+                format!("the agent `{agent_id}` belongs to another HF user"),
+            ));
+        }
+    }
+    Ok((source, challenge))
+}
+
+async fn run_validation(
+    s: &AppState,
+    req: &EnvironmentRequest,
+    source: Source,
+    challenge: &Challenge,
+) -> Result<ValidationView, ApiError> {
+    let held = heldout::for_challenge(&s.fingerprints, Some(challenge));
+    let fetched = s.sources.validate(&source, &held).await.map_err(|e| source_error(e, &source))?;
+    let mut report = fetched.report;
+    for suite in heldout::unchecked(&s.fingerprints, challenge) {
+        report.warnings.push(Warning {
+            code: "W-HELDOUT-UNCHECKED".into(),
+            field: None,
+            count: None,
+            tasks: Vec::new(),
+            message: format!("this arena has no fingerprint of the held-out suite `{suite}`: overlap with it was not checked"),
+        });
+    }
+    Ok(ValidationView {
+        challenge_id: req.challenge_id.clone(),
+        source: SourceView {
+            repo_type: source.repo_type.as_str().into(),
+            repo_id: source.repo_id(),
+            revision: source.revision.clone(),
+            url: source.browse_url(&fetched.commit),
+            commit: fetched.commit,
+            entry_path: source.entry_path.clone(),
+        },
+        report,
+        fetch: fetched.stats,
+    })
+}
+
+#[utoipa::path(post, path = "/api/environments/validate", tag = "environments", request_body = EnvironmentRequest,
+    responses((status = 200, description = "the checks; `valid` false when the structure is unsound or a blocking gate fired", body = ValidationView),
+        (status = 401, description = "AUTH_REQUIRED or INVALID_TOKEN", body = ApiErrorBody),
+        (status = 404, description = "REPO_NOT_FOUND, REVISION_NOT_FOUND, CHALLENGE_NOT_FOUND or AGENT_NOT_FOUND", body = ApiErrorBody),
+        (status = 403, description = "REPO_PRIVATE, REPO_GATED or AGENT_NOT_OWNED", body = ApiErrorBody),
+        (status = 422, description = "INVALID_ENVIRONMENT", body = ApiErrorBody),
+        (status = 502, description = "SOURCE_UNAVAILABLE", body = ApiErrorBody),
+        (status = 503, description = "GITHUB_RATE_LIMITED, with Retry-After", body = ApiErrorBody)),
+    security(("hf_token" = [])))]
+pub async fn validate(
+    State(s): State<AppState>,
+    User(me): User,
+    ApiJson(req): ApiJson<EnvironmentRequest>,
+) -> Result<Json<ValidationView>, ApiError> {
+    let (source, challenge) = prepare(&s, &me, &req).await?;
+    Ok(Json(run_validation(&s, &req, source, challenge).await?))
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct SubmissionView {
+    pub environment_id: String,
+    /// True when this pinned source was already submitted by you: the first title, notes and agent are kept.
+    pub existing: bool,
+    pub title: String,
+    pub notes: String,
+    pub agent_id: Option<String>,
+    /// The request pinned to the commit: retry with it, not with the moving branch.
+    pub pinned: EnvironmentRequest,
+    pub environment: EnvironmentRecord,
+    pub validation: ValidationView,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct ValidationFailed {
+    pub code: ErrorCode,
+    pub message: String,
+    pub validation: ValidationView,
+}
+
+#[utoipa::path(post, path = "/api/environments", tag = "environments", request_body = EnvironmentRequest,
+    responses((status = 201, body = SubmissionView), (status = 200, description = "already submitted: `existing: true`", body = SubmissionView),
+        (status = 422, description = "VALIDATION_FAILED (with the validation) or INVALID_ENVIRONMENT", body = ValidationFailed),
+        (status = 401, description = "AUTH_REQUIRED or INVALID_TOKEN", body = ApiErrorBody),
+        (status = 503, description = "GITHUB_RATE_LIMITED, with Retry-After", body = ApiErrorBody)),
+    security(("hf_token" = [])))]
+pub async fn submit(
+    State(s): State<AppState>,
+    User(me): User,
+    ApiJson(req): ApiJson<EnvironmentRequest>,
+) -> Result<Response, ApiError> {
+    let (source, challenge) = prepare(&s, &me, &req).await?;
+    let validation = run_validation(&s, &req, source.clone(), challenge).await?;
+    if !validation.report.valid {
+        let blocked = validation
+            .report
+            .quality_gates
+            .static_
+            .findings
+            .iter()
+            .filter(|f| f.severity == Severity::Block)
+            .count();
+        let message = format!(
+            "validation failed: {} structure error(s), {blocked} blocking finding(s); nothing was registered",
+            validation.report.errors.len()
+        );
+        let body = ValidationFailed { code: ErrorCode::ValidationFailed, message, validation };
+        return Ok((StatusCode::UNPROCESSABLE_ENTITY, Json(body)).into_response());
+    }
+    let commit = validation.source.commit.clone();
+    let id = environment_id(&me.id, &source, &commit);
+    let title = if req.title.trim().is_empty() { source.repo_id() } else { req.title.trim().to_string() };
+    let (inserted, record) = repo::environments::submit(
+        &s.db,
+        repo::environments::NewEnvironment {
+            id: &id,
+            author: &me.name,
+            author_id: &me.id,
+            agent_id: req.agent_id.as_deref(),
+            challenge_id: challenge.id(),
+            source: &source,
+            commit: &commit,
+            title: &title,
+            notes: req.notes.trim(),
+            report: &validation.report,
+            now: &clock::rfc3339(clock::now()),
+        },
+    )
+    .await?;
+    let pinned = EnvironmentRequest { revision: commit, entry_path: source.entry_path.clone(), ..req };
+    let view = SubmissionView {
+        environment_id: record.environment_id.clone(),
+        existing: !inserted,
+        title: record.title.clone(),
+        notes: record.notes.clone(),
+        agent_id: record.agent_id.clone(),
+        pinned,
+        environment: record,
+        validation,
+    };
+    let status = if inserted { StatusCode::CREATED } else { StatusCode::OK };
+    Ok((status, Json(view)).into_response())
+}
+
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ListParams {
+    /// Include records registered before static gates were stored.
+    legacy: Option<bool>,
+    /// Only collections submitted to this challenge.
+    challenge: Option<String>,
+    /// At most this many, newest first (1 to 500, default 100).
+    limit: Option<u32>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct EnvironmentList {
+    pub environments: Vec<EnvironmentRecord>,
+}
+
+#[utoipa::path(get, path = "/api/environments", tag = "environments", params(ListParams),
+    responses((status = 200, body = EnvironmentList), (status = 400, description = "INVALID_QUERY", body = ApiErrorBody)))]
+pub async fn list(
+    State(s): State<AppState>,
+    ApiQuery(p): ApiQuery<ListParams>,
+) -> Result<Json<EnvironmentList>, ApiError> {
+    let limit = p.limit.unwrap_or(100);
+    if !(1..=500).contains(&limit) {
+        return Err(ApiError::new(ErrorCode::InvalidQuery, "`limit` must be 1 to 500"));
+    }
+    let environments =
+        repo::environments::list(&s.db, p.challenge.as_deref(), p.legacy.unwrap_or(false), i64::from(limit))
+            .await?;
+    Ok(Json(EnvironmentList { environments }))
+}
+
+async fn load(s: &AppState, id: &str) -> Result<(EnvironmentRecord, Report), ApiError> {
+    let (record, report) = repo::environments::get(&s.db, id)
+        .await?
+        .ok_or_else(|| ApiError::new(ErrorCode::EnvironmentNotFound, format!("no collection `{id}`")))?;
+    let report: Report = serde_json::from_str(&report).map_err(ApiError::internal)?;
+    Ok((record, report))
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct EnvironmentView {
+    pub environment: EnvironmentRecord,
+    /// The validation stored at submission: tasks, identities, credit, findings and summary.
+    pub validation: Report,
+}
+
+#[utoipa::path(get, path = "/api/environments/{id}", tag = "environments", params(("id" = String, Path)),
+    responses((status = 200, body = EnvironmentView), (status = 404, description = "ENVIRONMENT_NOT_FOUND", body = ApiErrorBody)))]
+pub async fn get(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<EnvironmentView>, ApiError> {
+    let (environment, validation) = load(&s, &id).await?;
+    Ok(Json(EnvironmentView { environment, validation }))
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct AppSubmissionView {
+    pub environment: EnvironmentRecord,
+    pub validation: Report,
+    pub posttrain: PostTrain,
+}
+
+#[utoipa::path(get, path = "/api/app/submissions/{id}", tag = "environments", params(("id" = String, Path)),
+    responses((status = 200, body = AppSubmissionView), (status = 404, description = "ENVIRONMENT_NOT_FOUND", body = ApiErrorBody)))]
+pub async fn app_submission(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<AppSubmissionView>, ApiError> {
+    let (environment, validation) = load(&s, &id).await?;
+    let posttrain = posttrain(&environment, &validation);
+    Ok(Json(AppSubmissionView { environment, validation, posttrain }))
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct GateView {
+    pub code: String,
+    pub severity: Severity,
+    pub meaning: String,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct GateCatalogue {
+    pub version: String,
+    pub gates: Vec<GateView>,
+}
+
+#[utoipa::path(get, path = "/api/gates", tag = "environments", responses((status = 200, body = GateCatalogue)))]
+pub async fn gates() -> Json<GateCatalogue> {
+    Json(GateCatalogue {
+        version: domain::gates::GATES_VERSION.into(),
+        gates: domain::gates::CATALOGUE
+            .iter()
+            .map(|(code, severity, meaning)| GateView {
+                code: (*code).into(),
+                severity: *severity,
+                meaning: (*meaning).into(),
+            })
+            .collect(),
+    })
+}
+
+#[derive(Deserialize, ToSchema)]
+pub struct CheckFile {
+    /// Relative to the collection root, `/`-separated.
+    pub path: String,
+    pub content_b64: String,
+    #[serde(default)]
+    pub symlink: bool,
+}
+
+#[derive(Deserialize, ToSchema)]
+pub struct CheckRequest {
+    pub files: Vec<CheckFile>,
+    /// The challenge whose suites count as evaluated (default: the first open one).
+    #[serde(default)]
+    pub challenge_id: Option<String>,
+}
+
+/// The largest body `/api/check` accepts.
+pub const CHECK_BODY_LIMIT: usize = 48 << 20;
+
+#[utoipa::path(post, path = "/api/check", tag = "environments", request_body = CheckRequest,
+    responses((status = 200, description = "the same checks as validation, on the uploaded files; compared with public benchmarks only", body = Report),
+        (status = 413, description = "PAYLOAD_TOO_LARGE", body = ApiErrorBody), (status = 422, description = "INVALID_CHECK", body = ApiErrorBody)))]
+pub async fn check(
+    State(s): State<AppState>,
+    ApiJson(req): ApiJson<CheckRequest>,
+) -> Result<Json<Report>, ApiError> {
+    if req.files.len() > MAX_FILES {
+        return Err(ApiError::new(ErrorCode::InvalidCheck, format!("at most {MAX_FILES} files")));
+    }
+    let mut decoded = Vec::with_capacity(req.files.len());
+    for f in req.files {
+        let bytes =
+            base64::engine::general_purpose::STANDARD.decode(f.content_b64.as_bytes()).map_err(|_| {
+                let shown: String = f.path.chars().take(200).collect();
+                ApiError::new(ErrorCode::InvalidCheck, format!("`{shown}`: content_b64 is not base64"))
+            })?;
+        decoded.push((f.path, bytes, f.symlink));
+    }
+    let challenge =
+        match &req.challenge_id {
+            Some(id) => Some(s.registry.challenge(id).ok_or_else(|| {
+                ApiError::new(ErrorCode::ChallengeNotFound, format!("no challenge `{id}`"))
+            })?),
+            None => s.registry.challenges.iter().find(|c| c.spec.challenge.status == ChallengeStatus::Open),
+        };
+    // The private (sealed) suites are compared only at validation, which needs an identity.
+    let public: Vec<_> = s.fingerprints.iter().filter(|f| !f.sealed).cloned().collect();
+    let held = heldout::for_challenge(&public, challenge);
+    let _turn = s.sources.running.acquire().await.map_err(ApiError::internal)?;
+    let report = tokio::task::spawn_blocking(move || {
+        let (listing, contents) =
+            listing::from_files(decoded.iter().map(|(p, b, l)| (p.as_str(), b.as_slice(), *l)));
+        domain::collection::check(&listing, &contents, &held)
+    })
+    .await
+    .map_err(ApiError::internal)?;
+    Ok(Json(report))
+}

@@ -1,0 +1,49 @@
+//! Held-out suite fingerprints (`fingerprint_suite`'s JSON), loaded at start from
+//! `ARENA_FINGERPRINTS_DIR` (default: `fingerprints/` in the private overlay). A validation compares
+//! with every loaded suite; the ones the challenge scores on are "evaluated".
+
+use std::path::Path;
+
+use anyhow::Context;
+use domain::gates::fingerprint::{HeldOut, SuiteFingerprint};
+use domain::registry::Challenge;
+
+pub fn load(dir: Option<&Path>) -> anyhow::Result<Vec<SuiteFingerprint>> {
+    let Some(dir) = dir else { return Ok(Vec::new()) };
+    if !dir.exists() {
+        return Ok(Vec::new());
+    }
+    let mut out = Vec::new();
+    let mut paths: Vec<_> = std::fs::read_dir(dir)
+        .with_context(|| format!("reading {}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    paths.sort();
+    for p in paths {
+        let text = std::fs::read_to_string(&p).with_context(|| format!("reading {}", p.display()))?;
+        let fp: SuiteFingerprint = serde_json::from_str(&text)
+            .with_context(|| format!("{} is not a suite fingerprint", p.display()))?;
+        out.push(fp);
+    }
+    Ok(out)
+}
+
+/// The suites a collection for `challenge` is compared with.
+pub fn for_challenge(all: &[SuiteFingerprint], challenge: Option<&Challenge>) -> HeldOut {
+    let evaluated =
+        |suite: &str| challenge.is_some_and(|c| c.spec.challenge.suites.iter().any(|s| s == suite));
+    HeldOut { suites: all.iter().map(|s| (s.clone(), evaluated(&s.suite))).collect() }
+}
+
+/// Suites the challenge scores on that have no fingerprint here: overlap with them is unchecked.
+pub fn unchecked<'a>(all: &[SuiteFingerprint], challenge: &'a Challenge) -> Vec<&'a str> {
+    challenge
+        .spec
+        .challenge
+        .suites
+        .iter()
+        .filter(|s| !all.iter().any(|f| &f.suite == *s))
+        .map(String::as_str)
+        .collect()
+}

@@ -1,0 +1,144 @@
+//! Submitted collections. `(author_id, track, repo_type, repo_id, commit_sha, entry_path)` is
+//! unique, so a repeated submit (even concurrent ones) finds the first record instead of a second.
+
+use domain::collection::record::{EnvironmentRecord, TRACK};
+use domain::collection::request::Source;
+use domain::collection::Report;
+use sqlx::any::AnyRow;
+use sqlx::Row;
+
+use crate::db::Db;
+
+const COLUMNS: &str = "id, author, agent_id, challenge_id, track, repo_type, repo_id, revision, commit_sha, \
+    entry_path, title, notes, valid, tasks, eligible_tasks, gates_version, legacy, created_at";
+
+fn record(row: &AnyRow) -> Result<EnvironmentRecord, sqlx::Error> {
+    let repo_type: String = row.try_get("repo_type")?;
+    let repo_id: String = row.try_get("repo_id")?;
+    let commit: String = row.try_get("commit_sha")?;
+    let entry_path: String = row.try_get("entry_path")?;
+    let source_url = match domain::collection::request::RepoType::parse(&repo_type) {
+        Some(t) => {
+            let (owner, name) = repo_id.split_once('/').unwrap_or((&repo_id, ""));
+            Source {
+                repo_type: t,
+                owner: owner.into(),
+                name: name.into(),
+                revision: commit.clone(),
+                entry_path: entry_path.clone(),
+            }
+            .browse_url(&commit)
+        }
+        None => String::new(),
+    };
+    Ok(EnvironmentRecord {
+        environment_id: row.try_get("id")?,
+        title: row.try_get("title")?,
+        notes: row.try_get("notes")?,
+        agent_id: row.try_get("agent_id")?,
+        author: row.try_get("author")?,
+        challenge_id: row.try_get("challenge_id")?,
+        track: row.try_get("track")?,
+        repo_type,
+        repo_id,
+        revision: row.try_get("revision")?,
+        commit,
+        entry_path,
+        valid: row.try_get::<i64, _>("valid")? != 0,
+        tasks: row.try_get("tasks")?,
+        eligible_tasks: row.try_get("eligible_tasks")?,
+        gates_version: row.try_get("gates_version")?,
+        legacy: row.try_get::<i64, _>("legacy")? != 0,
+        created_at: row.try_get("created_at")?,
+        source_url,
+    })
+}
+
+pub struct NewEnvironment<'a> {
+    pub id: &'a str,
+    pub author: &'a str,
+    pub author_id: &'a str,
+    pub agent_id: Option<&'a str>,
+    pub challenge_id: &'a str,
+    pub source: &'a Source,
+    pub commit: &'a str,
+    pub title: &'a str,
+    pub notes: &'a str,
+    pub report: &'a Report,
+    pub now: &'a str,
+}
+
+/// Inserts unless the same pinned source is already registered by this author; returns whether
+/// this call inserted and the stored record.
+pub async fn submit(db: &Db, n: NewEnvironment<'_>) -> Result<(bool, EnvironmentRecord), sqlx::Error> {
+    let report_json = serde_json::to_string(n.report).map_err(|e| sqlx::Error::Encode(Box::new(e)))?;
+    let inserted = sqlx::query(
+        "INSERT INTO environments (id, author, author_id, agent_id, challenge_id, track, repo_type, repo_id, \
+         revision, commit_sha, entry_path, title, notes, valid, tasks, eligible_tasks, gates_version, report, created_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19) \
+         ON CONFLICT (author_id, track, repo_type, repo_id, commit_sha, entry_path) DO NOTHING",
+    )
+    .bind(n.id)
+    .bind(n.author)
+    .bind(n.author_id)
+    .bind(n.agent_id)
+    .bind(n.challenge_id)
+    .bind(TRACK)
+    .bind(n.source.repo_type.as_str())
+    .bind(n.source.repo_id())
+    .bind(&n.source.revision)
+    .bind(n.commit)
+    .bind(&n.source.entry_path)
+    .bind(n.title)
+    .bind(n.notes)
+    .bind(i64::from(n.report.valid))
+    .bind(n.report.tasks as i64)
+    .bind(n.report.eligible_tasks as i64)
+    .bind(&n.report.quality_gates.static_.version)
+    .bind(report_json)
+    .bind(n.now)
+    .execute(&db.writer)
+    .await?
+    .rows_affected()
+        == 1;
+    let row = sqlx::query(&format!(
+        "SELECT {COLUMNS} FROM environments WHERE author_id = $1 AND track = $2 AND repo_type = $3 \
+         AND repo_id = $4 AND commit_sha = $5 AND entry_path = $6"
+    ))
+    .bind(n.author_id)
+    .bind(TRACK)
+    .bind(n.source.repo_type.as_str())
+    .bind(n.source.repo_id())
+    .bind(n.commit)
+    .bind(&n.source.entry_path)
+    .fetch_one(&db.writer)
+    .await?;
+    Ok((inserted, record(&row)?))
+}
+
+pub async fn get(db: &Db, id: &str) -> Result<Option<(EnvironmentRecord, String)>, sqlx::Error> {
+    let row = sqlx::query(&format!("SELECT {COLUMNS}, report FROM environments WHERE id = $1"))
+        .bind(id)
+        .fetch_optional(&db.pool)
+        .await?;
+    row.map(|r| Ok((record(&r)?, r.try_get("report")?))).transpose()
+}
+
+/// Newest first; legacy records only when asked.
+pub async fn list(
+    db: &Db,
+    challenge_id: Option<&str>,
+    legacy: bool,
+    limit: i64,
+) -> Result<Vec<EnvironmentRecord>, sqlx::Error> {
+    let rows = sqlx::query(&format!(
+        "SELECT {COLUMNS} FROM environments WHERE ($1 = '' OR challenge_id = $1) AND (legacy = 0 OR $2 = 1) \
+         ORDER BY seq DESC LIMIT $3"
+    ))
+    .bind(challenge_id.unwrap_or(""))
+    .bind(i64::from(legacy))
+    .bind(limit)
+    .fetch_all(&db.pool)
+    .await?;
+    rows.iter().map(record).collect()
+}

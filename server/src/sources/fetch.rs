@@ -1,0 +1,115 @@
+//! One validation's reads: resolve the revision to a commit, list the tree once, then fetch only
+//! the files the checks need, each distinct blob once (a collection built from one template holds
+//! the same Dockerfile and `test.sh` many times), with at most `concurrency` requests in flight.
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use domain::collection::listing::MAX_FILE_BYTES;
+use domain::collection::request::{RepoType, Source};
+use domain::collection::{package, Contents, Report};
+use domain::gates::fingerprint::HeldOut;
+use futures_util::{stream, StreamExt, TryStreamExt};
+use serde::Serialize;
+use tokio::sync::Semaphore;
+use utoipa::ToSchema;
+
+use super::github::GitHub;
+use super::hf::HfDatasets;
+use super::{RepoReader, SourceError};
+
+/// What one validation cost.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct FetchStats {
+    /// HTTP requests made to the host (resolve + listing pages + file reads).
+    pub requests: u32,
+    pub listed_files: usize,
+    pub files_read: usize,
+    pub bytes_read: u64,
+    pub millis: u64,
+}
+
+pub struct Fetched {
+    pub commit: String,
+    pub report: Report,
+    pub stats: FetchStats,
+}
+
+/// Both hosts, and how much validation may run at once.
+pub struct Sources {
+    pub hf: HfDatasets,
+    pub github: GitHub,
+    pub concurrency: usize,
+    /// Validations running at once; more wait their turn (each holds its files in memory).
+    pub running: Semaphore,
+}
+
+impl Sources {
+    pub fn new(hf: HfDatasets, github: GitHub, concurrency: usize) -> Self {
+        Sources { hf, github, concurrency: concurrency.max(1), running: Semaphore::new(4) }
+    }
+
+    pub async fn validate(&self, source: &Source, heldout: &HeldOut) -> Result<Fetched, SourceError> {
+        let _turn =
+            self.running.acquire().await.map_err(|_| SourceError::Unavailable("shutting down".into()))?;
+        match source.repo_type {
+            RepoType::Dataset => validate(&self.hf, source, heldout, self.concurrency).await,
+            RepoType::Github => validate(&self.github, source, heldout, self.concurrency).await,
+        }
+    }
+}
+
+pub async fn validate<R: RepoReader + Clone + 'static>(
+    reader: &R,
+    source: &Source,
+    heldout: &HeldOut,
+    concurrency: usize,
+) -> Result<Fetched, SourceError> {
+    let started = Instant::now();
+    let commit = reader.resolve(source).await?;
+    let (listing, pages) = reader.list(source, &commit).await?;
+    let layout = package::discover(&listing);
+    let reads = package::reads(&layout);
+    let blob_of: BTreeMap<&str, &str> = listing.iter().map(|e| (e.path.as_str(), e.blob.as_str())).collect();
+    let mut by_blob: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for path in reads {
+        if let Some(blob) = blob_of.get(path.as_str()) {
+            by_blob.entry(blob.to_string()).or_default().push(path);
+        }
+    }
+    // Owned captures: each read is its own future, independent of this function's borrows.
+    let fetched: Vec<(Vec<String>, Option<Vec<u8>>)> = stream::iter(by_blob.into_values())
+        .map(|paths| {
+            let (reader, source, commit) = (reader.clone(), source.clone(), commit.clone());
+            async move {
+                match reader.read(&source, &commit, &paths[0], MAX_FILE_BYTES).await {
+                    Ok(bytes) => Ok((paths, Some(bytes))),
+                    // Larger than the listing said: left unread, the check reports it.
+                    Err(SourceError::TooLarge(_)) => Ok((paths, None)),
+                    Err(e) => Err(e),
+                }
+            }
+        })
+        .buffer_unordered(concurrency)
+        .try_collect()
+        .await?;
+    let files_read = fetched.len();
+    let mut contents = Contents::new();
+    let mut bytes_read = 0u64;
+    for (paths, bytes) in fetched {
+        let Some(bytes) = bytes else { continue };
+        bytes_read += bytes.len() as u64;
+        for p in paths {
+            contents.insert(p, bytes.clone());
+        }
+    }
+    let report = domain::collection::check(&listing, &contents, heldout);
+    let stats = FetchStats {
+        requests: 1 + pages + files_read as u32,
+        listed_files: listing.len(),
+        files_read,
+        bytes_read,
+        millis: started.elapsed().as_millis() as u64,
+    };
+    Ok(Fetched { commit, report, stats })
+}

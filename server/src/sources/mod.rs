@@ -1,0 +1,96 @@
+//! Reading collections from HF datasets and public GitHub repositories at a pinned commit: the
+//! port (`RepoReader`), its two HTTP adapters, and the bounded fetch that turns a request into a
+//! validation report. Clients refuse redirects, and every address is built from the endpoint the
+//! arena is configured with plus a checked `owner/name`, never from anything a request supplies.
+
+pub mod fetch;
+pub mod github;
+pub mod hf;
+
+use std::future::Future;
+
+use domain::collection::request::Source;
+use domain::collection::Entry;
+
+/// What can go wrong reading a repository.
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    #[error("the repository was not found")]
+    RepoNotFound,
+    #[error("the revision `{0}` was not found")]
+    RevisionNotFound(String),
+    #[error("the repository is private")]
+    Private,
+    #[error("the repository is gated")]
+    Gated,
+    #[error("GitHub's hourly API limit for the arena ({limit} calls) is used up until {reset_epoch}")]
+    RateLimited { limit: u64, reset_epoch: u64 },
+    #[error("{0}")]
+    TooLarge(String),
+    #[error("{0}")]
+    Unavailable(String),
+}
+
+/// A host of collections. `list` answers paths relative to `dir` (the entry path).
+pub trait RepoReader: Send + Sync {
+    fn resolve(&self, source: &Source) -> impl Future<Output = Result<String, SourceError>> + Send;
+    fn list(
+        &self,
+        source: &Source,
+        commit: &str,
+    ) -> impl Future<Output = Result<(Vec<Entry>, u32), SourceError>> + Send;
+    fn read(
+        &self,
+        source: &Source,
+        commit: &str,
+        path: &str,
+        max: u64,
+    ) -> impl Future<Output = Result<Vec<u8>, SourceError>> + Send;
+}
+
+/// Percent-encodes each segment of a repository path.
+pub fn encode_path(path: &str) -> String {
+    path.split('/')
+        .map(|seg| {
+            seg.bytes()
+                .map(|b| {
+                    if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+                        (b as char).to_string()
+                    } else {
+                        format!("%{b:02X}")
+                    }
+                })
+                .collect::<String>()
+        })
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// Reads a body up to `max` bytes; more is an error, never a longer read.
+pub async fn bounded_body(mut resp: reqwest::Response, max: u64) -> Result<Vec<u8>, SourceError> {
+    if resp.content_length().is_some_and(|n| n > max) {
+        return Err(SourceError::TooLarge(format!("a file is larger than {max} bytes")));
+    }
+    let mut out = Vec::new();
+    while let Some(chunk) =
+        resp.chunk().await.map_err(|e| SourceError::Unavailable(format!("reading a file failed: {e}")))?
+    {
+        if (out.len() + chunk.len()) as u64 > max {
+            return Err(SourceError::TooLarge(format!("a file is larger than {max} bytes")));
+        }
+        out.extend_from_slice(&chunk);
+    }
+    Ok(out)
+}
+
+/// Keeps the part of a listing under `dir`, relative to it.
+pub fn under(entries: Vec<Entry>, dir: &str) -> Vec<Entry> {
+    if dir.is_empty() {
+        return entries;
+    }
+    let prefix = format!("{dir}/");
+    entries
+        .into_iter()
+        .filter_map(|e| e.path.strip_prefix(&prefix).map(|p| Entry { path: p.to_string(), ..e.clone() }))
+        .collect()
+}

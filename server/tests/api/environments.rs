@@ -1,0 +1,286 @@
+//! Collections through the API: validate and submit read real git repositories served by the
+//! stand-in over HF's dataset protocol and GitHub's, on both database backends.
+
+use axum::http::{Method, StatusCode};
+use base64::Engine;
+use serde_json::{json, Value};
+
+use crate::harness::{fixture, git, TestApp, ALICE, BOB};
+use crate::on_both_backends;
+
+fn env_json(repo_type: &str, repo_id: &str, revision: &str, title: &str) -> String {
+    json!({"agent_id": null, "challenge_id": "openenv-9b", "repo_type": repo_type, "repo_id": repo_id,
+        "revision": revision, "entry_path": "", "title": title, "notes": "n"})
+    .to_string()
+}
+
+async fn environments_rows(app: &TestApp) -> i64 {
+    app.scalar("SELECT COUNT(*) FROM environments").await
+}
+
+on_both_backends!(validates_a_dataset_and_stores_nothing, |app| {
+    let commit = app.publish("datasets", "alice/pack", &fixture("good"));
+    let r = app
+        .post_as("/api/environments/validate", &env_json("dataset", "alice/pack", "main", "t"), ALICE)
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text());
+    let v = r.json();
+    assert_eq!(v["valid"], true, "{v:#}");
+    assert_eq!(v["tasks"], 2);
+    assert_eq!(v["eligible_tasks"], 2);
+    assert_eq!(v["source"]["commit"], commit);
+    assert_eq!(v["quality_gates"]["static"]["version"], "gates-v4");
+    assert_eq!(v["quality_gates"]["static"]["summary"]["clean"], 2);
+    assert!(v["fetch"]["requests"].as_u64().unwrap() >= 3);
+    let checked: Vec<&str> = v["quality_gates"]["static"]["heldout"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["suite"].as_str().unwrap())
+        .collect();
+    assert!(checked.contains(&"openenv-heldout"), "{checked:?}");
+    assert_eq!(environments_rows(app).await, 0);
+
+    // No identity: refused before anything is read.
+    let anon = app
+        .request(
+            Method::POST,
+            "/api/environments/validate",
+            Some(&env_json("dataset", "alice/pack", "main", "t")),
+        )
+        .await;
+    assert_eq!(anon.status, StatusCode::UNAUTHORIZED);
+    assert_eq!(anon.json()["code"], "AUTH_REQUIRED");
+});
+
+on_both_backends!(submit_pins_the_commit_and_repeats_find_the_first_record, |app| {
+    let commit = app.publish("datasets", "alice/pack", &fixture("good"));
+    let first = app
+        .post_as("/api/environments", &env_json("dataset", "alice/pack", "main", "First title"), ALICE)
+        .await;
+    assert_eq!(first.status, StatusCode::CREATED, "{}", first.text());
+    let f = first.json();
+    let id = f["environment_id"].as_str().unwrap().to_string();
+    assert!(id.starts_with("env-"));
+    assert_eq!(f["existing"], false);
+    assert_eq!(f["pinned"]["revision"], commit);
+    assert_eq!(f["environment"]["commit"], commit);
+
+    // Again, by the pinned commit and another title: the same record, the first title.
+    let again = app
+        .post_as("/api/environments", &env_json("dataset", "alice/pack", &commit, "Other title"), ALICE)
+        .await;
+    assert_eq!(again.status, StatusCode::OK, "{}", again.text());
+    let a = again.json();
+    assert_eq!(a["environment_id"], id.as_str());
+    assert_eq!(a["existing"], true);
+    assert_eq!(a["title"], "First title");
+    assert_eq!(environments_rows(app).await, 1);
+
+    // Another author submitting the same source gets a record of their own.
+    let bob =
+        app.post_as("/api/environments", &env_json("dataset", "alice/pack", "main", "Bob's"), BOB).await;
+    assert_eq!(bob.status, StatusCode::CREATED);
+    assert_ne!(bob.json()["environment_id"], id.as_str());
+
+    let list = app.get("/api/environments").await.json();
+    assert_eq!(list["environments"].as_array().unwrap().len(), 2);
+    let one = app.get(&format!("/api/environments/{id}")).await;
+    assert_eq!(one.status, StatusCode::OK);
+    assert_eq!(
+        one.json()["validation"]["quality_gates"]["static"]["task_identity"].as_object().unwrap().len(),
+        2
+    );
+    let page = app.get(&format!("/api/app/submissions/{id}")).await.json();
+    let pt = &page["posttrain"];
+    assert!(pt["commands"][0].as_str().unwrap().contains(&commit), "{pt:#}");
+    assert_eq!(pt["no_oracle"], 0);
+    assert_eq!(pt["root"], false);
+    assert!(pt["costs"]["note"].as_str().unwrap().contains("Not estimated"));
+    let missing = app.get("/api/app/submissions/env-0000000000000000").await;
+    assert_eq!(missing.status, StatusCode::NOT_FOUND);
+    assert_eq!(missing.json()["code"], "ENVIRONMENT_NOT_FOUND");
+});
+
+on_both_backends!(concurrent_submits_make_one_record, |app| {
+    app.publish("datasets", "alice/pack", &fixture("good"));
+    let body = env_json("dataset", "alice/pack", "main", "t");
+    let answers =
+        futures_util::future::join_all((0..6).map(|_| app.post_as("/api/environments", &body, ALICE))).await;
+    let created = answers.iter().filter(|a| a.status == StatusCode::CREATED).count();
+    assert!(
+        answers.iter().all(|a| a.status.is_success()),
+        "{:?}",
+        answers.iter().map(|a| a.status).collect::<Vec<_>>()
+    );
+    assert_eq!(created, 1);
+    assert_eq!(environments_rows(app).await, 1);
+});
+
+on_both_backends!(an_invalid_collection_is_not_registered, |app| {
+    app.publish("datasets", "alice/copy", &fixture("heldout-near-copy"));
+    let r = app.post_as("/api/environments", &env_json("dataset", "alice/copy", "main", "t"), ALICE).await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", r.text());
+    let v = r.json();
+    assert_eq!(v["code"], "VALIDATION_FAILED");
+    assert_eq!(v["validation"]["valid"], false);
+    assert_eq!(v["validation"]["quality_gates"]["static"]["findings"][0]["code"], "D-PROMPT-COPY");
+    assert_eq!(environments_rows(app).await, 0);
+});
+
+#[tokio::test]
+async fn sources_answer_distinct_errors() {
+    let app = TestApp::new(crate::harness::Backend::Sqlite).await;
+    app.publish("datasets", "alice/pack", &fixture("good"));
+    app.publish("datasets", "alice/secret", &fixture("good"));
+    git(&app.repos.join("datasets/alice/secret"), &["config", "standin.visibility", "private"]);
+    app.publish("datasets", "alice/gated", &fixture("good"));
+    git(&app.repos.join("datasets/alice/gated"), &["config", "standin.visibility", "gated"]);
+    for (repo, rev, status, code) in [
+        ("alice/none", "main", 404, "REPO_NOT_FOUND"),
+        ("alice/pack", "no-such-branch", 404, "REVISION_NOT_FOUND"),
+        ("alice/secret", "main", 403, "REPO_PRIVATE"),
+        ("alice/gated", "main", 403, "REPO_GATED"),
+    ] {
+        let r = app.post_as("/api/environments/validate", &env_json("dataset", repo, rev, "t"), ALICE).await;
+        assert_eq!(
+            (r.status.as_u16(), r.json()["code"].as_str().unwrap()),
+            (status, code),
+            "{repo}@{rev}: {}",
+            r.text()
+        );
+    }
+    for (body, code) in [
+        (
+            json!({"challenge_id": "openenv-9b", "repo_type": "url", "repo_id": "https://evil.example/x"}),
+            "INVALID_ENVIRONMENT",
+        ),
+        (
+            json!({"challenge_id": "openenv-9b", "repo_type": "dataset", "repo_id": "a/b", "entry_path": "../x"}),
+            "INVALID_ENVIRONMENT",
+        ),
+        (json!({"challenge_id": "nope", "repo_type": "dataset", "repo_id": "a/b"}), "CHALLENGE_NOT_FOUND"),
+        (
+            json!({"challenge_id": "openenv-9b", "repo_type": "dataset", "repo_id": "a/b", "agent_id": "ghost-agent"}),
+            "AGENT_NOT_FOUND",
+        ),
+        (json!({"challenge_id": 7}), "INVALID_JSON"),
+    ] {
+        let r = app.post_as("/api/environments/validate", &body.to_string(), ALICE).await;
+        assert_eq!(r.json()["code"], code, "{body}: {}", r.text());
+    }
+    // The host failing is a 502 with a code, never a crash or a partial answer.
+    app.hub.set_faults(standin::Faults { status: Some(500), count: Some(50), ..Default::default() });
+    let r = app
+        .post_as("/api/environments/validate", &env_json("dataset", "alice/pack", "main", "t"), ALICE)
+        .await;
+    assert_eq!(
+        (r.status.as_u16(), r.json()["code"].as_str().unwrap()),
+        (502, "SOURCE_UNAVAILABLE"),
+        "{}",
+        r.text()
+    );
+    app.hub.set_faults(standin::Faults::default());
+    app.finish().await;
+}
+
+#[tokio::test]
+async fn github_repositories_and_the_shared_hourly_limit() {
+    let app = TestApp::new(crate::harness::Backend::Sqlite).await;
+    let commit = app.publish("github", "bob/tasks", &fixture("good-harbor"));
+    let before = app.hub.github_rate_limit();
+    let r =
+        app.post_as("/api/environments/validate", &env_json("github", "bob/tasks", "main", "t"), ALICE).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text());
+    let v = r.json();
+    assert_eq!(v["valid"], true, "{v:#}");
+    assert_eq!(v["source"]["commit"], commit);
+    assert_eq!(v["task_list"][0]["format"], "harbor");
+    // Two API calls per validation; files come from the raw host.
+    assert_eq!(app.hub.github_rate_limit().used - before.used, 2);
+
+    app.publish("github", "bob/links", &fixture("symlink"));
+    let r =
+        app.post_as("/api/environments/validate", &env_json("github", "bob/links", "main", "t"), ALICE).await;
+    let codes: Vec<String> = r.json()["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["code"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(codes, ["S-SYMLINK"]);
+
+    app.hub.set_github_rate_limit(standin::RateLimitUpdate {
+        rate_limit: Some(60),
+        remaining: Some(0),
+        reset_in_s: Some(1800),
+    });
+    let r =
+        app.post_as("/api/environments/validate", &env_json("github", "bob/tasks", "main", "t"), ALICE).await;
+    assert_eq!(r.status, StatusCode::SERVICE_UNAVAILABLE, "{}", r.text());
+    let e = r.json();
+    assert_eq!(e["code"], "GITHUB_RATE_LIMITED");
+    assert!(e["message"].as_str().unwrap().contains("60 requests"), "{e}");
+    let wait: u64 = r.headers["retry-after"].to_str().unwrap().parse().unwrap();
+    assert!((1700..=1800).contains(&wait), "{wait}");
+    // While it is used up the arena does not call GitHub again.
+    let used = app.hub.github_rate_limit().used;
+    let again =
+        app.post_as("/api/environments/validate", &env_json("github", "bob/tasks", "main", "t"), ALICE).await;
+    assert_eq!(again.json()["code"], "GITHUB_RATE_LIMITED");
+    assert_eq!(app.hub.github_rate_limit().used, used);
+    app.finish().await;
+}
+
+fn upload(case: &str) -> String {
+    let (listing, contents) = server::local::read_dir(&fixture(case)).unwrap();
+    let files: Vec<Value> = listing
+        .iter()
+        .map(|e| {
+            json!({"path": e.path, "symlink": e.symlink,
+                "content_b64": base64::engine::general_purpose::STANDARD.encode(&contents[&e.path])})
+        })
+        .collect();
+    json!({ "files": files }).to_string()
+}
+
+#[tokio::test]
+async fn the_stateless_check_needs_no_token_and_skips_sealed_suites() {
+    let app = TestApp::new(crate::harness::Backend::Sqlite).await;
+    let r = app.request(Method::POST, "/api/check", Some(&upload("dockerfile-copies-oracle"))).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text());
+    let codes: Vec<String> = r.json()["quality_gates"]["static"]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["code"].as_str().unwrap().to_string())
+        .collect();
+    assert!(codes.contains(&"L-IMAGE-COPIES-SOLUTION".to_string()), "{codes:?}");
+    // The private suite is compared only at validation.
+    let near = app.request(Method::POST, "/api/check", Some(&upload("heldout-near-copy"))).await.json();
+    assert_eq!(near["valid"], true, "{near:#}");
+    let suites: Vec<&str> = near["quality_gates"]["static"]["heldout"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["suite"].as_str().unwrap())
+        .collect();
+    assert_eq!(suites, ["public-bench"]);
+    let bad = app
+        .request(
+            Method::POST,
+            "/api/check",
+            Some(r#"{"files":[{"path":"envs/a/task.md","content_b64":"%%%"}]}"#),
+        )
+        .await;
+    assert_eq!((bad.status.as_u16(), bad.json()["code"].as_str().unwrap()), (422, "INVALID_CHECK"));
+    // Larger than the other routes' 64 KB, within its own bound.
+    let mut big: Value = serde_json::from_str(&upload("good")).unwrap();
+    let data = base64::engine::general_purpose::STANDARD.encode(vec![b'x'; 300 * 1024]);
+    big["files"].as_array_mut().unwrap().push(json!({"path": "envs/extra-data.bin", "content_b64": data}));
+    let r = app.request(Method::POST, "/api/check", Some(&big.to_string())).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text());
+    let catalogue = app.get("/api/gates").await.json();
+    assert!(catalogue["gates"].as_array().unwrap().len() >= 20);
+    app.finish().await;
+}
