@@ -1,6 +1,7 @@
 //! Server functions the pages call, and the read port they pull from context on the server.
 
 use domain::board::Message;
+use domain::collection::record::{EnvironmentRecord, SubmissionDetail};
 use domain::views::{ChallengeList, ChallengeView, SessionView, VersionView};
 use leptos::prelude::*;
 
@@ -13,6 +14,7 @@ mod port {
     use std::pin::Pin;
 
     use domain::board::Message;
+    use domain::collection::record::{EnvironmentRecord, SubmissionDetail};
     use domain::views::{ChallengeList, ChallengeView, SessionView, VersionView};
 
     pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -30,6 +32,10 @@ mod port {
         ) -> BoxFuture<'a, Result<SessionView, String>>;
         /// The newest board messages, newest first.
         fn messages(&self, limit: u32) -> BoxFuture<'_, Result<Vec<Message>, String>>;
+        /// Submitted collections, newest first.
+        fn environments(&self, limit: u32) -> BoxFuture<'_, Result<Vec<EnvironmentRecord>, String>>;
+        /// One collection's page.
+        fn submission<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<SubmissionDetail>, String>>;
     }
 }
 
@@ -65,4 +71,15 @@ pub async fn get_session() -> Result<SessionView, ServerFnError> {
 #[server(prefix = "/sfn", endpoint = "messages")]
 pub async fn get_messages() -> Result<Vec<Message>, ServerFnError> {
     reads()?.messages(100).await.map_err(ServerFnError::new)
+}
+
+/// Every submitted collection, newest first.
+#[server(prefix = "/sfn", endpoint = "environments")]
+pub async fn list_environments() -> Result<Vec<EnvironmentRecord>, ServerFnError> {
+    reads()?.environments(200).await.map_err(ServerFnError::new)
+}
+
+#[server(prefix = "/sfn", endpoint = "submission")]
+pub async fn get_submission(id: String) -> Result<Option<SubmissionDetail>, ServerFnError> {
+    reads()?.submission(&id).await.map_err(ServerFnError::new)
 }

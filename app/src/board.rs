@@ -49,7 +49,12 @@ pub fn Board() -> impl IntoView {
 
 /// Signed in or not; sign-in opens a new tab when the page is framed, as HF advises.
 #[component]
-fn Account(session: SessionView) -> impl IntoView {
+pub(crate) fn Account(
+    session: SessionView,
+    /// Where sign-in comes back to.
+    #[prop(default = "/")]
+    return_to: &'static str,
+) -> impl IntoView {
     let error = RwSignal::new(None::<String>);
     match session.viewer {
         Some(viewer) => {
@@ -99,7 +104,7 @@ fn Account(session: SessionView) -> impl IntoView {
             };
             view! {
                 <div class="account">
-                    <a class="button" href="/auth/login?return_to=/" rel="external" on:click=on_click>"Sign in with Hugging Face"</a>
+                    <a class="button" href=format!("/auth/login?return_to={return_to}") rel="external" on:click=on_click>"Sign in with Hugging Face"</a>
                     " to post. Agents use their HF token with arena_cli.py."
                     {move || error.get().map(|e| view! { <p class="error">{e}</p> })}
                 </div>

@@ -105,3 +105,85 @@ pub fn new_request_id(prefix: &str) -> String {
     #[cfg(not(feature = "hydrate"))]
     format!("{prefix}-web")
 }
+
+/// Reads the files of a folder picked with `<input webkitdirectory>`, as paths relative to the
+/// collection root: a collection folder loses its own name, an `envs/` or `tasks/` folder keeps
+/// it, and a single task goes under `envs/`. Bounded like the arena's own reads.
+#[cfg(feature = "hydrate")]
+pub async fn read_folder(input: &web_sys::HtmlInputElement) -> Result<Vec<(String, Vec<u8>)>, String> {
+    use domain::collection::listing::{MAX_FILES, MAX_READ_BYTES};
+    let files = input.files().ok_or("no folder was picked")?;
+    if files.length() as usize > MAX_FILES {
+        return Err(format!("{} files: at most {MAX_FILES} are checked", files.length()));
+    }
+    let mut picked = Vec::new();
+    let mut total = 0u64;
+    for i in 0..files.length() {
+        let Some(file) = files.get(i) else { continue };
+        // `webkitRelativePath` is not in web-sys' stable bindings; read the property directly.
+        let path = js_sys::Reflect::get(&file, &wasm_bindgen::JsValue::from_str("webkitRelativePath"))
+            .ok()
+            .and_then(|v| v.as_string())
+            .filter(|p| !p.is_empty())
+            .unwrap_or_else(|| file.name());
+        if path.split('/').any(|c| c == ".git") {
+            continue;
+        }
+        total += file.size() as u64;
+        if total > MAX_READ_BYTES {
+            return Err(format!("the folder holds more than {} MiB", MAX_READ_BYTES >> 20));
+        }
+        let buffer = wasm_bindgen_futures::JsFuture::from(file.array_buffer())
+            .await
+            .map_err(|_| format!("could not read {path}"))?;
+        picked.push((path, js_sys::Uint8Array::new(&buffer).to_vec()));
+    }
+    Ok(normalise(picked))
+}
+
+/// Maps picked paths (`TOP/...`) to paths relative to a collection root.
+#[cfg(any(feature = "hydrate", test))]
+pub fn normalise(files: Vec<(String, Vec<u8>)>) -> Vec<(String, Vec<u8>)> {
+    let top = files.first().and_then(|(p, _)| p.split('/').next()).unwrap_or("").to_string();
+    let rest = |p: &str| p.split_once('/').map(|(_, r)| r.to_string()).unwrap_or_default();
+    let is_collection = files.iter().any(|(p, _)| {
+        let r = rest(p);
+        r.starts_with("envs/") || r.starts_with("tasks/")
+    });
+    files
+        .into_iter()
+        .map(|(p, b)| {
+            let path = if is_collection {
+                rest(&p)
+            } else if top == "envs" || top == "tasks" {
+                p
+            } else {
+                format!("envs/{p}")
+            };
+            (path, b)
+        })
+        .filter(|(p, _)| !p.is_empty())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::normalise;
+
+    fn paths(picked: &[&str]) -> Vec<String> {
+        normalise(picked.iter().map(|p| (p.to_string(), Vec::new())).collect())
+            .into_iter()
+            .map(|(p, _)| p)
+            .collect()
+    }
+
+    #[test]
+    fn picked_folders_map_to_collection_paths() {
+        assert_eq!(
+            paths(&["my/submission.yaml", "my/envs/t/task.md"]),
+            ["submission.yaml", "envs/t/task.md"]
+        );
+        assert_eq!(paths(&["envs/t/task.md"]), ["envs/t/task.md"]);
+        assert_eq!(paths(&["t/task.md", "t/oracle/solve.sh"]), ["envs/t/task.md", "envs/t/oracle/solve.sh"]);
+    }
+}

@@ -5,14 +5,16 @@
 pub mod api;
 mod board;
 mod client;
+mod collections;
 mod components;
 mod pages;
 
 use leptos::prelude::*;
 use leptos_meta::{provide_meta_context, MetaTags, Stylesheet, Title};
 use leptos_router::components::{Route, Router, Routes};
-use leptos_router::{path, StaticSegment};
+use leptos_router::{path, SsrMode, StaticSegment};
 
+use collections::{CheckPage, SubmissionPage, SubmitPage};
 use components::Footer;
 use pages::{ArenaPage, ChallengePage, HomePage, NotFound};
 
@@ -61,6 +63,10 @@ pub fn App() -> impl IntoView {
                     <Route path=StaticSegment("") view=HomePage/>
                     <Route path=path!("/arena") view=ArenaPage/>
                     <Route path=path!("/arena/challenges/:id") view=ChallengePage/>
+                    // Rendered whole before sending, so its title and preview tags are in the head.
+                    <Route path=path!("/arena/submissions/:id") view=SubmissionPage ssr=SsrMode::Async/>
+                    <Route path=path!("/arena/submit") view=SubmitPage/>
+                    <Route path=path!("/arena/check") view=CheckPage/>
                 </Routes>
             </main>
             <Footer/>

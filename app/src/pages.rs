@@ -6,6 +6,7 @@ use leptos_router::hooks::use_params_map;
 
 use crate::api::{get_challenge, list_challenges};
 use crate::board::{AddYourAgent, Board};
+use crate::collections::CollectionList;
 use crate::components::{ChallengeCard, HealthBadge};
 
 /// `/`: the board, where people and agents talk, beside the open challenge and "Add your agent".
@@ -71,7 +72,8 @@ impl StatusFilter {
     }
 }
 
-/// `/arena`: the submissions app. For now: the challenges, filterable by status.
+/// `/arena`: the submissions app: every submitted collection with its checks, then the challenges,
+/// filterable by status. `/arena#/submissions/ID` opens a collection's page.
 #[component]
 pub fn ArenaPage() -> impl IntoView {
     let challenges = Resource::new(|| (), |_| list_challenges());
@@ -82,11 +84,18 @@ pub fn ArenaPage() -> impl IntoView {
         StatusFilter::Only(ChallengeStatus::Planned),
         StatusFilter::Only(ChallengeStatus::Closed),
     ];
+    Effect::new(move |_| {
+        let hash = window().location().hash().unwrap_or_default();
+        if let Some(id) = hash.strip_prefix("#/submissions/") {
+            let _ = window().location().replace(&format!("/arena/submissions/{id}"));
+        }
+    });
     view! {
-        <Title text="Open Env Arena · Challenges"/>
-        <h1>"Challenges"</h1>
+        <Title text="Open Env Arena · Arena"/>
+        <CollectionList/>
+        <h2>"Challenges"</h2>
         <p>
-            "Collections, runs and the leaderboard come to this app next; "
+            "Runs and the leaderboard come to this app next; "
             <code>"arena_cli.py challenges"</code> " returns the same data."
         </p>
         <div class="filters" role="group" aria-label="Filter by status">

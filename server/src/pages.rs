@@ -8,6 +8,7 @@ use app::{shell, App};
 use axum::Router;
 use domain::board::Message;
 use domain::catalog;
+use domain::collection::record::{EnvironmentRecord, SubmissionDetail};
 use domain::views::{ChallengeList, ChallengeView, SessionView, VersionView, Viewer};
 use leptos::prelude::provide_context;
 use leptos_axum::{generate_route_list, LeptosRoutes};
@@ -29,6 +30,26 @@ impl ArenaReads for AppState {
             };
             let live = repo::budget::live_state(&self.db, &self.registry).await.map_err(|e| e.to_string())?;
             Ok(Some(catalog::challenge_view(&self.registry, challenge, &live)))
+        })
+    }
+
+    fn environments(&self, limit: u32) -> BoxFuture<'_, Result<Vec<EnvironmentRecord>, String>> {
+        Box::pin(async move {
+            repo::environments::list(&self.db, None, false, i64::from(limit)).await.map_err(|e| e.to_string())
+        })
+    }
+
+    fn submission<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<SubmissionDetail>, String>> {
+        Box::pin(async move {
+            let Some((environment, report)) =
+                repo::environments::get(&self.db, id).await.map_err(|e| e.to_string())?
+            else {
+                return Ok(None);
+            };
+            let validation: domain::collection::Report =
+                serde_json::from_str(&report).map_err(|e| e.to_string())?;
+            let posttrain = domain::collection::record::posttrain(&environment, &validation);
+            Ok(Some(SubmissionDetail { environment, validation, posttrain }))
         })
     }
 

@@ -50,6 +50,15 @@ pub fn environment_id(author_id: &str, source: &Source, commit: &str) -> String 
     format!("env-{hex}")
 }
 
+/// A collection's page: its record, the validation stored at submission, and the PostTrain block.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct SubmissionDetail {
+    pub environment: EnvironmentRecord,
+    pub validation: Report,
+    pub posttrain: PostTrain,
+}
+
 /// The guide's PostTrain block.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]

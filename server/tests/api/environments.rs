@@ -97,6 +97,12 @@ on_both_backends!(submit_pins_the_commit_and_repeats_find_the_first_record, |app
     assert_eq!(pt["no_oracle"], 0);
     assert_eq!(pt["root"], false);
     assert!(pt["costs"]["note"].as_str().unwrap().contains("Not estimated"));
+    // The pages are rendered on the server too: the list, and a page whose link previews as the collection.
+    let arena = app.get("/arena").await.text();
+    assert!(arena.contains("First title") && arena.contains(&id), "the collection is listed on /arena");
+    let html = app.get(&format!("/arena/submissions/{id}")).await.text();
+    assert!(html.contains(r#"property="og:title" content="First title""#), "{html}");
+    assert!(html.contains("posttrain env add"));
     let missing = app.get("/api/app/submissions/env-0000000000000000").await;
     assert_eq!(missing.status, StatusCode::NOT_FOUND);
     assert_eq!(missing.json()["code"], "ENVIRONMENT_NOT_FOUND");

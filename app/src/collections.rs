@@ -1,0 +1,453 @@
+//! Collections in the submissions app: the list `/arena` opens on, a collection's page, the submit
+//! form (validate, read the findings, then submit), and a checker that runs the same checks on a
+//! local folder inside the browser (the wasm build of `domain`), uploading nothing.
+
+use domain::collection::record::{EnvironmentRecord, SubmissionDetail};
+use domain::collection::report::{Report, TaskStatus};
+use domain::gates::{Finding, Severity, CATALOGUE};
+use leptos::prelude::*;
+use leptos_meta::{Meta, Title};
+use leptos_router::hooks::use_params_map;
+use serde_json::{json, Value};
+
+use crate::api::{get_session, get_submission, list_environments};
+use crate::board::Account;
+use crate::client;
+
+fn short(commit: &str) -> &str {
+    commit.get(..10).unwrap_or(commit)
+}
+
+fn severity_label(s: Severity) -> &'static str {
+    match s {
+        Severity::Block => "block",
+        Severity::Reject => "reject",
+        Severity::Controls => "controls",
+        Severity::Review => "review",
+    }
+}
+
+fn status_label(s: TaskStatus) -> &'static str {
+    match s {
+        TaskStatus::Eligible => "eligible",
+        TaskStatus::Rejected => "rejected",
+        TaskStatus::Blocked => "blocked",
+        TaskStatus::Invalid => "invalid",
+    }
+}
+
+fn meaning(code: &str) -> &'static str {
+    CATALOGUE.iter().find(|(c, _, _)| *c == code).map(|(_, _, m)| *m).unwrap_or("")
+}
+
+/// The collections `/arena` opens on, each with its checks.
+#[component]
+pub fn CollectionList() -> impl IntoView {
+    let environments = Resource::new(|| (), |_| list_environments());
+    view! {
+        <section class="collections">
+            <h1>"Collections"</h1>
+            <p>
+                <a class="button" href="/arena/submit">"Submit a collection"</a>
+                " · " <a href="/arena/check">"Check a local folder"</a>
+                " · agents: " <code>"arena_cli.py environments list"</code>
+            </p>
+            <Suspense fallback=|| view! { <p>"Loading collections…"</p> }>
+                {move || Suspend::new(async move {
+                    match environments.await {
+                        Ok(list) if list.is_empty() => view! { <p class="empty">"No collection has been submitted yet."</p> }.into_any(),
+                        Ok(list) => view! {
+                            <ul class="env-list">
+                                {list.into_iter().map(|e| view! { <EnvironmentRow env=e/> }).collect_view()}
+                            </ul>
+                        }
+                        .into_any(),
+                        Err(e) => view! { <p class="error">"Could not load collections: " {e.to_string()}</p> }.into_any(),
+                    }
+                })}
+            </Suspense>
+        </section>
+    }
+}
+
+#[component]
+fn EnvironmentRow(env: EnvironmentRecord) -> impl IntoView {
+    let href = format!("/arena/submissions/{}", env.environment_id);
+    let checks = if env.valid { ("badge ok", "valid") } else { ("badge paused", "not valid") };
+    view! {
+        <li class="card env">
+            <a class="env-title" href=href>{env.title.clone()}</a>
+            " " <span class=checks.0>{checks.1}</span>
+            <p class="meta">
+                {format!("{} · {}/{} tasks eligible · {}@{}", env.author, env.eligible_tasks, env.tasks, env.repo_id, short(&env.commit))}
+                {(!env.entry_path.is_empty()).then(|| format!(" · {}", env.entry_path))}
+                {env.agent_id.clone().map(|a| format!(" · agent {a}"))}
+            </p>
+            <p class="meta">{format!("{} · {} · {}", env.environment_id, env.challenge_id, env.gates_version)}</p>
+        </li>
+    }
+}
+
+/// A validation report: structure, warnings, the gate summary, each task and each finding explained.
+#[component]
+pub fn ReportView(report: Report) -> impl IntoView {
+    let s = report.quality_gates.static_.summary.clone();
+    let findings = report.quality_gates.static_.findings.clone();
+    let heldout = report.quality_gates.static_.heldout.clone();
+    view! {
+        <div class="report">
+            <p class="verdict">
+                {if report.valid {
+                    view! { <span class="badge ok">"valid"</span> }.into_any()
+                } else {
+                    view! { <span class="badge paused">"not valid"</span> }.into_any()
+                }}
+                {format!(" {} task(s), {} eligible · gates {}", report.tasks, report.eligible_tasks, report.quality_gates.static_.version)}
+            </p>
+            {(!report.errors.is_empty()).then(|| view! {
+                <h3>"Errors"</h3>
+                <ul class="issues">
+                    {report.errors.iter().map(|e| view! {
+                        <li class="issue error">
+                            <code>{e.code.clone()}</code> " "
+                            {e.file.clone().unwrap_or_default()}
+                            {e.field.clone().map(|f| format!(" ({f})"))}
+                            ": " {e.message.clone()}
+                        </li>
+                    }).collect_view()}
+                </ul>
+            })}
+            {(!report.warnings.is_empty()).then(|| view! {
+                <h3>"Warnings"</h3>
+                <ul class="issues">
+                    {report.warnings.iter().map(|w| view! {
+                        <li class="issue warn"><code>{w.code.clone()}</code> " " {w.message.clone()}</li>
+                    }).collect_view()}
+                </ul>
+            })}
+            <h3>"Static gates"</h3>
+            <dl class="facts summary">
+                <dt>"Blocked"</dt><dd>{s.blocked}</dd>
+                <dt>"Rejected"</dt><dd>{s.rejected}</dd>
+                <dt>"Eligible"</dt><dd>{s.eligible}</dd>
+                <dt>"Needs controls"</dt><dd>{s.needs_controls}</dd>
+                <dt>"Review"</dt><dd>{s.review}</dd>
+                <dt>"Clean"</dt><dd>{s.clean}</dd>
+            </dl>
+            <p class="note">
+                {if heldout.is_empty() {
+                    "Not compared with any held-out suite.".to_string()
+                } else {
+                    format!(
+                        "Compared with: {}.",
+                        heldout
+                            .iter()
+                            .map(|h| format!("{} ({}{})", h.suite, if h.sealed { "sealed" } else { "public" }, if h.evaluated { ", evaluated" } else { "" }))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                }}
+            </p>
+            <h3>"Tasks"</h3>
+            <div class="table-wrap">
+                <table class="tasks">
+                    <thead><tr><th>"Task"</th><th>"Format"</th><th>"Status"</th><th>"Findings"</th><th>"Credit"</th><th>"Identity"</th></tr></thead>
+                    <tbody>
+                        {report.task_list.iter().map(|t| {
+                            let format = t.format.map(|f| format!("{f:?}").to_lowercase()).unwrap_or_else(|| "?".into());
+                            let credit = [
+                                t.credit.author_hub.clone().or(t.credit.author_name.clone()),
+                                t.credit.license.clone(),
+                                t.credit.category.clone(),
+                                t.credit.origin.clone(),
+                            ]
+                            .into_iter()
+                            .map(|v| v.unwrap_or_else(|| "—".into()))
+                            .collect::<Vec<_>>()
+                            .join(" · ");
+                            view! {
+                                <tr class=format!("task {}", status_label(t.status))>
+                                    <td>{t.name.clone()}</td>
+                                    <td>{format}</td>
+                                    <td class="status">{status_label(t.status)}</td>
+                                    <td>{t.findings.join(", ")}</td>
+                                    <td>{credit}</td>
+                                    <td><code title=t.identity.clone()>{t.identity.get(..19).unwrap_or(&t.identity).to_string()} "…"</code></td>
+                                </tr>
+                            }
+                        }).collect_view()}
+                    </tbody>
+                </table>
+            </div>
+            {(!findings.is_empty()).then(|| view! {
+                <h3>"Findings"</h3>
+                <ul class="findings">
+                    {findings.into_iter().map(|f| view! { <FindingItem finding=f/> }).collect_view()}
+                </ul>
+            })}
+        </div>
+    }
+}
+
+#[component]
+fn FindingItem(finding: Finding) -> impl IntoView {
+    let sev = severity_label(finding.severity);
+    view! {
+        <li class=format!("finding {sev}")>
+            <span class=format!("badge sev-{sev}")>{sev}</span> " "
+            <code>{finding.code.clone()}</code> " "
+            <strong>{finding.task.clone()}</strong>
+            {finding.file.clone().map(|f| view! { " " <span class="meta">{f}</span> })}
+            <p>{finding.message.clone()}</p>
+            <p class="note">{meaning(&finding.code)}</p>
+        </li>
+    }
+}
+
+/// `/arena/submissions/:id`: a collection's tasks, findings, identities, credit and PostTrain commands.
+#[component]
+pub fn SubmissionPage() -> impl IntoView {
+    let params = use_params_map();
+    let detail = Resource::new(move || params.read().get("id").unwrap_or_default(), get_submission);
+    view! {
+        <Suspense fallback=|| view! { <p>"Loading the collection…"</p> }>
+            {move || Suspend::new(async move {
+                match detail.await {
+                    Ok(Some(d)) => view! { <Submission detail=d/> }.into_any(),
+                    Ok(None) => view! {
+                        <Title text="Open Env Arena · Not found"/>
+                        <h1>"No such collection"</h1>
+                        <p><a href="/arena">"See every collection"</a></p>
+                    }
+                    .into_any(),
+                    Err(e) => view! { <p class="error">"Could not load the collection: " {e.to_string()}</p> }.into_any(),
+                }
+            })}
+        </Suspense>
+    }
+}
+
+#[component]
+fn Submission(detail: SubmissionDetail) -> impl IntoView {
+    let e = detail.environment;
+    let p = detail.posttrain;
+    let description = format!(
+        "{} tasks, {} eligible, by {} on Open Env Arena ({})",
+        e.tasks, e.eligible_tasks, e.author, e.challenge_id
+    );
+    view! {
+        <Title text=format!("{} · Open Env Arena", e.title)/>
+        <Meta name="description" content=description.clone()/>
+        <Meta property="og:title" content=e.title.clone()/>
+        <Meta property="og:description" content=description/>
+        <h1>{e.title.clone()}</h1>
+        <dl class="facts">
+            <dt>"Collection"</dt><dd><code>{e.environment_id.clone()}</code></dd>
+            <dt>"Author"</dt><dd>{e.author.clone()}{e.agent_id.clone().map(|a| format!(" (agent {a})"))}</dd>
+            <dt>"Challenge"</dt><dd><a href=format!("/arena/challenges/{}", e.challenge_id)>{e.challenge_id.clone()}</a></dd>
+            <dt>"Source"</dt><dd><a href=e.source_url.clone() rel="external noopener">{format!("{} {}", e.repo_type, e.repo_id)}</a>
+                {(!e.entry_path.is_empty()).then(|| format!(" · {}", e.entry_path))}</dd>
+            <dt>"Pinned commit"</dt><dd><code>{e.commit.clone()}</code>{format!(" (asked: {})", e.revision)}</dd>
+            <dt>"Submitted"</dt><dd>{e.created_at.clone()}</dd>
+        </dl>
+        {(!e.notes.is_empty()).then(|| view! { <p class="notes">{e.notes.clone()}</p> })}
+        <ReportView report=detail.validation/>
+        <h2>"Improve a model on it with PostTrain"</h2>
+        <p class="note">
+            {format!("Outside the arena, on your own Fireworks and Daytona accounts; checked with {}. ", p.checked_with)}
+            {p.costs.note.clone()}
+        </p>
+        <pre class="commands">{p.commands.join("\n")}</pre>
+        <dl class="facts">
+            <dt>"Leaky"</dt><dd>{if p.leaky.is_empty() { "none".to_string() } else { p.leaky.join(", ") }}</dd>
+            <dt>"Without oracle"</dt><dd>{p.no_oracle}</dd>
+            <dt>"Agent as root"</dt><dd>{if p.root { "yes (no task has a reference solution)" } else { "no" }}</dd>
+        </dl>
+    }
+}
+
+/// `/arena/submit`: validate first and read every finding, then submit.
+#[component]
+pub fn SubmitPage() -> impl IntoView {
+    let session = Resource::new(|| (), |_| get_session());
+    view! {
+        <Title text="Open Env Arena · Submit a collection"/>
+        <h1>"Submit a collection"</h1>
+        <p class="note">
+            "The arena reads a public HF dataset (recommended) or a public GitHub repository at the revision you give, "
+            "resolves it to a commit, and checks every task. Validation stores nothing; submitting pins the commit."
+        </p>
+        <Suspense fallback=|| view! { <p>"Loading…"</p> }>
+            {move || Suspend::new(async move {
+                match session.await {
+                    Ok(s) => match s.viewer.clone() {
+                        Some(viewer) => view! { <Account session=s return_to="/arena/submit"/> <SubmitForm csrf=viewer.csrf agents=viewer.agents/> }.into_any(),
+                        None => view! { <Account session=s return_to="/arena/submit"/> <p>"Sign in to validate and submit."</p> }.into_any(),
+                    },
+                    Err(e) => view! { <p class="error">"Could not read your session: " {e.to_string()}</p> }.into_any(),
+                }
+            })}
+        </Suspense>
+    }
+}
+
+#[component]
+fn SubmitForm(csrf: String, agents: Vec<String>) -> impl IntoView {
+    let repo_type = RwSignal::new("dataset".to_string());
+    let repo_id = RwSignal::new(String::new());
+    let revision = RwSignal::new("main".to_string());
+    let entry_path = RwSignal::new(String::new());
+    let title = RwSignal::new(String::new());
+    let notes = RwSignal::new(String::new());
+    let agent = RwSignal::new(String::new());
+    let busy = RwSignal::new(false);
+    let error = RwSignal::new(None::<String>);
+    let report = RwSignal::new(None::<Report>);
+    let submitted = RwSignal::new(None::<(String, bool)>);
+    let body = move || {
+        let agent = agent.get();
+        json!({
+            "agent_id": if agent.is_empty() { Value::Null } else { Value::String(agent) },
+            "challenge_id": "openenv-9b",
+            "repo_type": repo_type.get(), "repo_id": repo_id.get().trim(), "revision": revision.get().trim(),
+            "entry_path": entry_path.get().trim(), "title": title.get(), "notes": notes.get(),
+        })
+    };
+    let send = {
+        let csrf = csrf.clone();
+        move |url: &'static str| {
+            let csrf = csrf.clone();
+            let payload = body();
+            busy.set(true);
+            error.set(None);
+            leptos::task::spawn_local(async move {
+                match client::post_json(url, &csrf, &payload).await {
+                    Ok((status, answer)) => {
+                        let validation = if url.ends_with("/validate") {
+                            answer.clone()
+                        } else {
+                            answer["validation"].clone()
+                        };
+                        if let Ok(r) = serde_json::from_value::<Report>(validation) {
+                            report.set(Some(r));
+                        }
+                        if status == 200 || status == 201 {
+                            if let Some(id) = answer["environment_id"].as_str() {
+                                submitted.set(Some((id.to_string(), answer["existing"] == true)));
+                            }
+                        } else if answer["code"] != "VALIDATION_FAILED" || report.get_untracked().is_none() {
+                            error.set(Some(format!(
+                                "{}: {}",
+                                answer["code"].as_str().unwrap_or("ERROR"),
+                                answer["message"].as_str().unwrap_or("")
+                            )));
+                        }
+                    }
+                    Err(e) => error.set(Some(e)),
+                }
+                busy.set(false);
+            });
+        }
+    };
+    let validate = {
+        let send = send.clone();
+        move |ev: leptos::ev::SubmitEvent| {
+            ev.prevent_default();
+            submitted.set(None);
+            send("/api/environments/validate");
+        }
+    };
+    let submit = move |_| send("/api/environments");
+    view! {
+        <form class="post-form submit-form" on:submit=validate>
+            <label>"Host"
+                <select on:change=move |ev| repo_type.set(event_target_value(&ev)) prop:value=move || repo_type.get()>
+                    <option value="dataset">"Hugging Face dataset"</option>
+                    <option value="github">"GitHub repository"</option>
+                </select>
+            </label>
+            <label>"Repository (owner/name)" <input name="repo_id" required placeholder="YOUR_NAME/environment-pack" prop:value=move || repo_id.get() on:input=move |ev| repo_id.set(event_target_value(&ev))/></label>
+            <label>"Revision" <input name="revision" prop:value=move || revision.get() on:input=move |ev| revision.set(event_target_value(&ev))/></label>
+            <label>"Entry path (the directory holding submission.yaml and envs/; empty for the root)" <input name="entry_path" prop:value=move || entry_path.get() on:input=move |ev| entry_path.set(event_target_value(&ev))/></label>
+            <label>"Title" <input name="title" prop:value=move || title.get() on:input=move |ev| title.set(event_target_value(&ev))/></label>
+            <label>"Notes" <textarea name="notes" rows="3" prop:value=move || notes.get() on:input=move |ev| notes.set(event_target_value(&ev))></textarea></label>
+            <label>"Agent"
+                <select on:change=move |ev| agent.set(event_target_value(&ev))>
+                    <option value="">"none (your HF identity)"</option>
+                    {agents.into_iter().map(|a| view! { <option value=a.clone()>{a.clone()}</option> }).collect_view()}
+                </select>
+            </label>
+            <div class="row">
+                <button type="submit" class="validate" disabled=move || busy.get()>"Validate"</button>
+                <button type="button" class="submit" on:click=submit
+                    disabled=move || busy.get() || !report.get().is_some_and(|r| r.valid)>"Submit"</button>
+            </div>
+        </form>
+        {move || busy.get().then(|| view! { <p class="note">"Reading the repository and checking every task…"</p> })}
+        {move || error.get().map(|e| view! { <p class="error">{e}</p> })}
+        {move || submitted.get().map(|(id, existing)| view! {
+            <p class="ok submitted">
+                {if existing { "Already submitted: the first title, notes and agent are kept. " } else { "Submitted. " }}
+                <a href=format!("/arena/submissions/{id}")>{id.clone()}</a>
+            </p>
+        })}
+        {move || report.get().map(|r| view! { <ReportView report=r/> })}
+    }
+}
+
+/// `/arena/check`: the structure check and static gates on a folder you pick, computed here in the
+/// browser. Nothing leaves the page, so the private held-out suite is not compared.
+#[component]
+pub fn CheckPage() -> impl IntoView {
+    let report = RwSignal::new(None::<Report>);
+    let error = RwSignal::new(None::<String>);
+    let busy = RwSignal::new(false);
+    // `webkitdirectory` (pick a folder) is not an attribute the view macro knows; set it once live.
+    let picker = NodeRef::<leptos::html::Input>::new();
+    Effect::new(move |_| {
+        if let Some(input) = picker.get() {
+            let _ = input.set_attribute("webkitdirectory", "");
+        }
+    });
+    let on_change = move |ev: leptos::ev::Event| {
+        let _ = &ev;
+        #[cfg(feature = "hydrate")]
+        {
+            use wasm_bindgen::JsCast;
+            let Some(input) = ev.target().and_then(|t| t.dyn_into::<web_sys::HtmlInputElement>().ok()) else {
+                return;
+            };
+            busy.set(true);
+            error.set(None);
+            leptos::task::spawn_local(async move {
+                match client::read_folder(&input).await {
+                    Ok(files) => {
+                        let (listing, contents) = domain::collection::listing::from_files(
+                            files.iter().map(|(p, b)| (p.as_str(), b.as_slice(), false)),
+                        );
+                        report.set(Some(domain::collection::check(
+                            &listing,
+                            &contents,
+                            &domain::gates::fingerprint::HeldOut::none(),
+                        )));
+                    }
+                    Err(e) => error.set(Some(e)),
+                }
+                busy.set(false);
+            });
+        }
+    };
+    view! {
+        <Title text="Open Env Arena · Check a folder"/>
+        <h1>"Check a local folder"</h1>
+        <p class="note">
+            "Pick your collection's folder (the one holding " <code>"submission.yaml"</code> " and " <code>"envs/"</code>
+            "), its " <code>"envs/"</code> " folder, or one task. The structure check and the static gates run here, in your browser, "
+            "with the same code the arena runs; nothing is uploaded. Validation on the arena also compares your prompts and files with the held-out suites."
+        </p>
+        <input type="file" class="folder-picker" node_ref=picker multiple=true on:change=on_change/>
+        {move || busy.get().then(|| view! { <p class="note">"Checking…"</p> })}
+        {move || error.get().map(|e| view! { <p class="error">{e}</p> })}
+        {move || report.get().map(|r| view! { <ReportView report=r/> })}
+    }
+}

@@ -1,0 +1,116 @@
+// Collections in Chromium: /arena lists a submitted collection with its checks, its page explains
+// each finding and shows the PostTrain commands, the submit form validates then submits, and the
+// local checker runs the gates in the browser on a picked folder, uploading nothing.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import os from 'node:os';
+import { execFileSync } from 'node:child_process';
+import { chromium } from 'playwright-core';
+
+const BASE = process.env.ARENA_TEST_URL;
+const REPOS = process.env.ARENA_TEST_HUB_REPOS;
+const USERS = JSON.parse(fs.readFileSync(process.env.ARENA_TEST_USERS, 'utf8'));
+const token = (name) => USERS.find((u) => u.name === name).token;
+const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
+const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
+  '--disable-component-update', '--disable-sync', '--no-first-run'];
+let browser;
+
+before(async () => {
+  assert.ok(REPOS, 'ARENA_TEST_HUB_REPOS is set by dev/test');
+  browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: FLAGS });
+});
+after(async () => { await browser?.close(); });
+
+/** Publishes a fixture collection as a dataset repository on the stand-in. */
+function publish(owner, fixture) {
+  const name = `${fixture}-${Date.now().toString(36)}${Math.floor(Math.random() * 1e6).toString(36)}`;
+  const dest = path.join(REPOS, 'datasets', owner, name);
+  fs.mkdirSync(dest, { recursive: true });
+  fs.cpSync(path.join(ROOT, 'tests/fixtures/collections', fixture), dest, { recursive: true, verbatimSymlinks: true });
+  const git = (...args) => execFileSync('git', ['-C', dest, ...args], { encoding: 'utf8' }).trim();
+  git('init', '-q', '-b', 'main');
+  git('add', '-A');
+  git('-c', 'user.name=t', '-c', 'user.email=t@localhost', 'commit', '-q', '-m', 'fixture');
+  return `${owner}/${name}`;
+}
+
+async function submit(repoId, title, who) {
+  const resp = await fetch(`${BASE}/api/environments`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${token(who)}` },
+    body: JSON.stringify({ agent_id: null, challenge_id: 'openenv-9b', repo_type: 'dataset', repo_id: repoId,
+      revision: 'main', entry_path: '', title, notes: 'from the browser tests' }),
+  });
+  assert.ok(resp.status === 201 || resp.status === 200, `submit answered ${resp.status}: ${await resp.text()}`);
+  return (await resp.json()).environment_id;
+}
+
+test('/arena lists a collection; its page explains each finding and gives the PostTrain commands', async () => {
+  const title = `Leaky pair ${Date.now()}`;
+  const id = await submit(publish('carol', 'dockerfile-copies-oracle'), title, 'carol');
+  const page = await browser.newPage();
+  await page.goto(`${BASE}/arena`);
+  const row = page.locator('li.env', { hasText: title });
+  await row.waitFor({ timeout: 15_000 });
+  assert.match(await row.innerText(), /0\/2 tasks eligible/);
+  await row.getByRole('link', { name: title }).click();
+  await page.waitForURL(`${BASE}/arena/submissions/${id}`);
+  await page.locator('li.finding', { hasText: 'L-IMAGE-COPIES-SOLUTION' }).waitFor({ timeout: 15_000 });
+  assert.match(await page.locator('li.finding.reject').first().innerText(), /image/);
+  assert.equal(await page.locator('table.tasks tbody tr').count(), 2);
+  assert.match(await page.locator('pre.commands').innerText(), /posttrain env add/);
+  assert.equal(await page.title(), `${title} · Open Env Arena`);
+  assert.equal(await page.locator('meta[property="og:title"]').getAttribute('content'), title);
+  // The hash form of the link opens the same page.
+  await page.goto(`${BASE}/arena#/submissions/${id}`);
+  await page.waitForURL(`${BASE}/arena/submissions/${id}`, { timeout: 30_000 });
+  await page.close();
+});
+
+test('the submit form validates, shows the findings, then submits', async () => {
+  const repoId = publish('dave', 'no-oracle');
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  await page.goto(`${BASE}/arena/submit`);
+  await page.waitForSelector('body[data-hydrated="true"]', { timeout: 30_000 });
+  await page.getByRole('link', { name: 'Sign in with Hugging Face' }).click();
+  await page.waitForURL(/\/oauth\/authorize/);
+  await page.getByRole('button', { name: 'Sign in as dave' }).click();
+  await page.waitForURL(`${BASE}/arena/submit`);
+  await page.waitForSelector('body[data-hydrated="true"]', { timeout: 30_000 });
+  await page.locator('input[name=repo_id]').fill(repoId);
+  await page.locator('input[name=title]').fill('Dave no-oracle pair');
+  const submitButton = page.getByRole('button', { name: 'Submit', exact: true });
+  assert.equal(await submitButton.isDisabled(), true);
+  await page.getByRole('button', { name: 'Validate' }).click();
+  await page.locator('li.finding', { hasText: 'C-NO-ORACLE' }).waitFor({ timeout: 30_000 });
+  assert.match(await page.locator('.report .verdict').innerText(), /valid/);
+  await submitButton.click();
+  const done = page.locator('p.submitted');
+  await done.waitFor({ timeout: 30_000 });
+  const link = await done.getByRole('link').getAttribute('href');
+  assert.match(link, /^\/arena\/submissions\/env-[0-9a-f]{16}$/);
+  await context.close();
+});
+
+test('the local checker runs the gates in the browser and uploads nothing', async () => {
+  const page = await browser.newPage();
+  const posted = [];
+  page.on('request', (r) => { if (r.method() === 'POST') posted.push(r.url()); });
+  await page.goto(`${BASE}/arena/check`);
+  await page.waitForSelector('body[data-hydrated="true"]', { timeout: 30_000 });
+  // A copy without the fixture's CASE.md, as a participant's folder would be.
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'arena-check-'));
+  const folder = path.join(dir, 'my-collection');
+  fs.cpSync(path.join(ROOT, 'tests/fixtures/collections/dockerfile-copies-oracle'), folder, { recursive: true });
+  await page.locator('input.folder-picker').setInputFiles(folder);
+  await page.locator('li.finding', { hasText: 'L-IMAGE-COPIES-SOLUTION' }).waitFor({ timeout: 30_000 });
+  await page.locator('li.finding', { hasText: 'L-IMAGE-COPIES-VERIFIER' }).waitFor();
+  assert.match(await page.locator('.report').innerText(), /Not compared with any held-out suite/);
+  assert.deepEqual(posted, []);
+  fs.rmSync(dir, { recursive: true, force: true });
+  await page.close();
+});
