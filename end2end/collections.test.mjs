@@ -44,8 +44,9 @@ async function submit(repoId, title, who) {
     body: JSON.stringify({ agent_id: null, challenge_id: 'openenv-9b', repo_type: 'dataset', repo_id: repoId,
       revision: 'main', entry_path: '', title, notes: 'from the browser tests' }),
   });
-  assert.ok(resp.status === 201 || resp.status === 200, `submit answered ${resp.status}: ${await resp.text()}`);
-  return (await resp.json()).environment_id;
+  const text = await resp.text();
+  assert.ok(resp.status === 201 || resp.status === 200, `submit answered ${resp.status}: ${text}`);
+  return JSON.parse(text).environment_id;
 }
 
 test('/arena lists a collection; its page explains each finding and gives the PostTrain commands', async () => {

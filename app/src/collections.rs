@@ -377,11 +377,11 @@ fn SubmitForm(csrf: String, agents: Vec<String>) -> impl IntoView {
                     {agents.into_iter().map(|a| view! { <option value=a.clone()>{a.clone()}</option> }).collect_view()}
                 </select>
             </label>
-            <div class="row">
+            {view! { <div class="row">
                 <button type="submit" class="validate" disabled=move || busy.get()>"Validate"</button>
                 <button type="button" class="submit" on:click=submit
                     disabled=move || busy.get() || !report.get().is_some_and(|r| r.valid)>"Submit"</button>
-            </div>
+            </div> }.into_any()}
         </form>
         {move || busy.get().then(|| view! { <p class="note">"Reading the repository and checking every task…"</p> })}
         {move || error.get().map(|e| view! { <p class="error">{e}</p> })}
@@ -425,7 +425,7 @@ pub fn CheckPage() -> impl IntoView {
                         let (listing, contents) = domain::collection::listing::from_files(
                             files.iter().map(|(p, b)| (p.as_str(), b.as_slice(), false)),
                         );
-                        report.set(Some(domain::collection::check(
+                        report.set(Some(domain::collection::check_tasks(
                             &listing,
                             &contents,
                             &domain::gates::fingerprint::HeldOut::none(),

@@ -1,3 +1,4 @@
+#![recursion_limit = "256"]
 //! The wasm entry point: hydrates the pages the server rendered.
 
 #[wasm_bindgen::prelude::wasm_bindgen]

@@ -24,6 +24,19 @@ enum Command {
         #[arg(long, env = "ARENA_PRIVATE_OVERLAY")]
         private_overlay: Option<PathBuf>,
     },
+    /// Run the structure check and static gates on a local collection directory (no network, no
+    /// database) and print the report; `--fingerprints` compares with the suites in that directory
+    /// (`--evaluated` names the one counted as evaluated). The time the checks took goes to stderr.
+    CheckDir {
+        dir: PathBuf,
+        #[arg(long)]
+        fingerprints: Option<PathBuf>,
+        #[arg(long)]
+        evaluated: Option<String>,
+        /// Run the checks this many times (for timing).
+        #[arg(long, default_value_t = 1)]
+        repeat: u32,
+    },
     /// Fingerprint a held-out suite (prompt 13-gram hashes and file blob ids, template text set
     /// apart) from a local directory holding `envs/` or `tasks/`; prints the JSON.
     FingerprintSuite {
@@ -46,6 +59,36 @@ async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command.unwrap_or(Command::Serve) {
         Command::Serve => serve(cli.config).await,
+        Command::CheckDir { dir, fingerprints, evaluated, repeat } => {
+            let (listing, contents) = server::local::read_dir(&dir)?;
+            let suites = server::heldout::load(fingerprints.as_deref())?;
+            let held = domain::gates::fingerprint::HeldOut {
+                suites: suites
+                    .into_iter()
+                    .map(|s| {
+                        let e = evaluated.as_deref() == Some(s.suite.as_str());
+                        (s, e)
+                    })
+                    .collect(),
+            };
+            let started = std::time::Instant::now();
+            let mut report = domain::collection::check(&listing, &contents, &held);
+            for _ in 1..repeat.max(1) {
+                report = domain::collection::check(&listing, &contents, &held);
+            }
+            let per_run = started.elapsed() / repeat.max(1);
+            eprintln!(
+                "checked {} task(s), {} file(s) in {:.2} ms per run ({} run(s)); valid: {}, eligible: {}",
+                report.tasks,
+                listing.len(),
+                per_run.as_secs_f64() * 1000.0,
+                repeat.max(1),
+                report.valid,
+                report.eligible_tasks
+            );
+            println!("{}", serde_json::to_string_pretty(&report)?);
+            std::process::exit(if report.valid { 0 } else { 1 });
+        }
         Command::FingerprintSuite { dir, suite, sealed } => {
             let fp = server::local::fingerprint_dir(&dir, &suite, sealed)?;
             eprintln!(

@@ -15,4 +15,4 @@ pub mod submission;
 pub mod task_identity;
 
 pub use listing::{Contents, Entry};
-pub use report::{check, Report};
+pub use report::{check, check_tasks, Report};

@@ -270,6 +270,10 @@ pub fn read_task(dir: &TaskDir, contents: &Contents, issues: &mut Vec<Issue>) ->
         let root_path = format!("{}/{}", dir.dir, f.path);
         let read = if f.size > MAX_FILE_BYTES { None } else { contents.get(&root_path) };
         match read {
+            // Data files in the image are only searched for values: binary ones are read loosely.
+            Some(bytes) if f.path.starts_with("environment/") && f.path != "environment/Dockerfile" => {
+                texts.insert(f.path.clone(), String::from_utf8_lossy(bytes).into_owned());
+            }
             Some(bytes) => match std::str::from_utf8(bytes) {
                 Ok(text) if !text.contains('\0') => {
                     texts.insert(f.path.clone(), text.to_string());

@@ -146,6 +146,16 @@ pub struct Report {
 
 /// Checks a collection from its listing and the contents read for `package::reads`.
 pub fn check(listing: &[Entry], contents: &Contents, heldout: &HeldOut) -> Report {
+    check_with(listing, contents, heldout, true)
+}
+
+/// Checks tasks on their own (a local folder, one task, an `envs/` directory): a missing
+/// `submission.yaml` is a warning there, since validation reads the one in the repository.
+pub fn check_tasks(listing: &[Entry], contents: &Contents, heldout: &HeldOut) -> Report {
+    check_with(listing, contents, heldout, false)
+}
+
+fn check_with(listing: &[Entry], contents: &Contents, heldout: &HeldOut, require_submission: bool) -> Report {
     let layout = package::discover(listing);
     let mut errors = layout.errors.clone();
     let mut warnings = Vec::new();
@@ -202,6 +212,13 @@ pub fn check(listing: &[Entry], contents: &Contents, heldout: &HeldOut) -> Repor
         }
         // Harbor datasets validate without one (credited to the submitting account).
         None if layout.tasks_dir == Some("tasks") || layout.tasks.is_empty() => {}
+        None if !require_submission => warnings.push(Warning {
+            code: "W-NO-SUBMISSION-YAML".into(),
+            field: None,
+            count: None,
+            tasks: Vec::new(),
+            message: "no `submission.yaml` was checked; the collection needs one beside `envs/` (`team_name`, `track: environments`)".into(),
+        }),
         None => errors.push(Issue {
             code: "S-SUBMISSION-YAML".into(),
             task: None,
@@ -336,4 +353,55 @@ pub fn check(listing: &[Entry], contents: &Contents, heldout: &HeldOut) -> Repor
 
 fn dir_name(dir: &str) -> &str {
     dir.rsplit('/').next().unwrap_or(dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::collection::listing::from_files;
+
+    const TASK_MD: &str = "---\nversion: \"1.0\"\nmetadata:\n  author_hub: alice\n  license: MIT\n  category: data-processing\n  origin: original\nagent: {timeout_sec: 600}\nverifier: {timeout_sec: 60}\nenvironment: {allow_internet: false}\n---\n## prompt\nSum the numbers in /app/data/in.txt and write the total to /app/out/total.txt as one line.\n";
+
+    fn task(extra: &[(&str, &[u8])]) -> Report {
+        let mut files: Vec<(&str, &[u8])> = vec![
+            ("submission.yaml", b"team_name: t\ntrack: environments\n"),
+            ("envs/sum/task.md", TASK_MD.as_bytes()),
+            ("envs/sum/environment/Dockerfile", b"FROM python:3.11-slim\nCOPY data/ /app/data/\n"),
+            ("envs/sum/environment/data/in.txt", b"1\n2\n"),
+            ("envs/sum/verifier/test.sh", b"if pytest /tests; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi\n"),
+            ("envs/sum/verifier/test_outputs.py", b"def test_total():\n    assert open('/app/out/total.txt').read().strip() == '3'\n"),
+            ("envs/sum/verifier/verifier.md", b"checks the total\n"),
+            ("envs/sum/verifier/rubrics/total.md", b"the total is right\n"),
+            ("envs/sum/oracle/solve.sh", b"mkdir -p /app/out && python3 -c 'print(3)' > /app/out/total.txt\n"),
+        ];
+        files.extend_from_slice(extra);
+        let (listing, contents) = from_files(files.into_iter().map(|(p, b)| (p, b, false)));
+        check(&listing, &contents, &HeldOut::none())
+    }
+
+    #[test]
+    fn a_clean_task_is_valid_eligible_and_clean() {
+        let r = task(&[]);
+        assert!(r.valid, "{r:#?}");
+        assert_eq!((r.tasks, r.eligible_tasks, r.quality_gates.static_.summary.clean), (1, 1, 1));
+        assert!(r.errors.is_empty() && r.warnings.is_empty());
+        assert_eq!(r.task_list[0].format, Some(Format::Posttrain));
+    }
+
+    #[test]
+    fn a_binary_data_file_named_like_labels_is_no_structure_error() {
+        let r = task(&[("envs/sum/environment/data/labels.png", b"\x89PNG\r\n\x1a\n\xff\x00")]);
+        assert!(r.errors.is_empty(), "{:?}", r.errors);
+        let codes: Vec<&str> = r.quality_gates.static_.findings.iter().map(|f| f.code.as_str()).collect();
+        assert_eq!(codes, ["R-ANSWER-LIKE-FILE"]);
+    }
+
+    #[test]
+    fn a_task_without_submission_yaml_beside_envs_is_refused() {
+        let (listing, contents) = from_files([("envs/sum/task.md", TASK_MD.as_bytes(), false)]);
+        let r = check(&listing, &contents, &HeldOut::none());
+        assert!(!r.valid);
+        assert!(r.errors.iter().any(|e| e.code == "S-SUBMISSION-YAML"));
+        assert_eq!(r.quality_gates.static_.summary.rejected, 1, "an unreadable task counts as rejected");
+    }
 }

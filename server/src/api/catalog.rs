@@ -56,8 +56,12 @@ pub async fn get_benchmark(
     responses((status = 200, description = "The registries behind the challenges, every challenge, and the submitted collections", body = Formula)))]
 pub async fn formula(State(s): State<AppState>) -> Result<Json<Formula>, ApiError> {
     let live = repo::budget::live_state(&s.db, &s.registry).await?;
-    // Collections are stored once submission exists; until then there are none to list.
-    Ok(Json(catalog::formula(&s.registry, &live, Vec::new())))
+    let collections = repo::environments::list(&s.db, None, false, 500)
+        .await?
+        .into_iter()
+        .map(|e| domain::views::CollectionRef { id: e.environment_id, title: e.title })
+        .collect();
+    Ok(Json(catalog::formula(&s.registry, &live, collections)))
 }
 
 #[utoipa::path(get, path = "/api/v2/challenges", tag = "challenges",

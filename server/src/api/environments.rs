@@ -419,7 +419,7 @@ pub async fn check(
     let report = tokio::task::spawn_blocking(move || {
         let (listing, contents) =
             listing::from_files(decoded.iter().map(|(p, b, l)| (p.as_str(), b.as_slice(), *l)));
-        domain::collection::check(&listing, &contents, &held)
+        domain::collection::check_tasks(&listing, &contents, &held)
     })
     .await
     .map_err(ApiError::internal)?;

@@ -83,6 +83,8 @@ on_both_backends!(submit_pins_the_commit_and_repeats_find_the_first_record, |app
     assert_eq!(bob.status, StatusCode::CREATED);
     assert_ne!(bob.json()["environment_id"], id.as_str());
 
+    let formula = app.get("/api/formula").await.json();
+    assert!(formula["collections"].as_array().unwrap().iter().any(|c| c["id"] == id.as_str()), "{formula}");
     let list = app.get("/api/environments").await.json();
     assert_eq!(list["environments"].as_array().unwrap().len(), 2);
     let one = app.get(&format!("/api/environments/{id}")).await;
