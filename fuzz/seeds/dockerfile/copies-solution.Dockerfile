@@ -1,0 +1,6 @@
+FROM python:3.11-slim
+RUN pip install --no-cache-dir pytest==8.3.3
+WORKDIR /app
+COPY data/ /app/data/
+RUN mkdir -p /app/output
+COPY oracle/solve.sh /app/solve.sh
