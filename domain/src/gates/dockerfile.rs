@@ -26,6 +26,7 @@ pub struct Copy {
 const MAX_INSTRUCTIONS: usize = 2_000;
 
 pub fn instructions(text: &str) -> Vec<Instruction> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut out = Vec::new();
     let mut current = String::new();
     let mut start = 0;

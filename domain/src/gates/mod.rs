@@ -87,16 +87,25 @@ struct Out<'a> {
 }
 
 impl Out<'_> {
+    /// One finding per code and file; a more severe one replaces a milder one (a file copied from
+    /// both a public benchmark and the evaluated suite blocks).
     fn push(&mut self, code: &str, severity: Severity, file: Option<String>, message: String) {
-        if self.seen.insert((code.to_string(), file.clone())) {
-            self.findings.push(Finding {
-                code: code.into(),
-                severity,
-                task: self.task.dir.rsplit('/').next().unwrap_or(&self.task.dir).to_string(),
-                file,
-                message,
-            });
+        if !self.seen.insert((code.to_string(), file.clone())) {
+            if let Some(f) = self.findings.iter_mut().find(|f| f.code == code && f.file == file) {
+                if severity < f.severity {
+                    f.severity = severity;
+                    f.message = message;
+                }
+            }
+            return;
         }
+        self.findings.push(Finding {
+            code: code.into(),
+            severity,
+            task: self.task.dir.rsplit('/').next().unwrap_or(&self.task.dir).to_string(),
+            file,
+            message,
+        });
     }
 }
 
@@ -155,7 +164,11 @@ pub fn check_task(task: &Task, heldout: &HeldOut) -> Vec<Finding> {
                 let src = src.trim_start_matches("./");
                 let up = src.trim_start_matches("../");
                 let first = up.split('/').next().unwrap_or("");
-                if matches!(first, "oracle" | "solution") || names::basename(up) == "solve.sh" {
+                // The build context's own folder of that name (`environment/tests/`) is not the verifier.
+                let dir = up.trim_end_matches('/');
+                let own_dir = !src.starts_with("../")
+                    && env_files.iter().any(|e| *e == dir || e.starts_with(&format!("{dir}/")));
+                if !own_dir && (matches!(first, "oracle" | "solution") || names::basename(up) == "solve.sh") {
                     out.push(
                         "L-IMAGE-COPIES-SOLUTION",
                         Severity::Reject,
@@ -165,8 +178,9 @@ pub fn check_task(task: &Task, heldout: &HeldOut) -> Vec<Finding> {
                     continue;
                 }
                 let own = env_files.iter().any(|e| names::basename(e) == names::basename(up));
-                if matches!(first, "verifier" | "tests")
-                    || (!own && verifier_names.contains(names::basename(up)))
+                if !own_dir
+                    && (matches!(first, "verifier" | "tests")
+                        || (!own && verifier_names.contains(names::basename(up))))
                 {
                     out.push(
                         "L-IMAGE-COPIES-VERIFIER",
@@ -336,38 +350,29 @@ pub fn check_task(task: &Task, heldout: &HeldOut) -> Vec<Finding> {
 }
 
 /// The file holds at least two fields the verifier reads, or a value its checks compare with that
-/// the prompt does not show.
+/// the prompt does not show. The file is split into tokens once, so the work is linear in its size
+/// (the verifier's fields and values are capped).
 fn holds_checked_values(content: Option<&str>, v: &python::Verifier, prompt_lower: &str) -> bool {
     let Some(content) = content else { return false };
-    let fields = v
-        .fields
-        .iter()
-        .filter(|f| {
-            content.contains(&format!("\"{f}\""))
-                || content.contains(&format!("{f}:"))
-                || content.contains(&format!("{f},"))
-        })
-        .count();
-    if fields >= 2 {
+    let tokens: BTreeSet<&str> = content
+        .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.' || c == '-' || c == '+'))
+        .map(|t| t.trim_end_matches('.'))
+        .filter(|t| !t.is_empty())
+        .collect();
+    let words: BTreeSet<&str> =
+        content.split(|c: char| !(c.is_alphanumeric() || c == '_')).filter(|t| !t.is_empty()).collect();
+    if v.fields.iter().filter(|f| words.contains(f.as_str())).count() >= 2 {
         return true;
     }
     v.compared.iter().any(|value| {
-        let trivial = matches!(
-            value.as_str(),
-            "0" | "1" | "0.0" | "1.0" | "true" | "false" | "True" | "False" | "None"
-        ) || value.chars().count() < 3 && value.parse::<f64>().is_err();
-        !trivial && !prompt_lower.contains(&value.to_lowercase()) && contains_token(content, value)
-    })
-}
-
-/// `value` occurs in `text` not as part of a longer number or word.
-fn contains_token(text: &str, value: &str) -> bool {
-    text.match_indices(value).any(|(i, _)| {
-        let before = text[..i].chars().last();
-        let after = text[i + value.len()..].chars().next();
-        let joins = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '.' || c == '_');
-        // A trailing `.` ends a sentence; it does not extend the value.
-        !joins(before) && (!joins(after) || after == Some('.'))
+        // Small integers (counts, indexes, flags) say nothing about an answer.
+        let trivial = match value.parse::<f64>() {
+            Ok(n) => n.fract() == 0.0 && n.abs() < 100.0,
+            Err(_) => value.chars().count() < 3 || matches!(value.as_str(), "True" | "False" | "None"),
+        };
+        let found = tokens.contains(value.as_str())
+            || (value.contains(char::is_whitespace) && content.contains(value.as_str()));
+        !trivial && found && !prompt_lower.contains(&value.to_lowercase())
     })
 }
 
@@ -428,11 +433,14 @@ fn held_out(out: &mut Out<'_>, heldout: &HeldOut) {
             for (blob, role) in &held.files {
                 let Some(path) = files.get(blob.as_str()) else { continue };
                 let (severity, what) = match role {
-                    Role::Verifier | Role::Solution if *evaluated || suite.sealed => {
+                    // Copies matter most from the suite the challenge scores on; a public suite's
+                    // data is still held-out data; a sealed suite not scored here is advisory.
+                    Role::Verifier | Role::Solution if *evaluated => {
                         (Severity::Block, "verifier or reference solution")
                     }
                     Role::Verifier | Role::Solution => (Severity::Review, "verifier or reference solution"),
-                    Role::Data => (Severity::Reject, "data file"),
+                    Role::Data if *evaluated || !suite.sealed => (Severity::Reject, "data file"),
+                    Role::Data => (Severity::Review, "data file"),
                     Role::Skill => (Severity::Review, "skill file (the benchmark hands it to every agent)"),
                     Role::Build => (Severity::Review, "image build file"),
                 };

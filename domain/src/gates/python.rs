@@ -64,6 +64,10 @@ pub fn tokenize(src: &str) -> Vec<Tok> {
                 while i < chars.len()
                     && (chars[i].is_ascii_alphanumeric() || chars[i] == '.' || chars[i] == '_')
                 {
+                    // An exponent's sign belongs to the number: `1e-6`.
+                    if matches!(chars[i], 'e' | 'E') && matches!(chars.get(i + 1), Some('+') | Some('-')) {
+                        i += 1;
+                    }
                     i += 1;
                 }
                 out.push(Tok::Num(chars[start..i].iter().collect::<String>().replace('_', "")));
@@ -129,7 +133,11 @@ pub struct Verifier {
 }
 
 const EXISTS: &[&str] = &["exists", "is_file", "isfile", "isdir", "is_dir", "access"];
-const NET: &[&str] = &["requests", "urlopen", "urllib", "httpx", "urlretrieve", "wget", "aiohttp"];
+/// Names that fetch from the network (`urllib` alone is mostly `urllib.parse`).
+const NET: &[&str] = &["requests", "urlopen", "httpx", "urlretrieve", "wget", "aiohttp"];
+/// At most this many fields, values and paths are kept per verifier: enough for real verifiers,
+/// and it bounds the comparisons a hostile one can cause.
+pub const MAX_ITEMS: usize = 256;
 
 pub fn looks_like_path(s: &str) -> bool {
     if s.is_empty() || s.len() > 300 || s.contains(char::is_whitespace) || s.contains("://") {
@@ -147,7 +155,7 @@ pub fn analyse(src: &str) -> Verifier {
     for (n, t) in toks.iter().enumerate() {
         match t {
             Tok::Str(s) => {
-                if looks_like_path(s) {
+                if looks_like_path(s) && v.paths.len() < MAX_ITEMS {
                     v.paths.insert(s.clone());
                 }
                 if s.starts_with("http://") || s.starts_with("https://") || s.contains("pip install") {
@@ -160,7 +168,7 @@ pub fn analyse(src: &str) -> Verifier {
                     && toks[n - 1] == Tok::Op('(')
                     && toks[n - 2] == Tok::Name("get".into())
                     && toks[n - 3] == Tok::Op('.');
-                if (subscript || get) && s.len() <= 80 {
+                if (subscript || get) && s.len() <= 80 && v.fields.len() < MAX_ITEMS {
                     v.fields.insert(s.clone());
                 }
             }
@@ -185,6 +193,7 @@ pub fn analyse(src: &str) -> Verifier {
         for (n, t) in line.iter().enumerate() {
             let key = n > 0 && line[n - 1] == Tok::Op('[') && line.get(n + 1) == Some(&Tok::Op(']'));
             match t {
+                _ if v.compared.len() >= MAX_ITEMS => {}
                 Tok::Str(s) if !key && !looks_like_path(s) && !s.is_empty() && s.len() <= 200 => {
                     v.compared.insert(s.clone());
                 }
@@ -238,5 +247,10 @@ def test_exists():
             let _ = analyse(src);
         }
         assert!(analyse("import requests\nrequests.get(u)\n").downloads);
+        assert!(!analyse("from urllib.parse import urljoin\n").downloads);
+        let v = analyse("def t():\n    assert abs(x - 0.5) < 1e-6\n");
+        assert!(v.compared.contains("1e-6"), "{:?}", v.compared);
+        let many: String = (0..10_000).map(|i| format!("x[\"k{i}\"]\n")).collect();
+        assert_eq!(analyse(&many).fields.len(), MAX_ITEMS);
     }
 }

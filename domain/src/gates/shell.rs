@@ -9,12 +9,14 @@ fn commands(script: &str) -> impl Iterator<Item = &str> {
 
 /// A script that does nothing: only `set`, `exit 0`, `true`, `:`, `cd` or `echo` lines.
 pub fn is_noop(script: &str) -> bool {
-    commands(script).all(|l| {
-        let first = l.split_whitespace().next().unwrap_or("");
-        matches!(first, "set" | "true" | ":" | "echo" | "cd" | "exit" | "printf")
-            && !l.contains('>')
-            && (first != "exit" || l.split_whitespace().nth(1).is_none_or(|c| c == "0"))
-    })
+    commands(script).flat_map(|l| l.split(['&', ';', '|'])).map(str::trim).filter(|l| !l.is_empty()).all(
+        |l| {
+            let first = l.split_whitespace().next().unwrap_or("");
+            matches!(first, "set" | "true" | ":" | "echo" | "cd" | "exit" | "printf")
+                && !l.contains('>')
+                && (first != "exit" || l.split_whitespace().nth(1).is_none_or(|c| c == "0"))
+        },
+    )
 }
 
 const FETCH: &[&str] = &[
@@ -78,6 +80,8 @@ mod tests {
         assert!(!is_noop("#!/bin/bash\npython3 /app/solve.py\n"));
         assert!(!is_noop("echo 42 > /app/out.txt\n"));
         assert!(!is_noop("exit 1\n"));
+        assert!(!is_noop("cd /app && python3 solve.py\n"));
+        assert!(!is_noop("echo 42 | tee /app/out.txt\n"));
     }
 
     #[test]

@@ -62,7 +62,7 @@ fn source_error(e: SourceError, source: &Source) -> ApiError {
         ),
         SourceError::Private => ApiError::new(
             ErrorCode::RepoPrivate,
-            format!("`{repo}` is private on {host}: the arena reads only public repositories; make it public"),
+            format!("`{repo}` is private on {host} (or, on the Hub, missing): the arena reads only public repositories; check the name and make it public"),
         ),
         SourceError::Gated => ApiError::new(
             ErrorCode::RepoGated,
@@ -81,7 +81,8 @@ fn source_error(e: SourceError, source: &Source) -> ApiError {
             )
             .retry_after(wait)
         }
-        SourceError::TooLarge(why) => ApiError::new(ErrorCode::InvalidEnvironment, why),
+        SourceError::TooLarge(why) | SourceError::Unreadable(why) => ApiError::new(ErrorCode::InvalidEnvironment, why),
+        e @ SourceError::NotADirectory(_) => ApiError::new(ErrorCode::InvalidEnvironment, e.to_string()),
         SourceError::Unavailable(why) => ApiError::new(ErrorCode::SourceUnavailable, format!("{host}: {why}; try again shortly")),
     }
 }
@@ -134,7 +135,7 @@ async fn run_validation(
     challenge: &Challenge,
 ) -> Result<ValidationView, ApiError> {
     let held = heldout::for_challenge(&s.fingerprints, Some(challenge));
-    let fetched = s.sources.validate(&source, &held).await.map_err(|e| source_error(e, &source))?;
+    let fetched = s.sources.validate(&source, held).await.map_err(|e| source_error(e, &source))?;
     let mut report = fetched.report;
     for suite in heldout::unchecked(&s.fingerprints, challenge) {
         report.warnings.push(Warning {
@@ -211,6 +212,14 @@ pub async fn submit(
     ApiJson(req): ApiJson<EnvironmentRequest>,
 ) -> Result<Response, ApiError> {
     let (source, challenge) = prepare(&s, &me, &req).await?;
+    // A retry with the pinned file finds its record without reading the repository again.
+    if domain::collection::request::is_commit(&source.revision) {
+        let id = environment_id(&me.id, &source, &source.revision.to_ascii_lowercase());
+        if let Some((record, report)) = repo::environments::get(&s.db, &id).await? {
+            let report: Report = serde_json::from_str(&report).map_err(ApiError::internal)?;
+            return Ok((StatusCode::OK, Json(existing_view(record, report, req))).into_response());
+        }
+    }
     let validation = run_validation(&s, &req, source.clone(), challenge).await?;
     if !validation.report.valid {
         let blocked = validation
@@ -261,6 +270,37 @@ pub async fn submit(
     };
     let status = if inserted { StatusCode::CREATED } else { StatusCode::OK };
     Ok((status, Json(view)).into_response())
+}
+
+/// The answer for a submission already stored: its stored validation, nothing fetched.
+fn existing_view(record: EnvironmentRecord, report: Report, req: EnvironmentRequest) -> SubmissionView {
+    let validation = ValidationView {
+        challenge_id: record.challenge_id.clone(),
+        source: SourceView {
+            repo_type: record.repo_type.clone(),
+            repo_id: record.repo_id.clone(),
+            revision: record.revision.clone(),
+            commit: record.commit.clone(),
+            entry_path: record.entry_path.clone(),
+            url: record.source_url.clone(),
+        },
+        report,
+        fetch: FetchStats { requests: 0, listed_files: 0, files_read: 0, bytes_read: 0, millis: 0 },
+    };
+    SubmissionView {
+        environment_id: record.environment_id.clone(),
+        existing: true,
+        title: record.title.clone(),
+        notes: record.notes.clone(),
+        agent_id: record.agent_id.clone(),
+        pinned: EnvironmentRequest {
+            revision: record.commit.clone(),
+            entry_path: record.entry_path.clone(),
+            ..req
+        },
+        environment: record,
+        validation,
+    }
 }
 
 #[derive(Deserialize, IntoParams)]
@@ -415,7 +455,7 @@ pub async fn check(
     // The private (sealed) suites are compared only at validation, which needs an identity.
     let public: Vec<_> = s.fingerprints.iter().filter(|f| !f.sealed).cloned().collect();
     let held = heldout::for_challenge(&public, challenge);
-    let _turn = s.sources.running.acquire().await.map_err(ApiError::internal)?;
+    let _turn = s.sources.checking.acquire().await.map_err(ApiError::internal)?;
     let report = tokio::task::spawn_blocking(move || {
         let (listing, contents) =
             listing::from_files(decoded.iter().map(|(p, b, l)| (p.as_str(), b.as_slice(), *l)));

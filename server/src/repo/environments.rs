@@ -76,7 +76,7 @@ pub async fn submit(db: &Db, n: NewEnvironment<'_>) -> Result<(bool, Environment
         "INSERT INTO environments (id, author, author_id, agent_id, challenge_id, track, repo_type, repo_id, \
          revision, commit_sha, entry_path, title, notes, valid, tasks, eligible_tasks, gates_version, report, created_at) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19) \
-         ON CONFLICT (author_id, track, repo_type, repo_id, commit_sha, entry_path) DO NOTHING",
+         ON CONFLICT DO NOTHING",
     )
     .bind(n.id)
     .bind(n.author)

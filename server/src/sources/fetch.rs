@@ -42,14 +42,22 @@ pub struct Sources {
     pub concurrency: usize,
     /// Validations running at once; more wait their turn (each holds its files in memory).
     pub running: Semaphore,
+    /// Stateless checks (`/api/check`, no identity) running at once, apart from validations.
+    pub checking: Semaphore,
 }
 
 impl Sources {
     pub fn new(hf: HfDatasets, github: GitHub, concurrency: usize) -> Self {
-        Sources { hf, github, concurrency: concurrency.max(1), running: Semaphore::new(4) }
+        Sources {
+            hf,
+            github,
+            concurrency: concurrency.max(1),
+            running: Semaphore::new(4),
+            checking: Semaphore::new(2),
+        }
     }
 
-    pub async fn validate(&self, source: &Source, heldout: &HeldOut) -> Result<Fetched, SourceError> {
+    pub async fn validate(&self, source: &Source, heldout: HeldOut) -> Result<Fetched, SourceError> {
         let _turn =
             self.running.acquire().await.map_err(|_| SourceError::Unavailable("shutting down".into()))?;
         match source.repo_type {
@@ -62,7 +70,7 @@ impl Sources {
 pub async fn validate<R: RepoReader + Clone + 'static>(
     reader: &R,
     source: &Source,
-    heldout: &HeldOut,
+    heldout: HeldOut,
     concurrency: usize,
 ) -> Result<Fetched, SourceError> {
     let started = Instant::now();
@@ -85,7 +93,7 @@ pub async fn validate<R: RepoReader + Clone + 'static>(
                 match reader.read(&source, &commit, &paths[0], MAX_FILE_BYTES).await {
                     Ok(bytes) => Ok((paths, Some(bytes))),
                     // Larger than the listing said: left unread, the check reports it.
-                    Err(SourceError::TooLarge(_)) => Ok((paths, None)),
+                    Err(SourceError::TooLarge(_) | SourceError::Unreadable(_)) => Ok((paths, None)),
                     Err(e) => Err(e),
                 }
             }
@@ -103,10 +111,15 @@ pub async fn validate<R: RepoReader + Clone + 'static>(
             contents.insert(p, bytes.clone());
         }
     }
-    let report = domain::collection::check(&listing, &contents, heldout);
+    let listed_files = listing.len();
+    // The checks are CPU work: off the async workers, so one validation never stalls the others.
+    let report =
+        tokio::task::spawn_blocking(move || domain::collection::check(&listing, &contents, &heldout))
+            .await
+            .map_err(|e| SourceError::Unavailable(format!("the checks failed: {e}")))?;
     let stats = FetchStats {
         requests: 1 + pages + files_read as u32,
-        listed_files: listing.len(),
+        listed_files,
         files_read,
         bytes_read,
         millis: started.elapsed().as_millis() as u64,

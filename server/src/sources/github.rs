@@ -109,7 +109,11 @@ fn status_error(status: StatusCode, revision: &str) -> SourceError {
         // GitHub answers 404 for private repositories too.
         StatusCode::NOT_FOUND => SourceError::RepoNotFound,
         StatusCode::UNPROCESSABLE_ENTITY => SourceError::RevisionNotFound(revision.to_string()),
-        StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => SourceError::Private,
+        // A 403 that is not the hourly limit is GitHub's secondary (abuse) limit.
+        StatusCode::FORBIDDEN | StatusCode::TOO_MANY_REQUESTS => {
+            SourceError::Unavailable("GitHub refused the request for now (its secondary rate limit)".into())
+        }
+        StatusCode::UNAUTHORIZED => SourceError::Private,
         s => SourceError::Unavailable(format!("GitHub answered {s}")),
     }
 }
@@ -166,7 +170,12 @@ impl RepoReader for GitHub {
         path: &str,
         max: u64,
     ) -> Result<Vec<u8>, SourceError> {
-        let url = format!("{}/{}/{commit}/{}", self.raw, encode_path(&source.repo_id()), encode_path(path));
+        let url = format!(
+            "{}/{}/{commit}/{}",
+            self.raw,
+            encode_path(&source.repo_id()),
+            encode_path(&super::in_repo(source, path))
+        );
         let resp = self.client.get(url).send().await.map_err(|e| {
             SourceError::Unavailable(format!("GitHub could not be reached: {}", without_url(&e)))
         })?;

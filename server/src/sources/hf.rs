@@ -49,11 +49,12 @@ fn error_for(status: StatusCode, headers: &reqwest::header::HeaderMap, revision:
             SourceError::RevisionNotFound(revision.to_string())
         }
         StatusCode::NOT_FOUND => SourceError::RepoNotFound,
+        // Anonymous reads of a private repository, and on the real Hub of a missing one, are 401.
         StatusCode::UNAUTHORIZED => SourceError::Private,
         StatusCode::FORBIDDEN if code == "GatedRepo" => SourceError::Gated,
         StatusCode::FORBIDDEN => SourceError::Private,
         s if s.is_redirection() => SourceError::Unavailable(format!(
-            "Hugging Face answered a redirect ({s}); redirects are not followed"
+            "Hugging Face answered a redirect ({s}), as for a renamed repository; redirects are not followed: use the current name"
         )),
         s => SourceError::Unavailable(format!("Hugging Face answered {s}")),
     }
@@ -74,18 +75,24 @@ pub fn without_url(e: &reqwest::Error) -> String {
     }
 }
 
-/// The `rel="next"` target of a `Link` header, if it stays on `endpoint`.
-fn next_link(headers: &reqwest::header::HeaderMap, endpoint: &str) -> Option<String> {
-    let link = headers.get(reqwest::header::LINK)?.to_str().ok()?;
+/// The `rel="next"` target of a `Link` header. A next page elsewhere than `endpoint` is an error,
+/// never a silently short listing (and never a request to another host).
+fn next_link(headers: &reqwest::header::HeaderMap, endpoint: &str) -> Result<Option<String>, SourceError> {
+    let Some(link) = headers.get(reqwest::header::LINK).and_then(|v| v.to_str().ok()) else {
+        return Ok(None);
+    };
     for part in link.split(',') {
-        let (url, params) = part.split_once(';')?;
+        let Some((url, params)) = part.split_once(';') else { continue };
         if params.contains("rel=\"next\"") {
             let url = url.trim().trim_start_matches('<').trim_end_matches('>');
-            // Only pages on the same host: a listing cannot send the arena elsewhere.
-            return url.starts_with(&format!("{endpoint}/")).then(|| url.to_string());
+            return if url.starts_with(&format!("{endpoint}/")) {
+                Ok(Some(url.to_string()))
+            } else {
+                Err(SourceError::Unavailable("the listing pointed its next page at another address".into()))
+            };
         }
     }
-    None
+    Ok(None)
 }
 
 impl RepoReader for HfDatasets {
@@ -132,15 +139,12 @@ impl RepoReader for HfDatasets {
             if resp.status() == StatusCode::NOT_FOUND
                 && resp.headers().get("x-error-code").is_some_and(|v| v == "EntryNotFound")
             {
-                return Err(SourceError::Unavailable(format!(
-                    "`entry_path` `{}` is not a directory at {commit}",
-                    source.entry_path
-                )));
+                return Err(SourceError::NotADirectory(source.entry_path.clone()));
             }
             if !resp.status().is_success() {
                 return Err(error_for(resp.status(), resp.headers(), commit));
             }
-            url = next_link(resp.headers(), &self.endpoint);
+            url = next_link(resp.headers(), &self.endpoint)?;
             let body = bounded_body(resp, 32 << 20).await?;
             let items: Vec<TreeItem> = serde_json::from_slice(&body).map_err(|_| {
                 SourceError::Unavailable("Hugging Face's tree listing was not understood".into())
@@ -169,9 +173,15 @@ impl RepoReader for HfDatasets {
             "{}/datasets/{}/resolve/{commit}/{}",
             self.endpoint,
             encode_path(&source.repo_id()),
-            encode_path(path)
+            encode_path(&super::in_repo(source, path))
         );
         let resp = self.client.get(url).send().await.map_err(transport)?;
+        // LFS files redirect to a CDN; redirects are never followed.
+        if resp.status().is_redirection() {
+            return Err(SourceError::Unreadable(format!(
+                "`{path}` is not served directly (stored with Git LFS?)"
+            )));
+        }
         if !resp.status().is_success() {
             return Err(match error_for(resp.status(), resp.headers(), commit) {
                 SourceError::RepoNotFound => SourceError::Unavailable(format!("`{path}` could not be read")),

@@ -27,8 +27,22 @@ pub enum SourceError {
     RateLimited { limit: u64, reset_epoch: u64 },
     #[error("{0}")]
     TooLarge(String),
+    /// One file cannot be read as it is listed (LFS storage): the check reports it.
+    #[error("{0}")]
+    Unreadable(String),
     #[error("{0}")]
     Unavailable(String),
+    #[error("`entry_path` `{0}` is not a directory at that commit")]
+    NotADirectory(String),
+}
+
+/// A path of the listing (relative to the entry path) as a path in the repository.
+pub fn in_repo(source: &Source, path: &str) -> String {
+    if source.entry_path.is_empty() {
+        path.to_string()
+    } else {
+        format!("{}/{path}", source.entry_path)
+    }
 }
 
 /// A host of collections. `list` answers paths relative to `dir` (the entry path).

@@ -5,7 +5,7 @@ use axum::http::{Method, StatusCode};
 use base64::Engine;
 use serde_json::{json, Value};
 
-use crate::harness::{fixture, git, TestApp, ALICE, BOB};
+use crate::harness::{copy_tree, fixture, git, TestApp, ALICE, BOB};
 use crate::on_both_backends;
 
 fn env_json(repo_type: &str, repo_id: &str, revision: &str, title: &str) -> String {
@@ -75,6 +75,7 @@ on_both_backends!(submit_pins_the_commit_and_repeats_find_the_first_record, |app
     assert_eq!(a["environment_id"], id.as_str());
     assert_eq!(a["existing"], true);
     assert_eq!(a["title"], "First title");
+    assert_eq!(a["validation"]["fetch"]["requests"], 0, "a pinned retry reads nothing again");
     assert_eq!(environments_rows(app).await, 1);
 
     // Another author submitting the same source gets a record of their own.
@@ -290,5 +291,41 @@ async fn the_stateless_check_needs_no_token_and_skips_sealed_suites() {
     assert_eq!(r.status, StatusCode::OK, "{}", r.text());
     let catalogue = app.get("/api/gates").await.json();
     assert!(catalogue["gates"].as_array().unwrap().len() >= 20);
+    app.finish().await;
+}
+
+/// `entry_path` selects the directory holding `submission.yaml` and `envs/`; files are read from
+/// there, not from the repository root (which here holds a different, broken collection).
+#[tokio::test]
+async fn entry_path_selects_the_collection_inside_the_repository() {
+    let app = TestApp::new(crate::harness::Backend::Sqlite).await;
+    let tree = tempfile::tempdir().unwrap();
+    copy_tree(&fixture("no-task-md"), tree.path());
+    let inner = tree.path().join("submissions/team-x");
+    std::fs::create_dir_all(&inner).unwrap();
+    copy_tree(&fixture("good"), &inner);
+    for kind in ["datasets", "github"] {
+        app.publish(kind, "alice/mono", tree.path());
+        let repo_type = if kind == "datasets" { "dataset" } else { "github" };
+        let body = json!({"challenge_id": "openenv-9b", "repo_type": repo_type, "repo_id": "alice/mono",
+            "revision": "main", "entry_path": "submissions/team-x/"})
+        .to_string();
+        let r = app.post_as("/api/environments/validate", &body, ALICE).await;
+        assert_eq!(r.status, StatusCode::OK, "{kind}: {}", r.text());
+        let v = r.json();
+        assert_eq!((v["valid"].as_bool(), v["tasks"].as_u64()), (Some(true), Some(2)), "{kind}: {v:#}");
+        assert_eq!(v["source"]["entry_path"], "submissions/team-x");
+        assert!(v["source"]["url"].as_str().unwrap().ends_with("/submissions/team-x"));
+    }
+    let missing = json!({"challenge_id": "openenv-9b", "repo_type": "dataset", "repo_id": "alice/mono",
+        "revision": "main", "entry_path": "no/such/dir"})
+    .to_string();
+    let r = app.post_as("/api/environments/validate", &missing, ALICE).await;
+    assert_eq!(
+        (r.status.as_u16(), r.json()["code"].as_str().unwrap()),
+        (422, "INVALID_ENVIRONMENT"),
+        "{}",
+        r.text()
+    );
     app.finish().await;
 }
