@@ -57,23 +57,29 @@ ensure_test_tools() {
   python3 -c 'import pytest' 2>/dev/null || { log "installing pytest from PyPI"; python3 -m pip install -q pytest; }
 }
 
+# wasm-bindgen and wasm-opt for one compiled crate, skipped when its wasm has not changed.
+wasm_module() {
+  local crate=$1 name=$2
+  local wasm="$CARGO_TARGET_DIR/wasm32-unknown-unknown/wasm-release/$crate.wasm"
+  if [ ! -f "$SITE/pkg/${name}_bg.wasm" ] || [ "$wasm" -nt "$SITE/pkg/${name}_bg.wasm" ]; then
+    wasm-bindgen --target web --no-typescript --out-dir "$SITE/pkg" --out-name "$name" "$wasm"
+    log "optimising $name's wasm (wasm-opt -Oz)"
+    node_modules/.bin/wasm-opt -Oz --enable-bulk-memory --enable-nontrapping-float-to-int \
+      --enable-sign-ext --enable-mutable-globals --enable-reference-types --enable-multivalue \
+      "$SITE/pkg/${name}_bg.wasm" -o "$SITE/pkg/${name}_bg.wasm"
+  fi
+}
+
 # Builds the hydrating front end into target/site: wasm (optimised by wasm-opt), JS glue, CSS and
 # the public files.
 build_site() {
   ensure_rust_tools
   ensure_node_tools
-  log "building the front end (wasm32)"
-  cargo build -p frontend --lib --target wasm32-unknown-unknown --profile wasm-release
+  log "building the front end (wasm32): the pages, and the checker module /arena/check loads"
+  cargo build -p frontend -p checker --lib --target wasm32-unknown-unknown --profile wasm-release
   mkdir -p "$SITE/pkg"
-  local wasm="$CARGO_TARGET_DIR/wasm32-unknown-unknown/wasm-release/frontend.wasm"
-  # wasm-bindgen and wasm-opt take a while: skip them when the compiled wasm has not changed.
-  if [ ! -f "$SITE/pkg/arena_bg.wasm" ] || [ "$wasm" -nt "$SITE/pkg/arena_bg.wasm" ]; then
-    wasm-bindgen --target web --no-typescript --out-dir "$SITE/pkg" --out-name arena "$wasm"
-    log "optimising the wasm (wasm-opt -Oz)"
-    node_modules/.bin/wasm-opt -Oz --enable-bulk-memory --enable-nontrapping-float-to-int \
-      --enable-sign-ext --enable-mutable-globals --enable-reference-types --enable-multivalue \
-      "$SITE/pkg/arena_bg.wasm" -o "$SITE/pkg/arena_bg.wasm"
-  fi
+  wasm_module frontend arena
+  wasm_module checker checker
   cp style/main.css "$SITE/pkg/arena.css"
   cp -R public/. "$SITE/"
 }

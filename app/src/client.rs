@@ -141,6 +141,32 @@ pub async fn read_folder(input: &web_sys::HtmlInputElement) -> Result<Vec<(Strin
     Ok(normalise(picked))
 }
 
+/// Runs the checks on picked files in the checker module (`/pkg/checker.js`), loaded on first
+/// use so the pages' own bundle stays small; answers the report's JSON.
+#[cfg(feature = "hydrate")]
+pub async fn check_in_browser(files: Vec<(String, Vec<u8>)>) -> Result<String, String> {
+    use wasm_bindgen::JsCast;
+    let paths = js_sys::Array::new();
+    let contents = js_sys::Array::new();
+    for (path, bytes) in files {
+        paths.push(&wasm_bindgen::JsValue::from_str(&path));
+        contents.push(&js_sys::Uint8Array::from(bytes.as_slice()));
+    }
+    let run = js_sys::Function::new_with_args(
+        "paths, contents",
+        "return import('/pkg/checker.js').then(async (m) => { await m.default(); return m.check_files(paths, contents); });",
+    );
+    let promise = run
+        .call2(&wasm_bindgen::JsValue::NULL, &paths, &contents)
+        .map_err(|_| "the checker could not start".to_string())?
+        .dyn_into::<js_sys::Promise>()
+        .map_err(|_| "the checker could not start".to_string())?;
+    let answer = wasm_bindgen_futures::JsFuture::from(promise)
+        .await
+        .map_err(|e| format!("the checker failed: {}", e.as_string().unwrap_or_default()))?;
+    answer.as_string().ok_or_else(|| "the checker gave no report".to_string())
+}
+
 /// Maps picked paths (`TOP/...`) to paths relative to a collection root.
 #[cfg(any(feature = "hydrate", test))]
 pub fn normalise(files: Vec<(String, Vec<u8>)>) -> Vec<(String, Vec<u8>)> {

@@ -420,17 +420,14 @@ pub fn CheckPage() -> impl IntoView {
             busy.set(true);
             error.set(None);
             leptos::task::spawn_local(async move {
-                match client::read_folder(&input).await {
-                    Ok(files) => {
-                        let (listing, contents) = domain::collection::listing::from_files(
-                            files.iter().map(|(p, b)| (p.as_str(), b.as_slice(), false)),
-                        );
-                        report.set(Some(domain::collection::check_tasks(
-                            &listing,
-                            &contents,
-                            &domain::gates::fingerprint::HeldOut::none(),
-                        )));
-                    }
+                let checked = match client::read_folder(&input).await {
+                    Ok(files) => client::check_in_browser(files).await,
+                    Err(e) => Err(e),
+                };
+                match checked
+                    .and_then(|json| serde_json::from_str::<Report>(&json).map_err(|e| e.to_string()))
+                {
+                    Ok(r) => report.set(Some(r)),
                     Err(e) => error.set(Some(e)),
                 }
                 busy.set(false);
