@@ -209,12 +209,21 @@ impl TestApp {
         self.send(req).await
     }
 
+    /// Sends a request and reads the whole answer. A request that does not finish within a minute
+    /// fails the test, naming the request, rather than hanging the run.
     pub async fn send(&self, req: Request<Body>) -> Answer {
-        let resp = self.router.clone().oneshot(req).await.unwrap();
-        let status = resp.status();
-        let headers = resp.headers().clone();
-        let body = resp.into_body().collect().await.unwrap().to_bytes().to_vec();
-        Answer { status, headers, body }
+        let what = format!("{} {}", req.method(), req.uri());
+        let answer = async {
+            let resp = self.router.clone().oneshot(req).await.unwrap();
+            let status = resp.status();
+            let headers = resp.headers().clone();
+            let body = resp.into_body().collect().await.unwrap().to_bytes().to_vec();
+            Answer { status, headers, body }
+        };
+        match tokio::time::timeout(std::time::Duration::from_secs(60), answer).await {
+            Ok(answer) => answer,
+            Err(_) => panic!("{what} did not finish within 60 s"),
+        }
     }
 
     pub async fn get(&self, uri: &str) -> Answer {
