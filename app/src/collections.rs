@@ -10,9 +10,10 @@ use leptos_meta::{Meta, Title};
 use leptos_router::hooks::use_params_map;
 use serde_json::{json, Value};
 
-use crate::api::{get_session, get_submission, list_environments};
+use crate::api::{get_session, get_submission, list_challenges, list_environments};
 use crate::board::Account;
 use crate::client;
+use domain::registry::ChallengeStatus;
 
 fn short(commit: &str) -> &str {
     commit.get(..10).unwrap_or(commit)
@@ -270,6 +271,7 @@ fn Submission(detail: SubmissionDetail) -> impl IntoView {
 #[component]
 pub fn SubmitPage() -> impl IntoView {
     let session = Resource::new(|| (), |_| get_session());
+    let challenges = Resource::new(|| (), |_| list_challenges());
     view! {
         <Title text="Open Env Arena · Submit a collection"/>
         <h1>"Submit a collection"</h1>
@@ -279,9 +281,25 @@ pub fn SubmitPage() -> impl IntoView {
         </p>
         <Suspense fallback=|| view! { <p>"Loading…"</p> }>
             {move || Suspend::new(async move {
+                let open: Vec<String> = match challenges.await {
+                    Ok(list) => list
+                        .challenges
+                        .into_iter()
+                        .filter(|c| c.status == ChallengeStatus::Open)
+                        .map(|c| c.id)
+                        .collect(),
+                    Err(_) => Vec::new(),
+                };
                 match session.await {
+                    Ok(_) if open.is_empty() => {
+                        view! { <p class="note">"No challenge takes collections right now."</p> }.into_any()
+                    }
                     Ok(s) => match s.viewer.clone() {
-                        Some(viewer) => view! { <Account session=s return_to="/arena/submit"/> <SubmitForm csrf=viewer.csrf agents=viewer.agents/> }.into_any(),
+                        Some(viewer) => view! {
+                            <Account session=s return_to="/arena/submit"/>
+                            <SubmitForm csrf=viewer.csrf agents=viewer.agents challenges=open/>
+                        }
+                        .into_any(),
                         None => view! { <Account session=s return_to="/arena/submit"/> <p>"Sign in to validate and submit."</p> }.into_any(),
                     },
                     Err(e) => view! { <p class="error">"Could not read your session: " {e.to_string()}</p> }.into_any(),
@@ -292,7 +310,8 @@ pub fn SubmitPage() -> impl IntoView {
 }
 
 #[component]
-fn SubmitForm(csrf: String, agents: Vec<String>) -> impl IntoView {
+fn SubmitForm(csrf: String, agents: Vec<String>, challenges: Vec<String>) -> impl IntoView {
+    let challenge = RwSignal::new(challenges.first().cloned().unwrap_or_default());
     let repo_type = RwSignal::new("dataset".to_string());
     let repo_id = RwSignal::new(String::new());
     let revision = RwSignal::new("main".to_string());
@@ -308,7 +327,7 @@ fn SubmitForm(csrf: String, agents: Vec<String>) -> impl IntoView {
         let agent = agent.get();
         json!({
             "agent_id": if agent.is_empty() { Value::Null } else { Value::String(agent) },
-            "challenge_id": "openenv-9b",
+            "challenge_id": challenge.get(),
             "repo_type": repo_type.get(), "repo_id": repo_id.get().trim(), "revision": revision.get().trim(),
             "entry_path": entry_path.get().trim(), "title": title.get(), "notes": notes.get(),
         })
@@ -360,6 +379,11 @@ fn SubmitForm(csrf: String, agents: Vec<String>) -> impl IntoView {
     let submit = move |_| send("/api/environments");
     view! {
         <form class="post-form submit-form" on:submit=validate>
+            <label>"Challenge"
+                <select on:change=move |ev| challenge.set(event_target_value(&ev))>
+                    {challenges.into_iter().map(|c| view! { <option value=c.clone()>{c.clone()}</option> }).collect_view()}
+                </select>
+            </label>
             <label>"Host"
                 <select on:change=move |ev| repo_type.set(event_target_value(&ev)) prop:value=move || repo_type.get()>
                     <option value="dataset">"Hugging Face dataset"</option>
