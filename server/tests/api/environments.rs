@@ -53,7 +53,7 @@ on_both_backends!(validates_a_dataset_and_stores_nothing, |app| {
     assert_eq!(anon.json()["code"], "AUTH_REQUIRED");
 });
 
-on_both_backends!(submit_pins_the_commit_and_repeats_find_the_first_record, |app| {
+on_both_backends!(multi_thread, submit_pins_the_commit_and_repeats_find_the_first_record, |app| {
     let commit = app.publish("datasets", "alice/pack", &fixture("good"));
     let first = app
         .post_as("/api/environments", &env_json("dataset", "alice/pack", "main", "First title"), ALICE)

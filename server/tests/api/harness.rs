@@ -273,9 +273,32 @@ impl TestApp {
     }
 }
 
-/// Runs a test body once per backend, each on a fresh database.
+/// Runs a test body once per backend, each on a fresh database. `multi_thread` runs it on the
+/// runtime the server uses in production (pages rendered with streaming are tested there).
 #[macro_export]
 macro_rules! on_both_backends {
+    (multi_thread, $name:ident, |$app:ident| $body:block) => {
+        mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+
+            async fn run($app: &$crate::harness::TestApp) $body
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn sqlite() {
+                let app = $crate::harness::TestApp::new($crate::harness::Backend::Sqlite).await;
+                run(&app).await;
+                app.finish().await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn postgres() {
+                let app = $crate::harness::TestApp::new($crate::harness::Backend::Postgres).await;
+                run(&app).await;
+                app.finish().await;
+            }
+        }
+    };
     ($name:ident, |$app:ident| $body:block) => {
         mod $name {
             #[allow(unused_imports)]
