@@ -348,9 +348,11 @@ def cmd_submit(args):
         if validation.get("eligible_tasks") == 0:
             lines.append("A run needs at least one eligible task: fix the findings that exclude tasks, upload the "
                          "collection and submit again.")
+    # Runs come in a later version: say so rather than suggest a command this CLI does not have.
     lines.append(
-        "Next, the preflight (it reserves nothing): python3 arena_cli.py run --challenge %s --id %s"
-        % (pinned.get("challenge_id") or "CHALLENGE", env_id)
+        "Next: runs are not available in this version of the arena yet; the preflight will be "
+        "`python3 arena_cli.py run --challenge %s --id %s`. Keep %s."
+        % (pinned.get("challenge_id") or "CHALLENGE", env_id, env_id)
     )
     summary("\n".join(lines))
     return EXIT_OK
