@@ -3,12 +3,13 @@
 //! with every loaded suite; the ones the challenge scores on are "evaluated".
 
 use std::path::Path;
+use std::sync::Arc;
 
 use anyhow::Context;
 use domain::gates::fingerprint::{HeldOut, SuiteFingerprint};
 use domain::registry::Challenge;
 
-pub fn load(dir: Option<&Path>) -> anyhow::Result<Vec<SuiteFingerprint>> {
+pub fn load(dir: Option<&Path>) -> anyhow::Result<Vec<Arc<SuiteFingerprint>>> {
     let Some(dir) = dir else { return Ok(Vec::new()) };
     if !dir.exists() {
         return Ok(Vec::new());
@@ -24,20 +25,20 @@ pub fn load(dir: Option<&Path>) -> anyhow::Result<Vec<SuiteFingerprint>> {
         let text = std::fs::read_to_string(&p).with_context(|| format!("reading {}", p.display()))?;
         let fp: SuiteFingerprint = serde_json::from_str(&text)
             .with_context(|| format!("{} is not a suite fingerprint", p.display()))?;
-        out.push(fp);
+        out.push(Arc::new(fp));
     }
     Ok(out)
 }
 
 /// The suites a collection for `challenge` is compared with.
-pub fn for_challenge(all: &[SuiteFingerprint], challenge: Option<&Challenge>) -> HeldOut {
+pub fn for_challenge(all: &[Arc<SuiteFingerprint>], challenge: Option<&Challenge>) -> HeldOut {
     let evaluated =
         |suite: &str| challenge.is_some_and(|c| c.spec.challenge.suites.iter().any(|s| s == suite));
-    HeldOut { suites: all.iter().map(|s| (s.clone(), evaluated(&s.suite))).collect() }
+    HeldOut { suites: all.iter().map(|s| (Arc::clone(s), evaluated(&s.suite))).collect() }
 }
 
 /// Suites the challenge scores on that have no fingerprint here: overlap with them is unchecked.
-pub fn unchecked<'a>(all: &[SuiteFingerprint], challenge: &'a Challenge) -> Vec<&'a str> {
+pub fn unchecked<'a>(all: &[Arc<SuiteFingerprint>], challenge: &'a Challenge) -> Vec<&'a str> {
     challenge
         .spec
         .challenge

@@ -35,7 +35,7 @@ pub struct AppState {
     /// The hosts collections are read from.
     pub sources: Arc<Sources>,
     /// Held-out suite fingerprints the gates compare with.
-    pub fingerprints: Arc<Vec<SuiteFingerprint>>,
+    pub fingerprints: Arc<Vec<Arc<SuiteFingerprint>>>,
 }
 
 impl AppState {
@@ -43,7 +43,7 @@ impl AppState {
         registry: Arc<Registry>,
         db: Db,
         config: &Config,
-        fingerprints: Vec<SuiteFingerprint>,
+        fingerprints: Vec<Arc<SuiteFingerprint>>,
     ) -> AppState {
         let leptos = LeptosOptions::builder()
             .output_name("arena")

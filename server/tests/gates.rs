@@ -7,6 +7,7 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use domain::collection::{check, Contents, Entry, Report};
 use domain::gates::fingerprint::HeldOut;
@@ -22,7 +23,7 @@ fn heldout() -> HeldOut {
         server::local::fingerprint_dir(&fixtures.join("sealed-suite"), "openenv-heldout", true).unwrap();
     let public =
         server::local::fingerprint_dir(&fixtures.join("public-bench"), "public-bench", false).unwrap();
-    HeldOut { suites: vec![(sealed, true), (public, false)] }
+    HeldOut { suites: vec![(Arc::new(sealed), true), (Arc::new(public), false)] }
 }
 
 fn read(case: &str) -> (Vec<Entry>, Contents) {

@@ -2,6 +2,7 @@
 ARENA_TEST_URL) and tiny local servers that misbehave in the ways the CLI must handle."""
 
 import http.server
+import json
 import os
 import subprocess
 import sys
@@ -32,10 +33,22 @@ def run_cli(args, url, token=None, home=None, extra_env=None, timeout=60):
 
 
 class Scripted(http.server.BaseHTTPRequestHandler):
-    """Answers each request with the next (status, headers, body) of the server's script."""
+    """Answers each request with the next (status, headers, body) of the server's script, and
+    records each request's path, headers and (for a POST) its JSON body."""
 
     def do_GET(self):
-        self.server.seen.append({"path": self.path, "headers": dict(self.headers)})
+        self.answer({"path": self.path, "headers": dict(self.headers)})
+
+    def do_POST(self):
+        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        try:
+            body = json.loads(raw or b"null")
+        except ValueError:
+            body = None
+        self.answer({"path": self.path, "headers": dict(self.headers), "body": body})
+
+    def answer(self, seen):
+        self.server.seen.append(seen)
         status, headers, body = self.server.script.pop(0) if self.server.script else (500, {}, b"script ended")
         self.send_response(status)
         for k, v in headers.items():
@@ -43,8 +56,6 @@ class Scripted(http.server.BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
-
-    do_POST = do_GET
 
     def log_message(self, *args):
         pass

@@ -2,19 +2,17 @@
 `POST /api/check` (tests without "scripted" in their name) and against tiny local servers."""
 
 import base64
-import http.server
 import importlib.util
 import inspect
 import json
 import os
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
 
-from conftest import CLI, Scripted
+from conftest import CLI
 
 PUBLIC = CLI.parent
 CHECK_TASK = PUBLIC / "check_task.py"
@@ -47,38 +45,6 @@ def first_task(envs):
     tasks = sorted(p for p in envs.iterdir() if p.is_dir())
     assert tasks, "no task directory under %s" % envs
     return tasks[0]
-
-
-class Recording(Scripted):
-    """Scripted, and keeps each request's JSON body beside its path and headers."""
-
-    def do_POST(self):
-        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        self.server.seen.append({"path": self.path, "headers": dict(self.headers), "body": json.loads(raw or b"null")})
-        status, headers, body = self.server.script.pop(0) if self.server.script else (500, {}, b"script ended")
-        self.send_response(status)
-        for k, v in headers.items():
-            self.send_header(k, v)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-
-@pytest.fixture
-def recording_server():
-    servers = []
-
-    def start(script):
-        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Recording)
-        server.script = list(script)
-        server.seen = []
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        servers.append(server)
-        return server, "http://127.0.0.1:%d" % server.server_address[1]
-
-    yield start
-    for s in servers:
-        s.shutdown()
 
 
 def sent_files(seen):
@@ -119,7 +85,7 @@ def test_scripted_no_token_is_ever_sent(scripted_server, collection, tmp_path):
         assert "hf_secret_token_value" not in r.stdout + r.stderr
 
 
-def test_scripted_paths_are_named_from_the_collection_root(recording_server, collection):
+def test_scripted_paths_are_named_from_the_collection_root(scripted_server, collection):
     expected = {"submission.yaml", "envs/t1/task.md", "envs/t1/environment/Dockerfile", "envs/t1/link",
                 "envs/t1/linkdir"}
     cases = [
@@ -128,7 +94,7 @@ def test_scripted_paths_are_named_from_the_collection_root(recording_server, col
         (collection / "envs" / "t1", expected - {"submission.yaml"}),
     ]
     for path, paths in cases:
-        server, url = recording_server([json_answer(STRUCTURE_OK)])
+        server, url = scripted_server([json_answer(STRUCTURE_OK)])
         r = run_script(CHECK_TASK, [str(path)], url)
         assert r.returncode == 0, r.stderr
         body = server.seen[0]["body"]
@@ -144,13 +110,13 @@ def test_scripted_paths_are_named_from_the_collection_root(recording_server, col
         assert not any(".git" in p.split("/") for p in files)
 
 
-def test_scripted_a_harbor_tasks_directory_keeps_its_name(recording_server, tmp_path):
+def test_scripted_a_harbor_tasks_directory_keeps_its_name(scripted_server, tmp_path):
     task = tmp_path / "dataset" / "tasks" / "h1"
     task.mkdir(parents=True)
     (task / "task.toml").write_text("version = '1.0'\n")
     (task / "instruction.md").write_text("Do it.\n")
     for path in (tmp_path / "dataset" / "tasks", task):
-        server, url = recording_server([json_answer(dict(STRUCTURE_OK, quality_gates={}))])
+        server, url = scripted_server([json_answer(dict(STRUCTURE_OK, quality_gates={}))])
         r = run_script(GATES, ["static", str(path)], url)
         assert r.returncode == 0, r.stderr
         assert server.seen[0]["body"]["scope"] == "gates"

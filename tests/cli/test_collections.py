@@ -2,19 +2,17 @@
 (tests with "scripted" in their name) and against the arena reading git repositories the HF
 stand-in serves from ARENA_TEST_HUB_REPOS."""
 
-import http.server
 import json
 import os
 import shutil
 import subprocess
-import threading
 import time
 import uuid
 from pathlib import Path
 
 import pytest
 
-from conftest import Scripted, run_cli
+from conftest import run_cli
 
 COLLECTIONS = Path(__file__).resolve().parents[1] / "fixtures" / "collections"
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
@@ -75,45 +73,13 @@ def submitted(body, existing=False, **over):
     return answer
 
 
-class Recording(Scripted):
-    """Scripted, and keeps each request's JSON body beside its path and headers."""
-
-    def do_POST(self):
-        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        self.server.seen.append({"path": self.path, "headers": dict(self.headers), "body": json.loads(raw or b"null")})
-        status, headers, body = self.server.script.pop(0) if self.server.script else (500, {}, b"script ended")
-        self.send_response(status)
-        for k, v in headers.items():
-            self.send_header(k, v)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-
-@pytest.fixture
-def recording_server():
-    servers = []
-
-    def start(script):
-        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Recording)
-        server.script = list(script)
-        server.seen = []
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        servers.append(server)
-        return server, "http://127.0.0.1:%d" % server.server_address[1]
-
-    yield start
-    for s in servers:
-        s.shutdown()
-
-
 # ---- without the arena ----
 
 
-def test_scripted_submit_pins_the_commit_then_submits_it(recording_server, tmp_path):
+def test_scripted_submit_pins_the_commit_then_submits_it(scripted_server, tmp_path):
     body = environment("alice/pack")
     pinned = dict(body, revision=COMMIT)
-    server, url = recording_server([json_answer(report()), json_answer(submitted(pinned), 201)])
+    server, url = scripted_server([json_answer(report()), json_answer(submitted(pinned), 201)])
     path = write(tmp_path, "environment.json", body)
     r = run_cli(["submit", "--file", path], url, token=TOKEN)
     assert r.returncode == 0, r.stderr
@@ -129,9 +95,9 @@ def test_scripted_submit_pins_the_commit_then_submits_it(recording_server, tmp_p
     assert TOKEN not in r.stdout + r.stderr
 
 
-def test_scripted_submit_of_a_pinned_file_uses_it_as_it_is(recording_server, tmp_path):
+def test_scripted_submit_of_a_pinned_file_uses_it_as_it_is(scripted_server, tmp_path):
     pinned = environment("alice/pack", revision=COMMIT)
-    server, url = recording_server([json_answer(report(revision=COMMIT)), json_answer(submitted(pinned))])
+    server, url = scripted_server([json_answer(report(revision=COMMIT)), json_answer(submitted(pinned))])
     path = write(tmp_path, "environment.json.pinned.json", pinned)
     r = run_cli(["submit", "--file", path], url, token=TOKEN)
     assert r.returncode == 0, r.stderr
@@ -140,10 +106,10 @@ def test_scripted_submit_of_a_pinned_file_uses_it_as_it_is(recording_server, tmp
     assert "already pinned" in r.stderr
 
 
-def test_scripted_submit_again_says_the_first_title_was_kept(recording_server, tmp_path):
+def test_scripted_submit_again_says_the_first_title_was_kept(scripted_server, tmp_path):
     body = environment("alice/pack", title="A new title", agent_id="alice-agent")
     first = submitted(dict(body, revision=COMMIT), existing=True, title="Two clean tasks", agent_id=None)
-    server, url = recording_server([json_answer(report()), json_answer(first)])
+    server, url = scripted_server([json_answer(report()), json_answer(first)])
     r = run_cli(["submit", "--file", write(tmp_path, "environment.json", body)], url, token=TOKEN)
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["existing"] is True
@@ -153,9 +119,9 @@ def test_scripted_submit_again_says_the_first_title_was_kept(recording_server, t
     assert "were not applied" in r.stderr
 
 
-def test_scripted_submit_stops_when_validation_fails(recording_server, tmp_path):
+def test_scripted_submit_stops_when_validation_fails(scripted_server, tmp_path):
     error = {"code": "S-MISSING-FILE", "task": "t1", "file": "task.md", "message": "task.md is missing"}
-    server, url = recording_server([json_answer(report(valid=False, errors=[error]))])
+    server, url = scripted_server([json_answer(report(valid=False, errors=[error]))])
     r = run_cli(["submit", "--file", write(tmp_path, "environment.json", environment("alice/pack"))], url, token=TOKEN)
     assert r.returncode == 1
     assert len(server.seen) == 1, "nothing was submitted"
@@ -165,12 +131,12 @@ def test_scripted_submit_stops_when_validation_fails(recording_server, tmp_path)
     assert "Not submitted" in r.stderr
 
 
-def test_scripted_submit_refused_as_invalid_prints_the_report(recording_server, tmp_path):
+def test_scripted_submit_refused_as_invalid_prints_the_report(scripted_server, tmp_path):
     block = {"code": "D-PROMPT-NEAR-COPY", "severity": "block", "task": "t2", "file": "task.md",
              "message": "near-copy of a held-out prompt"}
     refused = {"code": "VALIDATION_FAILED", "message": "the collection is not valid at this commit",
                "validation": report(valid=False, findings=[block])}
-    server, url = recording_server([json_answer(report()), json_answer(refused, 422)])
+    server, url = scripted_server([json_answer(report()), json_answer(refused, 422)])
     r = run_cli(["submit", "--file", write(tmp_path, "environment.json", environment("alice/pack"))], url, token=TOKEN)
     assert r.returncode == 1
     assert json.loads(r.stdout)["code"] == "VALIDATION_FAILED"
@@ -179,11 +145,11 @@ def test_scripted_submit_refused_as_invalid_prints_the_report(recording_server, 
     assert len(server.seen) == 2, "a 422 is not retried"
 
 
-def test_scripted_validate_summary_and_exit_status(recording_server, tmp_path):
+def test_scripted_validate_summary_and_exit_status(scripted_server, tmp_path):
     findings = [{"code": "R-VERIFIER-EXISTS-ONLY", "severity": "review", "task": "t%d" % i,
                  "file": "verifier/test_outputs.py", "message": "only checks that paths exist"} for i in range(25)]
     warning = {"code": "W-CREDIT-MISSING", "field": "metadata.license", "count": 2, "message": "2 tasks lack a license"}
-    server, url = recording_server([json_answer(report(findings=findings, warnings=[warning]))])
+    server, url = scripted_server([json_answer(report(findings=findings, warnings=[warning]))])
     path = write(tmp_path, "environment.json", environment("alice/pack"))
     r = run_cli(["validate", "--file", path], url, token=TOKEN)
     assert r.returncode == 0, r.stderr
@@ -199,18 +165,18 @@ def test_scripted_validate_summary_and_exit_status(recording_server, tmp_path):
     assert TOKEN not in r.stdout + r.stderr
 
     error = {"code": "S-MISSING-FILE", "task": "t1", "file": "verifier/test.sh", "message": "missing"}
-    server, url = recording_server([json_answer(report(valid=False, errors=[error]))])
+    server, url = scripted_server([json_answer(report(valid=False, errors=[error]))])
     r = run_cli(["validate", "--file", path], url, token=TOKEN)
     assert r.returncode == 1, "an answer that says not valid exits 1"
     assert "NOT valid" in r.stderr
     assert "S-MISSING-FILE t1 verifier/test.sh: missing" in r.stderr
 
 
-def test_scripted_github_rate_limit_is_reported_not_retried(recording_server, tmp_path):
+def test_scripted_github_rate_limit_is_reported_not_retried(scripted_server, tmp_path):
     limited = {"code": "GITHUB_RATE_LIMITED",
                "message": "the Space's GitHub limit (5000 requests an hour) is used up; it resets at 14:00 UTC",
                "retry_after_s": 1800}
-    server, url = recording_server([json_answer(limited, 503, {"Retry-After": "1800"}), json_answer(report())])
+    server, url = scripted_server([json_answer(limited, 503, {"Retry-After": "1800"}), json_answer(report())])
     body = environment("benchflow-ai/posttrainarena", repo_type="github")
     started = time.monotonic()
     r = run_cli(["validate", "--file", write(tmp_path, "environment.json", body)], url, token=TOKEN)
@@ -223,15 +189,15 @@ def test_scripted_github_rate_limit_is_reported_not_retried(recording_server, tm
     assert json.loads(r.stdout)["code"] == "GITHUB_RATE_LIMITED"
 
 
-def test_scripted_a_spaces_json_502_is_retried_then_named(recording_server, tmp_path):
+def test_scripted_a_spaces_json_502_is_retried_then_named(scripted_server, tmp_path):
     unavailable = json_answer({"code": "SOURCE_UNAVAILABLE", "message": "the Hub did not answer"}, 502)
     path = write(tmp_path, "environment.json", environment("alice/pack"))
-    server, url = recording_server([unavailable, json_answer(report())])
+    server, url = scripted_server([unavailable, json_answer(report())])
     r = run_cli(["validate", "--file", path], url, token=TOKEN)
     assert r.returncode == 0, r.stderr
     assert len(server.seen) == 2
 
-    server, url = recording_server([unavailable] * 4)
+    server, url = scripted_server([unavailable] * 4)
     r = run_cli(["validate", "--file", path], url, token=TOKEN)
     assert r.returncode == 1
     assert len(server.seen) == 4, "one try and three retries"

@@ -4,6 +4,7 @@
 //! separately and never compared, so a task that reuses a benchmark's boilerplate is not flagged.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -90,10 +91,11 @@ pub fn fingerprint_suite(suite: &str, sealed: bool, tasks: &[Task]) -> SuiteFing
     SuiteFingerprint { suite: suite.to_string(), sealed, tasks: prints, template_shingles, template_blobs }
 }
 
-/// The suites a validation compares with; `evaluated` marks the open challenge's suite.
+/// The suites a validation compares with; `evaluated` marks the open challenge's suite. Shared,
+/// not copied: a validation only reads the fingerprints loaded at start.
 #[derive(Debug, Clone, Default)]
 pub struct HeldOut {
-    pub suites: Vec<(SuiteFingerprint, bool)>,
+    pub suites: Vec<(Arc<SuiteFingerprint>, bool)>,
 }
 
 impl HeldOut {

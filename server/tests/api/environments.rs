@@ -329,3 +329,86 @@ async fn entry_path_selects_the_collection_inside_the_repository() {
     );
     app.finish().await;
 }
+
+/// Every refusal of the collection routes, each with its stable code, and nothing stored.
+#[tokio::test]
+async fn collection_routes_refuse_with_stable_codes() {
+    let app = TestApp::new(crate::harness::Backend::Sqlite).await;
+    app.publish("datasets", "alice/pack", &fixture("good"));
+    let body = env_json("dataset", "alice/pack", "main", "t");
+
+    let anon = app.request(Method::POST, "/api/environments", Some(&body)).await;
+    assert_eq!((anon.status.as_u16(), anon.json()["code"].as_str().unwrap()), (401, "AUTH_REQUIRED"));
+    let forged = app.post_as("/api/environments", &body, "hf_not_a_real_token_0123456789").await;
+    assert_eq!((forged.status.as_u16(), forged.json()["code"].as_str().unwrap()), (401, "INVALID_TOKEN"));
+
+    // Someone else's agent cannot sign your collection.
+    let reg = json!({"agent_id": "bob-builder", "description": "The agent of bob"}).to_string();
+    assert_eq!(app.post_as("/api/agents", &reg, BOB).await.status, StatusCode::CREATED);
+    let as_bobs = json!({"agent_id": "bob-builder", "challenge_id": "openenv-9b", "repo_type": "dataset",
+        "repo_id": "alice/pack", "revision": "main"})
+    .to_string();
+    for route in ["/api/environments/validate", "/api/environments"] {
+        let r = app.post_as(route, &as_bobs, ALICE).await;
+        assert_eq!(
+            (r.status.as_u16(), r.json()["code"].as_str().unwrap()),
+            (403, "AGENT_NOT_OWNED"),
+            "{route}"
+        );
+    }
+    let not_json = app
+        .call(Method::POST, "/api/environments", Some("{"), &[("authorization", &format!("Bearer {ALICE}"))])
+        .await;
+    assert_eq!(not_json.json()["code"], "INVALID_JSON");
+    assert_eq!(environments_rows(&app).await, 0, "no refusal stores anything");
+
+    let bad_limit = app.get("/api/environments?limit=0").await;
+    assert_eq!(
+        (bad_limit.status.as_u16(), bad_limit.json()["code"].as_str().unwrap()),
+        (400, "INVALID_QUERY")
+    );
+    let unknown = app.get("/api/environments/env-0000000000000000").await;
+    assert_eq!(
+        (unknown.status.as_u16(), unknown.json()["code"].as_str().unwrap()),
+        (404, "ENVIRONMENT_NOT_FOUND")
+    );
+    let check_text = app
+        .send(
+            axum::http::Request::post("/api/check")
+                .header("content-type", "text/plain")
+                .body(axum::body::Body::from("files"))
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(check_text.json()["code"], "UNSUPPORTED_MEDIA_TYPE");
+    app.finish().await;
+}
+
+/// A challenge that is not open takes no collections.
+#[tokio::test]
+async fn a_planned_challenge_takes_no_collections() {
+    let configs = crate::harness::copy_configs(|path, text| {
+        if path == "challenges/openenv-9b.toml" {
+            text.replacen("status = \"open\"", "status = \"planned\"", 1)
+        } else {
+            text
+        }
+    });
+    let app = TestApp::with(
+        crate::harness::Backend::Sqlite,
+        crate::harness::Options { configs_dir: configs.path().to_path_buf() },
+    )
+    .await;
+    app.publish("datasets", "alice/pack", &fixture("good"));
+    let r = app
+        .post_as("/api/environments/validate", &env_json("dataset", "alice/pack", "main", "t"), ALICE)
+        .await;
+    assert_eq!(
+        (r.status.as_u16(), r.json()["code"].as_str().unwrap()),
+        (422, "INVALID_ENVIRONMENT"),
+        "{}",
+        r.text()
+    );
+    assert!(r.json()["message"].as_str().unwrap().contains("planned"));
+    app.finish().await;
+}
