@@ -81,7 +81,23 @@ build_site() {
   wasm_module frontend arena
   wasm_module checker checker
   cp style/main.css "$SITE/pkg/arena.css"
+  node dev/precompress.mjs "$SITE/pkg"
   cp -R public/. "$SITE/"
+  check_bundle
+}
+
+# The pages' wasm may not grow past this (gzip -9 bytes) without someone deciding it should:
+# the goal is at most 300 KB; the budget leaves headroom above what the pages need today.
+BUNDLE_BUDGET=280000
+
+check_bundle() {
+  local gz
+  gz=$(stat -c %s "$SITE/pkg/arena_bg.wasm.gz")
+  if [ "$gz" -gt "$BUNDLE_BUDGET" ]; then
+    log "the pages' wasm is $gz bytes gzip, over its budget of $BUNDLE_BUDGET (dev/lib.sh): see what grew with twiggy"
+    return 1
+  fi
+  log "the pages' wasm: $gz bytes gzip (budget $BUNDLE_BUDGET)"
 }
 
 # Builds the server binary: release for dev/run, debug for the tests (shared with cargo test).

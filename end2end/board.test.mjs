@@ -4,19 +4,10 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import fs from 'node:fs';
-import { chromium } from 'playwright-core';
+import { BASE, launch, hydrated, token } from './support.mjs';
 
-const BASE = process.env.ARENA_TEST_URL;
-const USERS = JSON.parse(fs.readFileSync(process.env.ARENA_TEST_USERS, 'utf8'));
-const token = (name) => USERS.find((u) => u.name === name).token;
-const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
-  '--disable-component-update', '--disable-sync', '--no-first-run'];
 let browser;
-
-before(async () => {
-  browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: FLAGS });
-});
+before(async () => { browser = await launch(); });
 after(async () => { await browser?.close(); });
 
 async function signInOnHub(page, user) {
@@ -27,13 +18,13 @@ test('sign in, post, see the message, sign out', async () => {
   const context = await browser.newContext();
   const page = await context.newPage();
   await page.goto(`${BASE}/`);
-  await page.waitForSelector('body[data-hydrated="true"]', { timeout: 30_000 });
+  await hydrated(page);
   await page.getByRole('link', { name: 'Sign in with Hugging Face' }).click();
   await page.waitForURL(/\/oauth\/authorize/);
   await signInOnHub(page, 'carol');
   await page.waitForURL(`${BASE}/`);
   await page.locator('.viewer', { hasText: 'carol' }).waitFor({ timeout: 15_000 });
-  await page.waitForSelector('body[data-hydrated="true"]');
+  await hydrated(page);
 
   const text = `Hello from the browser ${Date.now()}`;
   await page.locator('#post-body').fill(text);
@@ -84,7 +75,7 @@ test('inside an iframe of another origin: sign-in opens a tab and the frame pick
 test('new messages appear without a reload', async () => {
   const page = await browser.newPage();
   await page.goto(`${BASE}/`);
-  await page.waitForSelector('body[data-hydrated="true"]', { timeout: 30_000 });
+  await hydrated(page);
   const body = `Posted by an agent meanwhile ${Date.now()}`;
   const resp = await fetch(`${BASE}/api/board/messages`, {
     method: 'POST',
@@ -99,7 +90,7 @@ test('new messages appear without a reload', async () => {
 test('"Add your agent" fills the agent id into both prompts', async () => {
   const page = await browser.newPage();
   await page.goto(`${BASE}/`);
-  await page.waitForSelector('body[data-hydrated="true"]', { timeout: 30_000 });
+  await hydrated(page);
   const build = page.locator('pre[data-prompt="build"]');
   assert.match(await build.innerText(), /Choose your agent id from my authenticated Hugging Face username/);
   await page.getByPlaceholder('e.g. alice-agent').fill('zed-agent');

@@ -6,48 +6,11 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import os from 'node:os';
-import { execFileSync } from 'node:child_process';
-import { chromium } from 'playwright-core';
+import { BASE, ROOT, launch, hydrated, publish, submit } from './support.mjs';
 
-const BASE = process.env.ARENA_TEST_URL;
-const REPOS = process.env.ARENA_TEST_HUB_REPOS;
-const USERS = JSON.parse(fs.readFileSync(process.env.ARENA_TEST_USERS, 'utf8'));
-const token = (name) => USERS.find((u) => u.name === name).token;
-const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
-const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
-  '--disable-component-update', '--disable-sync', '--no-first-run'];
 let browser;
-
-before(async () => {
-  assert.ok(REPOS, 'ARENA_TEST_HUB_REPOS is set by dev/test');
-  browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: FLAGS });
-});
+before(async () => { browser = await launch(); });
 after(async () => { await browser?.close(); });
-
-/** Publishes a fixture collection as a dataset repository on the stand-in. */
-function publish(owner, fixture) {
-  const name = `${fixture}-${Date.now().toString(36)}${Math.floor(Math.random() * 1e6).toString(36)}`;
-  const dest = path.join(REPOS, 'datasets', owner, name);
-  fs.mkdirSync(dest, { recursive: true });
-  fs.cpSync(path.join(ROOT, 'tests/fixtures/collections', fixture), dest, { recursive: true, verbatimSymlinks: true });
-  const git = (...args) => execFileSync('git', ['-C', dest, ...args], { encoding: 'utf8' }).trim();
-  git('init', '-q', '-b', 'main');
-  git('add', '-A');
-  git('-c', 'user.name=t', '-c', 'user.email=t@localhost', 'commit', '-q', '-m', 'fixture');
-  return `${owner}/${name}`;
-}
-
-async function submit(repoId, title, who) {
-  const resp = await fetch(`${BASE}/api/environments`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${token(who)}` },
-    body: JSON.stringify({ agent_id: null, challenge_id: 'openenv-9b', repo_type: 'dataset', repo_id: repoId,
-      revision: 'main', entry_path: '', title, notes: 'from the browser tests' }),
-  });
-  const text = await resp.text();
-  assert.ok(resp.status === 201 || resp.status === 200, `submit answered ${resp.status}: ${text}`);
-  return JSON.parse(text).environment_id;
-}
 
 test('/arena lists a collection; its page explains each finding and gives the PostTrain commands', async () => {
   const title = `Leaky pair ${Date.now()}`;
@@ -76,12 +39,12 @@ test('the submit form validates, shows the findings, then submits', async () => 
   const context = await browser.newContext();
   const page = await context.newPage();
   await page.goto(`${BASE}/arena/submit`);
-  await page.waitForSelector('body[data-hydrated="true"]', { timeout: 30_000 });
+  await hydrated(page);
   await page.getByRole('link', { name: 'Sign in with Hugging Face' }).click();
   await page.waitForURL(/\/oauth\/authorize/);
   await page.getByRole('button', { name: 'Sign in as dave' }).click();
   await page.waitForURL(`${BASE}/arena/submit`);
-  await page.waitForSelector('body[data-hydrated="true"]', { timeout: 30_000 });
+  await hydrated(page);
   await page.locator('input[name=repo_id]').fill(repoId);
   await page.locator('input[name=title]').fill('Dave no-oracle pair');
   const submitButton = page.getByRole('button', { name: 'Submit', exact: true });
@@ -102,7 +65,7 @@ test('the local checker runs the gates in the browser and uploads nothing', asyn
   const posted = [];
   page.on('request', (r) => { if (r.method() === 'POST') posted.push(r.url()); });
   await page.goto(`${BASE}/arena/check`);
-  await page.waitForSelector('body[data-hydrated="true"]', { timeout: 30_000 });
+  await hydrated(page);
   // A copy without the fixture's CASE.md, as a participant's folder would be.
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'arena-check-'));
   const folder = path.join(dir, 'my-collection');

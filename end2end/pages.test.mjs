@@ -1,34 +1,31 @@
-// Browser journeys in Debian's Chromium (driven by playwright-core): hydration, framing, phones.
-// dev/test starts the arena and passes its URL in ARENA_TEST_URL.
+// Browser journeys in Debian's Chromium (driven by playwright-core): islands hydrate, framing,
+// phones. dev/test starts the arena and passes its URL in ARENA_TEST_URL.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { chromium } from 'playwright-core';
+import { BASE, launch, hydrated, publish, submit } from './support.mjs';
 
-const BASE = process.env.ARENA_TEST_URL;
-const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
-  '--disable-component-update', '--disable-sync', '--no-first-run'];
 let browser;
-
-before(async () => {
-  assert.ok(BASE, 'ARENA_TEST_URL must name the running arena (dev/test sets it)');
-  browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: FLAGS });
-});
+before(async () => { browser = await launch(); });
 after(async () => { await browser?.close(); });
+
+const cards = (scope) => scope.locator('article.challenge:visible');
 
 test('the arena page hydrates: the status filter only works once the wasm is live', async () => {
   const page = await browser.newPage();
   const errors = [];
   page.on('pageerror', (e) => errors.push(String(e)));
+  page.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warning') errors.push(m.text()); });
   await page.goto(`${BASE}/arena`);
-  await page.waitForSelector('body[data-hydrated="true"]', { timeout: 30_000 });
-  assert.equal(await page.locator('article.challenge').count(), 1);
+  await hydrated(page);
+  assert.equal(await cards(page).count(), 1);
   await page.getByRole('button', { name: 'planned' }).click();
   await page.getByText('No planned challenges.').waitFor({ timeout: 10_000 });
-  assert.equal(await page.locator('article.challenge').count(), 0);
+  assert.equal(await cards(page).count(), 0);
   assert.equal(await page.getByRole('button', { name: 'planned' }).getAttribute('aria-pressed'), 'true');
   await page.getByRole('button', { name: 'All' }).click();
-  await page.locator('article.challenge').first().waitFor();
+  await cards(page).first().waitFor();
+  assert.equal(await page.getByText('No planned challenges.').count(), 0);
   assert.deepEqual(errors, []);
   await page.close();
 });
@@ -64,13 +61,34 @@ test('pages render and hydrate inside an iframe of another origin', async () => 
   }
 });
 
-test('a phone-sized screen needs no sideways scrolling', async () => {
-  const context = await browser.newContext({ viewport: { width: 375, height: 740 }, isMobile: true });
+test('no page scrolls sideways on a 360 px phone, and the interactive parts work there', async () => {
+  const id = await submit(publish('carol', 'dockerfile-copies-oracle'), `Phone check ${Date.now()}`, 'carol');
+  const context = await browser.newContext({ viewport: { width: 360, height: 740 }, isMobile: true, hasTouch: true });
   const page = await context.newPage();
-  for (const path of ['/', '/arena', '/arena/challenges/openenv-9b']) {
+  const paths = ['/', '/arena', '/arena/challenges/openenv-9b', `/arena/submissions/${id}`, '/arena/submit',
+    '/arena/check', '/no/such/page'];
+  for (const path of paths) {
     await page.goto(`${BASE}${path}`);
+    await hydrated(page);
     const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
     assert.ok(overflow <= 0, `${path} overflows by ${overflow}px`);
   }
+  await page.goto(`${BASE}/arena`);
+  await hydrated(page);
+  await page.getByRole('button', { name: 'closed' }).tap();
+  await page.getByText('No closed challenges.').waitFor({ timeout: 10_000 });
+  await page.goto(`${BASE}/`);
+  await hydrated(page);
+  await page.getByPlaceholder('e.g. alice-agent').fill('phone-agent');
+  await page.locator('pre[data-prompt="build"]', { hasText: 'Use phone-agent as your agent id.' }).waitFor();
   await context.close();
+});
+
+test('the pages\' scripts are served precompressed and revalidated', async () => {
+  const resp = await fetch(`${BASE}/pkg/arena_bg.wasm`, { headers: { 'accept-encoding': 'br, gzip' } });
+  assert.equal(resp.status, 200);
+  assert.match(resp.headers.get('content-encoding') ?? '', /^(br|gzip)$/);
+  assert.equal(resp.headers.get('content-type'), 'application/wasm');
+  assert.equal(resp.headers.get('cache-control'), 'no-cache');
+  assert.ok(resp.headers.get('last-modified'));
 });

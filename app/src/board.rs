@@ -4,47 +4,71 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use domain::board::Message;
+use domain::board::{Message, MessagePage, PostRequest};
 use domain::views::{SessionView, Viewer};
 use leptos::prelude::*;
-use serde_json::json;
+use serde::{Deserialize, Serialize};
 
-use crate::api::{get_messages, get_session};
 use crate::client;
 
 const POLL: Duration = Duration::from_secs(5);
+/// How many messages the front page shows.
+pub const PAGE: u32 = 100;
 
-#[component]
-pub fn Board() -> impl IntoView {
-    let session = Resource::new(|| (), |_| get_session());
-    let messages = Resource::new(|| (), |_| get_messages());
+/// The answer to a post: the stored message.
+#[derive(Deserialize)]
+struct Posted {
+    message: Message,
+}
+
+/// The body of `/auth/handoff`.
+#[derive(Serialize)]
+struct Handoff {
+    code: String,
+}
+
+/// The board's live part: who is signed in, the post form, and the threads, which poll for new
+/// messages while the page is open. The server renders it with the session and the newest
+/// messages, which it also hands over as props.
+#[island]
+pub fn BoardLive(session: SessionView, messages: Vec<Message>) -> impl IntoView {
+    let messages = RwSignal::new(messages);
     let reply_to = RwSignal::new(None::<String>);
-    // New messages appear without a reload: poll once the page is live.
+    let refresh = move || {
+        leptos::task::spawn_local(async move {
+            let url = format!("/api/board/messages?limit={PAGE}");
+            if let Ok(page) = client::call::<MessagePage>("GET", &url, None, None::<&()>).await {
+                messages.set(page.messages);
+            }
+        });
+    };
+    // New messages appear without a reload; the poll stops with the island.
     Effect::new(move |_| {
-        let _ = set_interval_with_handle(move || messages.refetch(), POLL);
+        if let Ok(handle) = set_interval_with_handle(refresh, POLL) {
+            on_cleanup(move || handle.clear());
+        }
     });
     view! {
         <section class="board" id="board">
-            <Suspense fallback=|| view! { <p>"Loading…"</p> }>
-                {move || Suspend::new(async move {
-                    match session.await {
-                        Ok(s) => view! { <Account session=s.clone()/> <PostForm session=s reply_to on_posted=move || messages.refetch()/> }.into_any(),
-                        Err(e) => view! { <p class="error">"Could not read your session: " {e.to_string()}</p> }.into_any(),
-                    }
-                })}
-            </Suspense>
+            <Account session=session.clone()/>
+            <PostForm session reply_to on_posted=refresh/>
             <h2>"Board"</h2>
-            <Transition fallback=|| view! { <p>"Loading messages…"</p> }>
-                {move || Suspend::new(async move {
-                    match messages.await {
-                        Ok(list) if list.is_empty() => view! { <p class="empty">"No messages yet."</p> }.into_any(),
-                        Ok(list) => view! { <Threads messages=list reply_to/> }.into_any(),
-                        Err(e) => view! { <p class="error">"Could not load the board: " {e.to_string()}</p> }.into_any(),
-                    }
-                })}
-            </Transition>
+            {move || {
+                let list = messages.get();
+                if list.is_empty() {
+                    view! { <p class="empty">"No messages yet."</p> }.into_any()
+                } else {
+                    view! { <Threads messages=list reply_to/> }.into_any()
+                }
+            }}
         </section>
     }
+}
+
+/// Sign-in and sign-out on pages without the board.
+#[island]
+pub fn AccountBox(session: SessionView, return_to: String) -> impl IntoView {
+    view! { <Account session return_to/> }
 }
 
 /// Signed in or not; sign-in opens a new tab when the page is framed, as HF advises.
@@ -52,8 +76,8 @@ pub fn Board() -> impl IntoView {
 pub(crate) fn Account(
     session: SessionView,
     /// Where sign-in comes back to.
-    #[prop(default = "/")]
-    return_to: &'static str,
+    #[prop(default = "/".to_string())]
+    return_to: String,
 ) -> impl IntoView {
     let error = RwSignal::new(None::<String>);
     match session.viewer {
@@ -62,12 +86,9 @@ pub(crate) fn Account(
             let sign_out = move |_| {
                 let csrf = csrf.clone();
                 leptos::task::spawn_local(async move {
-                    match client::post_json("/auth/logout", &csrf, &json!({})).await {
-                        Ok((204, _)) => client::reload(),
-                        Ok((_, answer)) => {
-                            error.set(Some(answer["message"].as_str().unwrap_or("sign-out failed").into()))
-                        }
-                        Err(e) => error.set(Some(e)),
+                    match client::call::<()>("POST", "/auth/logout", Some(&csrf), Some(&())).await {
+                        Ok(()) => client::reload(),
+                        Err(e) => error.set(Some(e.describe())),
                     }
                 });
             };
@@ -86,12 +107,10 @@ pub(crate) fn Account(
             Effect::new(move |_| {
                 client::listen_for_handoff(move |code| {
                     leptos::task::spawn_local(async move {
-                        match client::post_json("/auth/handoff", "", &json!({ "code": code })).await {
-                            Ok((204, _)) => client::reload(),
-                            Ok((_, answer)) => {
-                                error.set(Some(answer["message"].as_str().unwrap_or("sign-in failed").into()))
-                            }
-                            Err(e) => error.set(Some(e)),
+                        let body = Handoff { code };
+                        match client::call::<()>("POST", "/auth/handoff", None, Some(&body)).await {
+                            Ok(()) => client::reload(),
+                            Err(e) => error.set(Some(e.describe())),
                         }
                     });
                 });
@@ -135,35 +154,37 @@ fn PostForm(
         ev.prevent_default();
         let id = request_id.get_untracked().unwrap_or_else(|| client::new_request_id("post"));
         request_id.set(Some(id.clone()));
-        let agent_id = Some(agent.get_untracked()).filter(|a| !a.is_empty());
-        let refs: Vec<String> = reply_to.get_untracked().into_iter().collect();
-        let payload = json!({"request_id": id, "agent_id": agent_id, "body": body.get_untracked(), "refs": refs, "broadcast": false});
+        let post = PostRequest {
+            request_id: id,
+            agent_id: Some(agent.get_untracked()).filter(|a| !a.is_empty()),
+            body: body.get_untracked(),
+            refs: reply_to.get_untracked().into_iter().collect(),
+            broadcast: false,
+        };
         let csrf = csrf.clone();
         busy.set(true);
         leptos::task::spawn_local(async move {
-            let outcome = client::post_json("/api/board/messages", &csrf, &payload).await;
+            let outcome =
+                client::call::<Posted>("POST", "/api/board/messages", Some(&csrf), Some(&post)).await;
             busy.set(false);
             match outcome {
-                Ok((200 | 201, answer)) => {
+                Ok(posted) => {
                     body.set(String::new());
                     request_id.set(None);
                     reply_to.set(None);
-                    status
-                        .set(Some(Ok(format!("Posted {}", answer["message"]["id"].as_str().unwrap_or("")))));
+                    status.set(Some(Ok(format!("Posted {}", posted.message.id))));
                     on_posted();
                 }
-                Ok((code, answer)) => {
-                    // A 4xx refusal is final for this content, so the next attempt is a new request;
-                    // after a 5xx the post may have landed, so a retry keeps the same request id.
-                    if code < 500 {
+                Err(e) => {
+                    // A refusal is final for this content, so the next attempt is a new request;
+                    // after a 5xx or no answer the post may have landed, so a retry keeps its id.
+                    if !e.maybe_applied() {
                         request_id.set(None);
+                        status.set(Some(Err(e.describe())));
+                    } else {
+                        status.set(Some(Err(format!("{}; submit again to retry safely", e.describe()))));
                     }
-                    status.set(Some(Err(answer["message"]
-                        .as_str()
-                        .unwrap_or("the arena refused the post")
-                        .to_string())));
                 }
-                Err(e) => status.set(Some(Err(format!("{e}; submit again to retry safely")))),
             }
         });
     };
@@ -275,7 +296,7 @@ pub fn fill_prompt(prompt: &str, agent_id: &str) -> String {
     }
 }
 
-#[component]
+#[island]
 pub fn AddYourAgent() -> impl IntoView {
     let name = RwSignal::new(String::new());
     let copied = RwSignal::new(None::<&'static str>);

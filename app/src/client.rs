@@ -1,8 +1,7 @@
-//! Browser-side effects the pages need: JSON writes with the CSRF token, the clipboard, sign-in in a
-//! new tab when framed, and the hand-off from that tab. They only run after hydration (in event
-//! handlers and effects), so the server build compiles them to nothing.
-
-use serde_json::Value;
+//! What the islands do in the browser: calls to the JSON API (typed with `domain`'s wire types,
+//! the CSRF token on writes), the clipboard, sign-in in a new tab when framed, and the hand-off
+//! from that tab. They only run after hydration (in event handlers and effects), so the server
+//! build compiles them to nothing.
 
 /// Whether the page is inside a frame (the huggingface.co Space page).
 pub fn is_framed() -> bool {
@@ -18,26 +17,85 @@ pub fn is_framed() -> bool {
     false
 }
 
-/// POSTs JSON (with the session's CSRF token) and returns the status and the JSON answer.
-pub async fn post_json(url: &str, csrf: &str, body: &Value) -> Result<(u16, Value), String> {
+/// Why a call to the API did not give the answer asked for.
+#[derive(Debug, Clone)]
+// The server build never calls the API, so it never makes a refusal.
+#[cfg_attr(not(feature = "hydrate"), allow(dead_code))]
+pub enum Failure {
+    /// The API answered an error: its status, stable code and message, and the whole body (some
+    /// refusals carry more, such as the report of a failed validation).
+    Refused { status: u16, code: String, message: String, body: String },
+    /// No answer, or not the API's JSON.
+    Unreachable(String),
+}
+
+impl Failure {
+    /// One line for a person: the message, then the code.
+    pub fn describe(&self) -> String {
+        match self {
+            Failure::Refused { code, message, .. } => format!("{message} ({code})"),
+            Failure::Unreachable(e) => e.clone(),
+        }
+    }
+
+    /// Whether the request may have taken effect (no answer, or a 5xx): a retry keeps its id.
+    pub fn maybe_applied(&self) -> bool {
+        match self {
+            Failure::Refused { status, .. } => *status >= 500,
+            Failure::Unreachable(_) => true,
+        }
+    }
+}
+
+#[cfg(feature = "hydrate")]
+#[derive(serde::Deserialize)]
+struct ErrorWire {
+    code: String,
+    message: String,
+}
+
+/// Sends a request to the API and decodes its JSON answer (`()` for an empty one). Writes carry
+/// the session's CSRF token, as the API requires of cookie-authenticated calls.
+pub async fn call<T: serde::de::DeserializeOwned>(
+    method: &str,
+    url: &str,
+    csrf: Option<&str>,
+    body: Option<&(impl serde::Serialize + ?Sized)>,
+) -> Result<T, Failure> {
     #[cfg(feature = "hydrate")]
     {
-        let resp = gloo_net::http::Request::post(url)
-            .header("x-csrf-token", csrf)
-            .json(body)
-            .map_err(|e| e.to_string())?
+        use gloo_net::http::RequestBuilder;
+        let mut builder = RequestBuilder::new(url).method(match method {
+            "POST" => gloo_net::http::Method::POST,
+            _ => gloo_net::http::Method::GET,
+        });
+        if let Some(csrf) = csrf {
+            builder = builder.header("x-csrf-token", csrf);
+        }
+        let request = match body {
+            Some(body) => builder.json(body).map_err(|e| Failure::Unreachable(e.to_string()))?,
+            None => builder.build().map_err(|e| Failure::Unreachable(e.to_string()))?,
+        };
+        let resp = request
             .send()
             .await
-            .map_err(|e| format!("no answer from the arena ({e})"))?;
+            .map_err(|e| Failure::Unreachable(format!("no answer from the arena ({e})")))?;
         let status = resp.status();
-        let json =
-            if status == 204 { Value::Null } else { resp.json::<Value>().await.unwrap_or(Value::Null) };
-        Ok((status, json))
+        let text = resp.text().await.unwrap_or_default();
+        if !(200..300).contains(&status) {
+            return Err(match serde_json::from_str::<ErrorWire>(&text) {
+                Ok(e) => Failure::Refused { status, code: e.code, message: e.message, body: text },
+                Err(_) => Failure::Unreachable(format!("the arena answered {status} without its JSON")),
+            });
+        }
+        let text = if text.is_empty() { "null" } else { text.as_str() };
+        serde_json::from_str(text)
+            .map_err(|e| Failure::Unreachable(format!("the arena's answer was not understood ({e})")))
     }
     #[cfg(not(feature = "hydrate"))]
     {
-        let _ = (url, csrf, body);
-        Err("only in the browser".into())
+        let _ = (method, url, csrf, body.is_some());
+        Err(Failure::Unreachable("only in the browser".into()))
     }
 }
 

@@ -8,12 +8,14 @@ use domain::gates::{Finding, Severity, CATALOGUE};
 use leptos::prelude::*;
 use leptos_meta::{Meta, Title};
 use leptos_router::hooks::use_params_map;
-use serde_json::{json, Value};
 
-use crate::api::{get_session, get_submission, list_challenges, list_environments};
-use crate::board::Account;
+use crate::api::{self, reads, ReadError};
+use crate::board::AccountBox;
 use crate::client;
+use domain::collection::request::EnvironmentRequest;
 use domain::registry::ChallengeStatus;
+use domain::ApiErrorBody;
+use serde::Deserialize;
 
 fn short(commit: &str) -> &str {
     commit.get(..10).unwrap_or(commit)
@@ -44,7 +46,8 @@ fn meaning(code: &str) -> &'static str {
 /// The collections `/arena` opens on, each with its checks.
 #[component]
 pub fn CollectionList() -> impl IntoView {
-    let environments = Resource::new(|| (), |_| list_environments());
+    let reads = reads();
+    let environments = async move { reads?.environments(200).await };
     view! {
         <section class="collections">
             <h1>"Collections"</h1>
@@ -54,7 +57,7 @@ pub fn CollectionList() -> impl IntoView {
                 " · agents: " <code>"arena_cli.py environments list"</code>
             </p>
             <Suspense fallback=|| view! { <p>"Loading collections…"</p> }>
-                {move || Suspend::new(async move {
+                {Suspend::new(async move {
                     match environments.await {
                         Ok(list) if list.is_empty() => view! { <p class="empty">"No collection has been submitted yet."</p> }.into_any(),
                         Ok(list) => view! {
@@ -63,7 +66,7 @@ pub fn CollectionList() -> impl IntoView {
                             </ul>
                         }
                         .into_any(),
-                        Err(e) => view! { <p class="error">"Could not load collections: " {e.to_string()}</p> }.into_any(),
+                        Err(error) => view! { <ReadError what="the collections" error/> }.into_any(),
                     }
                 })}
             </Suspense>
@@ -208,11 +211,12 @@ fn FindingItem(finding: Finding) -> impl IntoView {
 /// `/arena/submissions/:id`: a collection's tasks, findings, identities, credit and PostTrain commands.
 #[component]
 pub fn SubmissionPage() -> impl IntoView {
-    let params = use_params_map();
-    let detail = Resource::new(move || params.read().get("id").unwrap_or_default(), get_submission);
+    let id = use_params_map().read_untracked().get("id").unwrap_or_default();
+    let reads = reads();
+    let detail = async move { reads?.submission(&id).await };
     view! {
         <Suspense fallback=|| view! { <p>"Loading the collection…"</p> }>
-            {move || Suspend::new(async move {
+            {Suspend::new(async move {
                 match detail.await {
                     Ok(Some(d)) => view! { <Submission detail=d/> }.into_any(),
                     Ok(None) => view! {
@@ -221,7 +225,7 @@ pub fn SubmissionPage() -> impl IntoView {
                         <p><a href="/arena">"See every collection"</a></p>
                     }
                     .into_any(),
-                    Err(e) => view! { <p class="error">"Could not load the collection: " {e.to_string()}</p> }.into_any(),
+                    Err(error) => view! { <ReadError what="the collection" error/> }.into_any(),
                 }
             })}
         </Suspense>
@@ -270,8 +274,12 @@ fn Submission(detail: SubmissionDetail) -> impl IntoView {
 /// `/arena/submit`: validate first and read every finding, then submit.
 #[component]
 pub fn SubmitPage() -> impl IntoView {
-    let session = Resource::new(|| (), |_| get_session());
-    let challenges = Resource::new(|| (), |_| list_challenges());
+    let reads = reads();
+    let session = api::session();
+    let page = async move {
+        let challenges = reads?.challenges().await?;
+        Ok::<_, ApiErrorBody>((session.await?, challenges))
+    };
     view! {
         <Title text="Open Env Arena · Submit a collection"/>
         <h1>"Submit a collection"</h1>
@@ -280,36 +288,49 @@ pub fn SubmitPage() -> impl IntoView {
             "resolves it to a commit, and checks every task. Validation stores nothing; submitting pins the commit."
         </p>
         <Suspense fallback=|| view! { <p>"Loading…"</p> }>
-            {move || Suspend::new(async move {
-                let open: Vec<String> = match challenges.await {
-                    Ok(list) => list
-                        .challenges
-                        .into_iter()
-                        .filter(|c| c.status == ChallengeStatus::Open)
-                        .map(|c| c.id)
-                        .collect(),
-                    Err(_) => Vec::new(),
+            {Suspend::new(async move {
+                let (session, list) = match page.await {
+                    Ok(read) => read,
+                    Err(error) => return view! { <ReadError what="the form" error/> }.into_any(),
                 };
-                match session.await {
-                    Ok(_) if open.is_empty() => {
+                let open: Vec<String> = list
+                    .challenges
+                    .into_iter()
+                    .filter(|c| c.status == ChallengeStatus::Open)
+                    .map(|c| c.id)
+                    .collect();
+                let return_to = "/arena/submit".to_string();
+                match session.viewer.clone() {
+                    _ if open.is_empty() => {
                         view! { <p class="note">"No challenge takes collections right now."</p> }.into_any()
                     }
-                    Ok(s) => match s.viewer.clone() {
-                        Some(viewer) => view! {
-                            <Account session=s return_to="/arena/submit"/>
-                            <SubmitForm csrf=viewer.csrf agents=viewer.agents challenges=open/>
-                        }
-                        .into_any(),
-                        None => view! { <Account session=s return_to="/arena/submit"/> <p>"Sign in to validate and submit."</p> }.into_any(),
-                    },
-                    Err(e) => view! { <p class="error">"Could not read your session: " {e.to_string()}</p> }.into_any(),
+                    Some(viewer) => view! {
+                        <AccountBox session return_to/>
+                        <SubmitForm csrf=viewer.csrf agents=viewer.agents challenges=open/>
+                    }
+                    .into_any(),
+                    None => view! { <AccountBox session return_to/> <p>"Sign in to validate and submit."</p> }.into_any(),
                 }
             })}
         </Suspense>
     }
 }
 
-#[component]
+/// The answer to a submit.
+#[derive(Deserialize)]
+struct Submitted {
+    environment_id: String,
+    existing: bool,
+    validation: Report,
+}
+
+/// A refused submit: `VALIDATION_FAILED` carries the report.
+#[derive(Deserialize)]
+struct Refusal {
+    validation: Report,
+}
+
+#[island]
 fn SubmitForm(csrf: String, agents: Vec<String>, challenges: Vec<String>) -> impl IntoView {
     let challenge = RwSignal::new(challenges.first().cloned().unwrap_or_default());
     let repo_type = RwSignal::new("dataset".to_string());
@@ -323,60 +344,60 @@ fn SubmitForm(csrf: String, agents: Vec<String>, challenges: Vec<String>) -> imp
     let error = RwSignal::new(None::<String>);
     let report = RwSignal::new(None::<Report>);
     let submitted = RwSignal::new(None::<(String, bool)>);
-    let body = move || {
-        let agent = agent.get();
-        json!({
-            "agent_id": if agent.is_empty() { Value::Null } else { Value::String(agent) },
-            "challenge_id": challenge.get(),
-            "repo_type": repo_type.get(), "repo_id": repo_id.get().trim(), "revision": revision.get().trim(),
-            "entry_path": entry_path.get().trim(), "title": title.get(), "notes": notes.get(),
-        })
+    let request = move || EnvironmentRequest {
+        agent_id: Some(agent.get()).filter(|a| !a.is_empty()),
+        challenge_id: challenge.get(),
+        repo_type: repo_type.get(),
+        repo_id: repo_id.get().trim().to_string(),
+        revision: revision.get().trim().to_string(),
+        entry_path: entry_path.get().trim().to_string(),
+        title: title.get(),
+        notes: notes.get(),
     };
-    let send = {
+    let validate = {
         let csrf = csrf.clone();
-        move |url: &'static str| {
-            let csrf = csrf.clone();
-            let payload = body();
+        move |ev: leptos::ev::SubmitEvent| {
+            ev.prevent_default();
+            submitted.set(None);
             busy.set(true);
             error.set(None);
+            let (csrf, body) = (csrf.clone(), request());
             leptos::task::spawn_local(async move {
-                match client::post_json(url, &csrf, &payload).await {
-                    Ok((status, answer)) => {
-                        let validation = if url.ends_with("/validate") {
-                            answer.clone()
-                        } else {
-                            answer["validation"].clone()
-                        };
-                        if let Ok(r) = serde_json::from_value::<Report>(validation) {
-                            report.set(Some(r));
-                        }
-                        if status == 200 || status == 201 {
-                            if let Some(id) = answer["environment_id"].as_str() {
-                                submitted.set(Some((id.to_string(), answer["existing"] == true)));
-                            }
-                        } else if answer["code"] != "VALIDATION_FAILED" || report.get_untracked().is_none() {
-                            error.set(Some(format!(
-                                "{}: {}",
-                                answer["code"].as_str().unwrap_or("ERROR"),
-                                answer["message"].as_str().unwrap_or("")
-                            )));
-                        }
-                    }
-                    Err(e) => error.set(Some(e)),
+                match client::call::<Report>("POST", "/api/environments/validate", Some(&csrf), Some(&body))
+                    .await
+                {
+                    Ok(r) => report.set(Some(r)),
+                    Err(e) => error.set(Some(e.describe())),
                 }
                 busy.set(false);
             });
         }
     };
-    let validate = {
-        let send = send.clone();
-        move |ev: leptos::ev::SubmitEvent| {
-            ev.prevent_default();
-            submitted.set(None);
-            send("/api/environments/validate");
-        }
+    let submit = move |_| {
+        busy.set(true);
+        error.set(None);
+        let (csrf, body) = (csrf.clone(), request());
+        leptos::task::spawn_local(async move {
+            match client::call::<Submitted>("POST", "/api/environments", Some(&csrf), Some(&body)).await {
+                Ok(answer) => {
+                    report.set(Some(answer.validation));
+                    submitted.set(Some((answer.environment_id, answer.existing)));
+                }
+                Err(e) => {
+                    // A failed validation shows its report, which says why.
+                    let refusal = match &e {
+                        client::Failure::Refused { body, .. } => serde_json::from_str::<Refusal>(body).ok(),
+                        client::Failure::Unreachable(_) => None,
+                    };
+                    match refusal {
+                        Some(r) => report.set(Some(r.validation)),
+                        None => error.set(Some(e.describe())),
+                    }
+                }
+            }
+            busy.set(false);
+        });
     };
-    let submit = move |_| send("/api/environments");
     view! {
         <form class="post-form submit-form" on:submit=validate>
             <label>"Challenge"
@@ -423,6 +444,21 @@ fn SubmitForm(csrf: String, agents: Vec<String>, challenges: Vec<String>) -> imp
 /// browser. Nothing leaves the page, so the private held-out suite is not compared.
 #[component]
 pub fn CheckPage() -> impl IntoView {
+    view! {
+        <Title text="Open Env Arena · Check a folder"/>
+        <h1>"Check a local folder"</h1>
+        <p class="note">
+            "Pick your collection's folder (the one holding " <code>"submission.yaml"</code> " and " <code>"envs/"</code>
+            "), its " <code>"envs/"</code> " folder, or one task. The structure check and the static gates run here, in your browser, "
+            "with the same code the arena runs; nothing is uploaded. Validation on the arena also compares your prompts and files with the held-out suites."
+        </p>
+        <FolderCheck/>
+    }
+}
+
+/// The folder picker and the report of the checks, run by the checker module in the browser.
+#[island]
+fn FolderCheck() -> impl IntoView {
     let report = RwSignal::new(None::<Report>);
     let error = RwSignal::new(None::<String>);
     let busy = RwSignal::new(false);
@@ -459,13 +495,6 @@ pub fn CheckPage() -> impl IntoView {
         }
     };
     view! {
-        <Title text="Open Env Arena · Check a folder"/>
-        <h1>"Check a local folder"</h1>
-        <p class="note">
-            "Pick your collection's folder (the one holding " <code>"submission.yaml"</code> " and " <code>"envs/"</code>
-            "), its " <code>"envs/"</code> " folder, or one task. The structure check and the static gates run here, in your browser, "
-            "with the same code the arena runs; nothing is uploaded. Validation on the arena also compares your prompts and files with the held-out suites."
-        </p>
         <input type="file" class="folder-picker" node_ref=picker multiple=true on:change=on_change/>
         {move || busy.get().then(|| view! { <p class="note">"Checking…"</p> })}
         {move || error.get().map(|e| view! { <p class="error">{e}</p> })}

@@ -1,36 +1,32 @@
 use domain::views::{ChallengeView, Health};
 use leptos::prelude::*;
 
-use crate::api::get_version;
+use crate::api::reads;
 
 /// The build fingerprint of the running server, from the same data as `/api/version`.
 #[component]
 pub fn Footer() -> impl IntoView {
-    let version = Resource::new(|| (), |_| get_version());
+    let version = reads().map(|r| r.version());
     view! {
         <footer class="footer">
             <span>"Open Env Arena · "</span>
             <a href="/openapi.json">"API schema"</a>
             <span>" · "</span>
-            <Suspense fallback=|| view! { <span>"build …"</span> }>
-                {move || Suspend::new(async move {
-                    match version.await {
-                        Ok(v) => {
-                            let short: String = v.commit.chars().take(12).collect();
-                            view! {
-                                <span class="build" title=format!("started {}", v.started_at)>
-                                    "build " <code>{short}</code> " · " {v.build_time.clone()}
-                                    {v.files_changed.then(|| view! {
-                                        <strong class="warn">" · files changed since the server started"</strong>
-                                    })}
-                                </span>
-                            }
-                                .into_any()
-                        }
-                        Err(_) => view! { <span class="build">"build unknown"</span> }.into_any(),
+            {match version {
+                Ok(v) => {
+                    let short: String = v.commit.chars().take(12).collect();
+                    view! {
+                        <span class="build" title=format!("started {}", v.started_at)>
+                            "build " <code>{short}</code> " · " {v.build_time.clone()}
+                            {v.files_changed.then(|| view! {
+                                <strong class="warn">" · files changed since the server started"</strong>
+                            })}
+                        </span>
                     }
-                })}
-            </Suspense>
+                    .into_any()
+                }
+                Err(_) => view! { <span class="build">"build unknown"</span> }.into_any(),
+            }}
         </footer>
     }
 }

@@ -1,6 +1,8 @@
-//! The arena's pages: Leptos components rendered on the server and hydrated in the browser.
-//! Data comes through server functions (under `/sfn`, never the guide's `/api` paths), which pull
-//! the server's read service from context.
+#![recursion_limit = "256"]
+//! The arena's pages. They render on the server from the read service in context; only the
+//! interactive parts are islands (`#[island]`), hydrated in the browser from the props the server
+//! serialized into the page. Islands talk to the same JSON API as the CLI, with the wire types of
+//! `domain` (see `client`): there is one transport, not a second one for the pages.
 
 pub mod api;
 mod board;
@@ -27,7 +29,7 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
                 <meta charset="utf-8"/>
                 <meta name="viewport" content="width=device-width, initial-scale=1"/>
                 <link rel="icon" href="/favicon.svg" type="image/svg+xml"/>
-                <HydrationScripts options/>
+                <HydrationScripts options islands=true/>
                 <MetaTags/>
             </head>
             <body>
@@ -37,15 +39,11 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
     }
 }
 
+/// Every page, rendered whole before it is sent (`SsrMode::Async`): the reads are fast, the
+/// head gets each page's title and preview tags, and no streaming script is needed.
 #[component]
 pub fn App() -> impl IntoView {
     provide_meta_context();
-    // Set once the wasm is live, so tests (and curious people) can tell a hydrated page.
-    Effect::new(move |_| {
-        if let Some(body) = document().body() {
-            let _ = body.set_attribute("data-hydrated", "true");
-        }
-    });
     view! {
         <Stylesheet id="arena-css" href="/pkg/arena.css"/>
         <Title text="Open Env Arena"/>
@@ -60,13 +58,12 @@ pub fn App() -> impl IntoView {
             </header>
             <main>
                 <Routes fallback=NotFound>
-                    <Route path=StaticSegment("") view=HomePage/>
-                    <Route path=path!("/arena") view=ArenaPage/>
-                    <Route path=path!("/arena/challenges/:id") view=ChallengePage/>
-                    // Rendered whole before sending, so its title and preview tags are in the head.
+                    <Route path=StaticSegment("") view=HomePage ssr=SsrMode::Async/>
+                    <Route path=path!("/arena") view=ArenaPage ssr=SsrMode::Async/>
+                    <Route path=path!("/arena/challenges/:id") view=ChallengePage ssr=SsrMode::Async/>
                     <Route path=path!("/arena/submissions/:id") view=SubmissionPage ssr=SsrMode::Async/>
-                    <Route path=path!("/arena/submit") view=SubmitPage/>
-                    <Route path=path!("/arena/check") view=CheckPage/>
+                    <Route path=path!("/arena/submit") view=SubmitPage ssr=SsrMode::Async/>
+                    <Route path=path!("/arena/check") view=CheckPage ssr=SsrMode::Async/>
                 </Routes>
             </main>
             <Footer/>

@@ -4,15 +4,21 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
 
-use crate::api::{get_challenge, list_challenges};
-use crate::board::{AddYourAgent, Board};
+use crate::api::{self, reads, ReadError};
+use crate::board::{AddYourAgent, BoardLive, PAGE};
 use crate::collections::CollectionList;
 use crate::components::{ChallengeCard, HealthBadge};
+use domain::ApiErrorBody;
 
 /// `/`: the board, where people and agents talk, beside the open challenge and "Add your agent".
 #[component]
 pub fn HomePage() -> impl IntoView {
-    let challenges = Resource::new(|| (), |_| list_challenges());
+    let reads = reads();
+    let session = api::session();
+    let board = async move {
+        let reads = reads?;
+        Ok::<_, ApiErrorBody>((session.await?, reads.messages(PAGE).await?, reads.challenges().await?))
+    };
     view! {
         <Title text="Open Env Arena · Board"/>
         <section class="hero">
@@ -25,81 +31,53 @@ pub fn HomePage() -> impl IntoView {
                 "Agents: read " <a href="/AGENTS.md">"the guide"</a> " and fetch " <a href="/arena_cli.py">"arena_cli.py"</a> "."
             </p>
         </section>
-        <div class="home">
-            <div class="main-col">
-                <Board/>
-            </div>
-            <aside class="side-col">
-                <Suspense fallback=|| view! { <p>"Loading challenges…"</p> }>
-                    {move || Suspend::new(async move {
-                        match challenges.await {
-                            Ok(list) => list
-                                .challenges
-                                .into_iter()
-                                .filter(|c| c.status == ChallengeStatus::Open)
-                                .map(|c| view! { <ChallengeCard challenge=c/> })
-                                .collect_view()
-                                .into_any(),
-                            Err(e) => view! { <p class="error">"Could not load challenges: " {e.to_string()}</p> }.into_any(),
-                        }
-                    })}
-                </Suspense>
-                <AddYourAgent/>
-            </aside>
-        </div>
+        <Suspense fallback=|| view! { <p>"Loading…"</p> }>
+            {Suspend::new(async move {
+                match board.await {
+                    Ok((session, messages, challenges)) => view! {
+                        <div class="home">
+                            <div class="main-col">
+                                <BoardLive session messages/>
+                            </div>
+                            <aside class="side-col">
+                                {challenges
+                                    .challenges
+                                    .into_iter()
+                                    .filter(|c| c.status == ChallengeStatus::Open)
+                                    .map(|c| view! { <ChallengeCard challenge=c/> })
+                                    .collect_view()}
+                                <AddYourAgent/>
+                            </aside>
+                        </div>
+                    }
+                    .into_any(),
+                    Err(error) => view! { <ReadError what="the board" error/> }.into_any(),
+                }
+            })}
+        </Suspense>
     }
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum StatusFilter {
-    All,
-    Only(ChallengeStatus),
+const STATUSES: [Option<ChallengeStatus>; 4] =
+    [None, Some(ChallengeStatus::Open), Some(ChallengeStatus::Planned), Some(ChallengeStatus::Closed)];
+
+fn filter_label(f: Option<ChallengeStatus>) -> &'static str {
+    f.map_or("All", ChallengeStatus::as_str)
 }
 
-impl StatusFilter {
-    fn keeps(self, c: &ChallengeView) -> bool {
-        match self {
-            StatusFilter::All => true,
-            StatusFilter::Only(status) => c.status == status,
-        }
-    }
-
-    fn label(self) -> &'static str {
-        match self {
-            StatusFilter::All => "All",
-            StatusFilter::Only(s) => s.as_str(),
-        }
-    }
-}
-
-/// `/arena`: the submissions app: every submitted collection with its checks, then the challenges,
-/// filterable by status. `/arena#/submissions/ID` opens a collection's page.
-#[component]
-pub fn ArenaPage() -> impl IntoView {
-    let challenges = Resource::new(|| (), |_| list_challenges());
-    let filter = RwSignal::new(StatusFilter::All);
-    let filters = [
-        StatusFilter::All,
-        StatusFilter::Only(ChallengeStatus::Open),
-        StatusFilter::Only(ChallengeStatus::Planned),
-        StatusFilter::Only(ChallengeStatus::Closed),
-    ];
-    Effect::new(move |_| {
-        let hash = window().location().hash().unwrap_or_default();
-        if let Some(id) = hash.strip_prefix("#/submissions/") {
-            let _ = window().location().replace(&format!("/arena/submissions/{id}"));
-        }
-    });
+/// The status filter over the server-rendered challenge cards: it sets the list's `data-show`,
+/// and the stylesheet hides the cards of other statuses, so the cards ship no code.
+#[island]
+fn ChallengeFilter(
+    /// The status of each card, in order.
+    statuses: Vec<ChallengeStatus>,
+    children: Children,
+) -> impl IntoView {
+    let filter = RwSignal::new(None::<ChallengeStatus>);
+    let shown = move || statuses.iter().filter(|s| filter.get().is_none_or(|f| f == **s)).count();
     view! {
-        <Title text="Open Env Arena · Arena"/>
-        <CollectionList/>
-        <h2>"Challenges"</h2>
-        <p>
-            "Runs and the leaderboard come to this app next; "
-            <code>"arena_cli.py challenges"</code> " returns the same data."
-        </p>
         <div class="filters" role="group" aria-label="Filter by status">
-            {filters
+            {STATUSES
                 .into_iter()
                 .map(|f| {
                     view! {
@@ -109,39 +87,61 @@ pub fn ArenaPage() -> impl IntoView {
                             aria-pressed=move || (filter.get() == f).to_string()
                             on:click=move |_| filter.set(f)
                         >
-                            {f.label()}
+                            {filter_label(f)}
                         </button>
                     }
                 })
                 .collect_view()}
         </div>
+        <div class="list" data-show=move || filter.get().map_or("all", ChallengeStatus::as_str)>
+            {children()}
+        </div>
+        {move || (shown() == 0).then(|| view! {
+            <p class="empty">{format!("No {} challenges.", filter_label(filter.get()))}</p>
+        })}
+    }
+}
+
+/// `/arena#/submissions/ID` (the guide's link form) opens that collection's page.
+#[island]
+fn HashRedirect() -> impl IntoView {
+    Effect::new(move |_| {
+        let location = window().location();
+        let hash = location.hash().unwrap_or_default();
+        if let Some(id) = hash.strip_prefix("#/submissions/") {
+            let _ = location.replace(&format!("/arena/submissions/{id}"));
+        }
+    });
+}
+
+/// `/arena`: the submissions app: every submitted collection with its checks, then the challenges,
+/// filterable by status. `/arena#/submissions/ID` opens a collection's page.
+#[component]
+pub fn ArenaPage() -> impl IntoView {
+    let reads = reads();
+    let challenges = async move { reads?.challenges().await };
+    view! {
+        <Title text="Open Env Arena · Arena"/>
+        <HashRedirect/>
+        <CollectionList/>
+        <h2>"Challenges"</h2>
+        <p>
+            "Runs and the leaderboard come to this app next; "
+            <code>"arena_cli.py challenges"</code> " returns the same data."
+        </p>
         <Suspense fallback=|| view! { <p>"Loading challenges…"</p> }>
-            {move || Suspend::new(async move {
+            {Suspend::new(async move {
                 match challenges.await {
                     Ok(list) => {
-                        let all = list.challenges;
+                        let statuses = list.challenges.iter().map(|c| c.status).collect();
                         view! {
-                            <div class="list">
-                                {move || {
-                                    let shown: Vec<ChallengeView> =
-                                        all.iter().filter(|c| filter.get().keeps(c)).cloned().collect();
-                                    if shown.is_empty() {
-                                        view! {
-                                            <p class="empty">{format!("No {} challenges.", filter.get().label())}</p>
-                                        }
-                                            .into_any()
-                                    } else {
-                                        shown.into_iter()
-                                            .map(|c| view! { <ChallengeCard challenge=c/> })
-                                            .collect_view()
-                                            .into_any()
-                                    }
-                                }}
-                            </div>
+                            <ChallengeFilter statuses>
+                                {list.challenges.into_iter().map(|c| view! { <ChallengeCard challenge=c/> }).collect_view()}
+                            </ChallengeFilter>
                         }
-                            .into_any()
+                        .into_any()
                     }
-                    Err(e) => view! { <p class="error">"Could not load challenges: " {e.to_string()}</p> }.into_any(),
+                    Err(error) => view! { <ReadError what="the challenges" error/> }.into_any(),
                 }
             })}
         </Suspense>
@@ -151,15 +151,16 @@ pub fn ArenaPage() -> impl IntoView {
 /// `/arena/challenges/:id`: everything a participant needs to know about one challenge.
 #[component]
 pub fn ChallengePage() -> impl IntoView {
-    let params = use_params_map();
-    let challenge = Resource::new(move || params.read().get("id").unwrap_or_default(), get_challenge);
+    let id = use_params_map().read_untracked().get("id").unwrap_or_default();
+    let reads = reads();
+    let challenge = async move { reads?.challenge(&id).await };
     view! {
         <Suspense fallback=|| view! { <p>"Loading challenge…"</p> }>
-            {move || Suspend::new(async move {
+            {Suspend::new(async move {
                 match challenge.await {
                     Ok(Some(c)) => view! { <ChallengeDetail c/> }.into_any(),
                     Ok(None) => view! { <NotFound/> }.into_any(),
-                    Err(e) => view! { <p class="error">"Could not load the challenge: " {e.to_string()}</p> }.into_any(),
+                    Err(error) => view! { <ReadError what="the challenge" error/> }.into_any(),
                 }
             })}
         </Suspense>

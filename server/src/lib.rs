@@ -1,16 +1,20 @@
+#![recursion_limit = "256"]
 //! The arena server: configuration, storage, the REST API, the pages, and the wiring between them.
 
 pub mod api;
+pub mod changes;
 mod clock;
 pub mod config;
 pub mod db;
 pub mod heldout;
+pub mod http;
 pub mod hub;
 pub mod identity;
 pub mod local;
 mod pages;
 pub mod registry_files;
 pub mod repo;
+pub mod service;
 pub mod sources;
 pub mod state;
 pub mod version;
@@ -37,7 +41,10 @@ pub async fn build(config: &Config) -> anyhow::Result<(Router, AppState)> {
     let sessions = identity::sessions::SqlStore::open(&url, db.backend).await?;
     sessions.spawn_cleanup();
     let fingerprints = heldout::load(config.fingerprints_dir().as_deref())?;
-    let state = AppState::new(Arc::new(registry), db, config, fingerprints);
+    let state = AppState::new(Arc::new(registry), db, config, fingerprints)?;
+    if state.db.backend == db::Backend::Postgres {
+        state.changes.spawn_listener(url.clone());
+    }
     identity::oauth::spawn_purge(state.clone());
     let router = router(state.clone(), &config.frame_ancestors)
         .layer(identity::sessions::layer(sessions, config.cookie_secure))

@@ -1,55 +1,62 @@
-//! The Leptos pages: server rendering with the read service in context, server functions, and
-//! the static site (wasm, CSS, public files) with the app's own 404 page behind it.
+//! The Leptos pages: server rendering with the read service in context, and the static site
+//! (wasm, CSS, public files) with the app's own 404 page behind it. Pages read through the same
+//! services as the API, and show a failed read as the API would answer it.
 
 use std::sync::Arc;
 
-use app::api::{ArenaReads, BoxFuture};
+use app::api::{ArenaReads, BoxFuture, Read};
 use app::{shell, App};
+use axum::http::header::CACHE_CONTROL;
+use axum::http::HeaderValue;
 use axum::Router;
 use domain::board::Message;
-use domain::catalog;
 use domain::collection::record::{EnvironmentRecord, SubmissionDetail};
 use domain::views::{ChallengeList, ChallengeView, SessionView, VersionView, Viewer};
+use domain::ErrorCode;
 use leptos::prelude::provide_context;
 use leptos_axum::{generate_route_list, LeptosRoutes};
+use tower_http::services::ServeDir;
+use tower_http::set_header::SetResponseHeaderLayer;
 
-use crate::{repo, AppState};
+use crate::http::ApiError;
+use crate::repo::board::Filter;
+use crate::{repo, service, AppState};
+
+fn shown(e: ApiError) -> domain::ApiErrorBody {
+    e.into_body()
+}
 
 impl ArenaReads for AppState {
-    fn challenges(&self) -> BoxFuture<'_, Result<ChallengeList, String>> {
+    fn challenges(&self) -> BoxFuture<'_, Read<ChallengeList>> {
         Box::pin(async move {
-            let live = repo::budget::live_state(&self.db, &self.registry).await.map_err(|e| e.to_string())?;
-            Ok(catalog::challenge_list(&self.registry, &live))
+            Ok(service::catalog::challenges(self).await.map_err(shown)?.value.as_ref().clone())
         })
     }
 
-    fn challenge<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<ChallengeView>, String>> {
+    fn challenge<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Read<Option<ChallengeView>>> {
         Box::pin(async move {
-            let Some(challenge) = self.registry.challenge(id) else {
-                return Ok(None);
-            };
-            let live = repo::budget::live_state(&self.db, &self.registry).await.map_err(|e| e.to_string())?;
-            Ok(Some(catalog::challenge_view(&self.registry, challenge, &live)))
+            match service::catalog::challenge(self, id).await {
+                Ok(c) => Ok(Some(c)),
+                Err(e) if e.code() == ErrorCode::ChallengeNotFound => Ok(None),
+                Err(e) => Err(shown(e)),
+            }
         })
     }
 
-    fn environments(&self, limit: u32) -> BoxFuture<'_, Result<Vec<EnvironmentRecord>, String>> {
+    fn environments(&self, limit: u32) -> BoxFuture<'_, Read<Vec<EnvironmentRecord>>> {
         Box::pin(async move {
-            repo::environments::list(&self.db, None, false, i64::from(limit)).await.map_err(|e| e.to_string())
+            let list = service::environments::list(self, None, false, limit).await.map_err(shown)?;
+            Ok(list.value.environments.clone())
         })
     }
 
-    fn submission<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<SubmissionDetail>, String>> {
+    fn submission<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Read<Option<SubmissionDetail>>> {
         Box::pin(async move {
-            let Some((environment, report)) =
-                repo::environments::get(&self.db, id).await.map_err(|e| e.to_string())?
-            else {
-                return Ok(None);
-            };
-            let validation: domain::collection::Report =
-                serde_json::from_str(&report).map_err(|e| e.to_string())?;
-            let posttrain = domain::collection::record::posttrain(&environment, &validation);
-            Ok(Some(SubmissionDetail { environment, validation, posttrain }))
+            match service::environments::submission(self, id).await {
+                Ok(d) => Ok(Some(d)),
+                Err(e) if e.code() == ErrorCode::EnvironmentNotFound => Ok(None),
+                Err(e) => Err(shown(e)),
+            }
         })
     }
 
@@ -57,10 +64,7 @@ impl ArenaReads for AppState {
         self.build.view()
     }
 
-    fn session<'a>(
-        &'a self,
-        request: &'a axum::http::request::Parts,
-    ) -> BoxFuture<'a, Result<SessionView, String>> {
+    fn session<'a>(&'a self, request: &'a axum::http::request::Parts) -> BoxFuture<'a, Read<SessionView>> {
         Box::pin(async move {
             let sign_in = self.auth.oauth.is_some();
             let Some(session) = request.extensions.get::<tower_sessions::Session>() else {
@@ -69,7 +73,7 @@ impl ArenaReads for AppState {
             let Some(user) = crate::identity::session_user(session).await else {
                 return Ok(SessionView { viewer: None, sign_in });
             };
-            let agents = repo::agents::list(&self.db, Some(&user.id)).await.map_err(|e| e.to_string())?;
+            let agents = repo::agents::list(&self.db, Some(&user.id)).await.map_err(|e| shown(e.into()))?;
             Ok(SessionView {
                 viewer: Some(Viewer {
                     name: user.name,
@@ -83,10 +87,11 @@ impl ArenaReads for AppState {
         })
     }
 
-    fn messages(&self, limit: u32) -> BoxFuture<'_, Result<Vec<Message>, String>> {
+    fn messages(&self, limit: u32) -> BoxFuture<'_, Read<Vec<Message>>> {
         Box::pin(async move {
-            let filter = repo::board::Filter { limit, ..Default::default() };
-            repo::board::list(&self.db, &filter).await.map(|(m, _)| m).map_err(|e| e.to_string())
+            let page =
+                service::board::list(self, Filter { limit, ..Default::default() }).await.map_err(shown)?;
+            Ok(page.value.messages.clone())
         })
     }
 }
@@ -95,7 +100,17 @@ pub fn router(state: &AppState) -> Router<AppState> {
     let reads: Arc<dyn ArenaReads> = Arc::new(state.clone());
     let context = move || provide_context(reads.clone());
     let options = state.leptos.clone();
+    // The build writes `.br` and `.gz` beside each file here; the names carry no hash, so
+    // browsers revalidate (a 304 when unchanged) instead of keeping a stale copy.
+    let pkg =
+        ServeDir::new(std::path::Path::new(options.site_root.as_ref()).join(options.site_pkg_dir.as_ref()))
+            .precompressed_br()
+            .precompressed_gzip();
+    let pkg = tower::ServiceBuilder::new()
+        .layer(SetResponseHeaderLayer::overriding(CACHE_CONTROL, HeaderValue::from_static("no-cache")))
+        .service(pkg);
     Router::new()
+        .nest_service("/pkg", pkg)
         .leptos_routes_with_context(state, generate_route_list(App), context.clone(), {
             let options = options.clone();
             move || shell(options.clone())

@@ -4,11 +4,13 @@ use axum::extract::FromRef;
 use domain::Registry;
 use leptos::config::LeptosOptions;
 
+use crate::changes::Changes;
 use crate::config::Config;
 use crate::db::Db;
 use crate::hub::HfHub;
 use crate::identity::cache::CachedHub;
 use crate::identity::oauth::OAuthSettings;
+use crate::service::Caches;
 use crate::sources::fetch::Sources;
 use crate::sources::{github::GitHub, hf::HfDatasets};
 use crate::version::BuildInfo;
@@ -36,6 +38,9 @@ pub struct AppState {
     pub sources: Arc<Sources>,
     /// Held-out suite fingerprints the gates compare with.
     pub fingerprints: Arc<Vec<Arc<SuiteFingerprint>>>,
+    /// What changed since a read was cached, and the cached reads.
+    pub changes: Arc<Changes>,
+    pub caches: Arc<Caches>,
 }
 
 impl AppState {
@@ -44,7 +49,7 @@ impl AppState {
         db: Db,
         config: &Config,
         fingerprints: Vec<Arc<SuiteFingerprint>>,
-    ) -> AppState {
+    ) -> anyhow::Result<AppState> {
         let leptos = LeptosOptions::builder()
             .output_name("arena")
             .site_root(config.site_root.to_string_lossy().to_string())
@@ -59,7 +64,11 @@ impl AppState {
             )),
             _ => None,
         };
-        AppState {
+        let changes = Changes::new(db.backend);
+        let caches = Arc::new(Caches::new(&registry)?);
+        Ok(AppState {
+            changes,
+            caches,
             registry,
             db,
             build: Arc::new(BuildInfo::capture(&config.site_root)),
@@ -79,7 +88,7 @@ impl AppState {
                 config.fetch_concurrency,
             )),
             fingerprints: Arc::new(fingerprints),
-        }
+        })
     }
 }
 

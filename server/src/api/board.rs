@@ -10,11 +10,13 @@ use domain::{ApiErrorBody, ErrorCode};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use super::query::ApiQuery;
-use super::{ApiError, ApiJson};
+use crate::changes::Topic;
+use crate::http::ApiQuery;
+use crate::http::{ApiError, ApiJson};
 use crate::identity::User;
 use crate::repo::board::{Filter, Inserted, Stamp};
-use crate::{clock, repo, AppState};
+use crate::{clock, repo, service, AppState};
+use axum::response::{IntoResponse, Response};
 
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
@@ -42,7 +44,7 @@ fn invalid(message: impl Into<String>) -> ApiError {
 pub async fn list(
     State(s): State<AppState>,
     ApiQuery(p): ApiQuery<ListParams>,
-) -> Result<Json<MessagePage>, ApiError> {
+) -> Result<Response, ApiError> {
     let limit = p.limit.unwrap_or(DEFAULT_PAGE);
     if !(1..=MAX_PAGE).contains(&limit) {
         return Err(invalid(format!("`limit` is 1 to {MAX_PAGE}")));
@@ -70,9 +72,7 @@ pub async fn list(
         before_seq,
         limit,
     };
-    let (messages, more) = repo::board::list(&s.db, &filter).await?;
-    let next_before = if more { messages.last().map(|m| m.id.clone()) } else { None };
-    Ok(Json(MessagePage { messages, next_before }))
+    Ok(service::board::list(&s, filter).await?.into_response())
 }
 
 #[derive(Serialize, ToSchema)]
@@ -142,7 +142,10 @@ pub async fn post(
         created_epoch: now.unix_timestamp(),
     };
     match repo::board::insert_limited(&s.db, &me.id, &me.name, &post, &stamp, &POST_LIMITS).await? {
-        Inserted::Stored(message) => Ok((StatusCode::CREATED, Json(PostView { message, existing: false }))),
+        Inserted::Stored(message) => {
+            s.changes.bump(Topic::Board);
+            Ok((StatusCode::CREATED, Json(PostView { message, existing: false })))
+        }
         Inserted::Limited(wait) => Err(ApiError::new(
             ErrorCode::RateLimited,
             format!("too many posts from {}; wait {wait} s", me.name),

@@ -9,7 +9,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use base64::Engine;
 use domain::collection::listing::{self, MAX_FILES};
-use domain::collection::record::{environment_id, posttrain, EnvironmentRecord, PostTrain};
+use domain::collection::record::{environment_id, EnvironmentRecord, PostTrain};
 use domain::collection::report::{Report, Warning};
 use domain::collection::request::{EnvironmentRequest, Source};
 use domain::gates::Severity;
@@ -18,9 +18,10 @@ use domain::{ApiErrorBody, ErrorCode};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use super::query::ApiQuery;
-use super::{ApiError, ApiJson};
+use crate::changes::Topic;
+use crate::http::{ApiError, ApiJson, ApiQuery};
 use crate::identity::{Identity, User};
+use crate::service::{self, environments::EnvironmentList};
 use crate::sources::fetch::FetchStats;
 use crate::sources::SourceError;
 use crate::{clock, heldout, repo, AppState};
@@ -257,6 +258,9 @@ pub async fn submit(
         },
     )
     .await?;
+    if inserted {
+        s.changes.bump(Topic::Environments);
+    }
     let pinned = EnvironmentRequest { revision: commit, entry_path: source.entry_path.clone(), ..req };
     let view = SubmissionView {
         environment_id: record.environment_id.clone(),
@@ -314,33 +318,20 @@ pub struct ListParams {
     limit: Option<u32>,
 }
 
-#[derive(Serialize, ToSchema)]
-pub struct EnvironmentList {
-    pub environments: Vec<EnvironmentRecord>,
-}
-
 #[utoipa::path(get, path = "/api/environments", tag = "environments", params(ListParams),
     responses((status = 200, body = EnvironmentList), (status = 400, description = "INVALID_QUERY", body = ApiErrorBody)))]
 pub async fn list(
     State(s): State<AppState>,
     ApiQuery(p): ApiQuery<ListParams>,
-) -> Result<Json<EnvironmentList>, ApiError> {
-    let limit = p.limit.unwrap_or(100);
-    if !(1..=500).contains(&limit) {
-        return Err(ApiError::new(ErrorCode::InvalidQuery, "`limit` must be 1 to 500"));
-    }
-    let environments =
-        repo::environments::list(&s.db, p.challenge.as_deref(), p.legacy.unwrap_or(false), i64::from(limit))
-            .await?;
-    Ok(Json(EnvironmentList { environments }))
-}
-
-async fn load(s: &AppState, id: &str) -> Result<(EnvironmentRecord, Report), ApiError> {
-    let (record, report) = repo::environments::get(&s.db, id)
-        .await?
-        .ok_or_else(|| ApiError::new(ErrorCode::EnvironmentNotFound, format!("no collection `{id}`")))?;
-    let report: Report = serde_json::from_str(&report).map_err(ApiError::internal)?;
-    Ok((record, report))
+) -> Result<Response, ApiError> {
+    let list = service::environments::list(
+        &s,
+        p.challenge.as_deref().filter(|c| !c.is_empty()),
+        p.legacy.unwrap_or(false),
+        p.limit.unwrap_or(100),
+    )
+    .await?;
+    Ok(list.into_response())
 }
 
 #[derive(Serialize, ToSchema)]
@@ -356,7 +347,7 @@ pub async fn get(
     State(s): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Json<EnvironmentView>, ApiError> {
-    let (environment, validation) = load(&s, &id).await?;
+    let (environment, validation) = service::environments::get(&s, &id).await?;
     Ok(Json(EnvironmentView { environment, validation }))
 }
 
@@ -373,9 +364,12 @@ pub async fn app_submission(
     State(s): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Json<AppSubmissionView>, ApiError> {
-    let (environment, validation) = load(&s, &id).await?;
-    let posttrain = posttrain(&environment, &validation);
-    Ok(Json(AppSubmissionView { environment, validation, posttrain }))
+    let d = service::environments::submission(&s, &id).await?;
+    Ok(Json(AppSubmissionView {
+        environment: d.environment,
+        validation: d.validation,
+        posttrain: d.posttrain,
+    }))
 }
 
 #[derive(Serialize, ToSchema)]

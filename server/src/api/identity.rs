@@ -10,7 +10,7 @@ use domain::{ApiErrorBody, ErrorCode};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::{ApiError, ApiJson};
+use crate::http::{ApiError, ApiJson};
 use crate::identity::{Caller, User, Via};
 use crate::{clock, repo, AppState};
 

@@ -7,8 +7,8 @@ use domain::views::LegacyList;
 use serde::Deserialize;
 use utoipa::IntoParams;
 
-use super::query::ApiQuery;
-use super::ApiError;
+use crate::http::ApiError;
+use crate::http::ApiQuery;
 
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]

@@ -4,11 +4,8 @@
 mod board;
 mod catalog;
 mod environments;
-mod error;
 mod identity;
-mod json;
 mod legacy;
-mod query;
 
 use axum::http::{Method, Uri};
 use axum::routing::any;
@@ -17,9 +14,7 @@ use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-pub use error::ApiError;
-pub use json::ApiJson;
-
+use crate::http::ApiError;
 use crate::AppState;
 
 #[derive(OpenApi)]

@@ -14,7 +14,7 @@ use domain::ErrorCode;
 use serde::{Deserialize, Serialize};
 use tower_sessions::Session;
 
-use crate::api::ApiError;
+use crate::http::ApiError;
 use crate::AppState;
 
 pub const CSRF_HEADER: &str = "x-csrf-token";

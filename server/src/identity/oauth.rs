@@ -24,8 +24,8 @@ use sqlx::Row;
 use tower_sessions::Session;
 
 use super::{random_secret, sign_in, Caller, SessionUser};
-use crate::api::ApiError;
 use crate::config::Secret;
+use crate::http::ApiError;
 use crate::AppState;
 
 const PENDING: &str = "oauth_pending";
@@ -356,7 +356,7 @@ async fn handoff(
     State(state): State<AppState>,
     session: Session,
     headers: axum::http::HeaderMap,
-    crate::api::ApiJson(req): crate::api::ApiJson<HandoffRequest>,
+    crate::http::ApiJson(req): crate::http::ApiJson<HandoffRequest>,
 ) -> Result<StatusCode, ApiError> {
     // Only the arena's own pages redeem codes: a browser always sends Origin with this POST.
     let origin = headers.get(axum::http::header::ORIGIN).and_then(|v| v.to_str().ok());

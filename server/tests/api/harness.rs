@@ -68,6 +68,7 @@ pub struct TestApp {
     /// The stand-in's git repositories: `datasets/{owner}/{name}`, `github/{owner}/{repo}`.
     pub repos: PathBuf,
     pg_database: Option<String>,
+    config: Config,
     _dir: tempfile::TempDir,
 }
 
@@ -183,7 +184,24 @@ impl TestApp {
             fingerprints_dir: Some(fingerprints),
         };
         let (router, state) = server::build(&config).await.expect("the test app builds");
-        TestApp { hub, hub_url, router, state, site_root, repos, pg_database, _dir: dir }
+        TestApp { hub, hub_url, router, state, site_root, repos, pg_database, config, _dir: dir }
+    }
+
+    /// A second server on the same database and stand-in, as a replica behind the same address.
+    pub async fn replica(&self) -> TestApp {
+        let (router, state) = server::build(&self.config).await.expect("the replica builds");
+        TestApp {
+            hub: self.hub.clone(),
+            hub_url: self.hub_url.clone(),
+            router,
+            state,
+            site_root: self.site_root.clone(),
+            repos: self.repos.clone(),
+            // The first server drops the database.
+            pg_database: None,
+            config: self.config.clone(),
+            _dir: tempfile::tempdir().unwrap(),
+        }
     }
 
     pub async fn request(&self, method: Method, uri: &str, body: Option<&str>) -> Answer {
@@ -243,9 +261,12 @@ impl TestApp {
         sqlx::query(sql).fetch_one(&self.state.db.pool).await.unwrap().try_get(0).unwrap()
     }
 
-    /// Runs SQL on the app's own database (to set up ledger rows the API only reads so far).
+    /// Runs SQL as an organizer would by hand. On PostgreSQL the tables' triggers tell every
+    /// server; this server is told at once, as after its own writes, so the next read is fresh.
     pub async fn exec(&self, sql: &str) -> Result<(), sqlx::Error> {
-        sqlx::query(sql).execute(&self.state.db.pool).await.map(|_| ())
+        let done = sqlx::query(sql).execute(&self.state.db.pool).await.map(|_| ());
+        self.state.changes.bump_all();
+        done
     }
 
     /// Publishes a fixture collection as a git repository on the stand-in (`kind` is `datasets`

@@ -8,4 +8,5 @@ mod harness;
 mod identity;
 mod logs;
 mod pages;
+mod replicas;
 mod session;

@@ -41,3 +41,23 @@ on_both_backends!(static_files_are_served_from_the_site_root, |app| {
     assert_eq!(answer.status, StatusCode::OK);
     assert_eq!(answer.text(), "body {}");
 });
+
+on_both_backends!(only_the_interactive_parts_ship_as_islands, |app| {
+    let static_page = app.get("/arena/challenges/openenv-9b").await.text();
+    assert!(!static_page.contains("<leptos-island"), "a read-only page hydrates nothing");
+    let front = app.get("/").await.text();
+    for island in ["BoardLive", "AddYourAgent"] {
+        assert!(front.contains(&format!("data-component=\"{island}")), "missing the {island} island");
+    }
+    // Islands get their data as props in the page, not through a second API.
+    assert!(front.contains("data-props="));
+    assert!(!front.contains("/sfn/"));
+});
+
+on_both_backends!(a_failed_read_shows_the_api_code_not_the_internal_error, |app| {
+    app.state.db.pool.close().await;
+    let html = app.get("/arena").await.text();
+    assert!(html.contains("data-code=\"INTERNAL\""), "{html}");
+    assert!(html.contains("the arena hit an internal error"));
+    assert!(!html.to_lowercase().contains("pool"), "the detail stays in the log: {html}");
+});

@@ -37,6 +37,19 @@ impl From<sqlx::Error> for ApiError {
     }
 }
 
+impl From<serde_json::Error> for ApiError {
+    fn from(e: serde_json::Error) -> Self {
+        ApiError::internal(e)
+    }
+}
+
+impl ApiError {
+    /// The answer's body, for callers that show it rather than send it (the pages).
+    pub fn into_body(self) -> ApiErrorBody {
+        self.body
+    }
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status =
