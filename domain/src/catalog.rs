@@ -69,7 +69,7 @@ pub fn challenge_view(registry: &Registry, challenge: &Challenge, live: &LiveSta
     }
     let model = &registry.models[&header.model];
     let method = &registry.methods[&header.method];
-    let allocation = allocation(challenge);
+    let allocation = allocation(registry, challenge);
     view.health = Some(health(challenge, &allocation, live));
     view.base_model = Some(BaseModelView {
         id: model.model.id.clone(),
@@ -132,8 +132,10 @@ pub fn challenge_view(registry: &Registry, challenge: &Challenge, live: &LiveSta
     view
 }
 
-/// The reservation a run makes: the node's hourly price × the hard timeout.
-pub fn allocation(challenge: &Challenge) -> AllocationView {
+/// The reservation a run makes: the hourly price × the hard timeout. The price is the challenge's
+/// own `hourly_price_usd` when it states one, else its provider's price for the job's flavor
+/// (`[prices.PROVIDER]` in `arena.toml`).
+pub fn allocation(registry: &Registry, challenge: &Challenge) -> AllocationView {
     let compute = &challenge.spec.compute;
     if compute.provider_status == ProviderStatus::Planned {
         return AllocationView {
@@ -144,14 +146,19 @@ pub fn allocation(challenge: &Challenge) -> AllocationView {
             )),
         };
     }
-    match compute.hourly_price_usd {
+    let flavor = &challenge.serving.flavor;
+    let listed = registry.prices.get(&compute.provider).and_then(|p| p.get(flavor)).copied();
+    match compute.hourly_price_usd.or(listed) {
         Some(price) => AllocationView {
             usd: Some(cents_ceil(price * compute.max_wall_s as f64 / 3600.0) as f64 / 100.0),
             reason: None,
         },
         None => AllocationView {
             usd: None,
-            reason: Some("no hourly price is configured for this compute".into()),
+            reason: Some(format!(
+                "no hourly price for flavor `{flavor}` on provider `{}` (arena.toml [prices])",
+                compute.provider
+            )),
         },
     }
 }
@@ -334,7 +341,7 @@ mod tests {
     fn a_connected_challenge_accepts_runs_until_a_job_is_active_or_the_cap_is_short() {
         let r = registry(connected);
         let c = r.challenge("openenv-9b").unwrap();
-        assert_eq!(allocation(c).usd, Some(200.0));
+        assert_eq!(allocation(&r, c).usd, Some(200.0));
         assert!(health_of(&r, &live(500_000, &[], None)).accepting_runs);
 
         let busy = health_of(&r, &live(500_000, &[], Some("run-1")));

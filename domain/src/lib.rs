@@ -12,6 +12,8 @@ pub mod error;
 pub mod gates;
 pub mod identity;
 pub mod registry;
+pub mod runs;
+pub mod score;
 pub mod views;
 
 pub use error::{ApiErrorBody, ErrorCode};

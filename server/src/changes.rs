@@ -32,10 +32,11 @@ pub enum Topic {
     Ledger,
     Environments,
     Board,
+    Runs,
 }
 
 impl Topic {
-    const ALL: [Topic; 3] = [Topic::Ledger, Topic::Environments, Topic::Board];
+    const ALL: [Topic; 4] = [Topic::Ledger, Topic::Environments, Topic::Board, Topic::Runs];
 
     fn index(self) -> usize {
         self as usize
@@ -47,13 +48,14 @@ impl Topic {
             "ledger" => Some(Topic::Ledger),
             "environments" => Some(Topic::Environments),
             "board" => Some(Topic::Board),
+            "runs" => Some(Topic::Runs),
             _ => None,
         }
     }
 }
 
 pub struct Changes {
-    versions: [AtomicU64; 3],
+    versions: [AtomicU64; 4],
     /// Whether every change is seen: always on SQLite, on PostgreSQL while the listener is up.
     watching: AtomicBool,
 }

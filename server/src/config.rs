@@ -67,6 +67,24 @@ pub struct Config {
     /// private overlay.
     #[arg(long, env = "ARENA_FINGERPRINTS_DIR")]
     pub fingerprints_dir: Option<PathBuf>,
+    /// The arena's own HF token (a Space secret): it launches jobs in `ARENA_JOBS_NAMESPACE` and
+    /// writes the runs dataset. Sent to HF only.
+    #[arg(long, env = "HF_TOKEN", hide_env_values = true)]
+    pub hf_token: Option<Secret>,
+    /// The HF namespace the arena's jobs run in.
+    #[arg(long, env = "ARENA_JOBS_NAMESPACE", default_value = "benchflow")]
+    pub jobs_namespace: String,
+    /// The private dataset runs are mirrored into and report back to.
+    #[arg(long, env = "ARENA_RUNS_DATASET", default_value = "openenvarena/arena-runs")]
+    pub runs_dataset: String,
+    /// The image each run's job starts (it runs `posttrainarena-train run`); the challenge's
+    /// pipeline commit is passed to it.
+    #[arg(long, env = "ARENA_PIPELINE_IMAGE", default_value = "ghcr.io/benchflow-ai/posttrainarena:latest")]
+    pub pipeline_image: String,
+    /// Seconds between passes of the background work (launches left unfinished, and later the
+    /// reconciler).
+    #[arg(long, env = "ARENA_WORKER_TICK_S", default_value_t = 5)]
+    pub worker_tick_s: u64,
 }
 
 impl Config {

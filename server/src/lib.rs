@@ -12,12 +12,14 @@ pub mod hub;
 pub mod identity;
 pub mod local;
 mod pages;
+pub mod ports;
 pub mod registry_files;
 pub mod repo;
 pub mod service;
 pub mod sources;
 pub mod state;
 pub mod version;
+pub mod workers;
 
 use std::sync::Arc;
 
@@ -34,6 +36,11 @@ pub use state::AppState;
 /// Builds the whole application: loads the registry, opens and migrates the database, and
 /// returns the router with its state.
 pub async fn build(config: &Config) -> anyhow::Result<(Router, AppState)> {
+    build_with(config, ports::Deps::real(config)).await
+}
+
+/// `build` with the given adapters (tests pass a fixed clock or scripted clients).
+pub async fn build_with(config: &Config, deps: ports::Deps) -> anyhow::Result<(Router, AppState)> {
     let registry = registry_files::load(&config.configs_dir, config.private_overlay.as_deref())?;
     let url = config.database_url()?;
     let db = db::Db::connect(&url).await?;
@@ -41,7 +48,7 @@ pub async fn build(config: &Config) -> anyhow::Result<(Router, AppState)> {
     let sessions = identity::sessions::SqlStore::open(&url, db.backend).await?;
     sessions.spawn_cleanup();
     let fingerprints = heldout::load(config.fingerprints_dir().as_deref())?;
-    let state = AppState::new(Arc::new(registry), db, config, fingerprints)?;
+    let state = AppState::new(Arc::new(registry), db, config, fingerprints, deps)?;
     if state.db.backend == db::Backend::Postgres {
         state.changes.spawn_listener(url.clone());
     }

@@ -131,10 +131,13 @@ async fn main() -> anyhow::Result<()> {
 }
 
 async fn serve(config: Config) -> anyhow::Result<()> {
-    let (app, _state) = server::build(&config).await?;
+    let (app, state) = server::build(&config).await?;
     let listener = tokio::net::TcpListener::bind(config.addr).await?;
     tracing::info!("Open Env Arena listening on http://{}", listener.local_addr()?);
+    let workers =
+        server::workers::Workers::start(state, std::time::Duration::from_secs(config.worker_tick_s.max(1)));
     axum::serve(listener, app).with_graceful_shutdown(shutdown()).await?;
+    workers.stop().await;
     Ok(())
 }
 

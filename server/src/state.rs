@@ -10,6 +10,7 @@ use crate::db::Db;
 use crate::hub::HfHub;
 use crate::identity::cache::CachedHub;
 use crate::identity::oauth::OAuthSettings;
+use crate::ports::Deps;
 use crate::service::Caches;
 use crate::sources::fetch::Sources;
 use crate::sources::{github::GitHub, hf::HfDatasets};
@@ -41,6 +42,15 @@ pub struct AppState {
     /// What changed since a read was cached, and the cached reads.
     pub changes: Arc<Changes>,
     pub caches: Arc<Caches>,
+    /// The outside world's adapters (jobs, dataset writes, clock).
+    pub deps: Deps,
+    /// This process, as the owner of the leases it takes.
+    pub server_id: String,
+    /// Where runs are mirrored and report to, the image their jobs start, and the arena's own
+    /// public address (the jobs report back to it).
+    pub runs_dataset: String,
+    pub pipeline_image: String,
+    pub public_url: String,
 }
 
 impl AppState {
@@ -49,6 +59,7 @@ impl AppState {
         db: Db,
         config: &Config,
         fingerprints: Vec<Arc<SuiteFingerprint>>,
+        deps: Deps,
     ) -> anyhow::Result<AppState> {
         let leptos = LeptosOptions::builder()
             .output_name("arena")
@@ -69,6 +80,11 @@ impl AppState {
         Ok(AppState {
             changes,
             caches,
+            deps,
+            server_id: format!("server-{}", crate::identity::random_hex(6)),
+            runs_dataset: config.runs_dataset.clone(),
+            pipeline_image: config.pipeline_image.clone(),
+            public_url: config.public_url(),
             registry,
             db,
             build: Arc::new(BuildInfo::capture(&config.site_root)),

@@ -23,7 +23,7 @@ pub(crate) fn router() -> Router<SharedHub> {
 }
 
 /// An error as the Hub sends it: JSON `{"error"}` with `X-Error-Code` and `X-Error-Message`.
-fn hf_error(status: StatusCode, code: Option<&str>, message: &str) -> Response {
+pub(crate) fn hf_error(status: StatusCode, code: Option<&str>, message: &str) -> Response {
     let mut resp = (status, Json(json!({ "error": message }))).into_response();
     if let Some(code) = code {
         resp.headers_mut().insert("x-error-code", HeaderValue::from_str(code).expect("ascii code"));
@@ -34,7 +34,7 @@ fn hf_error(status: StatusCode, code: Option<&str>, message: &str) -> Response {
     resp
 }
 
-fn repo_not_found() -> Response {
+pub(crate) fn repo_not_found() -> Response {
     hf_error(StatusCode::NOT_FOUND, Some("RepoNotFound"), "Repository not found")
 }
 
@@ -46,19 +46,27 @@ fn entry_not_found(path: &str, rev: &str) -> Response {
     hf_error(StatusCode::NOT_FOUND, Some("EntryNotFound"), &format!("{path} does not exist on \"{rev}\""))
 }
 
-fn internal(err: crate::repos::GitError) -> Response {
+pub(crate) fn internal(err: crate::repos::GitError) -> Response {
     tracing::error!(error = %err, "reading a dataset repository");
     hf_error(StatusCode::INTERNAL_SERVER_ERROR, None, "Internal Error")
 }
 
-/// Opens a dataset a client may read, or the answer HF gives when it may not.
-async fn open<'h>(hub: &'h SharedHub, owner: &str, name: &str) -> Result<(Repo<'h>, RepoName), Response> {
+/// Opens a dataset a client may read, or the answer HF gives when it may not. A private dataset
+/// is readable with the token of a member of its namespace.
+async fn open<'h>(
+    hub: &'h SharedHub,
+    headers: &HeaderMap,
+    owner: &str,
+    name: &str,
+) -> Result<(Repo<'h>, RepoName), Response> {
     let (Some(repos), Some(id)) = (hub.repos.as_ref(), RepoName::parse(owner, name)) else {
         return Err(repo_not_found());
     };
     let repo = repos.open(Kind::Dataset, &id).await.map_err(internal)?.ok_or_else(repo_not_found)?;
+    let member = crate::bearer(headers).and_then(|t| hub.user_by_token(t)).is_some_and(|u| u.may_read(owner));
     match repo.visibility {
         Visibility::Public => Ok((repo, id)),
+        Visibility::Private if member => Ok((repo, id)),
         Visibility::Private => Err(hf_error(
             StatusCode::UNAUTHORIZED,
             Some("RepoNotFound"),
@@ -83,17 +91,19 @@ async fn commit_of(repo: &Repo<'_>, rev: &str) -> Result<String, Response> {
 async fn info_main(
     State(hub): State<SharedHub>,
     Path((owner, name)): Path<(String, String)>,
+    headers: HeaderMap,
     Query(q): Query<HashMap<String, String>>,
 ) -> Response {
-    info_for(&hub, &owner, &name, "main", &q).await.unwrap_or_else(|r| r)
+    info_for(&hub, &headers, &owner, &name, "main", &q).await.unwrap_or_else(|r| r)
 }
 
 async fn info(
     State(hub): State<SharedHub>,
     Path((owner, name, rev)): Path<(String, String, String)>,
+    headers: HeaderMap,
     Query(q): Query<HashMap<String, String>>,
 ) -> Response {
-    info_for(&hub, &owner, &name, &rev, &q).await.unwrap_or_else(|r| r)
+    info_for(&hub, &headers, &owner, &name, &rev, &q).await.unwrap_or_else(|r| r)
 }
 
 fn truthy(q: &HashMap<String, String>, key: &str) -> bool {
@@ -103,12 +113,13 @@ fn truthy(q: &HashMap<String, String>, key: &str) -> bool {
 /// `{id, sha, siblings, private, gated, ...}`; with `?blobs=true`, siblings carry size and blob id.
 async fn info_for(
     hub: &SharedHub,
+    headers: &HeaderMap,
     owner: &str,
     name: &str,
     rev: &str,
     q: &HashMap<String, String>,
 ) -> Result<Response, Response> {
-    let (repo, id) = open(hub, owner, name).await?;
+    let (repo, id) = open(hub, headers, owner, name).await?;
     let sha = commit_of(&repo, rev).await?;
     let tree = repo.tree(&sha).await.map_err(internal)?;
     let commit = repo.commit_info(&sha).await.map_err(internal)?;
@@ -132,7 +143,7 @@ async fn info_for(
         "author": id.owner(),
         "sha": sha,
         "lastModified": modified,
-        "private": false,
+        "private": repo.visibility == Visibility::Private,
         "gated": false,
         "disabled": false,
         "downloads": 0,
@@ -181,7 +192,7 @@ async fn list(
     headers: &HeaderMap,
     q: &HashMap<String, String>,
 ) -> Result<Response, Response> {
-    let (repo, _) = open(hub, owner, name).await?;
+    let (repo, _) = open(hub, headers, owner, name).await?;
     let sha = commit_of(&repo, rev).await?;
     let dir = match path {
         None => None,
@@ -240,10 +251,11 @@ fn invalid_path(path: &str) -> Response {
 async fn resolve(
     State(hub): State<SharedHub>,
     method: Method,
+    headers: HeaderMap,
     Path((owner, name, rev, path)): Path<(String, String, String, String)>,
 ) -> Response {
     let result = async {
-        let (repo, _) = open(&hub, &owner, &name).await?;
+        let (repo, _) = open(&hub, &headers, &owner, &name).await?;
         let sha = commit_of(&repo, &rev).await?;
         let path = RepoPath::parse(&path).ok_or_else(|| invalid_path(&path))?;
         let tree = repo.tree(&sha).await.map_err(internal)?;

@@ -32,9 +32,12 @@
 mod datasets;
 pub mod faults;
 mod github;
+pub mod jobs;
 mod oauth;
+pub mod pipeline;
 mod repos;
 pub mod users;
+mod writes;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -75,6 +78,8 @@ pub struct Hub {
     tree_page_size: usize,
     github_rate_limit: u32,
     github: Mutex<github::RateLimit>,
+    /// HF Jobs, each running the simulated pipeline.
+    pub jobs: jobs::Jobs,
 }
 
 /// Request counters for `GET /_standin/stats`.
@@ -128,6 +133,8 @@ impl Stats {
 
 const DEFAULT_TREE_PAGE_SIZE: usize = 1000;
 const DEFAULT_GITHUB_RATE_LIMIT: u32 = 60;
+/// How long each simulated pipeline stage takes by default (ms).
+const DEFAULT_STAGE_MS: u64 = 2000;
 
 pub type SharedHub = Arc<Hub>;
 
@@ -145,6 +152,7 @@ impl Hub {
             tree_page_size: DEFAULT_TREE_PAGE_SIZE,
             github_rate_limit: DEFAULT_GITHUB_RATE_LIMIT,
             github: Mutex::new(github::RateLimit::new(DEFAULT_GITHUB_RATE_LIMIT)),
+            jobs: jobs::Jobs::new(DEFAULT_STAGE_MS),
         })
     }
 
@@ -167,12 +175,17 @@ impl Hub {
         })
     }
 
+    /// How long each simulated pipeline stage takes (ms).
+    pub fn with_stage_ms(self: SharedHub, ms: u64) -> SharedHub {
+        self.configure(|hub| hub.jobs.stage_ms.store(ms, Ordering::Relaxed))
+    }
+
     fn configure(mut self: SharedHub, set: impl FnOnce(&mut Hub)) -> SharedHub {
         set(Arc::get_mut(&mut self).expect("configure the hub before sharing it"));
         self
     }
 
-    fn user_by_token(&self, token: &str) -> Option<&HubUser> {
+    pub(crate) fn user_by_token(&self, token: &str) -> Option<&HubUser> {
         if let Some(u) = self.users.iter().find(|u| u.token == token) {
             return Some(u);
         }
@@ -208,6 +221,8 @@ pub fn router(hub: SharedHub) -> Router {
         .route("/api/whoami-v2", get(whoami))
         .merge(oauth::router())
         .merge(datasets::router())
+        .merge(writes::router().layer(axum::extract::DefaultBodyLimit::max(256 << 20)))
+        .merge(jobs::router())
         .merge(github::router())
         .layer(middleware::from_fn_with_state(hub.clone(), inject_faults))
         .layer(middleware::from_fn_with_state(hub.clone(), count_requests));
@@ -216,6 +231,7 @@ pub fn router(hub: SharedHub) -> Router {
         .route("/_standin/faults", get(get_faults).put(put_faults).delete(clear_faults))
         .route("/_standin/stats", get(stats).delete(reset_stats))
         .route("/_standin/github", get(get_github).put(put_github).delete(reset_github))
+        .merge(jobs::control())
         .with_state(hub)
 }
 
@@ -243,7 +259,20 @@ pub(crate) fn bearer(headers: &HeaderMap) -> Option<&str> {
     scheme.eq_ignore_ascii_case("bearer").then(|| token.trim()).filter(|t| !t.is_empty())
 }
 
-fn unauthorized() -> Response {
+/// `None` when the caller may write in the namespace (and use its jobs), else HF's refusal.
+pub(crate) fn write_refusal(hub: &Hub, headers: &HeaderMap, namespace: &str) -> Option<Response> {
+    match bearer(headers).and_then(|t| hub.user_by_token(t)) {
+        None => Some(unauthorized()),
+        Some(user) if user.may_write(namespace) => None,
+        Some(_) => Some(datasets::hf_error(
+            StatusCode::FORBIDDEN,
+            None,
+            &format!("You don't have the rights to write in {namespace}"),
+        )),
+    }
+}
+
+pub(crate) fn unauthorized() -> Response {
     (StatusCode::UNAUTHORIZED, Json(json!({"error": "Invalid credentials in Authorization header"})))
         .into_response()
 }
@@ -295,7 +324,11 @@ async fn clear_faults(State(hub): State<SharedHub>) -> StatusCode {
 }
 
 async fn stats(State(hub): State<SharedHub>) -> Json<Value> {
-    Json(hub.stats.json())
+    let mut stats = hub.stats.json();
+    if let (Some(all), Value::Object(jobs)) = (stats.as_object_mut(), hub.jobs.stats()) {
+        all.extend(jobs);
+    }
+    Json(stats)
 }
 
 async fn reset_stats(State(hub): State<SharedHub>) -> StatusCode {

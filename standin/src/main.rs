@@ -32,6 +32,9 @@ struct Args {
     /// GitHub API calls allowed per hourly window (change it at runtime with `PUT /_standin/github`).
     #[arg(long, env = "STANDIN_GITHUB_RATE_LIMIT", default_value_t = 60)]
     github_rate_limit: u32,
+    /// How long each stage of a simulated pipeline job takes, in milliseconds.
+    #[arg(long, env = "STANDIN_STAGE_MS", default_value_t = 2000)]
+    stage_ms: u64,
 }
 
 #[tokio::main]
@@ -57,7 +60,8 @@ async fn main() -> anyhow::Result<()> {
     let mut hub =
         Hub::new(users, OAuthApp { client_id: args.client_id, client_secret: args.client_secret }, faults)
             .with_tree_page_size(args.tree_page_size)
-            .with_github_rate_limit(args.github_rate_limit);
+            .with_github_rate_limit(args.github_rate_limit)
+            .with_stage_ms(args.stage_ms);
     if let Some(dir) = args.repos {
         anyhow::ensure!(dir.is_dir(), "ARENA_HUB_REPOS {} is not a directory", dir.display());
         tracing::info!("serving the git repositories under {}", dir.display());

@@ -228,11 +228,35 @@ pub struct Repos {
     commits: Mutex<HashSet<(PathBuf, String)>>,
     /// Visibility by git dir, valid while the config file's modification time and length stay the same.
     visibility: Mutex<HashMap<PathBuf, (SystemTime, u64, Visibility)>>,
+    /// Commits to one repository happen one at a time.
+    writing: tokio::sync::Mutex<()>,
 }
 
 impl Repos {
     pub fn new(root: PathBuf) -> Self {
-        Repos { root, trees: Mutex::default(), commits: Mutex::default(), visibility: Mutex::default() }
+        Repos {
+            root,
+            trees: Mutex::default(),
+            commits: Mutex::default(),
+            visibility: Mutex::default(),
+            writing: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    /// Creates a bare repository with a `main` branch; `false` when one exists already.
+    pub async fn create(&self, kind: Kind, name: &RepoName, private: bool) -> Result<bool, GitError> {
+        let _one = self.writing.lock().await;
+        if self.open(kind, name).await?.is_some() {
+            return Ok(false);
+        }
+        let dir = self.root.join(kind.dir()).join(&name.owner).join(&name.name);
+        std::fs::create_dir_all(&dir)?;
+        let repo = Repo { repos: self, git_dir: dir, visibility: Visibility::Public };
+        repo.git_ok(&["init", "--quiet", "--bare", "--initial-branch=main"]).await?;
+        if private {
+            repo.git_ok(&["config", "--local", "standin.visibility", "private"]).await?;
+        }
+        Ok(true)
     }
 
     /// The repository, if one exists under that name.
@@ -275,6 +299,67 @@ impl Repo<'_> {
             .kill_on_drop(true);
         let child = cmd.spawn()?;
         match tokio::time::timeout(GIT_TIMEOUT, child.wait_with_output()).await {
+            Ok(out) => Ok(out?),
+            Err(_) => Err(GitError::Timeout(args.join(" "))),
+        }
+    }
+
+    /// Commits `files` on top of `main` (a new branch when the repository is empty) in one
+    /// `git fast-import`; answers the new commit.
+    pub async fn write(&self, summary: &str, files: &[(RepoPath, Vec<u8>)]) -> Result<String, GitError> {
+        let _one = self.repos.writing.lock().await;
+        let parent = self.rev_parse("refs/heads/main^{commit}").await?;
+        let now = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+        let mut stream = Vec::new();
+        stream.extend(
+            format!("commit refs/heads/main\ncommitter Arena stand-in <standin@localhost> {now} +0000\n")
+                .bytes(),
+        );
+        stream.extend(format!("data {}\n{summary}\n", summary.len()).bytes());
+        if let Some(parent) = &parent {
+            stream.extend(format!("from {parent}\n").bytes());
+        }
+        for (path, bytes) in files {
+            stream.extend(format!("M 100644 inline {}\ndata {}\n", path.as_str(), bytes.len()).bytes());
+            stream.extend(bytes);
+            stream.push(b'\n');
+        }
+        stream.extend(b"done\n");
+        let out = self.git_input(&["fast-import", "--quiet", "--done"], stream).await?;
+        if !out.status.success() {
+            return Err(GitError::Failed {
+                args: "fast-import".into(),
+                stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            });
+        }
+        self.rev_parse("refs/heads/main^{commit}").await?.ok_or_else(|| GitError::Parse("fast-import".into()))
+    }
+
+    async fn git_input(&self, args: &[&str], input: Vec<u8>) -> Result<Output, GitError> {
+        use tokio::io::AsyncWriteExt;
+        let mut git_dir = OsString::from("--git-dir=");
+        git_dir.push(&self.git_dir);
+        let mut child = Command::new("git")
+            .args(["-c", "safe.directory=*"])
+            .arg(git_dir)
+            .args(args)
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()?;
+        let mut stdin = child.stdin.take().expect("piped stdin");
+        let feed = async move {
+            stdin.write_all(&input).await?;
+            stdin.shutdown().await
+        };
+        let run = async {
+            let (fed, out) = tokio::join!(feed, child.wait_with_output());
+            fed?;
+            out
+        };
+        match tokio::time::timeout(GIT_TIMEOUT, run).await {
             Ok(out) => Ok(out?),
             Err(_) => Err(GitError::Timeout(args.join(" "))),
         }

@@ -20,6 +20,19 @@ impl HubUser {
     pub fn id(&self) -> String {
         self.id.clone().unwrap_or_else(|| format!("user-{}", self.name))
     }
+
+    /// Whether the user may read the private repositories of a namespace: their own, or an
+    /// organization they belong to.
+    pub fn may_read(&self, namespace: &str) -> bool {
+        self.name == namespace || self.orgs.iter().any(|o| o.name == namespace)
+    }
+
+    /// Whether the user may write in a namespace (and launch jobs there): their own, or an
+    /// organization where they have the write or admin role.
+    pub fn may_write(&self, namespace: &str) -> bool {
+        self.name == namespace
+            || self.orgs.iter().any(|o| o.name == namespace && matches!(o.role.as_str(), "write" | "admin"))
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -53,6 +53,8 @@ impl Challenge {
 pub struct Registry {
     /// The shared compute cap, from `arena.toml`.
     pub budget_cap_cents: i64,
+    /// Launch providers' hourly prices by hardware flavor (USD), from `arena.toml`.
+    pub prices: BTreeMap<String, BTreeMap<String, f64>>,
     pub models: BTreeMap<String, ModelFile>,
     pub methods: BTreeMap<String, MethodFile>,
     pub suites: BTreeMap<String, Suite>,
@@ -65,6 +67,9 @@ pub struct Registry {
 #[serde(deny_unknown_fields)]
 struct ArenaFile {
     budget: BudgetSettings,
+    /// `[prices.PROVIDER]`: `flavor = USD per hour`.
+    #[serde(default)]
+    prices: BTreeMap<String, BTreeMap<String, f64>>,
 }
 
 #[derive(Debug, serde::Deserialize)]
@@ -97,6 +102,24 @@ impl Registry {
                             "must be a non-negative number",
                         ));
                     }
+                    for (provider, flavors) in &arena.prices {
+                        for (flavor, price) in flavors {
+                            if serving::flavor_gpus(flavor).is_none() {
+                                errors.push(ConfigError::new(
+                                    "arena.toml",
+                                    format!("prices.{provider}.{flavor}"),
+                                    "an unknown hardware flavor",
+                                ));
+                            } else if !(price.is_finite() && *price > 0.0) {
+                                errors.push(ConfigError::new(
+                                    "arena.toml",
+                                    format!("prices.{provider}.{flavor}"),
+                                    "must be a positive number of USD per hour",
+                                ));
+                            }
+                        }
+                    }
+                    registry.prices = arena.prices;
                 }
             }
             None => {

@@ -6,6 +6,7 @@ mod catalog;
 mod environments;
 mod identity;
 mod legacy;
+mod runs;
 
 use axum::http::{Method, Uri};
 use axum::routing::any;
@@ -20,7 +21,7 @@ use crate::AppState;
 #[derive(OpenApi)]
 #[openapi(
     info(title = "Open Env Arena", description = "The arena's API. Errors are JSON: {code, message}."),
-    tags((name = "challenges"), (name = "benchmarks"), (name = "arena"), (name = "identity"), (name = "board"), (name = "environments"), (name = "legacy")),
+    tags((name = "challenges"), (name = "benchmarks"), (name = "arena"), (name = "identity"), (name = "board"), (name = "environments"), (name = "runs"), (name = "legacy")),
     modifiers(&BearerAuth)
 )]
 struct ApiDoc;
@@ -63,6 +64,10 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(environments::get))
         .routes(routes!(environments::app_submission))
         .routes(routes!(environments::gates))
+        .routes(routes!(runs::preflight))
+        .routes(routes!(runs::launch, runs::list))
+        .routes(routes!(runs::get))
+        .routes(routes!(runs::ledger))
         .merge(
             // Uploaded collections are larger than the other bodies.
             OpenApiRouter::new()

@@ -7,11 +7,20 @@ use domain::{ApiErrorBody, ErrorCode};
 #[derive(Debug)]
 pub struct ApiError {
     body: ApiErrorBody,
+    /// Fields the guide promises beside `code` and `message` on some errors (`launched`,
+    /// `retry_with_same_request_id`, `run_id`, …).
+    extra: serde_json::Map<String, serde_json::Value>,
 }
 
 impl ApiError {
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
-        ApiError { body: ApiErrorBody::new(code, message) }
+        ApiError { body: ApiErrorBody::new(code, message), extra: serde_json::Map::new() }
+    }
+
+    /// Adds a field to the answer's body.
+    pub fn with(mut self, key: &str, value: impl Into<serde_json::Value>) -> Self {
+        self.extra.insert(key.to_string(), value.into());
+        self
     }
 
     /// Adds `retry_after_s` to the body and a `Retry-After` header.
@@ -55,7 +64,11 @@ impl IntoResponse for ApiError {
         let status =
             StatusCode::from_u16(self.body.code.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         let retry = self.body.retry_after_s;
-        let mut resp = (status, Json(self.body)).into_response();
+        let mut body = serde_json::to_value(&self.body).unwrap_or_default();
+        if let Some(fields) = body.as_object_mut() {
+            fields.extend(self.extra);
+        }
+        let mut resp = (status, Json(body)).into_response();
         if let Some(s) = retry.and_then(|s| HeaderValue::from_str(&s.to_string()).ok()) {
             resp.headers_mut().insert("retry-after", s);
         }

@@ -142,3 +142,13 @@ pub async fn list(
     .await?;
     rows.iter().map(record).collect()
 }
+
+/// The HF account id of the collection's author (ownership is decided by it).
+pub async fn author_id(db: &Db, id: &str) -> Result<Option<String>, sqlx::Error> {
+    sqlx::query("SELECT author_id FROM environments WHERE id = $1")
+        .bind(id)
+        .fetch_optional(&db.pool)
+        .await?
+        .map(|r| r.try_get("author_id"))
+        .transpose()
+}

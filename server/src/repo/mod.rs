@@ -4,3 +4,4 @@ pub mod agents;
 pub mod board;
 pub mod budget;
 pub mod environments;
+pub mod runs;

@@ -5,6 +5,7 @@
 pub mod board;
 pub mod catalog;
 pub mod environments;
+pub mod runs;
 
 use domain::board::MessagePage;
 use domain::views::{BenchmarkList, BudgetView, ChallengeList};

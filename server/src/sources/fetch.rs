@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use domain::collection::listing::MAX_FILE_BYTES;
 use domain::collection::request::{RepoType, Source};
-use domain::collection::{package, Contents, Report};
+use domain::collection::{package, Contents, Entry, Report};
 use domain::gates::fingerprint::HeldOut;
 use futures_util::{stream, StreamExt, TryStreamExt};
 use serde::Serialize;
@@ -67,20 +67,60 @@ impl Sources {
     }
 }
 
-pub async fn validate<R: RepoReader + Clone + 'static>(
+impl Sources {
+    /// Every file of a collection at a commit (for the run's mirror), each distinct blob read once
+    /// and within the same bounds as a validation.
+    pub async fn snapshot(
+        &self,
+        source: &Source,
+        commit: &str,
+    ) -> Result<(Vec<Entry>, Contents), SourceError> {
+        let _turn =
+            self.running.acquire().await.map_err(|_| SourceError::Unavailable("shutting down".into()))?;
+        match source.repo_type {
+            RepoType::Dataset => snapshot(&self.hf, source, commit, self.concurrency).await,
+            RepoType::Github => snapshot(&self.github, source, commit, self.concurrency).await,
+        }
+    }
+}
+
+async fn snapshot<R: RepoReader + Clone + 'static>(
     reader: &R,
     source: &Source,
-    heldout: HeldOut,
+    commit: &str,
     concurrency: usize,
-) -> Result<Fetched, SourceError> {
-    let started = Instant::now();
-    let commit = reader.resolve(source).await?;
-    let (listing, pages) = reader.list(source, &commit).await?;
-    let layout = package::discover(&listing);
-    let reads = package::reads(&layout);
+) -> Result<(Vec<Entry>, Contents), SourceError> {
+    let (listing, _) = reader.list(source, commit).await?;
+    if listing.len() > domain::collection::listing::MAX_FILES {
+        return Err(SourceError::TooLarge(format!(
+            "more than {} files",
+            domain::collection::listing::MAX_FILES
+        )));
+    }
+    let paths: Vec<String> = listing.iter().map(|e| e.path.clone()).collect();
+    let (contents, _, bytes) = read_blobs(reader, source, commit, &listing, paths, concurrency).await?;
+    if bytes > domain::collection::listing::MAX_READ_BYTES {
+        return Err(SourceError::TooLarge(format!(
+            "the collection holds more than {} MiB",
+            domain::collection::listing::MAX_READ_BYTES >> 20
+        )));
+    }
+    Ok((listing, contents))
+}
+
+/// Reads `paths` of a listing, each distinct blob once, `concurrency` at a time; a file larger
+/// than the per-file bound is left out. Answers the contents, the blobs read and their bytes.
+async fn read_blobs<R: RepoReader + Clone + 'static>(
+    reader: &R,
+    source: &Source,
+    commit: &str,
+    listing: &[Entry],
+    paths: Vec<String>,
+    concurrency: usize,
+) -> Result<(Contents, usize, u64), SourceError> {
     let blob_of: BTreeMap<&str, &str> = listing.iter().map(|e| (e.path.as_str(), e.blob.as_str())).collect();
     let mut by_blob: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for path in reads {
+    for path in paths {
         if let Some(blob) = blob_of.get(path.as_str()) {
             by_blob.entry(blob.to_string()).or_default().push(path);
         }
@@ -88,7 +128,7 @@ pub async fn validate<R: RepoReader + Clone + 'static>(
     // Owned captures: each read is its own future, independent of this function's borrows.
     let fetched: Vec<(Vec<String>, Option<Vec<u8>>)> = stream::iter(by_blob.into_values())
         .map(|paths| {
-            let (reader, source, commit) = (reader.clone(), source.clone(), commit.clone());
+            let (reader, source, commit) = (reader.clone(), source.clone(), commit.to_string());
             async move {
                 match reader.read(&source, &commit, &paths[0], MAX_FILE_BYTES).await {
                     Ok(bytes) => Ok((paths, Some(bytes))),
@@ -111,6 +151,22 @@ pub async fn validate<R: RepoReader + Clone + 'static>(
             contents.insert(p, bytes.clone());
         }
     }
+    Ok((contents, files_read, bytes_read))
+}
+
+pub async fn validate<R: RepoReader + Clone + 'static>(
+    reader: &R,
+    source: &Source,
+    heldout: HeldOut,
+    concurrency: usize,
+) -> Result<Fetched, SourceError> {
+    let started = Instant::now();
+    let commit = reader.resolve(source).await?;
+    let (listing, pages) = reader.list(source, &commit).await?;
+    let layout = package::discover(&listing);
+    let reads = package::reads(&layout);
+    let (contents, files_read, bytes_read) =
+        read_blobs(reader, source, &commit, &listing, reads, concurrency).await?;
     let listed_files = listing.len();
     // The checks are CPU work: off the async workers, so one validation never stalls the others.
     let report =

@@ -149,7 +149,8 @@ async fn health_reflects_an_active_run_on_both_backends() {
         )
     });
     for backend in BACKENDS {
-        let app = TestApp::with(backend, Options { configs_dir: configs.path().to_path_buf() }).await;
+        let app =
+            TestApp::with(backend, Options { configs_dir: configs.path().to_path_buf(), keep: None }).await;
         let c = app.get("/api/challenges/openenv-9b").await.json();
         assert_eq!(c["health"]["accepting_runs"], true, "{backend:?}");
         assert_eq!(c["per_run_allocation"]["usd"], 200.0);

@@ -27,6 +27,9 @@ pub const BOB: &str = "hf_test_bob_0123456789abcdef";
 pub const EVE: &str = "hf_test_eve_editor_0123456789abcdef";
 /// Someone who took the name "alice" after she renamed: same name, another HF id.
 pub const NEW_ALICE: &str = "hf_test_new_alice_0123456789abcdef";
+/// The arena's own token: it launches jobs and writes the runs dataset in `benchflow`.
+pub const ARENA_BOT: &str = "hf_test_arena_bot_0123456789abcdef";
+pub const RUNS_DATASET: &str = "benchflow/arena-runs";
 
 fn hub_users() -> Vec<standin::HubUser> {
     let user = |name: &str, token: &str, orgs: Vec<standin::OrgMembership>| standin::HubUser {
@@ -42,6 +45,11 @@ fn hub_users() -> Vec<standin::HubUser> {
         user("bob", BOB, vec![]),
         user("eve", EVE, vec![standin::OrgMembership { name: "benchflow".into(), role: "admin".into() }]),
         standin::HubUser { id: Some("user-new-alice".into()), ..user("alice", NEW_ALICE, vec![]) },
+        user(
+            "arena-bot",
+            ARENA_BOT,
+            vec![standin::OrgMembership { name: "benchflow".into(), role: "write".into() }],
+        ),
     ]
 }
 
@@ -52,7 +60,8 @@ pub async fn start_hub(repos: &Path) -> (standin::SharedHub, String) {
         standin::OAuthApp { client_id: "arena-test".into(), client_secret: "arena-test-secret".into() },
         standin::Faults::default(),
     )
-    .with_repos(repos.to_path_buf());
+    .with_repos(repos.to_path_buf())
+    .with_stage_ms(50);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(standin::serve(listener, hub.clone()));
@@ -69,6 +78,7 @@ pub struct TestApp {
     pub repos: PathBuf,
     pg_database: Option<String>,
     config: Config,
+    _configs: Option<std::sync::Arc<tempfile::TempDir>>,
     _dir: tempfile::TempDir,
 }
 
@@ -116,11 +126,21 @@ async fn create_pg_database() -> (String, String) {
 
 pub struct Options {
     pub configs_dir: PathBuf,
+    /// Keeps a copied registry alive as long as the app.
+    pub keep: Option<std::sync::Arc<tempfile::TempDir>>,
+}
+
+impl Options {
+    /// The registry `dev/run` serves: the shipped one plus the simulated `local-demo` challenge.
+    pub fn local() -> Options {
+        let dir = local_configs();
+        Options { configs_dir: dir.path().to_path_buf(), keep: Some(std::sync::Arc::new(dir)) }
+    }
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { configs_dir: repo_root().join("configs") }
+        Options { configs_dir: repo_root().join("configs"), keep: None }
     }
 }
 
@@ -182,9 +202,25 @@ impl TestApp {
             github_raw_url: format!("{hub_url}/raw"),
             fetch_concurrency: 16,
             fingerprints_dir: Some(fingerprints),
+            hf_token: Some(Secret(ARENA_BOT.into())),
+            jobs_namespace: "benchflow".into(),
+            runs_dataset: RUNS_DATASET.into(),
+            pipeline_image: "ghcr.io/benchflow-ai/posttrainarena:test".into(),
+            worker_tick_s: 1,
         };
         let (router, state) = server::build(&config).await.expect("the test app builds");
-        TestApp { hub, hub_url, router, state, site_root, repos, pg_database, config, _dir: dir }
+        TestApp {
+            hub,
+            hub_url,
+            router,
+            state,
+            site_root,
+            repos,
+            pg_database,
+            config,
+            _configs: options.keep,
+            _dir: dir,
+        }
     }
 
     /// A second server on the same database and stand-in, as a replica behind the same address.
@@ -200,6 +236,7 @@ impl TestApp {
             // The first server drops the database.
             pg_database: None,
             config: self.config.clone(),
+            _configs: self._configs.clone(),
             _dir: tempfile::tempdir().unwrap(),
         }
     }
@@ -298,6 +335,28 @@ impl TestApp {
 /// runtime the server uses in production (pages rendered with streaming are tested there).
 #[macro_export]
 macro_rules! on_both_backends {
+    (local, $name:ident, |$app:ident| $body:block) => {
+        mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+
+            async fn run($app: &$crate::harness::TestApp) $body
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn sqlite() {
+                let app = $crate::harness::TestApp::with($crate::harness::Backend::Sqlite, $crate::harness::Options::local()).await;
+                run(&app).await;
+                app.finish().await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn postgres() {
+                let app = $crate::harness::TestApp::with($crate::harness::Backend::Postgres, $crate::harness::Options::local()).await;
+                run(&app).await;
+                app.finish().await;
+            }
+        }
+    };
     (multi_thread, $name:ident, |$app:ident| $body:block) => {
         mod $name {
             #[allow(unused_imports)]
@@ -342,6 +401,21 @@ macro_rules! on_both_backends {
             }
         }
     };
+}
+
+/// The shipped registry plus `dev/local-challenge` (the open, simulated `local-demo`), as `dev/run`
+/// serves it.
+pub fn local_configs() -> tempfile::TempDir {
+    let dir = copy_configs(|_, text| text);
+    let src = repo_root().join("dev/local-challenge");
+    for sub in ["challenges", "methods", "suites", "fixture/task-lists"] {
+        std::fs::create_dir_all(dir.path().join(sub)).unwrap();
+        for entry in std::fs::read_dir(src.join(sub)).unwrap() {
+            let path = entry.unwrap().path();
+            std::fs::copy(&path, dir.path().join(sub).join(path.file_name().unwrap())).unwrap();
+        }
+    }
+    dir
 }
 
 pub fn copy_configs(edit: impl Fn(&str, String) -> String) -> tempfile::TempDir {

@@ -9,4 +9,5 @@ mod identity;
 mod logs;
 mod pages;
 mod replicas;
+mod runs;
 mod session;

@@ -1,0 +1,417 @@
+//! Runs of a collection on a challenge: the launch request, the preflight's checks in the guide's
+//! order, the refusal each failed check becomes, and the run's states and stages.
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+
+use crate::agents::AgentId;
+use crate::board::RequestId;
+use crate::budget::dollars;
+use crate::registry::{Challenge, ChallengeStatus, ProviderStatus};
+use crate::ErrorCode;
+
+/// A collection may have one counted run per challenge in this window.
+pub const DAILY_WINDOW_S: i64 = 24 * 3600;
+
+/// The body of `run --execute`, as sent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct RunRequest {
+    /// 8–120 characters you keep: repeating the request with it never starts a second run.
+    pub request_id: String,
+    pub environment_id: String,
+    #[serde(default)]
+    pub agent_id: Option<String>,
+}
+
+/// A launch request whose fields have been checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Launch {
+    pub request_id: RequestId,
+    pub environment_id: String,
+    pub agent_id: Option<AgentId>,
+}
+
+impl Launch {
+    pub fn parse(req: RunRequest) -> Result<Launch, String> {
+        let request_id = RequestId::parse(&req.request_id).map_err(|e| e.to_string())?;
+        let agent_id = req.agent_id.as_deref().map(AgentId::parse).transpose().map_err(|e| e.to_string())?;
+        if req.environment_id.trim().is_empty() {
+            return Err("`environment_id` is required (it starts with env-)".into());
+        }
+        Ok(Launch { request_id, environment_id: req.environment_id, agent_id })
+    }
+
+    /// What makes two requests with one request id the same request: the collection and agent.
+    pub fn body_key(&self, challenge_id: &str) -> String {
+        let agent = self.agent_id.as_ref().map(|a| a.as_str()).unwrap_or("");
+        format!("{challenge_id}\n{}\n{agent}", self.environment_id)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum RunState {
+    Queued,
+    Running,
+    Scored,
+    Failed,
+    Canceled,
+}
+
+impl RunState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunState::Queued => "queued",
+            RunState::Running => "running",
+            RunState::Scored => "scored",
+            RunState::Failed => "failed",
+            RunState::Canceled => "canceled",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<RunState> {
+        [RunState::Queued, RunState::Running, RunState::Scored, RunState::Failed, RunState::Canceled]
+            .into_iter()
+            .find(|r| r.as_str() == s)
+    }
+
+    pub fn is_finished(self) -> bool {
+        matches!(self, RunState::Scored | RunState::Failed | RunState::Canceled)
+    }
+
+    /// Failed and canceled runs do not count against the daily limit.
+    pub fn counts(self) -> bool {
+        !matches!(self, RunState::Failed | RunState::Canceled)
+    }
+}
+
+/// The guide's coarse stages of a run, in order.
+pub const STAGES: [&str; 7] = ["setup", "snapshot", "baseline", "gate", "training", "heldout", "collect"];
+
+/// One check of the preflight. `ok` is `None` when an earlier failure made it meaningless.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Check {
+    pub name: String,
+    pub ok: Option<bool>,
+    pub detail: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Preflight {
+    pub challenge_id: String,
+    pub environment_id: String,
+    pub allowed: bool,
+    pub checks: Vec<Check>,
+    /// The reservation a launch would make; `null` when none can be quoted (`max_compute_reason`).
+    pub max_compute_usd: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_compute_reason: Option<String>,
+    pub eligible_tasks: u64,
+    /// Tasks the static gates excluded: they are left out of the run's training list.
+    pub excluded_task_count: u64,
+    /// The job's hardware, as the layout check shows it.
+    pub hardware: Hardware,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Hardware {
+    pub provider: String,
+    pub flavor: String,
+    pub gpus: u32,
+    pub vllm_gpus: u32,
+    pub trainer_gpus: u32,
+    pub max_context_tokens: u32,
+    pub timeout_s: u32,
+}
+
+/// Who asks: their HF account id and whether they are an editor.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    pub id: String,
+    pub name: String,
+    pub editor: bool,
+}
+
+/// The collection as the checks need it.
+#[derive(Debug, Clone)]
+pub struct Collection {
+    pub id: String,
+    pub author_id: String,
+    pub author: String,
+    pub eligible_tasks: Vec<String>,
+    pub excluded_task_count: u64,
+}
+
+/// Everything the preflight reads; the caller gathers it, the rules here decide.
+#[derive(Debug, Clone)]
+pub struct Facts<'a> {
+    pub challenge: &'a Challenge,
+    /// The allocation in cents, or why none can be quoted.
+    pub allocation: Result<i64, String>,
+    pub caller: Option<Caller>,
+    pub collection: Collection,
+    /// When this collection's newest counted run on this challenge was requested (epoch s).
+    pub last_counted_epoch: Option<i64>,
+    pub now_epoch: i64,
+    /// The run holding the arena's one live reservation.
+    pub active_run: Option<String>,
+    pub remaining_cents: i64,
+    /// Task names of the challenge's held-out suites.
+    pub heldout_names: &'a BTreeSet<String>,
+}
+
+pub mod check {
+    pub const CHALLENGE_OPEN: &str = "challenge open";
+    pub const SIGNED_IN: &str = "signed in";
+    pub const AUTHOR_OR_EDITOR: &str = "author or editor";
+    pub const DAILY_LIMIT: &str = "no counted run in the last 24 hours";
+    pub const LAYOUT: &str = "job layout valid";
+    pub const NO_ACTIVE_JOB: &str = "no other arena job active";
+    pub const CAP: &str = "cap covers the allocation";
+    pub const ELIGIBLE: &str = "at least one eligible task";
+    pub const NAMES: &str = "no training task named like a held-out task";
+}
+
+fn hardware(challenge: &Challenge) -> Hardware {
+    let s = &challenge.serving;
+    Hardware {
+        provider: challenge.spec.compute.provider.clone(),
+        flavor: s.flavor.clone(),
+        gpus: s.gpus,
+        vllm_gpus: s.vllm_gpus,
+        trainer_gpus: s.trainer_gpus,
+        max_context_tokens: s.max_context_tokens,
+        timeout_s: challenge.spec.compute.max_wall_s,
+    }
+}
+
+/// The preflight: every check the arena makes before a run, in the guide's order.
+pub fn preflight(f: &Facts) -> Preflight {
+    let header = &f.challenge.spec.challenge;
+    let compute = &f.challenge.spec.compute;
+    let mut checks = Vec::new();
+    let mut push = |name: &str, ok: Option<bool>, detail: String| {
+        checks.push(Check { name: name.to_string(), ok, detail });
+    };
+
+    let open = match (header.status, &header.runs_paused, compute.provider_status) {
+        (ChallengeStatus::Open, None, ProviderStatus::Connected) => Ok(format!("`{}` is open", header.id)),
+        (ChallengeStatus::Open, Some(reason), _) => Err(format!("runs are paused: {reason}")),
+        (ChallengeStatus::Open, None, ProviderStatus::Planned) => {
+            Err(format!("provider `{}` is planned: the arena does not launch there yet", compute.provider))
+        }
+        (status, _, _) => Err(format!("`{}` is {}: it takes no runs", header.id, status.as_str())),
+    };
+    push(check::CHALLENGE_OPEN, Some(open.is_ok()), open.unwrap_or_else(|e| e));
+
+    match &f.caller {
+        Some(c) => push(check::SIGNED_IN, Some(true), format!("as {}", c.name)),
+        None => push(check::SIGNED_IN, Some(false), "send an HF token (or sign in) to preflight".into()),
+    }
+    match &f.caller {
+        None => push(check::AUTHOR_OR_EDITOR, None, "needs a signed-in caller".into()),
+        Some(c) if c.id == f.collection.author_id => {
+            push(check::AUTHOR_OR_EDITOR, Some(true), format!("{} submitted the collection", c.name))
+        }
+        Some(c) if c.editor => {
+            push(check::AUTHOR_OR_EDITOR, Some(true), format!("{} is a BenchFlow editor", c.name))
+        }
+        Some(c) => push(
+            check::AUTHOR_OR_EDITOR,
+            Some(false),
+            format!(
+                "{} is neither the collection's author ({}) nor a BenchFlow editor",
+                c.name, f.collection.author
+            ),
+        ),
+    }
+
+    match f.last_counted_epoch.filter(|t| f.now_epoch - t < DAILY_WINDOW_S) {
+        Some(t) => push(
+            check::DAILY_LIMIT,
+            Some(false),
+            format!(
+                "this collection had a counted run on `{}` {} min ago; the next fits in {} s",
+                header.id,
+                (f.now_epoch - t) / 60,
+                retry_after_daily(t, f.now_epoch)
+            ),
+        ),
+        None => push(check::DAILY_LIMIT, Some(true), "none in the last 24 hours".into()),
+    }
+
+    let hw = hardware(f.challenge);
+    push(
+        check::LAYOUT,
+        Some(true),
+        format!(
+            "{} on {}: {} GPU(s), vLLM on {} and the trainer on {}, context {} tokens, timeout {} s",
+            hw.flavor,
+            hw.provider,
+            hw.gpus,
+            hw.vllm_gpus,
+            hw.trainer_gpus,
+            hw.max_context_tokens,
+            hw.timeout_s
+        ),
+    );
+
+    match &f.active_run {
+        Some(run) => push(
+            check::NO_ACTIVE_JOB,
+            Some(false),
+            format!("{run} is active; one runs at a time across the arena"),
+        ),
+        None => push(check::NO_ACTIVE_JOB, Some(true), "no arena job is active".into()),
+    }
+
+    match &f.allocation {
+        Err(reason) => push(check::CAP, None, reason.clone()),
+        Ok(cents) if *cents <= f.remaining_cents => push(
+            check::CAP,
+            Some(true),
+            format!("${:.2} of ${:.2} remaining", dollars(*cents), dollars(f.remaining_cents)),
+        ),
+        Ok(cents) => push(
+            check::CAP,
+            Some(false),
+            format!(
+                "a run reserves ${:.2} and ${:.2} remains; runs are refused until the organizers raise the cap",
+                dollars(*cents),
+                dollars(f.remaining_cents)
+            ),
+        ),
+    }
+
+    let eligible = f.collection.eligible_tasks.len();
+    push(
+        check::ELIGIBLE,
+        Some(eligible > 0),
+        format!("{eligible} eligible, {} excluded by the static gates", f.collection.excluded_task_count),
+    );
+
+    let clashes: Vec<&String> =
+        f.collection.eligible_tasks.iter().filter(|t| f.heldout_names.contains(*t)).collect();
+    if clashes.is_empty() {
+        push(check::NAMES, Some(true), "no clash with a held-out task name".into());
+    } else {
+        let names: Vec<&str> = clashes.iter().map(|s| s.as_str()).collect();
+        push(check::NAMES, Some(false), format!("named like held-out tasks: {}", names.join(", ")));
+    }
+
+    Preflight {
+        challenge_id: header.id.clone(),
+        environment_id: f.collection.id.clone(),
+        allowed: checks.iter().all(|c| c.ok == Some(true)),
+        max_compute_usd: f.allocation.as_ref().ok().map(|c| dollars(*c)),
+        max_compute_reason: f.allocation.as_ref().err().cloned(),
+        eligible_tasks: eligible as u64,
+        excluded_task_count: f.collection.excluded_task_count,
+        hardware: hw,
+        checks,
+    }
+}
+
+fn retry_after_daily(last: i64, now: i64) -> i64 {
+    (last + DAILY_WINDOW_S - now).max(1)
+}
+
+/// Why a launch is refused: the first failed check, as the guide's status and a stable code.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Refusal {
+    pub code: ErrorCode,
+    pub message: String,
+    pub retry_after_s: Option<u64>,
+}
+
+pub fn refusal(p: &Preflight, f: &Facts) -> Option<Refusal> {
+    let failed = p.checks.iter().find(|c| c.ok != Some(true))?;
+    let code = match failed.name.as_str() {
+        check::CHALLENGE_OPEN => ErrorCode::ChallengeNotOpen,
+        check::SIGNED_IN => ErrorCode::AuthRequired,
+        check::AUTHOR_OR_EDITOR => ErrorCode::NotAuthorOrEditor,
+        check::DAILY_LIMIT => ErrorCode::DailyRunLimit,
+        check::NO_ACTIVE_JOB => ErrorCode::AnotherRunActive,
+        check::CAP => ErrorCode::CapExceeded,
+        check::ELIGIBLE => ErrorCode::NoEligibleTasks,
+        check::NAMES => ErrorCode::HeldoutNameCollision,
+        _ => ErrorCode::LayoutInvalid,
+    };
+    let retry_after_s = (code == ErrorCode::DailyRunLimit)
+        .then(|| f.last_counted_epoch.map(|t| retry_after_daily(t, f.now_epoch) as u64))
+        .flatten();
+    Some(Refusal { code, message: format!("{}: {}", failed.name, failed.detail), retry_after_s })
+}
+
+/// Whether a reason names a fault of the arena's side (serving, sandboxes, the agent handshake,
+/// billing) rather than of the collection.
+pub fn is_platform_fault(reason: &str) -> bool {
+    let r = reason.to_ascii_lowercase();
+    ["nccl", "vllm", "daytona", "acp initialize timed out", "402", "prepaid credit", "sandbox"]
+        .iter()
+        .any(|needle| r.contains(needle))
+}
+
+/// A run as `runs` shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct RunView {
+    pub run_id: String,
+    pub challenge_id: String,
+    pub environment_id: String,
+    /// Who launched it (the collection's author or an editor).
+    pub author: String,
+    pub agent_id: Option<String>,
+    /// The request id it was launched with.
+    pub request_key: String,
+    pub state: RunState,
+    /// The last stage the run reached.
+    pub stage: Option<String>,
+    /// Why it stopped, when it stopped early.
+    pub reason: Option<String>,
+    /// The HF job's stage, or `not launched` for a request that never got a job.
+    pub status: String,
+    pub job_status: Option<String>,
+    pub job_id: Option<String>,
+    /// The HF job page and the run's folder in the runs dataset: private to BenchFlow.
+    pub job_url: Option<String>,
+    pub runs_url: Option<String>,
+    /// The reason names serving, sandboxes or the agent handshake: the arena's side failed.
+    pub platform_fault: bool,
+    pub launched: bool,
+    pub max_compute_usd: f64,
+    pub flavor: String,
+    pub timeout_s: i64,
+    pub eligible_tasks: i64,
+    pub excluded_task_count: i64,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct RunEvent {
+    pub at: String,
+    /// Where the change came from: launch, job status, logs, relay, reconciler.
+    pub source: String,
+    pub kind: String,
+    pub detail: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct RunDetail {
+    #[serde(flatten)]
+    pub run: RunView,
+    pub events: Vec<RunEvent>,
+}
+
+#[cfg(test)]
+mod tests;

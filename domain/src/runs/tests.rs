@@ -1,0 +1,225 @@
+use super::*;
+use crate::registry::Registry;
+use crate::SourceFile;
+
+/// The shipped challenge, unpaused on HF Jobs (its flavor's price from `arena.toml`).
+fn registry(edit: impl Fn(String) -> String) -> Registry {
+    let challenge = include_str!("../../../configs/challenges/openenv-9b.toml");
+    let start = challenge.find("runs_paused = ").unwrap();
+    let end = start + challenge[start..].find('\n').unwrap() + 1;
+    let unpaused = format!("{}{}", &challenge[..start], &challenge[end..])
+        .replace("provider = \"nebius\"", "provider = \"hf-jobs\"")
+        .replace("provider_status = \"planned\"", "provider_status = \"connected\"");
+    let files = vec![
+        SourceFile::new("challenges/openenv-9b.toml", edit(unpaused)),
+        SourceFile::new("models/qwen3.5-9b.toml", include_str!("../../../configs/models/qwen3.5-9b.toml")),
+        SourceFile::new("methods/openenv-v1.toml", include_str!("../../../configs/methods/openenv-v1.toml")),
+        SourceFile::new(
+            "suites/openenv-heldout.toml",
+            include_str!("../../../configs/suites/openenv-heldout.toml"),
+        ),
+        SourceFile::new("arena.toml", include_str!("../../../configs/arena.toml")),
+    ];
+    Registry::load(&files, &[]).unwrap()
+}
+
+struct World {
+    registry: Registry,
+    heldout: BTreeSet<String>,
+}
+
+impl World {
+    fn new() -> World {
+        World { registry: registry(|s| s), heldout: ["sealed-task".to_string()].into() }
+    }
+
+    fn facts(&self) -> Facts<'_> {
+        let challenge = self.registry.challenge("openenv-9b").unwrap();
+        let allocation = crate::catalog::allocation(&self.registry, challenge);
+        Facts {
+            challenge,
+            allocation: allocation
+                .usd
+                .map(|u| (u * 100.0).round() as i64)
+                .ok_or(allocation.reason.unwrap_or_default()),
+            caller: Some(Caller { id: "u-alice".into(), name: "alice".into(), editor: false }),
+            collection: Collection {
+                id: "env-1".into(),
+                author_id: "u-alice".into(),
+                author: "alice".into(),
+                eligible_tasks: vec!["expense-report".into()],
+                excluded_task_count: 1,
+            },
+            last_counted_epoch: None,
+            now_epoch: 1_000_000,
+            active_run: None,
+            remaining_cents: 500_000,
+            heldout_names: &self.heldout,
+        }
+    }
+}
+
+fn oks(p: &Preflight) -> Vec<Option<bool>> {
+    p.checks.iter().map(|c| c.ok).collect()
+}
+
+#[test]
+fn everything_in_order_allows_and_quotes_the_flavors_price() {
+    let w = World::new();
+    let f = w.facts();
+    let p = preflight(&f);
+    assert!(p.allowed, "{:#?}", p.checks);
+    let names: Vec<&str> = p.checks.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            check::CHALLENGE_OPEN,
+            check::SIGNED_IN,
+            check::AUTHOR_OR_EDITOR,
+            check::DAILY_LIMIT,
+            check::LAYOUT,
+            check::NO_ACTIVE_JOB,
+            check::CAP,
+            check::ELIGIBLE,
+            check::NAMES
+        ]
+    );
+    // h200x8 at $40/h for the 4 h hard timeout.
+    assert_eq!(p.max_compute_usd, Some(160.0));
+    assert_eq!((p.eligible_tasks, p.excluded_task_count), (1, 1));
+    assert!(p.checks[4].detail.contains("h200x8"), "{}", p.checks[4].detail);
+    assert_eq!(refusal(&p, &f), None);
+}
+
+#[test]
+fn each_failure_refuses_with_its_code() {
+    let w = World::new();
+    type Edit = Box<dyn Fn(&mut Facts)>;
+    let cases: Vec<(Edit, ErrorCode)> = vec![
+        (Box::new(|f| f.caller = None), ErrorCode::AuthRequired),
+        (
+            Box::new(|f| f.caller = Some(Caller { id: "u-bob".into(), name: "bob".into(), editor: false })),
+            ErrorCode::NotAuthorOrEditor,
+        ),
+        (Box::new(|f| f.last_counted_epoch = Some(f.now_epoch - 3600)), ErrorCode::DailyRunLimit),
+        (Box::new(|f| f.active_run = Some("run-x".into())), ErrorCode::AnotherRunActive),
+        (Box::new(|f| f.remaining_cents = 15_999), ErrorCode::CapExceeded),
+        (Box::new(|f| f.collection.eligible_tasks.clear()), ErrorCode::NoEligibleTasks),
+        (
+            Box::new(|f| f.collection.eligible_tasks.push("sealed-task".into())),
+            ErrorCode::HeldoutNameCollision,
+        ),
+    ];
+    for (edit, code) in cases {
+        let mut f = w.facts();
+        edit(&mut f);
+        let p = preflight(&f);
+        assert!(!p.allowed);
+        let r = refusal(&p, &f).unwrap();
+        assert_eq!(r.code, code, "{}", r.message);
+    }
+}
+
+#[test]
+fn the_daily_limit_says_when_the_next_run_fits() {
+    let w = World::new();
+    let mut f = w.facts();
+    f.last_counted_epoch = Some(f.now_epoch - 3600);
+    let r = refusal(&preflight(&f), &f).unwrap();
+    assert_eq!(r.retry_after_s, Some(23 * 3600));
+    // A day later it passes.
+    f.last_counted_epoch = Some(f.now_epoch - DAILY_WINDOW_S);
+    assert!(preflight(&f).allowed);
+}
+
+#[test]
+fn an_editor_may_run_anyones_collection() {
+    let w = World::new();
+    let mut f = w.facts();
+    f.caller = Some(Caller { id: "u-eve".into(), name: "eve".into(), editor: true });
+    assert!(preflight(&f).allowed);
+}
+
+#[test]
+fn without_a_caller_the_ownership_check_cannot_run() {
+    let w = World::new();
+    let mut f = w.facts();
+    f.caller = None;
+    let p = preflight(&f);
+    assert_eq!(oks(&p)[1..3], [Some(false), None]);
+}
+
+#[test]
+fn a_paused_or_planned_challenge_fails_the_first_check_and_quotes_nothing_when_planned() {
+    let paused =
+        registry(|s| s.replace("[challenge]\n", "[challenge]\nruns_paused = \"waiting for the baseline\"\n"));
+    let held = BTreeSet::new();
+    let challenge = paused.challenge("openenv-9b").unwrap();
+    let mut f = World::new().facts().clone_with(challenge, &held);
+    let p = preflight(&f);
+    assert_eq!(p.checks[0].ok, Some(false));
+    assert!(p.checks[0].detail.contains("waiting for the baseline"));
+    assert_eq!(refusal(&p, &f).unwrap().code, ErrorCode::ChallengeNotOpen);
+
+    let planned = registry(|s| s.replace("provider_status = \"connected\"", "provider_status = \"planned\""));
+    let challenge = planned.challenge("openenv-9b").unwrap();
+    f = f.clone_with(challenge, &held);
+    f.allocation = Err("provider is planned".into());
+    let p = preflight(&f);
+    assert_eq!(p.checks[0].ok, Some(false));
+    assert!(p.checks[0].detail.contains("planned"));
+    assert_eq!(p.max_compute_usd, None);
+    assert_eq!(p.checks[6].ok, None, "no quote, so the cap cannot be checked");
+}
+
+impl<'a> Facts<'a> {
+    fn clone_with<'b>(&self, challenge: &'b Challenge, heldout: &'b BTreeSet<String>) -> Facts<'b> {
+        Facts {
+            challenge,
+            allocation: self.allocation.clone(),
+            caller: self.caller.clone(),
+            collection: self.collection.clone(),
+            last_counted_epoch: self.last_counted_epoch,
+            now_epoch: self.now_epoch,
+            active_run: self.active_run.clone(),
+            remaining_cents: self.remaining_cents,
+            heldout_names: heldout,
+        }
+    }
+}
+
+#[test]
+fn a_launch_request_is_parsed() {
+    let ok = Launch::parse(RunRequest {
+        request_id: "alice-run-001".into(),
+        environment_id: "env-1".into(),
+        agent_id: Some("alice-agent".into()),
+    })
+    .unwrap();
+    assert_eq!(ok.body_key("openenv-9b"), "openenv-9b\nenv-1\nalice-agent");
+    for (rid, env) in [("short", "env-1"), ("alice-run-001", " ")] {
+        let req = RunRequest { request_id: rid.into(), environment_id: env.into(), agent_id: None };
+        assert!(Launch::parse(req).is_err());
+    }
+}
+
+#[test]
+fn platform_faults_are_named_by_their_reason() {
+    for reason in [
+        "NCCL error: unhandled system error",
+        "vLLM failed to start",
+        "Daytona sandbox quota",
+        "ACP initialize timed out",
+    ] {
+        assert!(is_platform_fault(reason), "{reason}");
+    }
+    assert!(!is_platform_fault("Only 3 verified trajectories; required 8"));
+}
+
+#[test]
+fn states_round_trip_and_count() {
+    for s in [RunState::Queued, RunState::Running, RunState::Scored, RunState::Failed, RunState::Canceled] {
+        assert_eq!(RunState::parse(s.as_str()), Some(s));
+    }
+    assert!(RunState::Scored.counts() && !RunState::Failed.counts() && !RunState::Canceled.counts());
+}

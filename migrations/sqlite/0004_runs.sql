@@ -1,0 +1,51 @@
+-- Runs of a collection on a challenge. (author_id, request_key) makes a launch idempotent; the
+-- ledger's one-live-reservation index makes one run active at a time across the arena.
+CREATE TABLE runs (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL UNIQUE,
+    challenge_id TEXT NOT NULL,
+    environment_id TEXT NOT NULL REFERENCES environments (id),
+    author TEXT NOT NULL,
+    author_id TEXT NOT NULL,
+    agent_id TEXT REFERENCES agents (agent_id),
+    request_key TEXT NOT NULL,
+    -- What makes a repeat the same request (challenge, collection, agent).
+    request_body TEXT NOT NULL,
+    state TEXT NOT NULL CHECK (state IN ('queued', 'running', 'scored', 'failed', 'canceled')),
+    stage TEXT,
+    reason TEXT,
+    platform_fault INTEGER NOT NULL DEFAULT 0,
+    -- The launch's progress: reserved → mirrored → launched; `failed` when it definitely failed.
+    launch TEXT NOT NULL CHECK (launch IN ('reserved', 'mirrored', 'launched', 'failed')),
+    bundle_commit TEXT,
+    job_id TEXT,
+    job_status TEXT,
+    flavor TEXT NOT NULL,
+    timeout_s BIGINT NOT NULL,
+    reserved_cents BIGINT NOT NULL,
+    eligible_tasks BIGINT NOT NULL,
+    excluded_task_count BIGINT NOT NULL,
+    -- SHA-256 of the per-run secret the job reports back with (the secret itself is never stored).
+    secret_hash TEXT NOT NULL,
+    -- Which server is working on the run, until when (background work takes turns by lease).
+    lease_owner TEXT,
+    lease_until BIGINT,
+    created_at TEXT NOT NULL,
+    created_epoch BIGINT NOT NULL,
+    updated_at TEXT NOT NULL,
+    UNIQUE (author_id, request_key)
+);
+CREATE INDEX runs_challenge ON runs (challenge_id, seq);
+CREATE INDEX runs_environment ON runs (environment_id, challenge_id, created_epoch);
+CREATE INDEX runs_unfinished ON runs (state) WHERE state IN ('queued', 'running');
+
+-- Every change of a run, with where it came from.
+CREATE TABLE run_events (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id TEXT NOT NULL REFERENCES runs (id),
+    at TEXT NOT NULL,
+    source TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    detail TEXT NOT NULL
+);
+CREATE INDEX run_events_run ON run_events (run_id, seq);

@@ -1,0 +1,113 @@
+//! Runs: the preflight, the launch, and the run lists (`run`, `runs`, `jobs` in the CLI).
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::Json;
+use domain::runs::{Preflight, RunDetail, RunRequest};
+use domain::views::BudgetView;
+use domain::{ApiErrorBody, ErrorCode};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use crate::http::{ApiError, ApiJson, ApiQuery};
+use crate::identity::{Caller, User};
+use crate::repo::budget::Reservation;
+use crate::service::runs::{Launched, RunList};
+use crate::{repo, service, AppState};
+
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct PreflightParams {
+    /// The collection (`env-…`).
+    environment_id: Option<String>,
+}
+
+#[utoipa::path(get, path = "/api/challenges/{id}/runs/preflight", tag = "runs", params(("id" = String, Path), PreflightParams),
+    responses((status = 200, description = "every check, in order; nothing is reserved", body = Preflight),
+        (status = 400, description = "INVALID_QUERY", body = ApiErrorBody),
+        (status = 404, description = "CHALLENGE_NOT_FOUND or ENVIRONMENT_NOT_FOUND", body = ApiErrorBody)),
+    security((), ("hf_token" = [])))]
+pub async fn preflight(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+    Caller(me): Caller,
+    ApiQuery(p): ApiQuery<PreflightParams>,
+) -> Result<Json<Preflight>, ApiError> {
+    let env = p
+        .environment_id
+        .filter(|e| !e.is_empty())
+        .ok_or_else(|| ApiError::new(ErrorCode::InvalidQuery, "`environment_id` is required (env-…)"))?;
+    Ok(Json(service::runs::preflight(&s, &id, &env, me.as_ref()).await?))
+}
+
+#[utoipa::path(post, path = "/api/challenges/{id}/runs", tag = "runs", params(("id" = String, Path)), request_body = RunRequest,
+    responses((status = 201, description = "launched: the HF job exists", body = Launched),
+        (status = 200, description = "the same request again: the stored run (`existing: true`)", body = Launched),
+        (status = 401, description = "AUTH_REQUIRED or INVALID_TOKEN", body = ApiErrorBody),
+        (status = 403, description = "NOT_AUTHOR_OR_EDITOR or AGENT_NOT_OWNED", body = ApiErrorBody),
+        (status = 404, description = "CHALLENGE_NOT_FOUND, ENVIRONMENT_NOT_FOUND or AGENT_NOT_FOUND", body = ApiErrorBody),
+        (status = 409, description = "CHALLENGE_NOT_OPEN, ANOTHER_RUN_ACTIVE, CAP_EXCEEDED or REQUEST_ID_REUSED: nothing was stored", body = ApiErrorBody),
+        (status = 422, description = "NO_ELIGIBLE_TASKS, HELDOUT_NAME_COLLISION or INVALID_RUN_REQUEST", body = ApiErrorBody),
+        (status = 429, description = "DAILY_RUN_LIMIT, with retry_after_s", body = ApiErrorBody),
+        (status = 502, description = "LAUNCH_FAILED: `launched: false`, the run failed and its reservation is released", body = ApiErrorBody),
+        (status = 503, description = "LAUNCH_UNKNOWN: `launched: \"unknown\"`, `retry_with_same_request_id: true`", body = ApiErrorBody)),
+    security(("hf_token" = [])))]
+pub async fn launch(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+    User(me): User,
+    ApiJson(req): ApiJson<RunRequest>,
+) -> Result<(StatusCode, Json<Launched>), ApiError> {
+    let launched = service::runs::launch(&s, &id, &me, req).await?;
+    let status = if launched.existing { StatusCode::OK } else { StatusCode::CREATED };
+    Ok((status, Json(launched)))
+}
+
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ListParams {
+    /// Only this collection's runs.
+    environment_id: Option<String>,
+}
+
+#[utoipa::path(get, path = "/api/challenges/{id}/runs", tag = "runs", params(("id" = String, Path), ListParams),
+    responses((status = 200, description = "every run request, newest first", body = RunList),
+        (status = 404, description = "CHALLENGE_NOT_FOUND", body = ApiErrorBody)))]
+pub async fn list(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+    ApiQuery(p): ApiQuery<ListParams>,
+) -> Result<Json<RunList>, ApiError> {
+    Ok(Json(service::runs::list(&s, &id, p.environment_id.as_deref().filter(|e| !e.is_empty())).await?))
+}
+
+#[utoipa::path(get, path = "/api/challenges/{id}/runs/{run_id}", tag = "runs",
+    params(("id" = String, Path), ("run_id" = String, Path)),
+    responses((status = 200, body = RunDetail), (status = 404, description = "RUN_NOT_FOUND", body = ApiErrorBody)))]
+pub async fn get(
+    State(s): State<AppState>,
+    Path((id, run_id)): Path<(String, String)>,
+) -> Result<Json<RunDetail>, ApiError> {
+    Ok(Json(service::runs::detail(&s, &id, &run_id).await?))
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct Ledger {
+    /// What the launch guard enforces.
+    pub budget: BudgetView,
+    pub note: String,
+    pub reservations: Vec<Reservation>,
+}
+
+#[utoipa::path(get, path = "/api/arena/jobs", tag = "arena",
+    responses((status = 200, description = "the reservation ledger: a reservation per launched run", body = Ledger)))]
+pub async fn ledger(State(s): State<AppState>) -> Result<Json<Ledger>, ApiError> {
+    let budget = service::catalog::budget(&s).await?.value.as_ref().clone();
+    Ok(Json(Ledger {
+        budget,
+        note: "Committed spend is the ledger until HF's recorded job spend is read back; the larger of the two, \
+               plus live reservations, is what the launch guard enforces."
+            .into(),
+        reservations: repo::budget::reservations(&s.db).await?,
+    }))
+}

@@ -1,0 +1,169 @@
+//! Dataset writes (and the private reads that go with them), with the arena's own token: create
+//! the runs dataset, commit files to it (`POST /api/datasets/{repo}/commit/main`, an NDJSON body of
+//! a header and one line per file), and read it back at a commit.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use base64::Engine;
+use reqwest::StatusCode;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::http::client;
+use crate::config::Secret;
+use crate::sources::encode_path;
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum DatasetError {
+    /// A definite refusal (4xx other than a missing file): nothing was written.
+    #[error("HF refused ({status}): {message}")]
+    Refused { status: u16, message: String },
+    #[error("not found")]
+    NotFound,
+    /// No answer, or a 5xx: a commit may or may not have landed.
+    #[error("HF did not answer ({0})")]
+    Unavailable(String),
+}
+
+#[async_trait]
+pub trait DatasetWriter: Send + Sync {
+    /// Creates the private dataset unless it exists.
+    async fn ensure(&self, repo: &str) -> Result<(), DatasetError>;
+    /// The commit `main` points at.
+    async fn head(&self, repo: &str) -> Result<String, DatasetError>;
+    /// Commits `files` (path, bytes) to `main`; answers the new commit.
+    async fn commit(
+        &self,
+        repo: &str,
+        summary: &str,
+        files: &[(String, Vec<u8>)],
+    ) -> Result<String, DatasetError>;
+    /// One file at a revision, at most `max` bytes; `NotFound` when it is not there.
+    async fn read(&self, repo: &str, revision: &str, path: &str, max: u64) -> Result<Vec<u8>, DatasetError>;
+    /// Where a person opens a path of the dataset (private to the organizers).
+    fn url(&self, repo: &str, path: &str) -> String;
+}
+
+pub struct HfDatasetWriter {
+    client: reqwest::Client,
+    endpoint: String,
+    token: Option<Secret>,
+}
+
+impl HfDatasetWriter {
+    pub fn new(endpoint: &str, token: Option<Secret>) -> HfDatasetWriter {
+        HfDatasetWriter {
+            // A commit carries a whole collection: give it time.
+            client: client(Duration::from_secs(120)),
+            endpoint: endpoint.trim_end_matches('/').to_string(),
+            token,
+        }
+    }
+
+    fn request(&self, method: reqwest::Method, url: &str) -> Result<reqwest::RequestBuilder, DatasetError> {
+        let token = self.token.as_ref().ok_or_else(|| DatasetError::Refused {
+            status: 401,
+            message: "the arena has no HF token to write the runs dataset with (HF_TOKEN)".into(),
+        })?;
+        Ok(self.client.request(method, url).bearer_auth(&token.0))
+    }
+
+    async fn send(req: reqwest::RequestBuilder) -> Result<reqwest::Response, DatasetError> {
+        let resp = req.send().await.map_err(|e| DatasetError::Unavailable(e.without_url().to_string()))?;
+        let status = resp.status();
+        if status.is_success() {
+            return Ok(resp);
+        }
+        let message: String = resp.text().await.unwrap_or_default().chars().take(500).collect();
+        Err(match status {
+            StatusCode::NOT_FOUND => DatasetError::NotFound,
+            s if s.is_server_error() || s == StatusCode::TOO_MANY_REQUESTS => {
+                DatasetError::Unavailable(format!("HF answered {s}"))
+            }
+            s => DatasetError::Refused { status: s.as_u16(), message },
+        })
+    }
+}
+
+#[derive(Deserialize)]
+struct Revision {
+    sha: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CommitAnswer {
+    commit_oid: String,
+}
+
+/// The NDJSON body of a commit: a header line, then one line per file (base64 content).
+pub fn commit_body(summary: &str, files: &[(String, Vec<u8>)]) -> Vec<u8> {
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let mut body =
+        serde_json::to_vec(&json!({"key": "header", "value": {"summary": summary, "description": ""}}))
+            .expect("JSON");
+    for (path, bytes) in files {
+        body.push(b'\n');
+        let line = json!({"key": "file", "value": {"content": b64.encode(bytes), "path": path, "encoding": "base64"}});
+        body.extend(serde_json::to_vec(&line).expect("JSON"));
+    }
+    body.push(b'\n');
+    body
+}
+
+#[async_trait]
+impl DatasetWriter for HfDatasetWriter {
+    async fn ensure(&self, repo: &str) -> Result<(), DatasetError> {
+        let (organization, name) = repo.split_once('/').map_or((None, repo), |(o, n)| (Some(o), n));
+        let body = json!({"name": name, "organization": organization, "type": "dataset", "private": true});
+        let url = format!("{}/api/repos/create", self.endpoint);
+        match Self::send(self.request(reqwest::Method::POST, &url)?.json(&body)).await {
+            Ok(_) | Err(DatasetError::Refused { status: 409, .. }) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn head(&self, repo: &str) -> Result<String, DatasetError> {
+        let url = format!("{}/api/datasets/{}/revision/main", self.endpoint, encode_path(repo));
+        let resp = Self::send(self.request(reqwest::Method::GET, &url)?).await?;
+        let rev: Revision =
+            resp.json().await.map_err(|e| DatasetError::Unavailable(e.without_url().to_string()))?;
+        Ok(rev.sha)
+    }
+
+    async fn commit(
+        &self,
+        repo: &str,
+        summary: &str,
+        files: &[(String, Vec<u8>)],
+    ) -> Result<String, DatasetError> {
+        let url = format!("{}/api/datasets/{}/commit/main", self.endpoint, encode_path(repo));
+        let req = self
+            .request(reqwest::Method::POST, &url)?
+            .header(reqwest::header::CONTENT_TYPE, "application/x-ndjson")
+            .body(commit_body(summary, files));
+        let answer: CommitAnswer = Self::send(req)
+            .await?
+            .json()
+            .await
+            .map_err(|e| DatasetError::Unavailable(e.without_url().to_string()))?;
+        Ok(answer.commit_oid)
+    }
+
+    async fn read(&self, repo: &str, revision: &str, path: &str, max: u64) -> Result<Vec<u8>, DatasetError> {
+        let url = format!(
+            "{}/datasets/{}/resolve/{}/{}",
+            self.endpoint,
+            encode_path(repo),
+            encode_path(revision),
+            encode_path(path)
+        );
+        let resp = Self::send(self.request(reqwest::Method::GET, &url)?).await?;
+        crate::sources::bounded_body(resp, max).await.map_err(|e| DatasetError::Unavailable(e.to_string()))
+    }
+
+    fn url(&self, repo: &str, path: &str) -> String {
+        format!("{}/datasets/{repo}/tree/main/{path}", self.endpoint)
+    }
+}

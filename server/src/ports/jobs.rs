@@ -1,0 +1,208 @@
+//! The job launcher: HF Jobs (`POST /api/jobs/{namespace}` to create, `GET …/{id}` to inspect,
+//! `GET /api/jobs/{namespace}?label=k=v` to find by label, `POST …/{id}/cancel`), authenticated
+//! with the arena's own HF token.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use reqwest::StatusCode;
+use serde::{Deserialize, Serialize};
+
+use super::http::{client, retry_after};
+use crate::config::Secret;
+
+/// What a run's job is: HF's job create body.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct JobSpec {
+    pub docker_image: String,
+    pub command: Vec<String>,
+    pub arguments: Vec<String>,
+    pub environment: BTreeMap<String, String>,
+    /// Values HF keeps secret; the arena puts only the run's own relay credential here.
+    pub secrets: BTreeMap<String, String>,
+    pub flavor: String,
+    pub timeout_seconds: u64,
+    pub labels: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct JobStatus {
+    pub stage: String,
+    #[serde(default)]
+    pub message: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct JobDurations {
+    #[serde(default)]
+    pub scheduling_secs: Option<f64>,
+    #[serde(default)]
+    pub running_secs: Option<f64>,
+    #[serde(default)]
+    pub total_secs: Option<f64>,
+}
+
+/// A job as HF describes it (the fields the arena reads).
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Job {
+    pub id: String,
+    pub status: JobStatus,
+    #[serde(default)]
+    pub flavor: Option<String>,
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+    #[serde(default)]
+    pub created_at: Option<String>,
+    #[serde(default)]
+    pub started_at: Option<String>,
+    #[serde(default)]
+    pub finished_at: Option<String>,
+    #[serde(default)]
+    pub durations: JobDurations,
+}
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum JobError {
+    /// HF refused for lack of prepaid credit (402): definite, nothing was created.
+    #[error("HF Jobs refused: no prepaid credit in the arena's namespace ({0})")]
+    PaymentRequired(String),
+    /// Any other definite refusal (4xx): nothing was created.
+    #[error("HF Jobs refused the request ({status}): {message}")]
+    Refused { status: u16, message: String },
+    #[error("no such job")]
+    NotFound,
+    /// A 5xx, a timeout or no answer: the outcome of a create is unknown.
+    #[error("HF Jobs did not answer ({reason})")]
+    Unavailable { reason: String, retry_after_s: Option<u64> },
+}
+
+#[async_trait]
+pub trait JobLauncher: Send + Sync {
+    async fn create(&self, spec: &JobSpec) -> Result<Job, JobError>;
+    async fn inspect(&self, id: &str) -> Result<Job, JobError>;
+    /// Jobs carrying the label `key=value`, every page.
+    async fn find_by_label(&self, key: &str, value: &str) -> Result<Vec<Job>, JobError>;
+    async fn cancel(&self, id: &str) -> Result<(), JobError>;
+    /// The job page a person opens (private to the namespace's members).
+    fn job_url(&self, id: &str) -> String;
+}
+
+pub struct HfJobs {
+    client: reqwest::Client,
+    endpoint: String,
+    namespace: String,
+    token: Option<Secret>,
+}
+
+/// At most this many pages when listing by label.
+const MAX_PAGES: usize = 20;
+
+impl HfJobs {
+    pub fn new(endpoint: &str, namespace: &str, token: Option<Secret>) -> HfJobs {
+        HfJobs {
+            client: client(Duration::from_secs(30)),
+            endpoint: endpoint.trim_end_matches('/').to_string(),
+            namespace: namespace.to_string(),
+            token,
+        }
+    }
+
+    fn request(&self, method: reqwest::Method, url: &str) -> Result<reqwest::RequestBuilder, JobError> {
+        let token = self.token.as_ref().ok_or_else(|| JobError::Refused {
+            status: 401,
+            message: "the arena has no HF token to launch jobs with (HF_TOKEN)".into(),
+        })?;
+        Ok(self.client.request(method, url).bearer_auth(&token.0))
+    }
+
+    async fn send(&self, req: reqwest::RequestBuilder) -> Result<reqwest::Response, JobError> {
+        let resp = req.send().await.map_err(|e| JobError::Unavailable {
+            reason: format!("no answer ({})", e.without_url()),
+            retry_after_s: None,
+        })?;
+        let status = resp.status();
+        if status.is_success() {
+            return Ok(resp);
+        }
+        let retry = retry_after(resp.headers());
+        let message = resp.text().await.unwrap_or_default().chars().take(500).collect::<String>();
+        Err(match status {
+            StatusCode::PAYMENT_REQUIRED => JobError::PaymentRequired(message),
+            StatusCode::NOT_FOUND => JobError::NotFound,
+            s if s.is_server_error() || s == StatusCode::TOO_MANY_REQUESTS => {
+                JobError::Unavailable { reason: format!("HF Jobs answered {s}"), retry_after_s: retry }
+            }
+            s => JobError::Refused { status: s.as_u16(), message },
+        })
+    }
+
+    async fn json<T: serde::de::DeserializeOwned>(resp: reqwest::Response) -> Result<T, JobError> {
+        resp.json().await.map_err(|e| JobError::Unavailable {
+            reason: format!("an unreadable answer ({})", e.without_url()),
+            retry_after_s: None,
+        })
+    }
+}
+
+/// The `rel="next"` address of a `Link` header, kept only when it is on the same host.
+fn next_page(headers: &reqwest::header::HeaderMap, endpoint: &str) -> Option<String> {
+    let link = headers.get(reqwest::header::LINK)?.to_str().ok()?;
+    link.split(',')
+        .find_map(|part| {
+            let (url, params) = part.split_once(';')?;
+            params
+                .contains("rel=\"next\"")
+                .then(|| url.trim().trim_start_matches('<').trim_end_matches('>').to_string())
+        })
+        .filter(|url| url.starts_with(&format!("{endpoint}/")))
+}
+
+#[async_trait]
+impl JobLauncher for HfJobs {
+    async fn create(&self, spec: &JobSpec) -> Result<Job, JobError> {
+        let url = format!("{}/api/jobs/{}", self.endpoint, self.namespace);
+        let resp = self.send(self.request(reqwest::Method::POST, &url)?.json(spec)).await?;
+        Self::json(resp).await
+    }
+
+    async fn inspect(&self, id: &str) -> Result<Job, JobError> {
+        let url =
+            format!("{}/api/jobs/{}/{}", self.endpoint, self.namespace, crate::sources::encode_path(id));
+        Self::json(self.send(self.request(reqwest::Method::GET, &url)?).await?).await
+    }
+
+    async fn find_by_label(&self, key: &str, value: &str) -> Result<Vec<Job>, JobError> {
+        let mut url = reqwest::Url::parse(&format!("{}/api/jobs/{}", self.endpoint, self.namespace))
+            .map_err(|e| JobError::Unavailable { reason: e.to_string(), retry_after_s: None })?;
+        url.query_pairs_mut().append_pair("label", &format!("{key}={value}"));
+        let mut next = Some(url.to_string());
+        let mut jobs = Vec::new();
+        for _ in 0..MAX_PAGES {
+            let Some(url) = next.take() else { break };
+            let resp = self.send(self.request(reqwest::Method::GET, &url)?).await?;
+            next = next_page(resp.headers(), &self.endpoint);
+            let page: Vec<Job> = Self::json(resp).await?;
+            jobs.extend(page.into_iter().filter(|j| j.labels.get(key).is_some_and(|v| v == value)));
+        }
+        Ok(jobs)
+    }
+
+    async fn cancel(&self, id: &str) -> Result<(), JobError> {
+        let url = format!(
+            "{}/api/jobs/{}/{}/cancel",
+            self.endpoint,
+            self.namespace,
+            crate::sources::encode_path(id)
+        );
+        self.send(self.request(reqwest::Method::POST, &url)?).await.map(|_| ())
+    }
+
+    fn job_url(&self, id: &str) -> String {
+        format!("{}/jobs/{}/{}", self.endpoint, self.namespace, id)
+    }
+}

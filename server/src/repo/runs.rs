@@ -1,0 +1,422 @@
+//! Runs and their events. A launch stores the run, its budget reservation and its first event in
+//! one transaction; `(author_id, request_key)` makes a repeated launch find the first run, and the
+//! ledger's one-live-reservation index keeps one run active across the arena.
+
+use domain::runs::RunState;
+use sqlx::any::AnyRow;
+use sqlx::{Any, Row, Transaction};
+
+use crate::db::Db;
+
+/// Where a launch got to. Each step is recorded once it is done, so a restart resumes after it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LaunchStep {
+    /// The run and its reservation are stored; nothing is outside yet.
+    Reserved,
+    /// The bundle is in the runs dataset (`bundle_commit`).
+    Mirrored,
+    /// The HF job exists (`job_id`).
+    Launched,
+    /// The launch definitely failed; the reservation is released.
+    Failed,
+}
+
+impl LaunchStep {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LaunchStep::Reserved => "reserved",
+            LaunchStep::Mirrored => "mirrored",
+            LaunchStep::Launched => "launched",
+            LaunchStep::Failed => "failed",
+        }
+    }
+
+    fn parse(s: &str) -> Option<LaunchStep> {
+        [LaunchStep::Reserved, LaunchStep::Mirrored, LaunchStep::Launched, LaunchStep::Failed]
+            .into_iter()
+            .find(|l| l.as_str() == s)
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Run {
+    pub id: String,
+    pub challenge_id: String,
+    pub environment_id: String,
+    pub author: String,
+    pub author_id: String,
+    pub agent_id: Option<String>,
+    pub request_key: String,
+    pub request_body: String,
+    pub state: RunState,
+    pub stage: Option<String>,
+    pub reason: Option<String>,
+    pub platform_fault: bool,
+    pub launch: LaunchStep,
+    pub bundle_commit: Option<String>,
+    pub job_id: Option<String>,
+    pub job_status: Option<String>,
+    pub flavor: String,
+    pub timeout_s: i64,
+    pub reserved_cents: i64,
+    pub eligible_tasks: i64,
+    pub excluded_task_count: i64,
+    pub created_at: String,
+    pub created_epoch: i64,
+    pub updated_at: String,
+}
+
+const COLUMNS: &str =
+    "id, challenge_id, environment_id, author, author_id, agent_id, request_key, request_body, \
+    state, stage, reason, platform_fault, launch, bundle_commit, job_id, job_status, flavor, timeout_s, \
+    reserved_cents, eligible_tasks, excluded_task_count, created_at, created_epoch, updated_at";
+
+fn decode_error(what: &str, value: &str) -> sqlx::Error {
+    sqlx::Error::Decode(format!("runs.{what} holds unknown value `{value}`").into())
+}
+
+fn run(row: &AnyRow) -> Result<Run, sqlx::Error> {
+    let state: String = row.try_get("state")?;
+    let launch: String = row.try_get("launch")?;
+    Ok(Run {
+        id: row.try_get("id")?,
+        challenge_id: row.try_get("challenge_id")?,
+        environment_id: row.try_get("environment_id")?,
+        author: row.try_get("author")?,
+        author_id: row.try_get("author_id")?,
+        agent_id: row.try_get("agent_id")?,
+        request_key: row.try_get("request_key")?,
+        request_body: row.try_get("request_body")?,
+        state: RunState::parse(&state).ok_or_else(|| decode_error("state", &state))?,
+        stage: row.try_get("stage")?,
+        reason: row.try_get("reason")?,
+        platform_fault: row.try_get::<i64, _>("platform_fault")? != 0,
+        launch: LaunchStep::parse(&launch).ok_or_else(|| decode_error("launch", &launch))?,
+        bundle_commit: row.try_get("bundle_commit")?,
+        job_id: row.try_get("job_id")?,
+        job_status: row.try_get("job_status")?,
+        flavor: row.try_get("flavor")?,
+        timeout_s: row.try_get("timeout_s")?,
+        reserved_cents: row.try_get("reserved_cents")?,
+        eligible_tasks: row.try_get("eligible_tasks")?,
+        excluded_task_count: row.try_get("excluded_task_count")?,
+        created_at: row.try_get("created_at")?,
+        created_epoch: row.try_get("created_epoch")?,
+        updated_at: row.try_get("updated_at")?,
+    })
+}
+
+pub struct NewRun<'a> {
+    pub id: &'a str,
+    pub challenge_id: &'a str,
+    pub environment_id: &'a str,
+    pub author: &'a str,
+    pub author_id: &'a str,
+    pub agent_id: Option<&'a str>,
+    pub request_key: &'a str,
+    pub request_body: &'a str,
+    pub flavor: &'a str,
+    pub timeout_s: i64,
+    pub reserved_cents: i64,
+    pub eligible_tasks: i64,
+    pub excluded_task_count: i64,
+    pub secret_hash: &'a str,
+    pub now: &'a str,
+    pub now_epoch: i64,
+}
+
+pub enum Inserted {
+    Stored(Run),
+    /// This author already used the request id: the stored run.
+    Repeat(Run),
+    /// Another run holds the arena's one live reservation.
+    AnotherActive,
+}
+
+/// Stores the run, its live reservation and its first event in one transaction.
+pub async fn insert(db: &Db, n: &NewRun<'_>) -> Result<Inserted, sqlx::Error> {
+    let mut tx = db.writer.begin().await?;
+    let stored = sqlx::query(
+        "INSERT INTO runs (id, challenge_id, environment_id, author, author_id, agent_id, request_key, request_body, \
+         state, launch, flavor, timeout_s, reserved_cents, eligible_tasks, excluded_task_count, secret_hash, \
+         created_at, created_epoch, updated_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'queued', 'reserved', $9, $10, $11, $12, $13, $14, $15, $16, $15) \
+         ON CONFLICT (author_id, request_key) DO NOTHING",
+    )
+    .bind(n.id)
+    .bind(n.challenge_id)
+    .bind(n.environment_id)
+    .bind(n.author)
+    .bind(n.author_id)
+    .bind(n.agent_id)
+    .bind(n.request_key)
+    .bind(n.request_body)
+    .bind(n.flavor)
+    .bind(n.timeout_s)
+    .bind(n.reserved_cents)
+    .bind(n.eligible_tasks)
+    .bind(n.excluded_task_count)
+    .bind(n.secret_hash)
+    .bind(n.now)
+    .bind(n.now_epoch)
+    .execute(&mut *tx)
+    .await?
+    .rows_affected()
+        == 1;
+    if !stored {
+        tx.rollback().await?;
+        let repeat = by_request(db, n.author_id, n.request_key).await?;
+        return repeat.map(Inserted::Repeat).ok_or_else(|| sqlx::Error::RowNotFound);
+    }
+    let reserved = sqlx::query(
+        "INSERT INTO budget_ledger (id, challenge_id, run_id, amount_cents, state, created_at, updated_at) \
+         VALUES ($1, $2, $1, $3, 'live', $4, $4) ON CONFLICT DO NOTHING",
+    )
+    .bind(n.id)
+    .bind(n.challenge_id)
+    .bind(n.reserved_cents)
+    .bind(n.now)
+    .execute(&mut *tx)
+    .await?
+    .rows_affected()
+        == 1;
+    if !reserved {
+        tx.rollback().await?;
+        return Ok(Inserted::AnotherActive);
+    }
+    event_in(
+        &mut tx,
+        n.id,
+        n.now,
+        "launch",
+        "requested",
+        &format!("request {} by {}", n.request_key, n.author),
+    )
+    .await?;
+    tx.commit().await?;
+    let run = get(db, n.id).await?.ok_or(sqlx::Error::RowNotFound)?;
+    Ok(Inserted::Stored(run))
+}
+
+async fn event_in(
+    tx: &mut Transaction<'_, Any>,
+    run_id: &str,
+    at: &str,
+    source: &str,
+    kind: &str,
+    detail: &str,
+) -> Result<(), sqlx::Error> {
+    sqlx::query("INSERT INTO run_events (run_id, at, source, kind, detail) VALUES ($1, $2, $3, $4, $5)")
+        .bind(run_id)
+        .bind(at)
+        .bind(source)
+        .bind(kind)
+        .bind(detail)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}
+
+pub async fn get(db: &Db, id: &str) -> Result<Option<Run>, sqlx::Error> {
+    sqlx::query(&format!("SELECT {COLUMNS} FROM runs WHERE id = $1"))
+        .bind(id)
+        .fetch_optional(&db.writer)
+        .await?
+        .as_ref()
+        .map(run)
+        .transpose()
+}
+
+pub async fn by_request(db: &Db, author_id: &str, request_key: &str) -> Result<Option<Run>, sqlx::Error> {
+    sqlx::query(&format!("SELECT {COLUMNS} FROM runs WHERE author_id = $1 AND request_key = $2"))
+        .bind(author_id)
+        .bind(request_key)
+        .fetch_optional(&db.writer)
+        .await?
+        .as_ref()
+        .map(run)
+        .transpose()
+}
+
+/// Every run request on a challenge (or all), newest first.
+pub async fn list(
+    db: &Db,
+    challenge_id: Option<&str>,
+    environment_id: Option<&str>,
+) -> Result<Vec<Run>, sqlx::Error> {
+    sqlx::query(&format!(
+        "SELECT {COLUMNS} FROM runs WHERE ($1 = '' OR challenge_id = $1) AND ($2 = '' OR environment_id = $2) \
+         ORDER BY seq DESC LIMIT 1000"
+    ))
+    .bind(challenge_id.unwrap_or(""))
+    .bind(environment_id.unwrap_or(""))
+    .fetch_all(&db.pool)
+    .await?
+    .iter()
+    .map(run)
+    .collect()
+}
+
+/// When this collection's newest counted run on the challenge was requested.
+pub async fn last_counted(
+    db: &Db,
+    environment_id: &str,
+    challenge_id: &str,
+) -> Result<Option<i64>, sqlx::Error> {
+    let row = sqlx::query(
+        "SELECT MAX(created_epoch) AS t FROM runs WHERE environment_id = $1 AND challenge_id = $2 \
+         AND state NOT IN ('failed', 'canceled')",
+    )
+    .bind(environment_id)
+    .bind(challenge_id)
+    .fetch_one(&db.writer)
+    .await?;
+    row.try_get::<Option<i64>, _>("t")
+}
+
+/// Runs whose launch is not finished: the launcher's work.
+pub async fn unlaunched(db: &Db) -> Result<Vec<String>, sqlx::Error> {
+    sqlx::query(
+        "SELECT id FROM runs WHERE launch IN ('reserved', 'mirrored') AND state = 'queued' ORDER BY seq",
+    )
+    .fetch_all(&db.pool)
+    .await?
+    .iter()
+    .map(|r| r.try_get("id"))
+    .collect()
+}
+
+/// Takes (or renews) the run's lease for `owner` until `until`; false when another server holds it.
+pub async fn lease(db: &Db, id: &str, owner: &str, now: i64, until: i64) -> Result<bool, sqlx::Error> {
+    let done = sqlx::query(
+        "UPDATE runs SET lease_owner = $2, lease_until = $4 \
+         WHERE id = $1 AND (lease_owner IS NULL OR lease_owner = $2 OR lease_until < $3)",
+    )
+    .bind(id)
+    .bind(owner)
+    .bind(now)
+    .bind(until)
+    .execute(&db.writer)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+pub async fn release_lease(db: &Db, id: &str, owner: &str) -> Result<(), sqlx::Error> {
+    sqlx::query("UPDATE runs SET lease_owner = NULL, lease_until = NULL WHERE id = $1 AND lease_owner = $2")
+        .bind(id)
+        .bind(owner)
+        .execute(&db.writer)
+        .await?;
+    Ok(())
+}
+
+/// The hash of the secret the run's job is given, set just before the job is created.
+pub async fn set_secret(db: &Db, id: &str, secret_hash: &str) -> Result<(), sqlx::Error> {
+    sqlx::query("UPDATE runs SET secret_hash = $2 WHERE id = $1")
+        .bind(id)
+        .bind(secret_hash)
+        .execute(&db.writer)
+        .await?;
+    Ok(())
+}
+
+/// Records the bundle's commit: the launch is mirrored.
+pub async fn mirrored(db: &Db, id: &str, commit: &str, now: &str) -> Result<(), sqlx::Error> {
+    let mut tx = db.writer.begin().await?;
+    sqlx::query("UPDATE runs SET launch = 'mirrored', bundle_commit = $2, updated_at = $3 WHERE id = $1 AND launch = 'reserved'")
+        .bind(id)
+        .bind(commit)
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
+    event_in(
+        &mut tx,
+        id,
+        now,
+        "launch",
+        "mirrored",
+        &format!("bundle committed to the runs dataset at {commit}"),
+    )
+    .await?;
+    tx.commit().await
+}
+
+/// Records the HF job: the launch is done.
+pub async fn launched(
+    db: &Db,
+    id: &str,
+    job_id: &str,
+    job_status: &str,
+    now: &str,
+) -> Result<(), sqlx::Error> {
+    let mut tx = db.writer.begin().await?;
+    sqlx::query(
+        "UPDATE runs SET launch = 'launched', job_id = $2, job_status = $3, updated_at = $4 \
+         WHERE id = $1 AND launch IN ('reserved', 'mirrored')",
+    )
+    .bind(id)
+    .bind(job_id)
+    .bind(job_status)
+    .bind(now)
+    .execute(&mut *tx)
+    .await?;
+    event_in(&mut tx, id, now, "launch", "launched", &format!("HF job {job_id} created ({job_status})"))
+        .await?;
+    tx.commit().await
+}
+
+/// The launch definitely failed: the run fails with `reason`, its reservation is released, and it
+/// does not count against the daily limit (failed runs never do).
+pub async fn launch_failed(
+    db: &Db,
+    id: &str,
+    reason: &str,
+    platform_fault: bool,
+    now: &str,
+) -> Result<(), sqlx::Error> {
+    let mut tx = db.writer.begin().await?;
+    sqlx::query(
+        "UPDATE runs SET launch = 'failed', state = 'failed', stage = 'setup', reason = $2, platform_fault = $3, \
+         updated_at = $4 WHERE id = $1 AND launch IN ('reserved', 'mirrored')",
+    )
+    .bind(id)
+    .bind(reason)
+    .bind(i64::from(platform_fault))
+    .bind(now)
+    .execute(&mut *tx)
+    .await?;
+    sqlx::query(
+        "UPDATE budget_ledger SET state = 'released', updated_at = $2 WHERE run_id = $1 AND state = 'live'",
+    )
+    .bind(id)
+    .bind(now)
+    .execute(&mut *tx)
+    .await?;
+    event_in(&mut tx, id, now, "launch", "failed", reason).await?;
+    tx.commit().await
+}
+
+#[derive(Debug, Clone)]
+pub struct Event {
+    pub at: String,
+    pub source: String,
+    pub kind: String,
+    pub detail: String,
+}
+
+pub async fn events(db: &Db, run_id: &str) -> Result<Vec<Event>, sqlx::Error> {
+    sqlx::query("SELECT at, source, kind, detail FROM run_events WHERE run_id = $1 ORDER BY seq")
+        .bind(run_id)
+        .fetch_all(&db.pool)
+        .await?
+        .iter()
+        .map(|r| {
+            Ok(Event {
+                at: r.try_get("at")?,
+                source: r.try_get("source")?,
+                kind: r.try_get("kind")?,
+                detail: r.try_get("detail")?,
+            })
+        })
+        .collect()
+}

@@ -1,0 +1,619 @@
+//! Runs: the preflight, the launch and its durable steps (reserve → mirror the collection into the
+//! runs dataset → create the HF job), and the reads of runs.
+//!
+//! A launch is stored before anything happens outside, and each step is recorded once done. The
+//! step that creates the job first looks for one carrying the run's label, so a retry, the
+//! background launcher or a restarted server never makes a second job for one run. Only one server
+//! works on a run at a time (a lease on its row).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use domain::collection::package;
+use domain::collection::record::EnvironmentRecord;
+use domain::collection::report::TaskStatus;
+use domain::collection::request::{RepoType, Source};
+use domain::collection::Report;
+use domain::runs::{
+    self, Caller, Collection, Facts, Launch, Preflight, RunDetail, RunEvent, RunRequest, RunView,
+};
+use domain::ErrorCode;
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use crate::http::ApiError;
+use crate::identity::Identity;
+use crate::ports::datasets::DatasetError;
+use crate::ports::jobs::{JobError, JobSpec};
+use crate::repo::runs::{Inserted, LaunchStep, NewRun, Run};
+use crate::{clock, repo, AppState};
+
+/// How long one server may work on a run before another may take over.
+const LEASE_S: i64 = 120;
+/// How long a launch request waits for another server that is launching the same run.
+const WAIT_FOR_OTHER: Duration = Duration::from_secs(30);
+
+fn now(s: &AppState) -> (String, i64) {
+    let t = s.deps.clock.now();
+    (clock::rfc3339(t), t.unix_timestamp())
+}
+
+/// What a collection's stored validation says the run would train on.
+fn collection_of(record: &EnvironmentRecord, author_id: String, report: &Report) -> Collection {
+    let eligible: Vec<String> = report
+        .task_list
+        .iter()
+        .filter(|t| t.status == TaskStatus::Eligible)
+        .map(|t| t.name.clone())
+        .collect();
+    Collection {
+        id: record.environment_id.clone(),
+        author_id,
+        author: record.author.clone(),
+        excluded_task_count: (report.task_list.len() - eligible.len()) as u64,
+        eligible_tasks: eligible,
+    }
+}
+
+/// Task names of the challenge's held-out suites: their task lists and their fingerprints.
+fn heldout_names(s: &AppState, challenge: &domain::registry::Challenge) -> BTreeSet<String> {
+    let suites = &challenge.spec.challenge.suites;
+    let mut names = BTreeSet::new();
+    for id in suites {
+        if let Some(tasks) = s.registry.suites.get(id).and_then(|suite| suite.tasks.as_ref()) {
+            names.extend(tasks.names.iter().cloned());
+        }
+    }
+    for fp in s.fingerprints.iter().filter(|f| suites.contains(&f.suite)) {
+        names.extend(fp.tasks.iter().map(|t| t.name.clone()));
+    }
+    names
+}
+
+fn challenge<'a>(s: &'a AppState, id: &str) -> Result<&'a domain::registry::Challenge, ApiError> {
+    s.registry.challenge(id).ok_or_else(|| {
+        ApiError::new(
+            ErrorCode::ChallengeNotFound,
+            format!("no challenge `{id}`; GET /api/challenges lists them"),
+        )
+    })
+}
+
+/// Gathers what the checks read and runs them.
+async fn check(
+    s: &AppState,
+    challenge_id: &str,
+    environment_id: &str,
+    caller: Option<&Identity>,
+) -> Result<(Preflight, Option<runs::Refusal>, EnvironmentRecord, Report), ApiError> {
+    let c = challenge(s, challenge_id)?;
+    let (record, report) = super::environments::get(s, environment_id).await?;
+    let author_id = repo::environments::author_id(&s.db, environment_id).await?.ok_or_else(|| {
+        ApiError::new(ErrorCode::EnvironmentNotFound, format!("no collection `{environment_id}`"))
+    })?;
+    let live = repo::budget::live_state(&s.db, &s.registry).await?;
+    let allocation = domain::catalog::allocation(&s.registry, c);
+    let heldout = heldout_names(s, c);
+    let facts = Facts {
+        challenge: c,
+        allocation: allocation
+            .usd
+            .map(|usd| (usd * 100.0).round() as i64)
+            .ok_or(allocation.reason.unwrap_or_default()),
+        caller: caller.map(|i| Caller { id: i.id.clone(), name: i.name.clone(), editor: i.editor }),
+        collection: collection_of(&record, author_id, &report),
+        last_counted_epoch: repo::runs::last_counted(&s.db, environment_id, challenge_id).await?,
+        now_epoch: now(s).1,
+        active_run: live.active_job,
+        remaining_cents: domain::budget::cents_ceil(live.budget.remaining_usd),
+        heldout_names: &heldout,
+    };
+    let preflight = runs::preflight(&facts);
+    let refusal = runs::refusal(&preflight, &facts);
+    Ok((preflight, refusal, record, report))
+}
+
+/// `GET /api/challenges/{id}/runs/preflight`: stores and reserves nothing.
+pub async fn preflight(
+    s: &AppState,
+    challenge_id: &str,
+    environment_id: &str,
+    caller: Option<&Identity>,
+) -> Result<Preflight, ApiError> {
+    Ok(check(s, challenge_id, environment_id, caller).await?.0)
+}
+
+/// The answer to a launch: the run, and whether this request created it.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct Launched {
+    pub run: RunView,
+    /// True when this request id was launched before: the stored run is returned.
+    pub existing: bool,
+    /// Whether the run's HF job exists.
+    pub launched: bool,
+}
+
+fn secret_hash(secret: &str) -> String {
+    hex(&Sha256::digest(secret.as_bytes()))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// `POST /api/challenges/{id}/runs`.
+pub async fn launch(
+    s: &AppState,
+    challenge_id: &str,
+    me: &Identity,
+    req: RunRequest,
+) -> Result<Launched, ApiError> {
+    let launch = Launch::parse(req).map_err(|e| ApiError::new(ErrorCode::InvalidRunRequest, e))?;
+    let body = launch.body_key(challenge_id);
+    // A repeat is answered before the checks: its own run would fail them.
+    if let Some(run) = repo::runs::by_request(&s.db, &me.id, launch.request_id.as_str()).await? {
+        if run.request_body != body {
+            return Err(ApiError::new(
+                ErrorCode::RequestIdReused,
+                format!(
+                    "request_id `{}` already launched {} for another collection or agent; reuse a request id only with its original file",
+                    launch.request_id.as_str(),
+                    run.id
+                ),
+            ));
+        }
+        return finish(s, run, true).await;
+    }
+    if let Some(agent) = &launch.agent_id {
+        let record = repo::agents::get(&s.db, agent.as_str()).await?.ok_or_else(|| {
+            ApiError::new(ErrorCode::AgentNotFound, format!("no agent `{agent}`: register it first"))
+        })?;
+        if record.owner_id != me.id {
+            return Err(ApiError::new(
+                ErrorCode::AgentNotOwned,
+                format!("agent `{agent}` belongs to another HF user"),
+            ));
+        }
+    }
+    let (preflight, refusal, _, _) = check(s, challenge_id, &launch.environment_id, Some(me)).await?;
+    if let Some(r) = refusal {
+        let mut e = ApiError::new(r.code, r.message);
+        if let Some(wait) = r.retry_after_s {
+            e = e.retry_after(wait);
+        }
+        return Err(e);
+    }
+    let c = challenge(s, challenge_id)?;
+    let (now_text, now_epoch) = now(s);
+    let id = format!("run-{}", crate::identity::random_hex(8));
+    let reserved_cents = (preflight.max_compute_usd.unwrap_or(0.0) * 100.0).round() as i64;
+    let new = NewRun {
+        id: &id,
+        challenge_id,
+        environment_id: &launch.environment_id,
+        author: &me.name,
+        author_id: &me.id,
+        agent_id: launch.agent_id.as_ref().map(|a| a.as_str()),
+        request_key: launch.request_id.as_str(),
+        request_body: &body,
+        flavor: &c.serving.flavor,
+        timeout_s: i64::from(c.spec.compute.max_wall_s),
+        reserved_cents,
+        eligible_tasks: preflight.eligible_tasks as i64,
+        excluded_task_count: preflight.excluded_task_count as i64,
+        // Replaced by the secret the job is created with.
+        secret_hash: "",
+        now: &now_text,
+        now_epoch,
+    };
+    match repo::runs::insert(&s.db, &new).await? {
+        Inserted::Stored(run) => {
+            s.changes.bump(crate::changes::Topic::Ledger);
+            s.changes.bump(crate::changes::Topic::Runs);
+            finish(s, run, false).await
+        }
+        // The same request, concurrently: it is a repeat.
+        Inserted::Repeat(run) if run.request_body == body => finish(s, run, true).await,
+        Inserted::Repeat(run) => Err(ApiError::new(
+            ErrorCode::RequestIdReused,
+            format!("request_id `{}` already launched {}", launch.request_id.as_str(), run.id),
+        )),
+        Inserted::AnotherActive => Err(ApiError::new(
+            ErrorCode::AnotherRunActive,
+            "no other arena job active: another run took the arena's one slot a moment ago; one runs at a time",
+        )),
+    }
+}
+
+/// Carries a stored run's launch to its end (or finds it ended) and answers it.
+async fn finish(s: &AppState, run: Run, existing: bool) -> Result<Launched, ApiError> {
+    let run = match run.launch {
+        LaunchStep::Launched | LaunchStep::Failed => run,
+        _ => match advance(s, &run.id).await {
+            Ok(run) => run,
+            Err(Advance::Busy) => wait_for_other(s, &run.id).await?,
+            Err(Advance::Unknown(reason)) => {
+                return Err(ApiError::new(
+                    ErrorCode::LaunchUnknown,
+                    format!(
+                        "the launch of {} is not finished ({reason}); it goes on in the background. Send the same request again: it never starts a second run",
+                        run.id
+                    ),
+                )
+                .with("launched", "unknown")
+                .with("retry_with_same_request_id", true)
+                .with("run_id", run.id.clone()));
+            }
+            Err(Advance::Internal(e)) => return Err(e),
+        },
+    };
+    if run.launch == LaunchStep::Failed {
+        return Err(ApiError::new(
+            ErrorCode::LaunchFailed,
+            format!("{} was not launched: {}", run.id, run.reason.clone().unwrap_or_default()),
+        )
+        .with("launched", false)
+        .with("retry_with_same_request_id", false)
+        .with("run_id", run.id.clone()));
+    }
+    Ok(Launched { launched: run.launch == LaunchStep::Launched, run: view(s, &run), existing })
+}
+
+async fn wait_for_other(s: &AppState, id: &str) -> Result<Run, ApiError> {
+    let start = std::time::Instant::now();
+    loop {
+        let run = repo::runs::get(&s.db, id).await?.ok_or_else(|| ApiError::internal("a run vanished"))?;
+        if matches!(run.launch, LaunchStep::Launched | LaunchStep::Failed) {
+            return Ok(run);
+        }
+        if start.elapsed() > WAIT_FOR_OTHER {
+            return Err(ApiError::new(
+                ErrorCode::LaunchUnknown,
+                format!("the launch of {id} is still going on"),
+            )
+            .with("launched", "unknown")
+            .with("retry_with_same_request_id", true)
+            .with("run_id", id.to_string()));
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// Why a launch step did not finish.
+#[derive(Debug)]
+pub enum Advance {
+    /// Another server holds the run's lease.
+    Busy,
+    /// HF did not answer or answered 5xx: tried again later, the run keeps its intent.
+    Unknown(String),
+    Internal(ApiError),
+}
+
+impl From<sqlx::Error> for Advance {
+    fn from(e: sqlx::Error) -> Self {
+        Advance::Internal(e.into())
+    }
+}
+
+impl From<ApiError> for Advance {
+    fn from(e: ApiError) -> Self {
+        Advance::Internal(e)
+    }
+}
+
+/// Takes the run's launch one step at a time to its end, under the run's lease. Safe to call
+/// again after a crash anywhere: every step first looks for what an earlier attempt did.
+pub async fn advance(s: &AppState, id: &str) -> Result<Run, Advance> {
+    let (_, t) = now(s);
+    if !repo::runs::lease(&s.db, id, &s.server_id, t, t + LEASE_S).await? {
+        return Err(Advance::Busy);
+    }
+    let outcome = advance_leased(s, id).await;
+    repo::runs::release_lease(&s.db, id, &s.server_id).await?;
+    s.changes.bump(crate::changes::Topic::Runs);
+    outcome
+}
+
+async fn advance_leased(s: &AppState, id: &str) -> Result<Run, Advance> {
+    let mut run = repo::runs::get(&s.db, id).await?.ok_or_else(|| ApiError::internal("a run vanished"))?;
+    if run.launch == LaunchStep::Reserved {
+        match mirror(s, &run).await {
+            Ok(commit) => repo::runs::mirrored(&s.db, id, &commit, &now(s).0).await?,
+            Err(Step::Unknown(reason)) => return Err(Advance::Unknown(reason)),
+            Err(Step::Failed(reason)) => return fail(s, id, &reason, false).await,
+        }
+        run = repo::runs::get(&s.db, id).await?.ok_or_else(|| ApiError::internal("a run vanished"))?;
+    }
+    if run.launch == LaunchStep::Mirrored {
+        match create_job(s, &run).await {
+            Ok((job_id, status)) => repo::runs::launched(&s.db, id, &job_id, &status, &now(s).0).await?,
+            Err(Step::Unknown(reason)) => return Err(Advance::Unknown(reason)),
+            Err(Step::Failed(reason)) => {
+                let platform = runs::is_platform_fault(&reason);
+                return fail(s, id, &reason, platform).await;
+            }
+        }
+        run = repo::runs::get(&s.db, id).await?.ok_or_else(|| ApiError::internal("a run vanished"))?;
+    }
+    Ok(run)
+}
+
+async fn fail(s: &AppState, id: &str, reason: &str, platform: bool) -> Result<Run, Advance> {
+    repo::runs::launch_failed(&s.db, id, reason, platform, &now(s).0).await?;
+    s.changes.bump(crate::changes::Topic::Ledger);
+    Ok(repo::runs::get(&s.db, id).await?.ok_or_else(|| ApiError::internal("a run vanished"))?)
+}
+
+enum Step {
+    /// Definite: nothing more will be tried.
+    Failed(String),
+    Unknown(String),
+}
+
+fn dataset_step(e: DatasetError) -> Step {
+    match e {
+        DatasetError::Unavailable(r) => Step::Unknown(format!("the runs dataset did not answer: {r}")),
+        other => Step::Failed(format!("writing the runs dataset failed: {other}")),
+    }
+}
+
+fn bundle_dir(run_id: &str) -> String {
+    format!("job-inputs/{run_id}")
+}
+
+/// The bundle's files: the collection at its pinned commit, the eligible tasks' list, the
+/// composed pipeline config and the job manifest.
+#[derive(Serialize)]
+struct BundleConfig<'a> {
+    #[serde(flatten)]
+    run: domain::compose::RunConfig,
+    submission: SubmissionPart<'a>,
+}
+
+#[derive(Serialize)]
+struct SubmissionPart<'a> {
+    environment_id: &'a str,
+    repo_type: &'a str,
+    repo_id: &'a str,
+    commit: &'a str,
+    entry_path: &'a str,
+    /// Relative to the bundle.
+    collection: &'a str,
+    train_task_list: &'a str,
+    eval_task_list: &'a str,
+}
+
+/// Mirrors the collection into the runs dataset, unless an earlier attempt already did.
+async fn mirror(s: &AppState, run: &Run) -> Result<String, Step> {
+    let dir = bundle_dir(&run.id);
+    let ds = &s.runs_dataset;
+    s.deps.datasets.ensure(ds).await.map_err(dataset_step)?;
+    match s.deps.datasets.read(ds, "main", &format!("{dir}/job.json"), 1 << 20).await {
+        Ok(_) => return s.deps.datasets.head(ds).await.map_err(dataset_step),
+        Err(DatasetError::NotFound) => {}
+        Err(e) => return Err(dataset_step(e)),
+    }
+    let (record, report) = super::environments::get(s, &run.environment_id)
+        .await
+        .map_err(|e| Step::Failed(format!("the collection could not be read: {}", e.into_body().message)))?;
+    let repo_type = RepoType::parse(&record.repo_type)
+        .ok_or_else(|| Step::Failed("an unknown repository type".into()))?;
+    let (owner, name) = record.repo_id.split_once('/').unwrap_or((&record.repo_id, ""));
+    let source = Source {
+        repo_type,
+        owner: owner.into(),
+        name: name.into(),
+        revision: record.commit.clone(),
+        entry_path: record.entry_path.clone(),
+    };
+    let (listing, contents) = s.sources.snapshot(&source, &record.commit).await.map_err(|e| match e {
+        crate::sources::SourceError::Unavailable(r) => Step::Unknown(format!("reading the collection: {r}")),
+        other => Step::Failed(format!("the collection can no longer be read at its commit: {other}")),
+    })?;
+    let layout = package::discover(&listing);
+    let eligible: BTreeMap<&str, &str> = report
+        .task_list
+        .iter()
+        .filter(|t| t.status == TaskStatus::Eligible)
+        .map(|t| (t.name.as_str(), t.identity.as_str()))
+        .collect();
+    let c = challenge(s, &run.challenge_id).map_err(|e| Step::Failed(e.into_body().message))?;
+    let eval_suites: Vec<serde_json::Value> = c
+        .spec
+        .challenge
+        .suites
+        .iter()
+        .map(|id| {
+            let tasks = s
+                .registry
+                .suites
+                .get(id)
+                .and_then(|x| x.tasks.as_ref())
+                .map(|t| t.names.clone())
+                .unwrap_or_default();
+            serde_json::json!({"name": id, "task_ids": tasks})
+        })
+        .collect();
+    let eval_ids: Vec<String> = eval_suites
+        .iter()
+        .flat_map(|s| s["task_ids"].as_array().cloned().unwrap_or_default())
+        .filter_map(|v| v.as_str().map(String::from))
+        .collect();
+    let train: Vec<&str> = eligible.keys().copied().collect();
+    let mut files: Vec<(String, Vec<u8>)> =
+        contents.iter().map(|(path, bytes)| (format!("{dir}/collection/{path}"), bytes.clone())).collect();
+    let lines = |items: &[&str]| format!("{}\n", items.join("\n")).into_bytes();
+    files.push((format!("{dir}/train-tasks.txt"), lines(&train)));
+    files.push((format!("{dir}/task-lists/train_dataset.txt"), lines(&train)));
+    let eval_refs: Vec<&str> = eval_ids.iter().map(String::as_str).collect();
+    files.push((format!("{dir}/task-lists/eval_dataset.txt"), lines(&eval_refs)));
+    let tasks_dir = layout.tasks_dir.unwrap_or("envs");
+    let config = BundleConfig {
+        run: domain::compose::compose(&s.registry, c),
+        submission: SubmissionPart {
+            environment_id: &record.environment_id,
+            repo_type: &record.repo_type,
+            repo_id: &record.repo_id,
+            commit: &record.commit,
+            entry_path: &record.entry_path,
+            collection: &format!("collection/{tasks_dir}"),
+            train_task_list: "task-lists/train_dataset.txt",
+            eval_task_list: "task-lists/eval_dataset.txt",
+        },
+    };
+    let config_toml =
+        toml::to_string_pretty(&config).map_err(|e| Step::Failed(format!("composing the config: {e}")))?;
+    files.push((format!("{dir}/config.toml"), config_toml.into_bytes()));
+    let manifest = serde_json::json!({
+        "schema_version": 1,
+        "run_id": run.id,
+        "submission_id": record.environment_id,
+        "team_name": record.author,
+        "challenge_id": run.challenge_id,
+        "config": "config.toml",
+        "artifact_repo": ds,
+        "train_tasks": train,
+        "task_identities": eligible.values().collect::<Vec<_>>(),
+        "excluded_task_count": run.excluded_task_count,
+        "eval_suites": eval_suites,
+        "trials": c.spec.compute.eval_trials,
+    });
+    files.push((format!("{dir}/job.json"), serde_json::to_vec_pretty(&manifest).expect("JSON")));
+    let summary = format!("{}: bundle of {} at {}", run.id, record.environment_id, record.commit);
+    s.deps.datasets.commit(ds, &summary, &files).await.map_err(dataset_step)
+}
+
+const RUN_LABEL: &str = "arena-run";
+
+/// Creates the run's HF job, unless one carrying its label exists.
+async fn create_job(s: &AppState, run: &Run) -> Result<(String, String), Step> {
+    let job_step = |e: JobError| {
+        match e {
+        JobError::Unavailable { reason, .. } => Step::Unknown(reason),
+        JobError::PaymentRequired(message) => Step::Failed(format!(
+            "HF Jobs refused the launch: the arena's namespace has no prepaid credit (402: {message}). Nothing ran and nothing counts against you; stop and tell an organizer"
+        )),
+        other => Step::Failed(format!("HF Jobs refused the launch: {other}; stop and tell an organizer")),
+    }
+    };
+    if let Some(job) =
+        s.deps.jobs.find_by_label(RUN_LABEL, &run.id).await.map_err(job_step)?.into_iter().next()
+    {
+        return Ok((job.id, job.status.stage));
+    }
+    let c = challenge(s, &run.challenge_id).map_err(|e| Step::Failed(e.into_body().message))?;
+    let commit =
+        run.bundle_commit.clone().ok_or_else(|| Step::Failed("the bundle was not recorded".into()))?;
+    // The job reports back with this secret; only its hash is kept, and it is set before the job
+    // exists so that the job and the row agree.
+    let secret = crate::identity::random_secret();
+    repo::runs::set_secret(&s.db, &run.id, &secret_hash(&secret))
+        .await
+        .map_err(|e| Step::Unknown(e.to_string()))?;
+    let labels = BTreeMap::from([
+        (RUN_LABEL.to_string(), run.id.clone()),
+        ("arena-challenge".to_string(), run.challenge_id.clone()),
+        ("arena-request".to_string(), run.request_key.clone()),
+        ("arena-purpose".to_string(), "challenge-run".to_string()),
+    ]);
+    let spec = JobSpec {
+        docker_image: s.pipeline_image.clone(),
+        command: vec!["posttrainarena-train".into(), "run".into()],
+        arguments: vec![
+            "--bundle-repo".into(),
+            s.runs_dataset.clone(),
+            "--bundle-revision".into(),
+            commit,
+            "--bundle-path".into(),
+            bundle_dir(&run.id),
+            "--pipeline-ref".into(),
+            c.spec.pipeline.commit.clone(),
+        ],
+        environment: BTreeMap::from([
+            ("ARENA_RUN_ID".to_string(), run.id.clone()),
+            ("ARENA_URL".to_string(), s.public_url.clone()),
+        ]),
+        secrets: BTreeMap::from([("ARENA_RUN_SECRET".to_string(), secret)]),
+        flavor: run.flavor.clone(),
+        timeout_seconds: run.timeout_s as u64,
+        labels,
+    };
+    let job = s.deps.jobs.create(&spec).await.map_err(job_step)?;
+    Ok((job.id, job.status.stage))
+}
+
+/// Launches left unfinished (a crash, HF down): the background launcher's pass.
+pub async fn resume_launches(s: &AppState) -> Result<usize, ApiError> {
+    let mut done = 0;
+    for id in repo::runs::unlaunched(&s.db).await? {
+        match advance(s, &id).await {
+            Ok(_) => done += 1,
+            Err(Advance::Busy) => {}
+            Err(Advance::Unknown(reason)) => {
+                tracing::warn!(run = %id, %reason, "a launch is still unfinished")
+            }
+            Err(Advance::Internal(e)) => tracing::error!(run = %id, error = ?e, "resuming a launch failed"),
+        }
+    }
+    Ok(done)
+}
+
+pub fn view(s: &AppState, r: &Run) -> RunView {
+    let launched = r.launch == LaunchStep::Launched;
+    RunView {
+        run_id: r.id.clone(),
+        challenge_id: r.challenge_id.clone(),
+        environment_id: r.environment_id.clone(),
+        author: r.author.clone(),
+        agent_id: r.agent_id.clone(),
+        request_key: r.request_key.clone(),
+        state: r.state,
+        stage: r.stage.clone(),
+        reason: r.reason.clone(),
+        status: match (&r.job_status, launched) {
+            (Some(status), true) => status.clone(),
+            _ => "not launched".into(),
+        },
+        job_status: r.job_status.clone(),
+        job_id: r.job_id.clone(),
+        job_url: r.job_id.as_deref().map(|j| s.deps.jobs.job_url(j)),
+        runs_url: launched.then(|| s.deps.datasets.url(&s.runs_dataset, &format!("runs/{}", r.id))),
+        platform_fault: r.platform_fault,
+        launched,
+        max_compute_usd: domain::budget::dollars(r.reserved_cents),
+        flavor: r.flavor.clone(),
+        timeout_s: r.timeout_s,
+        eligible_tasks: r.eligible_tasks,
+        excluded_task_count: r.excluded_task_count,
+        created_at: r.created_at.clone(),
+        updated_at: r.updated_at.clone(),
+    }
+}
+
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct RunList {
+    pub challenge_id: String,
+    pub runs: Vec<RunView>,
+}
+
+pub async fn list(
+    s: &AppState,
+    challenge_id: &str,
+    environment_id: Option<&str>,
+) -> Result<RunList, ApiError> {
+    challenge(s, challenge_id)?;
+    let runs = repo::runs::list(&s.db, Some(challenge_id), environment_id).await?;
+    Ok(RunList { challenge_id: challenge_id.to_string(), runs: runs.iter().map(|r| view(s, r)).collect() })
+}
+
+pub async fn detail(s: &AppState, challenge_id: &str, run_id: &str) -> Result<RunDetail, ApiError> {
+    let run = repo::runs::get(&s.db, run_id).await?.filter(|r| r.challenge_id == challenge_id).ok_or_else(
+        || ApiError::new(ErrorCode::RunNotFound, format!("no run `{run_id}` on `{challenge_id}`")),
+    )?;
+    let events = repo::runs::events(&s.db, run_id)
+        .await?
+        .into_iter()
+        .map(|e| RunEvent { at: e.at, source: e.source, kind: e.kind, detail: e.detail })
+        .collect();
+    Ok(RunDetail { run: view(s, &run), events })
+}

@@ -1,0 +1,54 @@
+//! Work that outlives a request, started with the server and stopped with it. Each pass asks the
+//! database what is unfinished and takes it one step; a run is worked on by one server at a time
+//! (its lease), so several replicas on one PostgreSQL share the work without doing it twice, and a
+//! server that dies only loses its leases.
+
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::{service, AppState};
+
+/// The running background work; `stop` ends it after the pass in progress.
+pub struct Workers {
+    stop: watch::Sender<bool>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Workers {
+    pub fn start(state: AppState, tick: Duration) -> Workers {
+        let (stop, stopped) = watch::channel(false);
+        let launcher = tokio::spawn(every(tick, stopped, move || {
+            let state = state.clone();
+            async move {
+                if let Err(e) = service::runs::resume_launches(&state).await {
+                    tracing::error!(error = ?e, "the launcher's pass failed");
+                }
+            }
+        }));
+        Workers { stop, tasks: vec![launcher] }
+    }
+
+    pub async fn stop(self) {
+        let _ = self.stop.send(true);
+        for task in self.tasks {
+            let _ = task.await;
+        }
+    }
+}
+
+/// Runs `pass` now and then every `tick` until told to stop.
+async fn every<F, Fut>(tick: Duration, mut stopped: watch::Receiver<bool>, pass: F)
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    loop {
+        pass().await;
+        tokio::select! {
+            _ = tokio::time::sleep(tick) => {}
+            _ = stopped.changed() => return,
+        }
+    }
+}

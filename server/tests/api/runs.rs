@@ -1,0 +1,399 @@
+//! Runs through the API: the preflight's checks in order, every refusal of a launch (and that a
+//! refusal stores nothing), the launch through the stand-in's HF Jobs and dataset commits, the
+//! idempotent repeat, the race, HF's 402 and 5xx, and resuming a launch after a crash.
+
+use std::time::{Duration, Instant};
+
+use axum::http::StatusCode;
+use serde_json::{json, Value};
+
+use crate::harness::{
+    copy_tree, fixture, Backend, Options, TestApp, ALICE, ARENA_BOT, BOB, EVE, RUNS_DATASET,
+};
+use crate::on_both_backends;
+
+const CHALLENGE: &str = "local-demo";
+
+/// Publishes a fixture as alice's dataset and submits it; answers the collection id.
+async fn submitted(app: &TestApp, case: &str, repo: &str, token: &str) -> String {
+    app.publish("datasets", repo, &fixture(case));
+    let body = json!({"agent_id": null, "challenge_id": CHALLENGE, "repo_type": "dataset", "repo_id": repo,
+        "revision": "main", "entry_path": "", "title": repo, "notes": ""});
+    let r = app.post_as("/api/environments", &body.to_string(), token).await;
+    assert!(r.status.is_success(), "{}", r.text());
+    r.json()["environment_id"].as_str().unwrap().to_string()
+}
+
+fn run_body(request_id: &str, env: &str) -> String {
+    json!({"request_id": request_id, "environment_id": env}).to_string()
+}
+
+async fn launch(app: &TestApp, request_id: &str, env: &str, token: &str) -> crate::harness::Answer {
+    app.post_as(&format!("/api/challenges/{CHALLENGE}/runs"), &run_body(request_id, env), token).await
+}
+
+async fn preflight(app: &TestApp, env: &str, token: Option<&str>) -> Value {
+    let uri = format!("/api/challenges/{CHALLENGE}/runs/preflight?environment_id={env}");
+    let r = match token {
+        Some(t) => app.get_as(&uri, t).await,
+        None => app.get(&uri).await,
+    };
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text());
+    r.json()
+}
+
+fn oks(p: &Value) -> Vec<Value> {
+    p["checks"].as_array().unwrap().iter().map(|c| c["ok"].clone()).collect()
+}
+
+async fn rows(app: &TestApp) -> (i64, i64) {
+    (app.scalar("SELECT COUNT(*) FROM runs").await, app.scalar("SELECT COUNT(*) FROM budget_ledger").await)
+}
+
+/// The stand-in's jobs that carry the run's label.
+fn jobs_of(app: &TestApp, run_id: &str) -> usize {
+    let jobs = app.hub.jobs.jobs.lock().unwrap();
+    jobs.iter().filter(|j| j.view.labels.get("arena-run").map(String::as_str) == Some(run_id)).count()
+}
+
+on_both_backends!(local, the_preflight_shows_every_check_in_order_and_stores_nothing, |app| {
+    let env = submitted(app, "good", "alice/pack", ALICE).await;
+    let p = preflight(app, &env, Some(ALICE)).await;
+    assert_eq!(p["allowed"], true, "{p:#}");
+    let names: Vec<&str> =
+        p["checks"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        [
+            "challenge open",
+            "signed in",
+            "author or editor",
+            "no counted run in the last 24 hours",
+            "job layout valid",
+            "no other arena job active",
+            "cap covers the allocation",
+            "at least one eligible task",
+            "no training task named like a held-out task"
+        ]
+    );
+    // h200x2 at $10/h for the 900 s timeout.
+    assert_eq!(p["max_compute_usd"], 2.5);
+    assert_eq!(p["eligible_tasks"], 2);
+    assert!(p["checks"][4]["detail"].as_str().unwrap().contains("h200x2"));
+
+    let anon = preflight(app, &env, None).await;
+    assert_eq!(anon["allowed"], false);
+    assert_eq!(oks(&anon)[1..3], [json!(false), Value::Null]);
+    let bob = preflight(app, &env, Some(BOB)).await;
+    assert_eq!(oks(&bob)[2], json!(false));
+    let editor = preflight(app, &env, Some(EVE)).await;
+    assert_eq!(editor["allowed"], true);
+
+    // The real challenge: runs paused, provider planned, so no quote.
+    let real = app
+        .get_as(&format!("/api/challenges/openenv-9b/runs/preflight?environment_id={env}"), ALICE)
+        .await
+        .json();
+    assert_eq!(real["checks"][0]["ok"], false);
+    assert!(real["checks"][0]["detail"].as_str().unwrap().contains("paused"));
+    assert_eq!(real["max_compute_usd"], Value::Null);
+
+    assert_eq!(rows(app).await, (0, 0));
+    let missing =
+        app.get(&format!("/api/challenges/{CHALLENGE}/runs/preflight?environment_id=env-0000")).await;
+    assert_eq!(missing.status, StatusCode::NOT_FOUND);
+    let no_env = app.get(&format!("/api/challenges/{CHALLENGE}/runs/preflight")).await;
+    assert_eq!(no_env.json()["code"], "INVALID_QUERY");
+});
+
+on_both_backends!(local, a_launch_mirrors_the_collection_and_starts_one_labelled_job, |app| {
+    let env = submitted(app, "good", "alice/pack", ALICE).await;
+    let r = launch(app, "alice-run-0001", &env, ALICE).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text());
+    let v = r.json();
+    let run = v["run"]["run_id"].as_str().unwrap().to_string();
+    assert_eq!((v["existing"].clone(), v["launched"].clone()), (json!(false), json!(true)));
+    assert_eq!(v["run"]["state"], "queued");
+    assert_eq!(v["run"]["request_key"], "alice-run-0001");
+    assert_eq!(v["run"]["max_compute_usd"], 2.5);
+    assert!(v["run"]["job_url"].as_str().unwrap().contains("/jobs/benchflow/"));
+    assert_eq!(jobs_of(app, &run), 1);
+
+    // The job: the pipeline's command, the bundle's place, the flavor and timeout, its labels, and
+    // no secret but the run's own.
+    let job = {
+        let jobs = app.hub.jobs.jobs.lock().unwrap();
+        jobs.iter().find(|j| j.view.labels.get("arena-run") == Some(&run)).unwrap().view.clone()
+    };
+    assert_eq!(job.command, ["posttrainarena-train", "run"]);
+    assert_eq!(job.flavor, "h200x2");
+    assert_eq!(job.timeout, 900);
+    assert_eq!(job.secrets, ["ARENA_RUN_SECRET"]);
+    assert_eq!(job.labels["arena-challenge"], CHALLENGE);
+    assert_eq!(job.labels["arena-request"], "alice-run-0001");
+    let bundle = format!("job-inputs/{run}");
+    assert!(job.arguments.windows(2).any(|w| w[0] == "--bundle-path" && w[1] == bundle));
+
+    // The bundle in the runs dataset: the collection, the eligible tasks, the config and manifest.
+    let ds = app.repos.join("datasets").join(RUNS_DATASET);
+    let show = |path: &str| crate::harness::git(&ds, &["show", &format!("main:{bundle}/{path}")]);
+    let train = show("train-tasks.txt");
+    assert_eq!(train.lines().count(), 2, "{train}");
+    assert!(show("config.toml").contains("[submission]"));
+    let manifest: Value = serde_json::from_str(&show("job.json")).unwrap();
+    assert_eq!(manifest["run_id"], run.as_str());
+    assert_eq!(manifest["eval_suites"][0]["task_ids"].as_array().unwrap().len(), 12);
+    assert!(show("collection/submission.yaml").contains("team_name"));
+
+    // The ledger holds its reservation; the budget says so.
+    let ledger = app.get("/api/arena/jobs").await.json();
+    assert_eq!(ledger["reservations"][0]["run_id"], run.as_str());
+    assert_eq!(ledger["reservations"][0]["state"], "live");
+    assert_eq!(ledger["budget"]["live_reservations_usd"], 2.5);
+    let runs = app.get(&format!("/api/challenges/{CHALLENGE}/runs")).await.json();
+    assert_eq!(runs["runs"][0]["status"], "SCHEDULING");
+
+    // The same request again: the same run, no second job.
+    let again = launch(app, "alice-run-0001", &env, ALICE).await;
+    assert_eq!(again.status, StatusCode::OK, "{}", again.text());
+    assert_eq!(again.json()["run"]["run_id"], run.as_str());
+    assert_eq!(again.json()["existing"], true);
+    assert_eq!(jobs_of(app, &run), 1);
+    // The same request id for something else: refused.
+    let other_env = submitted(app, "no-oracle", "alice/other", ALICE).await;
+    let reused = launch(app, "alice-run-0001", &other_env, ALICE).await;
+    assert_eq!(reused.status, StatusCode::CONFLICT);
+    assert_eq!(reused.json()["code"], "REQUEST_ID_REUSED");
+    assert_eq!(rows(app).await, (1, 1));
+
+    let detail = app.get(&format!("/api/challenges/{CHALLENGE}/runs/{run}")).await.json();
+    let kinds: Vec<&str> =
+        detail["events"].as_array().unwrap().iter().map(|e| e["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["requested", "mirrored", "launched"]);
+});
+
+on_both_backends!(local, every_refusal_has_its_status_and_code_and_stores_nothing, |app| {
+    let env = submitted(app, "good", "alice/pack", ALICE).await;
+    let refused = |r: &crate::harness::Answer, status: u16, code: &str| {
+        assert_eq!(r.status.as_u16(), status, "{}", r.text());
+        assert_eq!(r.json()["code"], code, "{}", r.text());
+    };
+    // Not signed in, not the author, a paused challenge, an unknown collection, a bad body.
+    let anon = app
+        .request(
+            axum::http::Method::POST,
+            &format!("/api/challenges/{CHALLENGE}/runs"),
+            Some(&run_body("anon-run-01", &env)),
+        )
+        .await;
+    refused(&anon, 401, "AUTH_REQUIRED");
+    refused(&launch(app, "bob-run-0001", &env, BOB).await, 403, "NOT_AUTHOR_OR_EDITOR");
+    let paused =
+        app.post_as("/api/challenges/openenv-9b/runs", &run_body("alice-run-paused", &env), ALICE).await;
+    refused(&paused, 409, "CHALLENGE_NOT_OPEN");
+    refused(&launch(app, "alice-run-0404", "env-00000000", ALICE).await, 404, "ENVIRONMENT_NOT_FOUND");
+    refused(&launch(app, "short", &env, ALICE).await, 422, "INVALID_RUN_REQUEST");
+    let unknown_field = app
+        .post_as(
+            &format!("/api/challenges/{CHALLENGE}/runs"),
+            r#"{"request_id":"alice-run-x1","environment_id":"e","x":1}"#,
+            ALICE,
+        )
+        .await;
+    refused(&unknown_field, 400, "INVALID_JSON");
+    // No eligible task.
+    let leaky = submitted(app, "dockerfile-copies-oracle", "alice/leaky", ALICE).await;
+    refused(&launch(app, "alice-run-leaky", &leaky, ALICE).await, 422, "NO_ELIGIBLE_TASKS");
+    // A training task named like a held-out task.
+    let dir = tempfile::tempdir().unwrap();
+    copy_tree(&fixture("good"), dir.path());
+    let envs = dir.path().join("envs");
+    let first = std::fs::read_dir(&envs).unwrap().next().unwrap().unwrap().path();
+    std::fs::rename(&first, envs.join("local-heldout-01")).unwrap();
+    app.publish("datasets", "alice/clash", dir.path());
+    let body = json!({"agent_id": null, "challenge_id": CHALLENGE, "repo_type": "dataset", "repo_id": "alice/clash",
+        "revision": "main", "entry_path": "", "title": "clash", "notes": ""});
+    let clash = app.post_as("/api/environments", &body.to_string(), ALICE).await.json()["environment_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    refused(&launch(app, "alice-run-clash", &clash, ALICE).await, 422, "HELDOUT_NAME_COLLISION");
+    assert_eq!(rows(app).await, (0, 0), "a refused launch stores nothing");
+
+    // One run goes; then the daily limit for its collection and the one slot for everyone else.
+    assert_eq!(launch(app, "alice-run-0001", &env, ALICE).await.status, StatusCode::CREATED);
+    let daily = launch(app, "alice-run-0002", &env, ALICE).await;
+    refused(&daily, 429, "DAILY_RUN_LIMIT");
+    assert!(daily.json()["retry_after_s"].as_u64().unwrap() > 23 * 3600);
+    assert!(daily.headers.get("retry-after").is_some());
+    let bobs = submitted(app, "good", "bob/pack", BOB).await;
+    refused(&launch(app, "bob-run-0001", &bobs, BOB).await, 409, "ANOTHER_RUN_ACTIVE");
+    assert_eq!(rows(app).await, (1, 1));
+});
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cap_too_low_refuses_on_both_backends() {
+    for backend in [Backend::Sqlite, Backend::Postgres] {
+        let local = Options::local();
+        let arena = local.configs_dir.join("arena.toml");
+        let text = std::fs::read_to_string(&arena).unwrap().replace("cap_usd = 5000.0", "cap_usd = 2.0");
+        std::fs::write(&arena, text).unwrap();
+        let app = TestApp::with(backend, local).await;
+        let env = submitted(&app, "good", "alice/pack", ALICE).await;
+        let r = launch(&app, "alice-run-0001", &env, ALICE).await;
+        assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.text());
+        assert_eq!(r.json()["code"], "CAP_EXCEEDED");
+        assert!(r.json()["message"].as_str().unwrap().contains("$2.50"));
+        assert_eq!(rows(&app).await, (0, 0));
+        app.finish().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fifty_concurrent_launches_make_one_run_on_both_backends() {
+    for backend in [Backend::Sqlite, Backend::Postgres] {
+        let app = TestApp::with(backend, Options::local()).await;
+        let env = submitted(&app, "good", "alice/pack", ALICE).await;
+        let answers = futures_util::future::join_all((0..50).map(|i| {
+            let app = &app;
+            let env = env.clone();
+            async move { launch(app, &format!("alice-race-{i:04}"), &env, ALICE).await }
+        }))
+        .await;
+        let created = answers.iter().filter(|a| a.status == StatusCode::CREATED).count();
+        assert_eq!(created, 1, "{backend:?}");
+        for a in answers.iter().filter(|a| a.status != StatusCode::CREATED) {
+            let code = a.json()["code"].as_str().unwrap().to_string();
+            assert!(["ANOTHER_RUN_ACTIVE", "DAILY_RUN_LIMIT"].contains(&code.as_str()), "{}", a.text());
+        }
+        assert_eq!(rows(&app).await, (1, 1), "{backend:?}");
+        assert_eq!(app.scalar("SELECT COUNT(*) FROM budget_ledger WHERE state = 'live'").await, 1);
+        assert_eq!(app.hub.jobs.jobs.lock().unwrap().len(), 1);
+        app.finish().await;
+    }
+}
+
+on_both_backends!(
+    local,
+    no_prepaid_credit_fails_the_run_releases_its_reservation_and_does_not_count,
+    |app| {
+        let env = submitted(app, "good", "alice/pack", ALICE).await;
+        app.hub.jobs.faults.lock().unwrap().create_status = Some(402);
+        let r = launch(app, "alice-run-0001", &env, ALICE).await;
+        assert_eq!(r.status, StatusCode::BAD_GATEWAY, "{}", r.text());
+        let v = r.json();
+        assert_eq!(
+            (v["code"].clone(), v["launched"].clone(), v["retry_with_same_request_id"].clone()),
+            (json!("LAUNCH_FAILED"), json!(false), json!(false))
+        );
+        assert!(v["message"].as_str().unwrap().contains("tell an organizer"));
+        let run = v["run_id"].as_str().unwrap().to_string();
+        let detail = app.get(&format!("/api/challenges/{CHALLENGE}/runs/{run}")).await.json();
+        assert_eq!(detail["state"], "failed");
+        assert_eq!(detail["status"], "not launched");
+        assert_eq!(detail["platform_fault"], true);
+        assert_eq!(app.scalar("SELECT COUNT(*) FROM budget_ledger WHERE state = 'released'").await, 1);
+        // The same file again answers the same failure; a new request id may run now.
+        assert_eq!(launch(app, "alice-run-0001", &env, ALICE).await.json()["run_id"], run.as_str());
+        let next = launch(app, "alice-run-0002", &env, ALICE).await;
+        assert_eq!(next.status, StatusCode::CREATED, "{}", next.text());
+    }
+);
+
+on_both_backends!(local, hf_down_leaves_the_outcome_unknown_and_the_same_request_finishes_it, |app| {
+    let env = submitted(app, "good", "alice/pack", ALICE).await;
+    {
+        let mut f = app.hub.jobs.faults.lock().unwrap();
+        f.create_status = Some(503);
+        f.create_count = Some(1);
+    }
+    let r = launch(app, "alice-run-0001", &env, ALICE).await;
+    assert_eq!(r.status, StatusCode::SERVICE_UNAVAILABLE, "{}", r.text());
+    let v = r.json();
+    assert_eq!(
+        (v["code"].clone(), v["launched"].clone(), v["retry_with_same_request_id"].clone()),
+        (json!("LAUNCH_UNKNOWN"), json!("unknown"), json!(true))
+    );
+    let run = v["run_id"].as_str().unwrap().to_string();
+    assert_eq!(
+        app.get(&format!("/api/challenges/{CHALLENGE}/runs")).await.json()["runs"][0]["status"],
+        "not launched"
+    );
+    let again = launch(app, "alice-run-0001", &env, ALICE).await;
+    assert_eq!(again.status, StatusCode::OK, "{}", again.text());
+    assert_eq!(again.json()["launched"], true);
+    assert_eq!(jobs_of(app, &run), 1);
+});
+
+/// A server dies after the job was created at HF but before it recorded it; another server (or the
+/// restarted one) resumes the launch from the database, finds the job by its label, and never
+/// creates a second one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_launch_interrupted_anywhere_resumes_with_exactly_one_job() {
+    for backend in [Backend::Sqlite, Backend::Postgres] {
+        let app = TestApp::with(backend, Options::local()).await;
+        let env = submitted(&app, "good", "alice/pack", ALICE).await;
+        // Step 1 done, then the "crash": HF does not answer the create.
+        {
+            let mut f = app.hub.jobs.faults.lock().unwrap();
+            f.create_status = Some(500);
+            f.create_count = Some(1);
+        }
+        let r = launch(&app, "alice-run-0001", &env, ALICE).await;
+        let run = r.json()["run_id"].as_str().unwrap().to_string();
+        assert_eq!(
+            app.scalar(&format!("SELECT COUNT(*) FROM runs WHERE id = '{run}' AND launch = 'mirrored'"))
+                .await,
+            1
+        );
+        // The create had reached HF after all: a job with the run's label exists.
+        let created = reqwest::Client::new()
+            .post(format!("{}/api/jobs/benchflow", app.hub_url))
+            .bearer_auth(ARENA_BOT)
+            .json(&json!({"dockerImage": "x", "command": ["posttrainarena-train", "run"], "flavor": "h200x2",
+                "labels": {"arena-run": run}}))
+            .send()
+            .await
+            .unwrap();
+        assert!(created.status().is_success());
+        // A restarted server's background launcher finishes it.
+        let restarted = app.replica().await;
+        let workers = server::workers::Workers::start(restarted.state.clone(), Duration::from_millis(100));
+        let start = Instant::now();
+        while app
+            .scalar(&format!("SELECT COUNT(*) FROM runs WHERE id = '{run}' AND launch = 'launched'"))
+            .await
+            == 0
+        {
+            assert!(start.elapsed() < Duration::from_secs(20), "the launch was not resumed");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        workers.stop().await;
+        assert_eq!(jobs_of(&app, &run), 1, "{backend:?}: found by its label, not created again");
+
+        // Interrupted before the mirror was recorded: the bundle is found, not committed again.
+        let bobs = submitted(&app, "good", "bob/pack", BOB).await;
+        app.exec("UPDATE budget_ledger SET state = 'released'").await.unwrap();
+        {
+            let mut f = app.hub.jobs.faults.lock().unwrap();
+            f.create_status = Some(500);
+            f.create_count = Some(1);
+        }
+        let r = launch(&app, "bob-run-0001", &bobs, BOB).await;
+        let bob_run = r.json()["run_id"].as_str().unwrap().to_string();
+        app.exec(&format!(
+            "UPDATE runs SET launch = 'reserved', bundle_commit = NULL WHERE id = '{bob_run}'"
+        ))
+        .await
+        .unwrap();
+        let ds = app.repos.join("datasets").join(RUNS_DATASET);
+        let commits = || crate::harness::git(&ds, &["rev-list", "--count", "main"]);
+        let before = commits();
+        let again = launch(&app, "bob-run-0001", &bobs, BOB).await;
+        assert_eq!(again.json()["launched"], true, "{}", again.text());
+        assert_eq!(commits(), before, "{backend:?}: the mirror was found, not written twice");
+        assert_eq!(jobs_of(&app, &bob_run), 1);
+        restarted.finish().await;
+        app.finish().await;
+    }
+}

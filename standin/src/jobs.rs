@@ -1,0 +1,540 @@
+//! HF Jobs, as `huggingface_hub` calls them: create (`POST /api/jobs/{namespace}`), inspect
+//! (`GET …/{id}`), list with `label=k=v` and `stage=` filters paged by `Link: rel="next"`,
+//! cancel (`POST …/{id}/cancel`), logs as server-sent events (`GET …/{id}/logs`), and the hardware
+//! list with prices (`GET /api/jobs/hardware`). Creating or reading jobs needs the token of a user
+//! who may write in the namespace.
+//!
+//! Each job runs the simulated training pipeline (`crate::pipeline`) inside the stand-in: it is
+//! labelled a simulation in its logs and results. `PUT /_standin/jobs` sets fault switches for the
+//! jobs created next (see [`JobFaults`]).
+
+use std::collections::BTreeMap;
+use std::convert::Infallible;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::{Path, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use futures_util::stream::{self, Stream};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use crate::datasets::hf_error;
+use crate::SharedHub;
+
+/// HF's hourly prices (USD) for the flavors the stand-in offers.
+pub const HARDWARE: &[(&str, &str, f64)] = &[
+    ("cpu-basic", "CPU basic", 0.0),
+    ("a100-large", "Nvidia A100 - large", 2.5),
+    ("h200", "Nvidia H200", 5.0),
+    ("h200x2", "2x Nvidia H200", 10.0),
+    ("h200x4", "4x Nvidia H200", 20.0),
+    ("h200x8", "8x Nvidia H200", 40.0),
+];
+
+/// What the next jobs do wrong.
+///
+/// `create_status` answers that many creates (`create_count`, default 1) with the status instead
+/// (402: no prepaid credit; 5xx: HF down). The pipeline faults apply to the next `count` jobs
+/// (default 1): fail at a stage with a reason, hang at a stage (no more logs, never finishes), exit
+/// without results, or write a report that disagrees with its cells.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct JobFaults {
+    #[serde(default)]
+    pub create_status: Option<u16>,
+    #[serde(default)]
+    pub create_count: Option<u32>,
+    #[serde(default)]
+    pub fail_at: Option<String>,
+    #[serde(default)]
+    pub reason: Option<String>,
+    #[serde(default)]
+    pub hang_at: Option<String>,
+    #[serde(default)]
+    pub no_results: bool,
+    #[serde(default)]
+    pub mismatch: bool,
+    /// Stay in SCHEDULING this long (ms) before running.
+    #[serde(default)]
+    pub scheduling_ms: Option<u64>,
+    #[serde(default)]
+    pub count: Option<u32>,
+}
+
+impl JobFaults {
+    fn pipeline(&self) -> bool {
+        self.fail_at.is_some()
+            || self.hang_at.is_some()
+            || self.no_results
+            || self.mismatch
+            || self.scheduling_ms.is_some()
+    }
+}
+
+/// A job, as HF describes it.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct JobView {
+    pub id: String,
+    pub created_at: String,
+    pub started_at: Option<String>,
+    pub finished_at: Option<String>,
+    pub docker_image: Option<String>,
+    pub space_id: Option<String>,
+    pub command: Vec<String>,
+    pub arguments: Vec<String>,
+    pub environment: BTreeMap<String, String>,
+    /// Names only: values are never shown.
+    pub secrets: Vec<String>,
+    pub flavor: String,
+    pub labels: BTreeMap<String, String>,
+    pub timeout: u64,
+    pub status: Value,
+    pub durations: Value,
+    pub owner: Value,
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+}
+
+pub struct Job {
+    pub view: JobView,
+    pub namespace: String,
+    /// The secret values, for the simulated pipeline only.
+    pub secrets: BTreeMap<String, String>,
+    pub logs: Vec<(String, String)>,
+    pub faults: JobFaults,
+    pub created: std::time::Instant,
+    pub started: Option<std::time::Instant>,
+    pub finished: Option<std::time::Instant>,
+    pub cancel: Arc<tokio::sync::Notify>,
+}
+
+impl Job {
+    pub fn stage(&self) -> &str {
+        self.view.status["stage"].as_str().unwrap_or("")
+    }
+
+    pub fn finished(&self) -> bool {
+        matches!(self.stage(), "COMPLETED" | "CANCELED" | "ERROR" | "DELETED")
+    }
+
+    fn refresh(&mut self) {
+        let secs = |a: std::time::Instant, b: Option<std::time::Instant>| {
+            b.unwrap_or_else(std::time::Instant::now).duration_since(a).as_secs_f64()
+        };
+        let scheduling = secs(self.created, self.started.or(self.finished));
+        let running = self.started.map(|s| secs(s, self.finished));
+        self.view.durations = json!({
+            "schedulingSecs": scheduling,
+            "runningSecs": running,
+            "totalSecs": secs(self.created, self.finished),
+        });
+    }
+}
+
+#[derive(Default)]
+pub struct Jobs {
+    pub jobs: std::sync::Mutex<Vec<Job>>,
+    pub faults: std::sync::Mutex<JobFaults>,
+    next: AtomicU64,
+    /// How long each simulated stage takes, in ms.
+    pub stage_ms: AtomicU64,
+}
+
+pub fn now_rfc3339() -> String {
+    time::OffsetDateTime::now_utc()
+        .replace_nanosecond(0)
+        .ok()
+        .and_then(|t| t.format(&time::format_description::well_known::Rfc3339).ok())
+        .unwrap_or_default()
+}
+
+impl Jobs {
+    pub fn new(stage_ms: u64) -> Jobs {
+        let jobs = Jobs::default();
+        jobs.stage_ms.store(stage_ms, Ordering::Relaxed);
+        jobs
+    }
+
+    /// Runs `f` on a job, keeping its durations current.
+    pub fn with<T>(&self, id: &str, f: impl FnOnce(&mut Job) -> T) -> Option<T> {
+        let mut jobs = self.jobs.lock().unwrap();
+        let job = jobs.iter_mut().find(|j| j.view.id == id)?;
+        let out = f(job);
+        job.refresh();
+        Some(out)
+    }
+
+    pub fn log(&self, id: &str, line: impl Into<String>) {
+        let line = line.into();
+        self.with(id, |j| j.logs.push((now_rfc3339(), line)));
+    }
+
+    /// Moves a job to a stage (`RUNNING` stamps its start; a final stage its end).
+    pub fn set_stage(&self, id: &str, stage: &str, message: Option<String>) {
+        self.with(id, |j| {
+            if j.finished() {
+                return;
+            }
+            j.view.status = json!({"stage": stage, "message": message});
+            if stage == "RUNNING" && j.started.is_none() {
+                j.started = Some(std::time::Instant::now());
+                j.view.started_at = Some(now_rfc3339());
+            }
+            if j.finished() {
+                j.finished = Some(std::time::Instant::now());
+                j.view.finished_at = Some(now_rfc3339());
+            }
+        });
+    }
+
+    pub fn stats(&self) -> Value {
+        let jobs = self.jobs.lock().unwrap();
+        json!({"jobs_created": jobs.len(), "jobs_running": jobs.iter().filter(|j| j.stage() == "RUNNING").count()})
+    }
+}
+
+pub(crate) fn router() -> Router<SharedHub> {
+    Router::new()
+        .route("/api/jobs/hardware", get(hardware))
+        .route("/api/jobs/{namespace}", post(create).get(list))
+        .route("/api/jobs/{namespace}/{id}", get(inspect))
+        .route("/api/jobs/{namespace}/{id}/cancel", post(cancel))
+        .route("/api/jobs/{namespace}/{id}/logs", get(logs))
+}
+
+pub(crate) fn control() -> Router<SharedHub> {
+    Router::new().route("/_standin/jobs", get(get_faults).put(put_faults).delete(clear_faults))
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CreateJob {
+    #[serde(default)]
+    docker_image: Option<String>,
+    #[serde(default)]
+    space_id: Option<String>,
+    command: Vec<String>,
+    #[serde(default)]
+    arguments: Vec<String>,
+    #[serde(default)]
+    environment: BTreeMap<String, String>,
+    #[serde(default)]
+    secrets: BTreeMap<String, String>,
+    #[serde(default)]
+    flavor: Option<String>,
+    #[serde(default)]
+    timeout_seconds: Option<u64>,
+    #[serde(default)]
+    labels: BTreeMap<String, String>,
+}
+
+async fn hardware() -> Json<Value> {
+    Json(Value::Array(
+        HARDWARE
+            .iter()
+            .map(|(name, pretty, price)| {
+                json!({"name": name, "prettyName": pretty, "cpu": "local", "ram": "local",
+                       "accelerator": if name.starts_with("cpu") { Value::Null } else { json!({"type": "gpu", "model": pretty}) },
+                       "unitCostUSD": price / 60.0, "unitLabel": "minute"})
+            })
+            .collect(),
+    ))
+}
+
+async fn create(
+    State(hub): State<SharedHub>,
+    Path(namespace): Path<String>,
+    headers: HeaderMap,
+    Json(req): Json<CreateJob>,
+) -> Response {
+    if let Some(r) = crate::write_refusal(&hub, &headers, &namespace) {
+        return r;
+    }
+    let jobs = &hub.jobs;
+    // Create faults answer instead of creating.
+    let refused = {
+        let mut f = jobs.faults.lock().unwrap();
+        match f.create_status {
+            Some(status) => {
+                let left = f.create_count.unwrap_or(1).saturating_sub(1);
+                if left == 0 {
+                    f.create_status = None;
+                    f.create_count = None;
+                } else {
+                    f.create_count = Some(left);
+                }
+                Some(status)
+            }
+            None => None,
+        }
+    };
+    if let Some(status) = refused {
+        let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let message = if status == StatusCode::PAYMENT_REQUIRED {
+            "Payment required: add prepaid credit to run jobs (local stand-in fault)"
+        } else {
+            "Internal Error (local stand-in fault)"
+        };
+        return hf_error(status, None, message);
+    }
+    let flavor = req.flavor.unwrap_or_else(|| "cpu-basic".into());
+    if !HARDWARE.iter().any(|(n, _, _)| *n == flavor) {
+        return hf_error(StatusCode::BAD_REQUEST, None, &format!("unknown flavor {flavor}"));
+    }
+    let faults = {
+        let mut f = jobs.faults.lock().unwrap();
+        if f.pipeline() {
+            let taken = f.clone();
+            match f.count.unwrap_or(1).saturating_sub(1) {
+                0 => {
+                    *f = JobFaults {
+                        create_status: f.create_status,
+                        create_count: f.create_count,
+                        ..Default::default()
+                    }
+                }
+                left => f.count = Some(left),
+            }
+            taken
+        } else {
+            JobFaults::default()
+        }
+    };
+    let id = format!("{:024x}", 0x6a0b_0000_0000u64 + jobs.next.fetch_add(1, Ordering::SeqCst));
+    let view = JobView {
+        id: id.clone(),
+        created_at: now_rfc3339(),
+        started_at: None,
+        finished_at: None,
+        docker_image: req.docker_image,
+        space_id: req.space_id,
+        command: req.command,
+        arguments: req.arguments,
+        environment: req.environment,
+        secrets: req.secrets.keys().cloned().collect(),
+        flavor,
+        labels: req.labels,
+        timeout: req.timeout_seconds.unwrap_or(1800),
+        status: json!({"stage": "SCHEDULING", "message": null}),
+        durations: json!({}),
+        owner: json!({"id": format!("org-{namespace}"), "name": namespace, "type": "org"}),
+        kind: "job",
+    };
+    let job = Job {
+        view: view.clone(),
+        namespace,
+        secrets: req.secrets,
+        logs: Vec::new(),
+        faults,
+        created: std::time::Instant::now(),
+        started: None,
+        finished: None,
+        cancel: Arc::new(tokio::sync::Notify::new()),
+    };
+    jobs.jobs.lock().unwrap().push(job);
+    tokio::spawn(crate::pipeline::run(hub.clone(), id));
+    Json(view).into_response()
+}
+
+fn view_of(hub: &SharedHub, namespace: &str, id: &str) -> Option<JobView> {
+    hub.jobs.with(id, |j| (j.namespace == namespace).then(|| j.view.clone())).flatten()
+}
+
+async fn inspect(
+    State(hub): State<SharedHub>,
+    Path((namespace, id)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Response {
+    if let Some(r) = crate::write_refusal(&hub, &headers, &namespace) {
+        return r;
+    }
+    match view_of(&hub, &namespace, &id) {
+        Some(v) => Json(v).into_response(),
+        None => hf_error(StatusCode::NOT_FOUND, None, "Job not found"),
+    }
+}
+
+async fn list(
+    State(hub): State<SharedHub>,
+    Path(namespace): Path<String>,
+    headers: HeaderMap,
+    axum::extract::RawQuery(query): axum::extract::RawQuery,
+) -> Response {
+    if let Some(r) = crate::write_refusal(&hub, &headers, &namespace) {
+        return r;
+    }
+    let pairs: Vec<(String, String)> = url_pairs(query.as_deref().unwrap_or(""));
+    let labels: Vec<(String, String)> = pairs
+        .iter()
+        .filter(|(k, _)| k == "label")
+        .filter_map(|(_, v)| v.split_once('=').map(|(a, b)| (a.to_string(), b.to_string())))
+        .collect();
+    let stages: Vec<&str> = pairs.iter().filter(|(k, _)| k == "stage").map(|(_, v)| v.as_str()).collect();
+    let limit: usize = pairs
+        .iter()
+        .find(|(k, _)| k == "limit")
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or(50)
+        .clamp(1, 500);
+    let cursor: usize =
+        pairs.iter().find(|(k, _)| k == "cursor").and_then(|(_, v)| v.parse().ok()).unwrap_or(0);
+    let all: Vec<JobView> = {
+        let mut jobs = hub.jobs.jobs.lock().unwrap();
+        jobs.iter_mut()
+            .filter(|j| j.namespace == namespace)
+            .filter(|j| labels.iter().all(|(k, v)| j.view.labels.get(k) == Some(v)))
+            .filter(|j| stages.is_empty() || stages.contains(&j.stage()))
+            .map(|j| {
+                j.refresh();
+                j.view.clone()
+            })
+            .collect()
+    };
+    let page: Vec<JobView> = all.iter().skip(cursor).take(limit).cloned().collect();
+    let mut resp = Json(page).into_response();
+    if cursor + limit < all.len() {
+        let base = hub.public_url.lock().unwrap().clone();
+        let mut next: Vec<String> = pairs
+            .iter()
+            .filter(|(k, _)| k != "cursor" && k != "limit")
+            .map(|(k, v)| format!("{k}={}", encode(v)))
+            .collect();
+        next.push(format!("limit={limit}"));
+        next.push(format!("cursor={}", cursor + limit));
+        let link = format!("<{base}/api/jobs/{namespace}?{}>; rel=\"next\"", next.join("&"));
+        if let Ok(v) = HeaderValue::from_str(&link) {
+            resp.headers_mut().insert(header::LINK, v);
+        }
+    }
+    resp
+}
+
+fn url_pairs(query: &str) -> Vec<(String, String)> {
+    query
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let (k, v) = p.split_once('=').unwrap_or((p, ""));
+            (decode(k), decode(v))
+        })
+        .collect()
+}
+
+fn decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match bytes[i] {
+            b'+' => out.push(b' '),
+            b'%' if i + 2 < bytes.len() => match (hex(bytes[i + 1]), hex(bytes[i + 2])) {
+                (Some(h), Some(l)) => {
+                    out.push((h * 16 + l) as u8);
+                    i += 2;
+                }
+                _ => out.push(b'%'),
+            },
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+async fn cancel(
+    State(hub): State<SharedHub>,
+    Path((namespace, id)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Response {
+    if let Some(r) = crate::write_refusal(&hub, &headers, &namespace) {
+        return r;
+    }
+    let Some(notify) = hub.jobs.with(&id, |j| (j.namespace == namespace).then(|| j.cancel.clone())).flatten()
+    else {
+        return hf_error(StatusCode::NOT_FOUND, None, "Job not found");
+    };
+    hub.jobs.set_stage(&id, "CANCELED", Some("Canceled by user".into()));
+    notify.notify_waiters();
+    StatusCode::OK.into_response()
+}
+
+/// The log as server-sent events: every line so far, then new ones until the job ends.
+async fn logs(
+    State(hub): State<SharedHub>,
+    Path((namespace, id)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Response {
+    if let Some(r) = crate::write_refusal(&hub, &headers, &namespace) {
+        return r;
+    }
+    if view_of(&hub, &namespace, &id).is_none() {
+        return hf_error(StatusCode::NOT_FOUND, None, "Job not found");
+    }
+    let stream = log_stream(hub, id);
+    Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(30))).into_response()
+}
+
+fn log_stream(hub: SharedHub, id: String) -> impl Stream<Item = Result<Event, Infallible>> {
+    stream::unfold((hub, id, 0usize, false), |(hub, id, sent, done)| async move {
+        if done {
+            return None;
+        }
+        loop {
+            let (line, finished) =
+                hub.jobs.with(&id, |j| (j.logs.get(sent).cloned(), j.finished())).unwrap_or((None, true));
+            if let Some((ts, text)) = line {
+                let event = Event::default().data(json!({"data": text, "timestamp": ts}).to_string());
+                return Some((Ok(event), (hub, id, sent + 1, false)));
+            }
+            if finished {
+                return None;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+}
+
+async fn get_faults(State(hub): State<SharedHub>) -> Json<JobFaults> {
+    Json(hub.jobs.faults.lock().unwrap().clone())
+}
+
+#[derive(Deserialize)]
+struct FaultsUpdate {
+    #[serde(flatten)]
+    faults: JobFaults,
+    /// Sets how long each simulated stage takes (ms), for the jobs created from now on.
+    #[serde(default)]
+    stage_ms: Option<u64>,
+}
+
+async fn put_faults(State(hub): State<SharedHub>, Json(update): Json<FaultsUpdate>) -> Json<JobFaults> {
+    if let Some(ms) = update.stage_ms {
+        hub.jobs.stage_ms.store(ms, Ordering::Relaxed);
+    }
+    *hub.jobs.faults.lock().unwrap() = update.faults.clone();
+    Json(update.faults)
+}
+
+async fn clear_faults(State(hub): State<SharedHub>) -> StatusCode {
+    *hub.jobs.faults.lock().unwrap() = JobFaults::default();
+    StatusCode::NO_CONTENT
+}

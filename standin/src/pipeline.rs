@@ -1,0 +1,272 @@
+//! The simulated training pipeline a stand-in job runs: no model, no GPU. It reads its bundle from
+//! the runs dataset (`--bundle-repo R --bundle-revision C --bundle-path P`: `P/job.json`), plays
+//! the pipeline's stages with short pauses, logs `[posttrainarena] {step}: …` lines as the real one
+//! does, and writes the result files of `reference/pipeline.md` (`runs/{run_id}/reports/
+//! eval_task_outcomes.json` and `score.json`, score_v2) into the runs dataset.
+//!
+//! Pass rates come from a seeded model: each held-out task has a base rate from its name; the
+//! collection moves it by an effect drawn from its task identities; each cell is drawn with the
+//! run id in the seed. The same collection gets the same expected Δ on every run, and runs differ
+//! by realistic trial noise. Everything it writes says it is a simulation.
+
+use std::time::{Duration, Instant};
+
+use domain::score::{self, Arm, Cell, Outcomes, SuiteTasks};
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+
+use crate::repos::{Kind, RepoName, RepoPath, Rev};
+use crate::SharedHub;
+
+/// The guide's stages and the pipeline steps each covers.
+pub const STAGES: &[(&str, &[&str])] = &[
+    ("setup", &["start_model_server"]),
+    ("snapshot", &["snapshot_train_tasks", "snapshot_eval_tasks", "validate_task_content_isolation"]),
+    ("baseline", &["baseline_eval"]),
+    ("gate", &["grpo_gate_eval"]),
+    ("training", &["conditional_grpo"]),
+    ("heldout", &["final_eval"]),
+    ("collect", &["compare_eval_lift", "write_score_report"]),
+];
+
+/// `job.json`: what the arena put in the bundle.
+#[derive(Debug, Deserialize)]
+pub struct JobManifest {
+    pub run_id: String,
+    #[serde(default)]
+    pub train_tasks: Vec<String>,
+    #[serde(default)]
+    pub task_identities: Vec<String>,
+    #[serde(default)]
+    pub eval_suites: Vec<SuiteTasks>,
+    #[serde(default = "three")]
+    pub trials: u32,
+}
+
+fn three() -> u32 {
+    3
+}
+
+fn arg<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
+    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).map(String::as_str)
+}
+
+/// A number in [0, 1) from text.
+fn unit(parts: &[&str]) -> f64 {
+    let mut h = Sha256::new();
+    for p in parts {
+        h.update(p.as_bytes());
+        h.update([0]);
+    }
+    let d = h.finalize();
+    u64::from_be_bytes(d[..8].try_into().expect("8 bytes")) as f64 / (u64::MAX as f64 + 1.0)
+}
+
+/// The held-out cells of a run: both arms, every task and trial.
+pub fn simulate_cells(m: &JobManifest) -> Outcomes {
+    let identities = m.task_identities.join(",");
+    let effect = -0.04 + 0.16 * unit(&["effect", &identities]);
+    let mut cells = Vec::new();
+    let suites: Vec<SuiteTasks> = m
+        .eval_suites
+        .iter()
+        .map(|s| SuiteTasks {
+            name: s.name.clone(),
+            task_ids: if s.task_ids.is_empty() {
+                (1..=20).map(|i| format!("simulated-heldout-{i:03}")).collect()
+            } else {
+                s.task_ids.clone()
+            },
+        })
+        .collect();
+    for suite in &suites {
+        for task in &suite.task_ids {
+            let base = 0.05 + 0.55 * unit(&["base", &suite.name, task]);
+            let after =
+                (base + effect + 0.1 * (unit(&["task-effect", task, &identities]) - 0.5)).clamp(0.0, 1.0);
+            for (arm, p) in [(Arm::Baseline, base), (Arm::Final, after)] {
+                let arm_name = if arm == Arm::Baseline { "baseline" } else { "final" };
+                for trial in 0..m.trials {
+                    let t = trial.to_string();
+                    let infra = unit(&["infra", &m.run_id, task, arm_name, &t]) < 0.01;
+                    let pass = unit(&["cell", &m.run_id, task, arm_name, &t]) < p;
+                    cells.push(Cell {
+                        suite: suite.name.clone(),
+                        task_id: task.clone(),
+                        arm,
+                        trial,
+                        reward: (!infra).then_some(if pass { 1.0 } else { 0.0 }),
+                        scored: !infra,
+                        error_category: infra.then(|| "sandbox_start_timeout".to_string()),
+                    });
+                }
+            }
+        }
+    }
+    Outcomes {
+        schema_version: 2,
+        run_id: m.run_id.clone(),
+        metric: "pass@1".into(),
+        trials: m.trials,
+        suites,
+        cells,
+    }
+}
+
+enum Stop {
+    Canceled,
+    TimedOut,
+}
+
+/// Runs one job to its end.
+pub async fn run(hub: SharedHub, id: String) {
+    let Some((args, faults, timeout_s, cancel)) = hub
+        .jobs
+        .with(&id, |j| (j.view.arguments.clone(), j.faults.clone(), j.view.timeout, j.cancel.clone()))
+    else {
+        return;
+    };
+    let stage_ms = hub.jobs.stage_ms.load(std::sync::atomic::Ordering::Relaxed);
+    let deadline = Instant::now() + Duration::from_secs(timeout_s);
+    let pause = |ms: u64| {
+        let cancel = cancel.clone();
+        async move {
+            let wait = Duration::from_millis(ms).min(deadline.saturating_duration_since(Instant::now()));
+            tokio::select! {
+                _ = cancel.notified() => Err(Stop::Canceled),
+                _ = tokio::time::sleep(wait) => if Instant::now() >= deadline { Err(Stop::TimedOut) } else { Ok(()) },
+            }
+        }
+    };
+    let end = |stop: Stop| match stop {
+        Stop::Canceled => {}
+        Stop::TimedOut => hub.jobs.set_stage(&id, "ERROR", Some("Job timeout".into())),
+    };
+    if let Err(stop) = pause(faults.scheduling_ms.unwrap_or(stage_ms / 2)).await {
+        return end(stop);
+    }
+    hub.jobs.set_stage(&id, "RUNNING", None);
+    hub.jobs.log(&id, format!("===== Job started at {} =====", crate::jobs::now_rfc3339()));
+    hub.jobs
+        .log(&id, "[posttrainarena] SIMULATED pipeline on the local stand-in: no model is served or trained");
+    let manifest = match read_manifest(&hub, &args).await {
+        Ok(m) => m,
+        Err(e) => {
+            hub.jobs.log(&id, format!("[posttrainarena] setup: could not read the bundle: {e}"));
+            hub.jobs.set_stage(&id, "ERROR", Some(format!("could not read the bundle: {e}")));
+            return;
+        }
+    };
+    for (stage, steps) in STAGES {
+        for step in *steps {
+            hub.jobs.log(
+                &id,
+                format!("[posttrainarena] {step}: simulated ({} training tasks)", manifest.train_tasks.len()),
+            );
+        }
+        if faults.hang_at.as_deref() == Some(*stage) {
+            // Silent from here on, until canceled or timed out.
+            if let Err(stop) = pause(u64::MAX / 4).await {
+                return end(stop);
+            }
+        }
+        if faults.fail_at.as_deref() == Some(*stage) {
+            let reason = faults.reason.clone().unwrap_or_else(|| format!("{stage} failed (simulated fault)"));
+            hub.jobs.log(&id, format!("[posttrainarena] {stage}: ERROR {reason}"));
+            hub.jobs.set_stage(&id, "ERROR", Some(reason));
+            return;
+        }
+        if let Err(stop) = pause(stage_ms).await {
+            return end(stop);
+        }
+        if *stage == "collect" && !faults.no_results {
+            if let Err(e) = write_results(&hub, &args, &manifest, faults.mismatch).await {
+                hub.jobs.log(&id, format!("[posttrainarena] publish: ERROR {e}"));
+                hub.jobs.set_stage(&id, "ERROR", Some(format!("publishing results failed: {e}")));
+                return;
+            }
+            hub.jobs.log(
+                &id,
+                format!("[posttrainarena] publish: results written to runs/{}/reports/", manifest.run_id),
+            );
+        }
+    }
+    hub.jobs.set_stage(&id, "COMPLETED", None);
+}
+
+async fn read_manifest(hub: &SharedHub, args: &[String]) -> Result<JobManifest, String> {
+    let (repo, revision, path) = (
+        arg(args, "--bundle-repo").ok_or("no --bundle-repo")?,
+        arg(args, "--bundle-revision").ok_or("no --bundle-revision")?,
+        arg(args, "--bundle-path").ok_or("no --bundle-path")?,
+    );
+    let (owner, name) = repo.split_once('/').ok_or("--bundle-repo is not owner/name")?;
+    let repos = hub.repos.as_ref().ok_or("the stand-in serves no repositories")?;
+    let id = RepoName::parse(owner, name).ok_or("a bad repository name")?;
+    let repo = repos.open(Kind::Dataset, &id).await.map_err(|e| e.to_string())?.ok_or("no such dataset")?;
+    let rev = Rev::parse(revision).ok_or("a bad revision")?;
+    let sha = repo.commit(&rev).await.map_err(|e| e.to_string())?.ok_or("no such revision")?;
+    let tree = repo.tree(&sha).await.map_err(|e| e.to_string())?;
+    let file = RepoPath::parse(&format!("{path}/job.json")).ok_or("a bad bundle path")?;
+    let entry = tree.get(&file).ok_or("the bundle has no job.json")?;
+    let bytes = repo.blob(&entry.oid).await.map_err(|e| e.to_string())?;
+    serde_json::from_slice(&bytes).map_err(|e| format!("job.json: {e}"))
+}
+
+async fn write_results(
+    hub: &SharedHub,
+    args: &[String],
+    m: &JobManifest,
+    mismatch: bool,
+) -> Result<(), String> {
+    let repo_id = arg(args, "--bundle-repo").ok_or("no --bundle-repo")?;
+    let (owner, name) = repo_id.split_once('/').ok_or("--bundle-repo is not owner/name")?;
+    let repos = hub.repos.as_ref().ok_or("the stand-in serves no repositories")?;
+    let id = RepoName::parse(owner, name).ok_or("a bad repository name")?;
+    let repo = repos.open(Kind::Dataset, &id).await.map_err(|e| e.to_string())?.ok_or("no such dataset")?;
+    let outcomes = simulate_cells(m);
+    let mut report = score::score(&outcomes);
+    if mismatch {
+        report.pooled.delta += 0.05;
+    }
+    let dir = format!("runs/{}/reports", m.run_id);
+    let file = |name: &str, value: Vec<u8>| {
+        (RepoPath::parse(&format!("{dir}/{name}")).expect("a plain path"), value)
+    };
+    let files = vec![
+        file("eval_task_outcomes.json", serde_json::to_vec_pretty(&outcomes).map_err(|e| e.to_string())?),
+        file("score.json", serde_json::to_vec_pretty(&report).map_err(|e| e.to_string())?),
+    ];
+    repo.write(&format!("Simulated results of {} (local stand-in)", m.run_id), &files)
+        .await
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn manifest(run: &str, identities: &[&str]) -> JobManifest {
+        JobManifest {
+            run_id: run.into(),
+            train_tasks: vec!["a".into()],
+            task_identities: identities.iter().map(|s| s.to_string()).collect(),
+            eval_suites: vec![SuiteTasks { name: "heldout".into(), task_ids: Vec::new() }],
+            trials: 3,
+        }
+    }
+
+    #[test]
+    fn results_are_reproducible_and_depend_on_the_collection_and_the_run() {
+        let a1 = score::score(&simulate_cells(&manifest("run-1", &["sha256:a"])));
+        let again = score::score(&simulate_cells(&manifest("run-1", &["sha256:a"])));
+        let a2 = score::score(&simulate_cells(&manifest("run-2", &["sha256:a"])));
+        let b1 = score::score(&simulate_cells(&manifest("run-1", &["sha256:b"])));
+        assert_eq!(a1, again);
+        assert_ne!(a1.pooled.delta, a2.pooled.delta, "runs differ by trial noise");
+        assert_ne!(a1.pooled.delta, b1.pooled.delta, "collections differ");
+        assert_eq!(a1.pooled.paired_task_count, 20);
+        assert!(a1.pooled.stderr > 0.0);
+    }
+}
