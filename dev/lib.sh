@@ -110,3 +110,19 @@ build_server() {
     cargo build -p server -p standin
   fi
 }
+
+# The registry dev/run and dev/test serve: configs/ plus the simulated local-demo challenge
+# (dev/local-challenge), with the shared cap set to $2 USD when given.
+assemble_local_configs() {
+  local dest=$1 cap=${2:-}
+  rm -rf "$dest"
+  mkdir -p "$dest"
+  cp -R configs/. "$dest/"
+  for sub in challenges methods suites fixture/task-lists; do
+    mkdir -p "$dest/$sub"
+    cp dev/local-challenge/"$sub"/* "$dest/$sub/"
+  done
+  if [ -n "$cap" ]; then
+    sed -i "s/^cap_usd = .*/cap_usd = $cap/" "$dest/arena.toml"
+  fi
+}

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import os from 'node:os';
-import { BASE, ROOT, launch, hydrated, publish, submit } from './support.mjs';
+import { BASE, ROOT, launch, hydrated, publish, submit, token } from './support.mjs';
 
 let browser;
 before(async () => { browser = await launch(); });
@@ -77,4 +77,36 @@ test('the local checker runs the gates in the browser and uploads nothing', asyn
   assert.deepEqual(posted, []);
   fs.rmSync(dir, { recursive: true, force: true });
   await page.close();
+});
+
+test('a collection page shows the preflight, and its author launches the run from it', async () => {
+  const repoId = publish('carol', 'good');
+  const resp = await fetch(`${BASE}/api/environments`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${token('carol')}` },
+    body: JSON.stringify({ agent_id: null, challenge_id: 'local-demo', repo_type: 'dataset', repo_id: repoId,
+      revision: 'main', entry_path: '', title: 'Carol runs it', notes: '' }),
+  });
+  const text = await resp.text();
+  assert.ok(resp.ok, text);
+  const id = JSON.parse(text).environment_id;
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  // Signed out: every check is shown, and sign-in is what is missing.
+  await page.goto(`${BASE}/arena/submissions/${id}`);
+  const local = page.locator('section.preflight[data-challenge="local-demo"]');
+  await local.waitFor();
+  assert.match(await local.innerText(), /FAIL signed in/);
+  assert.match(await page.locator('section.preflight[data-challenge="openenv-9b"]').innerText(), /FAIL challenge open/);
+  // Signed in as its author: allowed, and the button launches it.
+  await page.goto(`${BASE}/auth/login?return_to=/arena/submissions/${id}`);
+  await page.getByRole('button', { name: 'Sign in as carol' }).click();
+  await page.waitForURL(`${BASE}/arena/submissions/${id}`);
+  await hydrated(page);
+  assert.equal(await local.locator('li.check.fail').count(), 0, await local.innerText());
+  await local.getByRole('button', { name: 'Launch the run' }).click();
+  const launched = local.locator('p.launched');
+  await launched.waitFor({ timeout: 30_000 });
+  assert.match(await launched.innerText(), /Launched: run-[0-9a-f]{16}/);
+  await context.close();
 });

@@ -18,7 +18,7 @@ test('the arena page hydrates: the status filter only works once the wasm is liv
   page.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warning') errors.push(m.text()); });
   await page.goto(`${BASE}/arena`);
   await hydrated(page);
-  assert.equal(await cards(page).count(), 1);
+  assert.equal(await cards(page).count(), 2, 'openenv-9b and the local demo');
   await page.getByRole('button', { name: 'planned' }).click();
   await page.getByText('No planned challenges.').waitFor({ timeout: 10_000 });
   assert.equal(await cards(page).count(), 0);

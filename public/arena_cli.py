@@ -38,7 +38,7 @@ USER_AGENT = "arena-cli/1"
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NOT_ALLOWED, EXIT_NO_TOKEN = 0, 1, 2, 3, 4
 
 # Answers of the Space itself that sending again a few seconds later cannot change.
-NO_RETRY_CODES = {"GITHUB_RATE_LIMITED"}
+NO_RETRY_CODES = {"GITHUB_RATE_LIMITED", "LAUNCH_FAILED"}
 COMMIT_RE = re.compile(r"^[0-9a-f]{40}$")
 MAX_FINDINGS_SHOWN = 20
 
@@ -348,9 +348,8 @@ def cmd_submit(args):
         if validation.get("eligible_tasks") == 0:
             lines.append("A run needs at least one eligible task: fix the findings that exclude tasks, upload the "
                          "collection and submit again.")
-    # Runs come in a later version: say so rather than suggest a command this CLI does not have.
     lines.append(
-        "Next: runs are not available in this version of the arena yet; the preflight will be "
+        "Next: the preflight, every check a run must pass (it reserves nothing): "
         "`python3 arena_cli.py run --challenge %s --id %s`. Keep %s."
         % (pinned.get("challenge_id") or "CHALLENGE", env_id, env_id)
     )
@@ -423,7 +422,109 @@ def cmd_benchmarks(args):
 
 
 def cmd_budget(args):
-    emit(request("GET", "/api/arena/budget"))
+    budget = request("GET", "/api/arena/budget")
+    emit(budget)
+    ledger = request("GET", "/api/arena/jobs")
+    lines = ["Cap $%.2f, committed $%.2f, remaining $%.2f." % (
+        budget.get("cap_usd", 0), budget.get("committed_usd", 0), budget.get("remaining_usd", 0))]
+    for r in ledger.get("reservations", []):
+        lines.append("  %-8s $%8.2f  %s on %s (run %s)" % (
+            r.get("state"), r.get("amount_usd", 0), r.get("run_id"), r.get("challenge_id"), r.get("run_state") or "?"))
+    if len(lines) == 1:
+        lines.append("No reservation yet.")
+    summary("\n".join(lines))
+
+
+def cmd_jobs(args):
+    emit(request("GET", "/api/arena/jobs"))
+
+
+CHECK_MARKS = {True: "ok", False: "FAIL", None: "skip"}
+
+
+def preflight_lines(answer):
+    lines = []
+    for check in answer.get("checks", []):
+        lines.append("  %-4s %s: %s" % (CHECK_MARKS.get(check.get("ok"), "?"), check.get("name"), check.get("detail")))
+    usd = answer.get("max_compute_usd")
+    if usd is None:
+        lines.append("max_compute_usd: none quoted (%s)" % (answer.get("max_compute_reason") or "no allocation"))
+    else:
+        lines.append("max_compute_usd: $%.2f would be reserved against the shared cap" % usd)
+    lines.append("eligible_tasks: %s (%s excluded by the static gates)" % (
+        answer.get("eligible_tasks"), answer.get("excluded_task_count", 0)))
+    return lines
+
+
+def cmd_run(args):
+    token = require_token()
+    challenge = urllib.parse.quote(args.challenge, safe="")
+    if not args.execute:
+        query = urllib.parse.urlencode({"environment_id": args.id})
+        answer = request("GET", "/api/challenges/%s/runs/preflight?%s" % (challenge, query), token=token)
+        emit(answer)
+        lines = ["Preflight of %s on %s (nothing reserved):" % (args.id, args.challenge)] + preflight_lines(answer)
+        if answer.get("allowed"):
+            lines.append("Allowed. To start the run, write run.json with a request id you keep, e.g. "
+                         '{"request_id":"AGENT_ID-run-001"}, then add --file run.json --execute.')
+            summary("\n".join(lines))
+            return EXIT_OK
+        lines.append("Not allowed: stop here and tell your human the collection id and the check that failed. "
+                     "Never work around it with another challenge, another account or a job of your own.")
+        summary("\n".join(lines))
+        return EXIT_NOT_ALLOWED
+    if not args.file:
+        raise CliError("--execute needs --file run.json holding your request_id", EXIT_USAGE)
+    body = read_json_file(args.file)
+    if not isinstance(body, dict) or not body.get("request_id"):
+        raise CliError('%s must hold a JSON object with a "request_id" you keep' % args.file, EXIT_USAGE)
+    body = {"request_id": body["request_id"], "environment_id": args.id, "agent_id": body.get("agent_id")}
+    watch = "python3 arena_cli.py runs --challenge %s --run-id %%s" % args.challenge
+    try:
+        answer = request("POST", "/api/challenges/%s/runs" % challenge, body=body, token=token)
+    except CliError as e:
+        answer = e.body if isinstance(e.body, dict) else {}
+        launched = answer.get("launched")
+        if launched == "unknown" or answer.get("retry_with_same_request_id"):
+            summary("The launch's outcome is unknown after %d tries: the failure is persistent. Stop and ask an "
+                    "organizer. Your request_id %s is kept: look for it as request_key in `runs --challenge %s`; "
+                    "if no run has it, run this exact command with the same file again later. Never change the "
+                    "request id." % (1 + len(RETRY_DELAYS_S), body["request_id"], args.challenge))
+        elif launched is False:
+            summary("Nothing was launched and nothing counts against the daily limit. Stop and tell your human "
+                    "(and an organizer): %s" % answer.get("message", ""))
+        elif answer.get("code"):
+            summary("The arena refused the run, so nothing was launched: %s. Stop and tell your human."
+                    % answer.get("message", ""))
+        raise
+    emit(answer)
+    run = answer.get("run", {})
+    lines = ["Run %s %s: state %s, job %s (%s)." % (
+        run.get("run_id"), "was launched before (the same request)" if answer.get("existing") else "launched",
+        run.get("state"), run.get("job_id"), run.get("status"))]
+    lines.append("$%.2f is reserved against the shared cap until it ends. It takes hours; check every few "
+                 "minutes with `%s`." % (run.get("max_compute_usd", 0), watch % run.get("run_id")))
+    summary("\n".join(lines))
+    return EXIT_OK
+
+
+def cmd_runs(args):
+    challenge = urllib.parse.quote(args.challenge, safe="")
+    if not args.run_id:
+        emit(request("GET", "/api/challenges/%s/runs" % challenge))
+        return EXIT_OK
+    answer = request("GET", "/api/challenges/%s/runs/%s" % (challenge, urllib.parse.quote(args.run_id, safe="")))
+    emit(answer)
+    lines = ["Run %s: state %s, stage %s, HF job %s." % (
+        answer.get("run_id"), answer.get("state"), answer.get("stage") or "none yet", answer.get("status"))]
+    if answer.get("reason"):
+        fault = " (a platform fault, on the arena's side)" if answer.get("platform_fault") else ""
+        lines.append("Reason%s: %s" % (fault, answer["reason"]))
+    if answer.get("state") == "scored":
+        lines.append("Scored: collect it with `python3 arena_cli.py result collect --challenge %s --run-id %s`."
+                     % (args.challenge, answer.get("run_id")))
+    summary("\n".join(lines))
+    return EXIT_OK
 
 
 def build_parser():
@@ -435,8 +536,21 @@ def build_parser():
     p = sub.add_parser("benchmarks", help="the held-out suites a collection can be scored on")
     p.add_argument("--benchmark", metavar="ID", help="one benchmark, with its leaderboards")
     p.set_defaults(func=cmd_benchmarks)
-    p = sub.add_parser("budget", help="the shared compute cap, committed spend and what remains")
+    p = sub.add_parser("budget", help="the shared compute cap, committed spend, what remains and each reservation")
     p.set_defaults(func=cmd_budget)
+    p = sub.add_parser("jobs", help="the arena's reservation ledger: a reservation per launched run")
+    p.set_defaults(func=cmd_jobs)
+    p = sub.add_parser("run", help="preflight a run of a collection (exit 3 when not allowed); --execute launches it")
+    p.add_argument("--challenge", required=True, metavar="ID")
+    p.add_argument("--id", required=True, metavar="ENVIRONMENT_ID", help="the collection (env-…)")
+    p.add_argument("--dry-run", action="store_true", help="only the preflight (the default without --execute)")
+    p.add_argument("--file", help='run.json: {"request_id": "…", "agent_id"?: "…"}; keep it, it makes retries safe')
+    p.add_argument("--execute", action="store_true", help="launch the run on the challenge's shared compute")
+    p.set_defaults(func=cmd_run)
+    p = sub.add_parser("runs", help="every run request on a challenge, or one run with --run-id")
+    p.add_argument("--challenge", required=True, metavar="ID")
+    p.add_argument("--run-id", metavar="RUN_ID")
+    p.set_defaults(func=cmd_runs)
     p = sub.add_parser("whoami", help="who the arena sees with your token")
     p.set_defaults(func=cmd_whoami)
     p = sub.add_parser("register-agent", help="register an agent id you own")

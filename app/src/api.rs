@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use domain::board::Message;
 use domain::collection::record::{EnvironmentRecord, SubmissionDetail};
+use domain::runs::{Preflight, RunView};
 use domain::views::{ChallengeList, ChallengeView, SessionView, VersionView};
 use domain::{ApiErrorBody, ErrorCode};
 use leptos::prelude::*;
@@ -30,6 +31,14 @@ pub trait ArenaReads: Send + Sync + 'static {
     fn environments(&self, limit: u32) -> BoxFuture<'_, Read<Vec<EnvironmentRecord>>>;
     /// One collection's page.
     fn submission<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Read<Option<SubmissionDetail>>>;
+    /// The preflight of the collection on every open challenge, as the requester would get it.
+    fn preflights<'a>(
+        &'a self,
+        environment_id: &'a str,
+        request: &'a http::request::Parts,
+    ) -> BoxFuture<'a, Read<Vec<Preflight>>>;
+    /// The collection's runs on every challenge, newest first.
+    fn runs_of<'a>(&'a self, environment_id: &'a str) -> BoxFuture<'a, Read<Vec<RunView>>>;
 }
 
 fn missing() -> ApiErrorBody {
@@ -46,6 +55,11 @@ pub fn session() -> BoxFuture<'static, Read<SessionView>> {
     let reads = reads();
     let parts = use_context::<http::request::Parts>();
     Box::pin(async move { reads?.session(&parts.ok_or_else(missing)?).await })
+}
+
+/// The request being rendered, for reads that depend on who asks.
+pub fn request_parts() -> Read<http::request::Parts> {
+    use_context::<http::request::Parts>().ok_or_else(missing)
 }
 
 /// A read that failed, as the API would say it: the stable code and the message.

@@ -12,6 +12,7 @@ use leptos_router::hooks::use_params_map;
 use crate::api::{self, reads, ReadError};
 use crate::board::AccountBox;
 use crate::client;
+use crate::runs::{PreflightView, RunList};
 use domain::collection::request::EnvironmentRequest;
 use domain::registry::ChallengeStatus;
 use domain::ApiErrorBody;
@@ -212,13 +213,27 @@ fn FindingItem(finding: Finding) -> impl IntoView {
 #[component]
 pub fn SubmissionPage() -> impl IntoView {
     let id = use_params_map().read_untracked().get("id").unwrap_or_default();
-    let reads = reads();
-    let detail = async move { reads?.submission(&id).await };
+    let (reads, parts, session) = (reads(), api::request_parts(), api::session());
+    let detail = async move {
+        let reads = reads?;
+        let Some(detail) = reads.submission(&id).await? else { return Ok(None) };
+        let parts = parts?;
+        let preflights = reads.preflights(&id, &parts).await?;
+        let runs = reads.runs_of(&id).await?;
+        let csrf = session.await?.viewer.map(|v| v.csrf);
+        Ok::<_, ApiErrorBody>(Some((detail, preflights, runs, csrf)))
+    };
     view! {
         <Suspense fallback=|| view! { <p>"Loading the collection…"</p> }>
             {Suspend::new(async move {
                 match detail.await {
-                    Ok(Some(d)) => view! { <Submission detail=d/> }.into_any(),
+                    Ok(Some((d, preflights, runs, csrf))) => view! {
+                        <Submission detail=d/>
+                        <h2>"Runs"</h2>
+                        <RunList runs/>
+                        {preflights.into_iter().map(|p| view! { <PreflightView preflight=p csrf=csrf.clone()/> }).collect_view()}
+                    }
+                    .into_any(),
                     Ok(None) => view! {
                         <Title text="Open Env Arena · Not found"/>
                         <h1>"No such collection"</h1>

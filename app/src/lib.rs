@@ -10,6 +10,7 @@ mod client;
 mod collections;
 mod components;
 mod pages;
+mod runs;
 
 use leptos::prelude::*;
 use leptos_meta::{provide_meta_context, MetaTags, Stylesheet, Title};

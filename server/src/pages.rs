@@ -11,6 +11,8 @@ use axum::http::HeaderValue;
 use axum::Router;
 use domain::board::Message;
 use domain::collection::record::{EnvironmentRecord, SubmissionDetail};
+use domain::registry::ChallengeStatus;
+use domain::runs::{Preflight, RunView};
 use domain::views::{ChallengeList, ChallengeView, SessionView, VersionView, Viewer};
 use domain::ErrorCode;
 use leptos::prelude::provide_context;
@@ -19,6 +21,7 @@ use tower_http::services::ServeDir;
 use tower_http::set_header::SetResponseHeaderLayer;
 
 use crate::http::ApiError;
+use crate::identity::{Identity, Via};
 use crate::repo::board::Filter;
 use crate::{repo, service, AppState};
 
@@ -84,6 +87,43 @@ impl ArenaReads for AppState {
                 }),
                 sign_in,
             })
+        })
+    }
+
+    fn preflights<'a>(
+        &'a self,
+        environment_id: &'a str,
+        request: &'a axum::http::request::Parts,
+    ) -> BoxFuture<'a, Read<Vec<Preflight>>> {
+        Box::pin(async move {
+            let viewer = match request.extensions.get::<tower_sessions::Session>() {
+                Some(session) => crate::identity::session_user(session).await.map(|u| Identity {
+                    id: u.id,
+                    name: u.name,
+                    fullname: u.fullname,
+                    editor: u.editor,
+                    via: Via::Session,
+                }),
+                None => None,
+            };
+            let mut out = Vec::new();
+            for c in
+                self.registry.challenges.iter().filter(|c| c.spec.challenge.status == ChallengeStatus::Open)
+            {
+                let p = service::runs::preflight(self, c.id(), environment_id, viewer.as_ref())
+                    .await
+                    .map_err(shown)?;
+                out.push(p);
+            }
+            Ok(out)
+        })
+    }
+
+    fn runs_of<'a>(&'a self, environment_id: &'a str) -> BoxFuture<'a, Read<Vec<RunView>>> {
+        Box::pin(async move {
+            let runs =
+                repo::runs::list(&self.db, None, Some(environment_id)).await.map_err(|e| shown(e.into()))?;
+            Ok(runs.iter().map(|r| service::runs::view(self, r)).collect())
         })
     }
 

@@ -239,9 +239,9 @@ async fn hardware() -> Json<Value> {
         HARDWARE
             .iter()
             .map(|(name, pretty, price)| {
-                json!({"name": name, "prettyName": pretty, "cpu": "local", "ram": "local",
-                       "accelerator": if name.starts_with("cpu") { Value::Null } else { json!({"type": "gpu", "model": pretty}) },
-                       "unitCostUSD": price / 60.0, "unitLabel": "minute"})
+                json!({"name": name, "prettyName": pretty, "cpu": "local", "ram": "local", "ephemeralStorage": "local",
+                       "accelerator": if name.starts_with("cpu") { Value::Null } else { json!({"type": "gpu", "model": pretty, "quantity": "1", "vram": "141 GB", "manufacturer": "Nvidia"}) },
+                       "unitCostMicroUSD": (price / 60.0 * 1e6).round() as u64, "unitCostUSD": price / 60.0, "unitLabel": "minute"})
             })
             .collect(),
     ))

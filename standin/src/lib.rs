@@ -26,8 +26,13 @@
 //! `git config standin.visibility private|gated` in a repository hides it (private: HF 401, GitHub
 //! 404) or gates it (HF 403). The fault switches apply to every route but the `/_standin` ones.
 //! `GET /_standin/stats` counts requests: `whoami_calls` (answered by whoami), and
-//! `dataset_api_requests`, `dataset_file_requests`, `github_api_requests`, `github_raw_requests`
-//! (faulted ones included, so retries show); `DELETE /_standin/stats` zeroes them.
+//! `dataset_api_requests`, `dataset_file_requests`, `dataset_write_requests`,
+//! `jobs_api_requests`, `github_api_requests`, `github_raw_requests` (faulted ones included, so
+//! retries show), and the jobs created and running; `DELETE /_standin/stats` zeroes the counts.
+//!
+//! With repositories it also takes dataset writes (`crate::writes`: create, preupload, commit)
+//! and runs HF Jobs (`crate::jobs`), each job playing the simulated training pipeline
+//! (`crate::pipeline`); `PUT /_standin/jobs` sets their fault switches.
 
 mod datasets;
 pub mod faults;
@@ -90,11 +95,19 @@ struct Stats {
     dataset_file_requests: AtomicU64,
     github_api_requests: AtomicU64,
     github_raw_requests: AtomicU64,
+    jobs_api_requests: AtomicU64,
+    dataset_write_requests: AtomicU64,
 }
 
 impl Stats {
-    fn counter(&self, path: &str) -> Option<&AtomicU64> {
-        if path.starts_with("/api/datasets/") {
+    fn counter(&self, method: &axum::http::Method, path: &str) -> Option<&AtomicU64> {
+        let write = path.starts_with("/api/repos/")
+            || (path.starts_with("/api/datasets/") && method == axum::http::Method::POST);
+        if write {
+            Some(&self.dataset_write_requests)
+        } else if path.starts_with("/api/jobs") {
+            Some(&self.jobs_api_requests)
+        } else if path.starts_with("/api/datasets/") {
             Some(&self.dataset_api_requests)
         } else if path.starts_with("/datasets/") {
             Some(&self.dataset_file_requests)
@@ -115,6 +128,8 @@ impl Stats {
             "dataset_file_requests": n(&self.dataset_file_requests),
             "github_api_requests": n(&self.github_api_requests),
             "github_raw_requests": n(&self.github_raw_requests),
+            "jobs_api_requests": n(&self.jobs_api_requests),
+            "dataset_write_requests": n(&self.dataset_write_requests),
         })
     }
 
@@ -125,6 +140,8 @@ impl Stats {
             &self.dataset_file_requests,
             &self.github_api_requests,
             &self.github_raw_requests,
+            &self.jobs_api_requests,
+            &self.dataset_write_requests,
         ] {
             c.store(0, Ordering::Relaxed);
         }
@@ -237,7 +254,7 @@ pub fn router(hub: SharedHub) -> Router {
 
 /// Counts repository requests before the faults, so that retries after a fault show in the stats.
 async fn count_requests(State(hub): State<SharedHub>, req: Request, next: Next) -> Response {
-    if let Some(c) = hub.stats.counter(req.uri().path()) {
+    if let Some(c) = hub.stats.counter(req.method(), req.uri().path()) {
         c.fetch_add(1, Ordering::Relaxed);
     }
     next.run(req).await

@@ -55,7 +55,8 @@ pub fn parse(json: &str) -> anyhow::Result<Vec<HubUser>> {
     Ok(users)
 }
 
-/// A small demo set: two participants and one editor of `benchflow`. The tokens are local-only.
+/// A small demo set: two participants, one editor of `benchflow`, and the arena's own account
+/// (it launches jobs and writes the runs dataset in `benchflow`). The tokens are local-only.
 pub fn demo() -> Vec<HubUser> {
     let user = |name: &str, fullname: &str, orgs: Vec<OrgMembership>| HubUser {
         id: None,
@@ -71,6 +72,11 @@ pub fn demo() -> Vec<HubUser> {
         user(
             "eve-editor",
             "Eve, BenchFlow editor (local demo)",
+            vec![OrgMembership { name: "benchflow".into(), role: "write".into() }],
+        ),
+        user(
+            "arena",
+            "The arena's own account (local demo)",
             vec![OrgMembership { name: "benchflow".into(), role: "write".into() }],
         ),
     ]

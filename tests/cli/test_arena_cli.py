@@ -11,8 +11,9 @@ def test_challenges_prints_the_api_json(arena_url):
     r = run_cli(["challenges"], arena_url)
     assert r.returncode == 0, r.stderr
     data = json.loads(r.stdout)
-    assert data["challenges"][0]["id"] == "openenv-9b"
-    assert data["challenges"][0]["health"]["accepting_runs"] is False
+    by_id = {c["id"]: c for c in data["challenges"]}
+    assert by_id["openenv-9b"]["health"]["accepting_runs"] is False, "runs are paused"
+    assert by_id["local-demo"]["health"]["accepting_runs"] is True, "dev/test serves the local demo too"
     assert r.stderr == "", "a plain listing prints only the JSON"
 
 

@@ -1,0 +1,146 @@
+"""run, runs, jobs and budget through arena_cli.py: the preflight against the arena dev/test starts
+(its registry includes the simulated local-demo challenge), and the launch's answers against tiny
+scripted servers."""
+
+import json
+import os
+import uuid
+from pathlib import Path
+
+import pytest
+
+from conftest import run_cli
+from test_collections import hub_repos, json_answer, publish  # noqa: F401 (hub_repos is a fixture)
+
+ALICE = "hf_local_test_alice_7b1f0c"
+BOB = "hf_local_test_bob_91d2aa"
+TOKEN = "hf_secret_token_value"
+
+
+def preflight(allowed):
+    checks = [{"name": "challenge open", "ok": allowed, "detail": "d"},
+              {"name": "signed in", "ok": True, "detail": "as alice"},
+              {"name": "author or editor", "ok": None if not allowed else True, "detail": "d"}]
+    return {"allowed": allowed, "checks": checks, "max_compute_usd": 2.5, "eligible_tasks": 2,
+            "excluded_task_count": 0}
+
+
+def run_answer(existing=False):
+    return {"existing": existing, "launched": True,
+            "run": {"run_id": "run-1", "state": "queued", "job_id": "job1", "status": "SCHEDULING",
+                    "max_compute_usd": 2.5}}
+
+
+def write(tmp_path, obj):
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(obj))
+    return str(path)
+
+
+# ---- against the arena ----
+
+
+@pytest.fixture(scope="module")
+def alice_collection(hub_repos):
+    """A collection alice submitted to local-demo."""
+    arena_url = os.environ["ARENA_TEST_URL"]
+    repo_id, _ = publish(hub_repos, "good")
+    body = {"agent_id": None, "challenge_id": "local-demo", "repo_type": "dataset", "repo_id": repo_id,
+            "revision": "main", "entry_path": "", "title": "CLI runs", "notes": ""}
+    path = Path(os.environ.get("TMPDIR", "/tmp")) / ("env-%s.json" % uuid.uuid4().hex[:8])
+    path.write_text(json.dumps(body))
+    r = run_cli(["submit", "--file", str(path)], arena_url, token=ALICE)
+    assert r.returncode == 0, r.stderr
+    assert "python3 arena_cli.py run --challenge local-demo --id env-" in r.stderr
+    return json.loads(r.stdout)["environment_id"]
+
+
+def test_preflight_allowed_prints_every_check(arena_url, alice_collection):
+    r = run_cli(["run", "--challenge", "local-demo", "--id", alice_collection], arena_url, token=ALICE)
+    assert r.returncode == 0, r.stderr
+    answer = json.loads(r.stdout)
+    assert answer["allowed"] is True
+    assert len(answer["checks"]) == 9
+    assert r.stderr.count("  ok   ") == 9, r.stderr
+    assert "max_compute_usd: $2.50" in r.stderr
+
+
+def test_preflight_not_allowed_exits_3_with_fail_and_skip(arena_url, alice_collection):
+    r = run_cli(["run", "--challenge", "openenv-9b", "--id", alice_collection, "--dry-run"], arena_url, token=ALICE)
+    assert r.returncode == 3, r.stderr
+    assert "FAIL challenge open: runs are paused" in r.stderr
+    assert "none quoted" in r.stderr
+    assert "stop here and tell your human" in r.stderr
+    bob = run_cli(["run", "--challenge", "local-demo", "--id", alice_collection], arena_url, token=BOB)
+    assert bob.returncode == 3
+    assert "FAIL author or editor" in bob.stderr
+
+
+def test_run_needs_a_token(arena_url, alice_collection):
+    r = run_cli(["run", "--challenge", "local-demo", "--id", alice_collection], arena_url)
+    assert r.returncode == 4
+
+
+def test_runs_jobs_and_budget_read_the_ledger(arena_url):
+    r = run_cli(["runs", "--challenge", "local-demo"], arena_url)
+    assert r.returncode == 0, r.stderr
+    assert "runs" in json.loads(r.stdout)
+    r = run_cli(["jobs"], arena_url)
+    assert r.returncode == 0 and "reservations" in json.loads(r.stdout)
+    r = run_cli(["budget"], arena_url)
+    assert r.returncode == 0 and "Cap $" in r.stderr
+
+
+# ---- scripted ----
+
+
+def test_scripted_execute_posts_the_file_and_says_how_to_watch(scripted_server, tmp_path):
+    server, url = scripted_server([json_answer(run_answer(), 201)])
+    path = write(tmp_path, {"request_id": "alice-run-001", "agent_id": "alice-agent"})
+    r = run_cli(["run", "--challenge", "local-demo", "--id", "env-1", "--file", path, "--execute"], url, token=TOKEN)
+    assert r.returncode == 0, r.stderr
+    assert server.seen[0]["path"] == "/api/challenges/local-demo/runs"
+    assert server.seen[0]["body"] == {"request_id": "alice-run-001", "environment_id": "env-1", "agent_id": "alice-agent"}
+    assert "runs --challenge local-demo --run-id run-1" in r.stderr
+
+
+def test_scripted_a_persistent_503_is_retried_identically_three_times(scripted_server, tmp_path):
+    unknown = json_answer({"code": "LAUNCH_UNKNOWN", "message": "HF did not answer", "launched": "unknown",
+                           "retry_with_same_request_id": True, "run_id": "run-1"}, 503)
+    server, url = scripted_server([unknown] * 4)
+    path = write(tmp_path, {"request_id": "alice-run-001"})
+    r = run_cli(["run", "--challenge", "local-demo", "--id", "env-1", "--file", path, "--execute"], url,
+                token=TOKEN, timeout=30)
+    assert r.returncode == 1
+    assert len(server.seen) == 4
+    assert all(s["body"] == server.seen[0]["body"] for s in server.seen), "the identical request each time"
+    assert "persistent" in r.stderr and "Never change the request id" in r.stderr
+
+
+def test_scripted_a_definite_failure_is_not_retried(scripted_server, tmp_path):
+    failed = json_answer({"code": "LAUNCH_FAILED", "message": "no prepaid credit; tell an organizer",
+                          "launched": False, "retry_with_same_request_id": False, "run_id": "run-1"}, 502)
+    server, url = scripted_server([failed])
+    path = write(tmp_path, {"request_id": "alice-run-001"})
+    r = run_cli(["run", "--challenge", "local-demo", "--id", "env-1", "--file", path, "--execute"], url, token=TOKEN)
+    assert r.returncode == 1
+    assert len(server.seen) == 1
+    assert "Nothing was launched" in r.stderr
+
+
+def test_scripted_a_refusal_says_nothing_was_launched(scripted_server, tmp_path):
+    refused = json_answer({"code": "DAILY_RUN_LIMIT", "message": "no counted run in the last 24 hours: …",
+                           "retry_after_s": 3600}, 429)
+    server, url = scripted_server([refused])
+    r = run_cli(["run", "--challenge", "c", "--id", "env-1", "--file", write(tmp_path, {"request_id": "r-00000001"}),
+                 "--execute"], url, token=TOKEN)
+    assert r.returncode == 1
+    assert "refused the run" in r.stderr and "3600" in r.stderr
+
+
+def test_scripted_execute_needs_a_request_id(scripted_server, tmp_path):
+    server, url = scripted_server([])
+    r = run_cli(["run", "--challenge", "c", "--id", "env-1", "--file", write(tmp_path, {}), "--execute"], url,
+                token=TOKEN)
+    assert r.returncode == 2
+    assert server.seen == []
