@@ -14,6 +14,7 @@ pub mod identity;
 pub mod registry;
 pub mod runs;
 pub mod score;
+pub mod task;
 pub mod views;
 
 pub use error::{ApiErrorBody, ErrorCode};

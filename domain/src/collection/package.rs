@@ -8,7 +8,6 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::credit::Credit;
@@ -16,15 +15,8 @@ use super::frontmatter;
 use super::listing::{unsafe_path, Contents, Entry, MAX_FILES, MAX_FILE_BYTES, MAX_READ_BYTES, MAX_TASKS};
 use super::report::Issue;
 use crate::gates::names;
+pub use crate::task::{Format, Task};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[serde(rename_all = "lowercase")]
-pub enum Format {
-    Benchflow,
-    Posttrain,
-    Harbor,
-}
 
 /// A task directory found in the listing: `dir` is relative to the collection root, the files'
 /// paths to the task directory.
@@ -192,73 +184,6 @@ pub fn reads(layout: &Layout) -> Vec<String> {
         }
     }
     out
-}
-
-/// A task read as a BenchFlow-native package.
-#[derive(Debug, Clone)]
-pub struct Task {
-    pub name: String,
-    pub dir: String,
-    pub format: Format,
-    /// The frontmatter (for Harbor, the converted `task.toml`).
-    pub meta: Value,
-    pub prompt: String,
-    pub files: Vec<Entry>,
-    /// The texts read, by path relative to the task directory.
-    pub texts: BTreeMap<String, String>,
-    pub credit: Credit,
-}
-
-impl Task {
-    pub fn text(&self, rel: &str) -> Option<&str> {
-        self.texts.get(rel).map(String::as_str)
-    }
-
-    pub fn has(&self, rel: &str) -> bool {
-        self.files.iter().any(|f| f.path == rel)
-    }
-
-    /// `verifier/` (BenchFlow, PostTrain) or `tests/` (Harbor).
-    pub fn verifier_dir(&self) -> &'static str {
-        if self.format == Format::Harbor {
-            "tests"
-        } else {
-            "verifier"
-        }
-    }
-
-    pub fn test_sh_path(&self) -> String {
-        format!("{}/test.sh", self.verifier_dir())
-    }
-
-    /// The reference solution's path, if the task has one.
-    pub fn oracle_path(&self) -> Option<&'static str> {
-        ["oracle/solve.sh", "solution/solve.sh"].into_iter().find(|p| self.has(p))
-    }
-
-    /// The verifier's Python files with their texts.
-    pub fn verifier_sources(&self) -> impl Iterator<Item = (&str, &str)> {
-        let dir = self.verifier_dir();
-        self.texts
-            .iter()
-            .filter(move |(p, _)| {
-                p.starts_with(dir) && p.as_bytes().get(dir.len()) == Some(&b'/') && p.ends_with(".py")
-            })
-            .map(|(p, t)| (p.as_str(), t.as_str()))
-    }
-
-    /// The task turns the network off (`allow_internet: false` or `network_mode: no-network`).
-    pub fn network_off(&self) -> bool {
-        ["sandbox", "environment"].iter().any(|k| {
-            let section = &self.meta[*k];
-            section["allow_internet"] == Value::Bool(false) || section["network_mode"] == "no-network"
-        })
-    }
-
-    /// Root-relative path of a file of this task, for messages.
-    pub fn path(&self, rel: &str) -> String {
-        format!("{}/{}", self.dir, rel)
-    }
 }
 
 /// Reads one task directory; structural problems go to `issues`. `None` when the task cannot be

@@ -20,7 +20,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use crate::collection::package::Task;
+use crate::task::Task;
 use fingerprint::{HeldOut, Role};
 
 /// The version of the gates a summary was computed with.
@@ -459,7 +459,7 @@ fn held_out(out: &mut Out<'_>, heldout: &HeldOut) {
 }
 
 fn prompt_file(task: &Task) -> &'static str {
-    if task.format == crate::collection::package::Format::Harbor {
+    if task.format == crate::task::Format::Harbor {
         "instruction.md"
     } else {
         "task.md"
