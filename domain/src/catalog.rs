@@ -132,6 +132,15 @@ pub fn challenge_view(registry: &Registry, challenge: &Challenge, live: &LiveSta
     view
 }
 
+/// The challenge's hourly price: its own `hourly_price_usd`, else its provider's price for its
+/// job's flavor.
+pub fn hourly_price(registry: &Registry, challenge: &Challenge) -> Option<f64> {
+    let compute = &challenge.spec.compute;
+    let listed =
+        registry.prices.get(&compute.provider).and_then(|p| p.get(&challenge.serving.flavor)).copied();
+    compute.hourly_price_usd.or(listed)
+}
+
 /// The reservation a run makes: the hourly price × the hard timeout. The price is the challenge's
 /// own `hourly_price_usd` when it states one, else its provider's price for the job's flavor
 /// (`[prices.PROVIDER]` in `arena.toml`).
@@ -147,8 +156,7 @@ pub fn allocation(registry: &Registry, challenge: &Challenge) -> AllocationView 
         };
     }
     let flavor = &challenge.serving.flavor;
-    let listed = registry.prices.get(&compute.provider).and_then(|p| p.get(flavor)).copied();
-    match compute.hourly_price_usd.or(listed) {
+    match hourly_price(registry, challenge) {
         Some(price) => AllocationView {
             usd: Some(cents_ceil(price * compute.max_wall_s as f64 / 3600.0) as f64 / 100.0),
             reason: None,

@@ -11,6 +11,8 @@ use crate::budget::dollars;
 use crate::registry::{Challenge, ChallengeStatus, ProviderStatus};
 use crate::ErrorCode;
 
+pub mod follow;
+
 /// A collection may have one counted run per challenge in this window.
 pub const DAILY_WINDOW_S: i64 = 24 * 3600;
 
@@ -410,6 +412,14 @@ pub struct RunEvent {
 pub struct RunDetail {
     #[serde(flatten)]
     pub run: RunView,
+    /// Every stage on one time axis: when it started and finished, its status and pass counts.
+    pub stages: Vec<follow::StageSpan>,
+    /// The job's connection back to the arena: none, connected, reconnecting or gone.
+    pub relay: follow::RelayState,
+    pub relay_seen_epoch: Option<i64>,
+    pub created_epoch: i64,
+    /// The arena's clock when it answered, for drawing the running stage.
+    pub now_epoch: i64,
     pub events: Vec<RunEvent>,
 }
 

@@ -85,4 +85,3 @@ impl Task {
         format!("{}/{}", self.dir, rel)
     }
 }
-

@@ -27,6 +27,20 @@ CREATE TABLE runs (
     excluded_task_count BIGINT NOT NULL,
     -- SHA-256 of the per-run secret the job reports back with (the secret itself is never stored).
     secret_hash TEXT NOT NULL,
+    -- The job's connection back to the arena: none, connected, reconnecting or gone; when it was
+    -- last heard from; which server holds it.
+    relay_state TEXT NOT NULL DEFAULT 'none' CHECK (relay_state IN ('none', 'connected', 'reconnecting', 'gone')),
+    relay_seen_epoch BIGINT,
+    relay_holder TEXT,
+    -- The job's log as last read: how many lines, when a new one last appeared, the stage it shows.
+    log_lines BIGINT NOT NULL DEFAULT 0,
+    log_seen_epoch BIGINT,
+    log_last_at TEXT,
+    log_stage TEXT,
+    -- The HF job's own times, as inspected.
+    job_created_epoch BIGINT,
+    job_started_epoch BIGINT,
+    finished_at TEXT,
     -- Which server is working on the run, until when (background work takes turns by lease).
     lease_owner TEXT,
     lease_until BIGINT,
@@ -46,6 +60,33 @@ CREATE TABLE run_events (
     at TEXT NOT NULL,
     source TEXT NOT NULL,
     kind TEXT NOT NULL,
-    detail TEXT NOT NULL
+    detail TEXT NOT NULL,
+    stage TEXT,
+    -- Seconds since the epoch, for the timeline.
+    epoch BIGINT NOT NULL DEFAULT 0,
+    -- Pass counts an evaluation stage reported.
+    passed BIGINT,
+    total BIGINT,
+    timeouts BIGINT,
+    errors BIGINT,
+    -- The relay's sequence number: a message sent again is stored once.
+    relay_seq BIGINT
 );
 CREATE INDEX run_events_run ON run_events (run_id, seq);
+CREATE UNIQUE INDEX run_events_relay_seq ON run_events (run_id, relay_seq) WHERE relay_seq IS NOT NULL;
+
+-- The arena's HF jobs as last inspected, priced from their recorded duration: what HF's records
+-- say was spent (the budget's `hf_recorded_usd`).
+CREATE TABLE hf_jobs (
+    job_id TEXT PRIMARY KEY,
+    run_id TEXT,
+    purpose TEXT NOT NULL,
+    flavor TEXT NOT NULL,
+    stage TEXT NOT NULL,
+    created_at TEXT,
+    started_at TEXT,
+    finished_at TEXT,
+    running_s REAL NOT NULL DEFAULT 0,
+    cost_cents BIGINT NOT NULL DEFAULT 0,
+    updated_at TEXT NOT NULL
+);

@@ -85,6 +85,18 @@ pub struct Config {
     /// reconciler).
     #[arg(long, env = "ARENA_WORKER_TICK_S", default_value_t = 5)]
     pub worker_tick_s: u64,
+    /// A running job with no heartbeat and no new log line for this long fails (seconds).
+    #[arg(long, env = "ARENA_STALL_S", default_value_t = 600)]
+    pub stall_s: i64,
+    /// A job still in SCHEDULING after this long is canceled and its run fails (seconds).
+    #[arg(long, env = "ARENA_SCHEDULING_LIMIT_S", default_value_t = 1800)]
+    pub scheduling_limit_s: i64,
+    /// A relay not heard from for this long is gone (seconds).
+    #[arg(long, env = "ARENA_RELAY_GRACE_S", default_value_t = 120)]
+    pub relay_grace_s: i64,
+    /// How long the reconciler reads a running job's log stream each pass (milliseconds).
+    #[arg(long, env = "ARENA_LOG_READ_MS", default_value_t = 1500)]
+    pub log_read_ms: u64,
 }
 
 impl Config {

@@ -51,6 +51,8 @@ pub struct AppState {
     pub runs_dataset: String,
     pub pipeline_image: String,
     pub public_url: String,
+    /// How long runs may stall or wait to start, and a relay's grace period.
+    pub reconcile: crate::service::reconcile::Settings,
 }
 
 impl AppState {
@@ -85,6 +87,14 @@ impl AppState {
             runs_dataset: config.runs_dataset.clone(),
             pipeline_image: config.pipeline_image.clone(),
             public_url: config.public_url(),
+            reconcile: crate::service::reconcile::Settings {
+                limits: domain::runs::follow::Limits {
+                    stall_s: config.stall_s,
+                    scheduling_s: config.scheduling_limit_s,
+                },
+                relay_grace_s: config.relay_grace_s,
+                log_read: std::time::Duration::from_millis(config.log_read_ms),
+            },
             registry,
             db,
             build: Arc::new(BuildInfo::capture(&config.site_root)),

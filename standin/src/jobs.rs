@@ -62,6 +62,12 @@ pub struct JobFaults {
     /// Stay in SCHEDULING this long (ms) before running.
     #[serde(default)]
     pub scheduling_ms: Option<u64>,
+    /// Never connect the relay: progress shows in the log only.
+    #[serde(default)]
+    pub relay_off: bool,
+    /// Drop the relay's connection when this stage starts (it reconnects and resends).
+    #[serde(default)]
+    pub relay_drop_at: Option<String>,
     #[serde(default)]
     pub count: Option<u32>,
 }
@@ -73,6 +79,8 @@ impl JobFaults {
             || self.no_results
             || self.mismatch
             || self.scheduling_ms.is_some()
+            || self.relay_off
+            || self.relay_drop_at.is_some()
     }
 }
 

@@ -15,8 +15,10 @@ use domain::score::{self, Arm, Cell, Outcomes, SuiteTasks};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
+use crate::relay::{Relay, Target};
 use crate::repos::{Kind, RepoName, RepoPath, Rev};
 use crate::SharedHub;
+use serde_json::json;
 
 /// The guide's stages and the pipeline steps each covers.
 pub const STAGES: &[(&str, &[&str])] = &[
@@ -120,10 +122,19 @@ enum Stop {
 
 /// Runs one job to its end.
 pub async fn run(hub: SharedHub, id: String) {
-    let Some((args, faults, timeout_s, cancel)) = hub
-        .jobs
-        .with(&id, |j| (j.view.arguments.clone(), j.faults.clone(), j.view.timeout, j.cancel.clone()))
-    else {
+    let Some((args, faults, timeout_s, cancel, target)) = hub.jobs.with(&id, |j| {
+        let target = match (
+            j.view.environment.get("ARENA_URL"),
+            j.view.environment.get("ARENA_RUN_ID"),
+            j.secrets.get("ARENA_RUN_SECRET"),
+        ) {
+            (Some(url), Some(run_id), Some(secret)) => {
+                Some(Target { url: url.clone(), run_id: run_id.clone(), secret: secret.clone() })
+            }
+            _ => None,
+        };
+        (j.view.arguments.clone(), j.faults.clone(), j.view.timeout, j.cancel.clone(), target)
+    }) else {
         return;
     };
     let stage_ms = hub.jobs.stage_ms.load(std::sync::atomic::Ordering::Relaxed);
@@ -157,15 +168,37 @@ pub async fn run(hub: SharedHub, id: String) {
             return;
         }
     };
+    // In setup the job connects to the arena, unless told not to (then the log is all it says).
+    let relay = match (&target, faults.relay_off) {
+        (Some(t), false) => {
+            Some(Relay::start(t.clone(), Duration::from_millis((stage_ms / 4).clamp(50, 1000))))
+        }
+        _ => None,
+    };
+    let send = |m: serde_json::Value| {
+        if let Some(r) = &relay {
+            r.send(m);
+        }
+    };
+    send(json!({"kind": "hello", "detail": "SIMULATED pipeline on the local stand-in"}));
+    let outcomes = simulate_cells(&manifest);
     for (stage, steps) in STAGES {
+        if faults.relay_drop_at.as_deref() == Some(*stage) {
+            if let Some(r) = &relay {
+                r.drop_connection();
+            }
+        }
+        send(json!({"kind": "stage_started", "stage": stage}));
         for step in *steps {
-            hub.jobs.log(
-                &id,
-                format!("[posttrainarena] {step}: simulated ({} training tasks)", manifest.train_tasks.len()),
-            );
+            let line =
+                format!("[posttrainarena] {step}: simulated ({} training tasks)", manifest.train_tasks.len());
+            hub.jobs.log(&id, line);
         }
         if faults.hang_at.as_deref() == Some(*stage) {
-            // Silent from here on, until canceled or timed out.
+            // Silent from here on (no heartbeat, no log line), until canceled or timed out.
+            if let Some(r) = &relay {
+                r.silence();
+            }
             if let Err(stop) = pause(u64::MAX / 4).await {
                 return end(stop);
             }
@@ -173,25 +206,62 @@ pub async fn run(hub: SharedHub, id: String) {
         if faults.fail_at.as_deref() == Some(*stage) {
             let reason = faults.reason.clone().unwrap_or_else(|| format!("{stage} failed (simulated fault)"));
             hub.jobs.log(&id, format!("[posttrainarena] {stage}: ERROR {reason}"));
+            send(json!({"kind": "error", "stage": stage, "detail": reason}));
+            if let Some(r) = &relay {
+                r.close().await;
+            }
             hub.jobs.set_stage(&id, "ERROR", Some(reason));
             return;
         }
         if let Err(stop) = pause(stage_ms).await {
             return end(stop);
         }
+        let mut finished = json!({"kind": "stage_finished", "stage": stage});
+        if let Some((passed, total, errors)) = counts(&outcomes, &manifest, stage) {
+            finished["passed"] = json!(passed);
+            finished["total"] = json!(total);
+            finished["errors"] = json!(errors);
+            finished["timeouts"] = json!(0);
+        }
         if *stage == "collect" && !faults.no_results {
-            if let Err(e) = write_results(&hub, &args, &manifest, faults.mismatch).await {
+            if let Err(e) = write_results(&hub, &args, &manifest, &outcomes, faults.mismatch).await {
                 hub.jobs.log(&id, format!("[posttrainarena] publish: ERROR {e}"));
                 hub.jobs.set_stage(&id, "ERROR", Some(format!("publishing results failed: {e}")));
                 return;
             }
-            hub.jobs.log(
-                &id,
-                format!("[posttrainarena] publish: results written to runs/{}/reports/", manifest.run_id),
-            );
+            let line =
+                format!("[posttrainarena] publish: results written to runs/{}/reports/", manifest.run_id);
+            hub.jobs.log(&id, line);
         }
+        send(finished);
+    }
+    if let Some(r) = &relay {
+        r.close().await;
     }
     hub.jobs.set_stage(&id, "COMPLETED", None);
+}
+
+/// An evaluation stage's pass counts: (passed, attempts, infrastructure errors).
+fn counts(o: &Outcomes, m: &JobManifest, stage: &str) -> Option<(u64, u64, u64)> {
+    let arm = match stage {
+        "baseline" => Arm::Baseline,
+        "heldout" => Arm::Final,
+        "gate" => {
+            // The base model on up to 8 training tasks, 4 attempts each.
+            let tasks: Vec<&String> = m.train_tasks.iter().take(8).collect();
+            let passed = tasks
+                .iter()
+                .flat_map(|t| (0..4).map(move |a| unit(&["gate", &m.run_id, t, &a.to_string()]) < 0.35))
+                .filter(|p| *p)
+                .count();
+            return Some((passed as u64, tasks.len() as u64 * 4, 0));
+        }
+        _ => return None,
+    };
+    let cells: Vec<&Cell> = o.cells.iter().filter(|c| c.arm == arm).collect();
+    let passed = cells.iter().filter(|c| c.scored && c.reward.unwrap_or(0.0) >= 1.0).count();
+    let errors = cells.iter().filter(|c| !c.scored).count();
+    Some((passed as u64, cells.len() as u64, errors as u64))
 }
 
 async fn read_manifest(hub: &SharedHub, args: &[String]) -> Result<JobManifest, String> {
@@ -217,6 +287,7 @@ async fn write_results(
     hub: &SharedHub,
     args: &[String],
     m: &JobManifest,
+    outcomes: &Outcomes,
     mismatch: bool,
 ) -> Result<(), String> {
     let repo_id = arg(args, "--bundle-repo").ok_or("no --bundle-repo")?;
@@ -224,8 +295,7 @@ async fn write_results(
     let repos = hub.repos.as_ref().ok_or("the stand-in serves no repositories")?;
     let id = RepoName::parse(owner, name).ok_or("a bad repository name")?;
     let repo = repos.open(Kind::Dataset, &id).await.map_err(|e| e.to_string())?.ok_or("no such dataset")?;
-    let outcomes = simulate_cells(m);
-    let mut report = score::score(&outcomes);
+    let mut report = score::score(outcomes);
     if mismatch {
         report.pooled.delta += 0.05;
     }
@@ -234,7 +304,7 @@ async fn write_results(
         (RepoPath::parse(&format!("{dir}/{name}")).expect("a plain path"), value)
     };
     let files = vec![
-        file("eval_task_outcomes.json", serde_json::to_vec_pretty(&outcomes).map_err(|e| e.to_string())?),
+        file("eval_task_outcomes.json", serde_json::to_vec_pretty(outcomes).map_err(|e| e.to_string())?),
         file("score.json", serde_json::to_vec_pretty(&report).map_err(|e| e.to_string())?),
     ];
     repo.write(&format!("Simulated results of {} (local stand-in)", m.run_id), &files)

@@ -17,7 +17,6 @@ use super::report::Issue;
 use crate::gates::names;
 pub use crate::task::{Format, Task};
 
-
 /// A task directory found in the listing: `dir` is relative to the collection root, the files'
 /// paths to the task directory.
 #[derive(Debug, Clone)]

@@ -6,6 +6,7 @@ mod catalog;
 mod environments;
 mod identity;
 mod legacy;
+mod relay;
 mod runs;
 
 use axum::http::{Method, Uri};
@@ -67,6 +68,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(runs::preflight))
         .routes(routes!(runs::launch, runs::list))
         .routes(routes!(runs::get))
+        .routes(routes!(runs::cancel))
         .routes(routes!(runs::ledger))
         .merge(
             // Uploaded collections are larger than the other bodies.
@@ -77,6 +79,8 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(legacy::experiment_groups))
         .routes(routes!(legacy::results))
         .routes(routes!(legacy::verification))
+        // The jobs' relay: a WebSocket, authenticated by each run's own secret.
+        .route("/api/relay/runs/{run_id}", axum::routing::get(relay::relay))
         // Anything else under /api answers JSON, never the HTML app.
         .route("/api/{*rest}", any(unknown_route))
         .route("/api", any(unknown_route))

@@ -88,7 +88,22 @@ pub async fn get(
     State(s): State<AppState>,
     Path((id, run_id)): Path<(String, String)>,
 ) -> Result<Json<RunDetail>, ApiError> {
-    Ok(Json(service::runs::detail(&s, &id, &run_id).await?))
+    Ok(Json(service::runs::detail(&s, Some(&id), &run_id).await?))
+}
+
+#[utoipa::path(post, path = "/api/challenges/{id}/runs/{run_id}/cancel", tag = "runs",
+    params(("id" = String, Path), ("run_id" = String, Path)),
+    responses((status = 200, description = "canceled: the HF job too, the reservation settled up to its last log line or released", body = RunDetail),
+        (status = 401, body = ApiErrorBody), (status = 403, description = "FORBIDDEN: an editor, or the author while queued", body = ApiErrorBody),
+        (status = 404, description = "RUN_NOT_FOUND", body = ApiErrorBody), (status = 409, description = "RUN_NOT_CANCELABLE: it has ended", body = ApiErrorBody),
+        (status = 503, description = "HUB_UNAVAILABLE: HF did not answer the cancel; nothing changed", body = ApiErrorBody)),
+    security(("hf_token" = [])))]
+pub async fn cancel(
+    State(s): State<AppState>,
+    Path((id, run_id)): Path<(String, String)>,
+    User(me): User,
+) -> Result<Json<RunDetail>, ApiError> {
+    Ok(Json(service::runs::cancel(&s, &id, &run_id, &me).await?))
 }
 
 #[derive(Serialize, ToSchema)]

@@ -66,6 +66,27 @@ pub struct Job {
     pub durations: JobDurations,
 }
 
+#[derive(Debug, Clone, PartialEq)]
+pub struct LogLine {
+    pub timestamp: String,
+    pub line: String,
+}
+
+/// The lines of a server-sent event stream's `data: {"data": line, "timestamp": …}` events.
+pub fn parse_log_events(text: &str) -> Vec<LogLine> {
+    #[derive(Deserialize)]
+    struct Data {
+        data: String,
+        #[serde(default)]
+        timestamp: String,
+    }
+    text.lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .filter_map(|d| serde_json::from_str::<Data>(d.trim()).ok())
+        .map(|d| LogLine { timestamp: d.timestamp, line: d.data })
+        .collect()
+}
+
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum JobError {
     /// HF refused for lack of prepaid credit (402): definite, nothing was created.
@@ -88,6 +109,11 @@ pub trait JobLauncher: Send + Sync {
     /// Jobs carrying the label `key=value`, every page.
     async fn find_by_label(&self, key: &str, value: &str) -> Result<Vec<Job>, JobError>;
     async fn cancel(&self, id: &str) -> Result<(), JobError>;
+    /// The job's log so far: what its server-sent event stream gives within `wait` (a running
+    /// job's stream does not end), as (timestamp, line).
+    async fn logs(&self, id: &str, wait: Duration) -> Result<Vec<LogLine>, JobError>;
+    /// Every job in the namespace, every page.
+    async fn list(&self) -> Result<Vec<Job>, JobError>;
     /// The job page a person opens (private to the namespace's members).
     fn job_url(&self, id: &str) -> String;
 }
@@ -200,6 +226,41 @@ impl JobLauncher for HfJobs {
             crate::sources::encode_path(id)
         );
         self.send(self.request(reqwest::Method::POST, &url)?).await.map(|_| ())
+    }
+
+    async fn logs(&self, id: &str, wait: Duration) -> Result<Vec<LogLine>, JobError> {
+        let url =
+            format!("{}/api/jobs/{}/{}/logs", self.endpoint, self.namespace, crate::sources::encode_path(id));
+        let mut resp = self.send(self.request(reqwest::Method::GET, &url)?).await?;
+        let deadline = tokio::time::Instant::now() + wait;
+        let mut body = Vec::new();
+        // At most 4 MiB of log per read: the arena needs the newest progress, not the whole log.
+        while body.len() < 4 << 20 {
+            match tokio::time::timeout_at(deadline, resp.chunk()).await {
+                Ok(Ok(Some(chunk))) => body.extend_from_slice(&chunk),
+                Ok(Ok(None)) | Err(_) => break,
+                Ok(Err(e)) => {
+                    return Err(JobError::Unavailable {
+                        reason: format!("reading the log: {}", e.without_url()),
+                        retry_after_s: None,
+                    })
+                }
+            }
+        }
+        Ok(parse_log_events(&String::from_utf8_lossy(&body)))
+    }
+
+    async fn list(&self) -> Result<Vec<Job>, JobError> {
+        let mut next = Some(format!("{}/api/jobs/{}", self.endpoint, self.namespace));
+        let mut jobs = Vec::new();
+        for _ in 0..MAX_PAGES {
+            let Some(url) = next.take() else { break };
+            let resp = self.send(self.request(reqwest::Method::GET, &url)?).await?;
+            next = next_page(resp.headers(), &self.endpoint);
+            let page: Vec<Job> = Self::json(resp).await?;
+            jobs.extend(page);
+        }
+        Ok(jobs)
     }
 
     fn job_url(&self, id: &str) -> String {

@@ -43,11 +43,18 @@ pub async fn live_state(db: &Db, registry: &Registry) -> Result<LiveState, sqlx:
         .iter()
         .find(|r| r.entry.state == LedgerState::Live)
         .map(|r| r.run_id.clone().unwrap_or_else(|| format!("a run on {}", r.challenge_id)));
+    // `health.runs` counts runs whose job was created.
     let mut launched_runs = BTreeMap::new();
-    for r in rows.iter().filter(|r| r.entry.state != LedgerState::Released) {
-        *launched_runs.entry(r.challenge_id.clone()).or_insert(0) += 1;
+    for row in sqlx::query(
+        "SELECT challenge_id, COUNT(*) AS n FROM runs WHERE launch = 'launched' GROUP BY challenge_id",
+    )
+    .fetch_all(&db.pool)
+    .await?
+    {
+        launched_runs.insert(row.try_get("challenge_id")?, row.try_get::<i64, _>("n")?.max(0) as u64);
     }
-    Ok(LiveState { budget: summarize(registry.budget_cap_cents, &entries, None), active_job, launched_runs })
+    let hf = hf_recorded_cents(db).await?;
+    Ok(LiveState { budget: summarize(registry.budget_cap_cents, &entries, hf), active_job, launched_runs })
 }
 
 /// A reservation of the ledger, with the run it is for.
@@ -85,4 +92,55 @@ pub async fn reservations(db: &Db) -> Result<Vec<Reservation>, sqlx::Error> {
         })
     })
     .collect()
+}
+
+/// A job of the arena's HF namespace as last inspected, priced.
+pub struct HfJob<'a> {
+    pub job_id: &'a str,
+    pub run_id: Option<&'a str>,
+    pub purpose: &'a str,
+    pub flavor: &'a str,
+    pub stage: &'a str,
+    pub created_at: Option<&'a str>,
+    pub started_at: Option<&'a str>,
+    pub finished_at: Option<&'a str>,
+    pub running_s: f64,
+    pub cost_cents: i64,
+    pub now: &'a str,
+}
+
+pub async fn upsert_hf_job(db: &Db, j: &HfJob<'_>) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO hf_jobs (job_id, run_id, purpose, flavor, stage, created_at, started_at, finished_at, running_s, cost_cents, updated_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) \
+         ON CONFLICT (job_id) DO UPDATE SET stage = excluded.stage, started_at = excluded.started_at, \
+         finished_at = excluded.finished_at, running_s = excluded.running_s, cost_cents = excluded.cost_cents, \
+         updated_at = excluded.updated_at",
+    )
+    .bind(j.job_id)
+    .bind(j.run_id)
+    .bind(j.purpose)
+    .bind(j.flavor)
+    .bind(j.stage)
+    .bind(j.created_at)
+    .bind(j.started_at)
+    .bind(j.finished_at)
+    .bind(j.running_s)
+    .bind(j.cost_cents)
+    .bind(j.now)
+    .execute(&db.writer)
+    .await?;
+    Ok(())
+}
+
+/// What HF's records say finished jobs cost; `None` before any job was priced.
+pub async fn hf_recorded_cents(db: &Db) -> Result<Option<i64>, sqlx::Error> {
+    let row = sqlx::query(
+        "SELECT COUNT(*) AS n, CAST(COALESCE(SUM(cost_cents), 0) AS BIGINT) AS c FROM hf_jobs \
+         WHERE stage IN ('COMPLETED', 'CANCELED', 'ERROR', 'DELETED')",
+    )
+    .fetch_one(&db.pool)
+    .await?;
+    let n: i64 = row.try_get("n")?;
+    (n > 0).then(|| row.try_get::<i64, _>("c")).transpose()
 }

@@ -64,12 +64,21 @@ pub struct Run {
     pub created_at: String,
     pub created_epoch: i64,
     pub updated_at: String,
+    pub relay_state: String,
+    pub relay_seen_epoch: Option<i64>,
+    pub log_lines: i64,
+    pub log_seen_epoch: Option<i64>,
+    pub log_last_at: Option<String>,
+    pub log_stage: Option<String>,
+    pub job_created_epoch: Option<i64>,
+    pub job_started_epoch: Option<i64>,
+    pub finished_at: Option<String>,
 }
 
-const COLUMNS: &str =
-    "id, challenge_id, environment_id, author, author_id, agent_id, request_key, request_body, \
+const COLUMNS: &str = "id, challenge_id, environment_id, author, author_id, agent_id, request_key, request_body, \
     state, stage, reason, platform_fault, launch, bundle_commit, job_id, job_status, flavor, timeout_s, \
-    reserved_cents, eligible_tasks, excluded_task_count, created_at, created_epoch, updated_at";
+    reserved_cents, eligible_tasks, excluded_task_count, created_at, created_epoch, updated_at, relay_state, \
+    relay_seen_epoch, log_lines, log_seen_epoch, log_last_at, log_stage, job_created_epoch, job_started_epoch, finished_at";
 
 fn decode_error(what: &str, value: &str) -> sqlx::Error {
     sqlx::Error::Decode(format!("runs.{what} holds unknown value `{value}`").into())
@@ -103,6 +112,15 @@ fn run(row: &AnyRow) -> Result<Run, sqlx::Error> {
         created_at: row.try_get("created_at")?,
         created_epoch: row.try_get("created_epoch")?,
         updated_at: row.try_get("updated_at")?,
+        relay_state: row.try_get("relay_state")?,
+        relay_seen_epoch: row.try_get("relay_seen_epoch")?,
+        log_lines: row.try_get("log_lines")?,
+        log_seen_epoch: row.try_get("log_seen_epoch")?,
+        log_last_at: row.try_get("log_last_at")?,
+        log_stage: row.try_get("log_stage")?,
+        job_created_epoch: row.try_get("job_created_epoch")?,
+        job_started_epoch: row.try_get("job_started_epoch")?,
+        finished_at: row.try_get("finished_at")?,
     })
 }
 
@@ -184,37 +202,61 @@ pub async fn insert(db: &Db, n: &NewRun<'_>) -> Result<Inserted, sqlx::Error> {
         tx.rollback().await?;
         return Ok(Inserted::AnotherActive);
     }
-    event_in(
-        &mut tx,
-        n.id,
-        n.now,
-        "launch",
-        "requested",
-        &format!("request {} by {}", n.request_key, n.author),
-    )
-    .await?;
+    let detail = format!("request {} by {}", n.request_key, n.author);
+    event_in(&mut tx, &launch_event(n.id, n.now, n.now_epoch, "requested", &detail)).await?;
     tx.commit().await?;
     let run = get(db, n.id).await?.ok_or(sqlx::Error::RowNotFound)?;
     Ok(Inserted::Stored(run))
 }
 
-async fn event_in(
-    tx: &mut Transaction<'_, Any>,
-    run_id: &str,
-    at: &str,
-    source: &str,
-    kind: &str,
-    detail: &str,
-) -> Result<(), sqlx::Error> {
-    sqlx::query("INSERT INTO run_events (run_id, at, source, kind, detail) VALUES ($1, $2, $3, $4, $5)")
-        .bind(run_id)
-        .bind(at)
-        .bind(source)
-        .bind(kind)
-        .bind(detail)
-        .execute(&mut **tx)
-        .await?;
-    Ok(())
+/// A run's event as stored.
+#[derive(Debug, Clone, Default)]
+pub struct NewEvent<'a> {
+    pub run_id: &'a str,
+    pub at: &'a str,
+    pub epoch: i64,
+    pub source: &'a str,
+    pub kind: &'a str,
+    pub detail: &'a str,
+    pub stage: Option<&'a str>,
+    pub passed: Option<i64>,
+    pub total: Option<i64>,
+    pub timeouts: Option<i64>,
+    pub errors: Option<i64>,
+    pub relay_seq: Option<i64>,
+}
+
+/// Stores an event; one already stored under its relay sequence number is not stored again.
+async fn event_in(tx: &mut Transaction<'_, Any>, e: &NewEvent<'_>) -> Result<bool, sqlx::Error> {
+    let done = sqlx::query(
+        "INSERT INTO run_events (run_id, at, epoch, source, kind, detail, stage, passed, total, timeouts, errors, relay_seq) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT DO NOTHING",
+    )
+    .bind(e.run_id)
+    .bind(e.at)
+    .bind(e.epoch)
+    .bind(e.source)
+    .bind(e.kind)
+    .bind(e.detail)
+    .bind(e.stage)
+    .bind(e.passed)
+    .bind(e.total)
+    .bind(e.timeouts)
+    .bind(e.errors)
+    .bind(e.relay_seq)
+    .execute(&mut **tx)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+fn launch_event<'a>(
+    run_id: &'a str,
+    at: &'a str,
+    epoch: i64,
+    kind: &'a str,
+    detail: &'a str,
+) -> NewEvent<'a> {
+    NewEvent { run_id, at, epoch, source: "launch", kind, detail, ..Default::default() }
 }
 
 pub async fn get(db: &Db, id: &str) -> Result<Option<Run>, sqlx::Error> {
@@ -321,7 +363,7 @@ pub async fn set_secret(db: &Db, id: &str, secret_hash: &str) -> Result<(), sqlx
 }
 
 /// Records the bundle's commit: the launch is mirrored.
-pub async fn mirrored(db: &Db, id: &str, commit: &str, now: &str) -> Result<(), sqlx::Error> {
+pub async fn mirrored(db: &Db, id: &str, commit: &str, now: &str, epoch: i64) -> Result<(), sqlx::Error> {
     let mut tx = db.writer.begin().await?;
     sqlx::query("UPDATE runs SET launch = 'mirrored', bundle_commit = $2, updated_at = $3 WHERE id = $1 AND launch = 'reserved'")
         .bind(id)
@@ -329,15 +371,8 @@ pub async fn mirrored(db: &Db, id: &str, commit: &str, now: &str) -> Result<(), 
         .bind(now)
         .execute(&mut *tx)
         .await?;
-    event_in(
-        &mut tx,
-        id,
-        now,
-        "launch",
-        "mirrored",
-        &format!("bundle committed to the runs dataset at {commit}"),
-    )
-    .await?;
+    let detail = format!("bundle committed to the runs dataset at {commit}");
+    event_in(&mut tx, &launch_event(id, now, epoch, "mirrored", &detail)).await?;
     tx.commit().await
 }
 
@@ -348,6 +383,7 @@ pub async fn launched(
     job_id: &str,
     job_status: &str,
     now: &str,
+    epoch: i64,
 ) -> Result<(), sqlx::Error> {
     let mut tx = db.writer.begin().await?;
     sqlx::query(
@@ -360,8 +396,8 @@ pub async fn launched(
     .bind(now)
     .execute(&mut *tx)
     .await?;
-    event_in(&mut tx, id, now, "launch", "launched", &format!("HF job {job_id} created ({job_status})"))
-        .await?;
+    let detail = format!("HF job {job_id} created ({job_status})");
+    event_in(&mut tx, &launch_event(id, now, epoch, "launched", &detail)).await?;
     tx.commit().await
 }
 
@@ -373,6 +409,7 @@ pub async fn launch_failed(
     reason: &str,
     platform_fault: bool,
     now: &str,
+    epoch: i64,
 ) -> Result<(), sqlx::Error> {
     let mut tx = db.writer.begin().await?;
     sqlx::query(
@@ -392,31 +429,233 @@ pub async fn launch_failed(
     .bind(now)
     .execute(&mut *tx)
     .await?;
-    event_in(&mut tx, id, now, "launch", "failed", reason).await?;
+    event_in(&mut tx, &launch_event(id, now, epoch, "failed", reason)).await?;
     tx.commit().await
 }
 
 #[derive(Debug, Clone)]
 pub struct Event {
     pub at: String,
+    pub epoch: i64,
     pub source: String,
     pub kind: String,
     pub detail: String,
+    pub stage: Option<String>,
+    pub passed: Option<i64>,
+    pub total: Option<i64>,
+    pub timeouts: Option<i64>,
+    pub errors: Option<i64>,
 }
 
 pub async fn events(db: &Db, run_id: &str) -> Result<Vec<Event>, sqlx::Error> {
-    sqlx::query("SELECT at, source, kind, detail FROM run_events WHERE run_id = $1 ORDER BY seq")
-        .bind(run_id)
-        .fetch_all(&db.pool)
-        .await?
-        .iter()
-        .map(|r| {
-            Ok(Event {
-                at: r.try_get("at")?,
-                source: r.try_get("source")?,
-                kind: r.try_get("kind")?,
-                detail: r.try_get("detail")?,
-            })
+    sqlx::query(
+        "SELECT at, epoch, source, kind, detail, stage, passed, total, timeouts, errors FROM run_events \
+         WHERE run_id = $1 ORDER BY seq",
+    )
+    .bind(run_id)
+    .fetch_all(&db.pool)
+    .await?
+    .iter()
+    .map(|r| {
+        Ok(Event {
+            at: r.try_get("at")?,
+            epoch: r.try_get("epoch")?,
+            source: r.try_get("source")?,
+            kind: r.try_get("kind")?,
+            detail: r.try_get("detail")?,
+            stage: r.try_get("stage")?,
+            passed: r.try_get("passed")?,
+            total: r.try_get("total")?,
+            timeouts: r.try_get("timeouts")?,
+            errors: r.try_get("errors")?,
         })
-        .collect()
+    })
+    .collect()
+}
+
+/// The secret's hash the run's relay must present.
+pub async fn secret_hash(db: &Db, id: &str) -> Result<Option<String>, sqlx::Error> {
+    sqlx::query("SELECT secret_hash FROM runs WHERE id = $1")
+        .bind(id)
+        .fetch_optional(&db.pool)
+        .await?
+        .map(|r| r.try_get("secret_hash"))
+        .transpose()
+}
+
+/// Stores a relay message as an event (a repeat is stored once), marks the relay heard from, and
+/// moves the run to a later stage it reports. Answers whether the message was new.
+pub async fn relay_message(
+    db: &Db,
+    e: &NewEvent<'_>,
+    advance_to: Option<&str>,
+    holder: &str,
+) -> Result<bool, sqlx::Error> {
+    let mut tx = db.writer.begin().await?;
+    // A heartbeat only says the job is alive: it marks the relay heard from, not an event.
+    let stored = e.kind != "heartbeat" && event_in(&mut tx, e).await?;
+    sqlx::query(
+        "UPDATE runs SET relay_state = 'connected', relay_seen_epoch = $2, relay_holder = $3 \
+         WHERE id = $1 AND state IN ('queued', 'running')",
+    )
+    .bind(e.run_id)
+    .bind(e.epoch)
+    .bind(holder)
+    .execute(&mut *tx)
+    .await?;
+    if let (Some(stage), true) = (advance_to, stored) {
+        let started = sqlx::query(
+            "UPDATE runs SET state = 'running', updated_at = $2 WHERE id = $1 AND state = 'queued'",
+        )
+        .bind(e.run_id)
+        .bind(e.at)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected()
+            == 1;
+        if started {
+            let detail = format!("the job reported stage {stage} over its relay");
+            let running = NewEvent {
+                kind: "running",
+                detail: &detail,
+                relay_seq: None,
+                stage: Some(stage),
+                ..e.clone()
+            };
+            event_in(&mut tx, &running).await?;
+        }
+        sqlx::query("UPDATE runs SET stage = $2, updated_at = $3 WHERE id = $1 AND state = 'running'")
+            .bind(e.run_id)
+            .bind(stage)
+            .bind(e.at)
+            .execute(&mut *tx)
+            .await?;
+    }
+    tx.commit().await?;
+    Ok(stored)
+}
+
+/// The relay dropped (or was replaced): reconnecting until its grace period ends.
+pub async fn relay_dropped(db: &Db, id: &str, holder: &str, epoch: i64) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "UPDATE runs SET relay_state = 'reconnecting', relay_seen_epoch = $3 \
+         WHERE id = $1 AND relay_holder = $2 AND relay_state = 'connected'",
+    )
+    .bind(id)
+    .bind(holder)
+    .bind(epoch)
+    .execute(&db.writer)
+    .await?;
+    Ok(())
+}
+
+pub async fn set_relay_state(db: &Db, id: &str, state: &str) -> Result<(), sqlx::Error> {
+    sqlx::query("UPDATE runs SET relay_state = $2 WHERE id = $1")
+        .bind(id)
+        .bind(state)
+        .execute(&db.writer)
+        .await?;
+    Ok(())
+}
+
+/// Launched runs that have not ended: the reconciler's work.
+pub async fn following(db: &Db) -> Result<Vec<String>, sqlx::Error> {
+    sqlx::query(
+        "SELECT id FROM runs WHERE launch = 'launched' AND state IN ('queued', 'running') ORDER BY seq",
+    )
+    .fetch_all(&db.pool)
+    .await?
+    .iter()
+    .map(|r| r.try_get("id"))
+    .collect()
+}
+
+/// What the reconciler saw of the job this pass.
+pub struct Observed<'a> {
+    pub job_status: &'a str,
+    pub job_created_epoch: Option<i64>,
+    pub job_started_epoch: Option<i64>,
+    pub log_lines: i64,
+    pub log_seen_epoch: Option<i64>,
+    pub log_last_at: Option<&'a str>,
+    pub log_stage: Option<&'a str>,
+}
+
+pub async fn observe(db: &Db, id: &str, o: &Observed<'_>) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "UPDATE runs SET job_status = $2, job_created_epoch = $3, job_started_epoch = $4, log_lines = $5, \
+         log_seen_epoch = $6, log_last_at = $7, log_stage = $8 WHERE id = $1",
+    )
+    .bind(id)
+    .bind(o.job_status)
+    .bind(o.job_created_epoch)
+    .bind(o.job_started_epoch)
+    .bind(o.log_lines)
+    .bind(o.log_seen_epoch)
+    .bind(o.log_last_at)
+    .bind(o.log_stage)
+    .execute(&db.writer)
+    .await?;
+    Ok(())
+}
+
+/// A change the reconciler decided, with its event and, when the run ends, its reservation
+/// settled at `settle_cents` or released (`None`), all in one transaction.
+pub struct Change<'a> {
+    /// The state the change was decided from: it applies only if the run is still in it.
+    pub from: RunState,
+    pub state: RunState,
+    pub stage: Option<&'a str>,
+    pub reason: Option<&'a str>,
+    pub platform_fault: bool,
+    pub event: NewEvent<'a>,
+    pub settle_cents: Option<Option<i64>>,
+}
+
+pub async fn apply(db: &Db, id: &str, c: &Change<'_>) -> Result<(), sqlx::Error> {
+    let mut tx = db.writer.begin().await?;
+    let finished = c.state.is_finished().then_some(c.event.at);
+    let done = sqlx::query(
+        "UPDATE runs SET state = $2, stage = COALESCE($3, stage), reason = $4, platform_fault = $5, updated_at = $6, \
+         finished_at = COALESCE($7, finished_at), relay_state = CASE WHEN $8 = 1 AND relay_state <> 'none' THEN 'gone' ELSE relay_state END \
+         WHERE id = $1 AND state = $9",
+    )
+    .bind(id)
+    .bind(c.state.as_str())
+    .bind(c.stage)
+    .bind(c.reason)
+    .bind(i64::from(c.platform_fault))
+    .bind(c.event.at)
+    .bind(finished)
+    .bind(i64::from(c.state.is_finished()))
+    .bind(c.from.as_str())
+    .execute(&mut *tx)
+    .await?;
+    if done.rows_affected() == 0 {
+        // Something else moved the run since the decision (the relay, another pass): the next
+        // pass decides again from what is true then.
+        return tx.rollback().await;
+    }
+    event_in(&mut tx, &c.event).await?;
+    match c.settle_cents {
+        Some(Some(cents)) => {
+            sqlx::query(
+                "UPDATE budget_ledger SET state = 'settled', amount_cents = $2, updated_at = $3 WHERE run_id = $1 AND state = 'live'",
+            )
+            .bind(id)
+            .bind(cents)
+            .bind(c.event.at)
+            .execute(&mut *tx)
+            .await?;
+        }
+        Some(None) => {
+            sqlx::query("UPDATE budget_ledger SET state = 'released', updated_at = $2 WHERE run_id = $1 AND state = 'live'")
+                .bind(id)
+                .bind(c.event.at)
+                .execute(&mut *tx)
+                .await?;
+        }
+        None => {}
+    }
+    tx.commit().await
 }

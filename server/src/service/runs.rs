@@ -14,6 +14,7 @@ use domain::collection::record::EnvironmentRecord;
 use domain::collection::report::TaskStatus;
 use domain::collection::request::{RepoType, Source};
 use domain::collection::Report;
+use domain::runs::follow::{self, StageEvent};
 use domain::runs::{
     self, Caller, Collection, Facts, Launch, Preflight, RunDetail, RunEvent, RunRequest, RunView,
 };
@@ -33,7 +34,7 @@ const LEASE_S: i64 = 120;
 /// How long a launch request waits for another server that is launching the same run.
 const WAIT_FOR_OTHER: Duration = Duration::from_secs(30);
 
-fn now(s: &AppState) -> (String, i64) {
+pub fn now(s: &AppState) -> (String, i64) {
     let t = s.deps.clock.now();
     (clock::rfc3339(t), t.unix_timestamp())
 }
@@ -318,7 +319,10 @@ async fn advance_leased(s: &AppState, id: &str) -> Result<Run, Advance> {
     let mut run = repo::runs::get(&s.db, id).await?.ok_or_else(|| ApiError::internal("a run vanished"))?;
     if run.launch == LaunchStep::Reserved {
         match mirror(s, &run).await {
-            Ok(commit) => repo::runs::mirrored(&s.db, id, &commit, &now(s).0).await?,
+            Ok(commit) => {
+                let (at, epoch) = now(s);
+                repo::runs::mirrored(&s.db, id, &commit, &at, epoch).await?
+            }
             Err(Step::Unknown(reason)) => return Err(Advance::Unknown(reason)),
             Err(Step::Failed(reason)) => return fail(s, id, &reason, false).await,
         }
@@ -326,7 +330,10 @@ async fn advance_leased(s: &AppState, id: &str) -> Result<Run, Advance> {
     }
     if run.launch == LaunchStep::Mirrored {
         match create_job(s, &run).await {
-            Ok((job_id, status)) => repo::runs::launched(&s.db, id, &job_id, &status, &now(s).0).await?,
+            Ok((job_id, status)) => {
+                let (at, epoch) = now(s);
+                repo::runs::launched(&s.db, id, &job_id, &status, &at, epoch).await?
+            }
             Err(Step::Unknown(reason)) => return Err(Advance::Unknown(reason)),
             Err(Step::Failed(reason)) => {
                 let platform = runs::is_platform_fault(&reason);
@@ -339,7 +346,8 @@ async fn advance_leased(s: &AppState, id: &str) -> Result<Run, Advance> {
 }
 
 async fn fail(s: &AppState, id: &str, reason: &str, platform: bool) -> Result<Run, Advance> {
-    repo::runs::launch_failed(&s.db, id, reason, platform, &now(s).0).await?;
+    let (at, epoch) = now(s);
+    repo::runs::launch_failed(&s.db, id, reason, platform, &at, epoch).await?;
     s.changes.bump(crate::changes::Topic::Ledger);
     Ok(repo::runs::get(&s.db, id).await?.ok_or_else(|| ApiError::internal("a run vanished"))?)
 }
@@ -606,14 +614,82 @@ pub async fn list(
     Ok(RunList { challenge_id: challenge_id.to_string(), runs: runs.iter().map(|r| view(s, r)).collect() })
 }
 
-pub async fn detail(s: &AppState, challenge_id: &str, run_id: &str) -> Result<RunDetail, ApiError> {
-    let run = repo::runs::get(&s.db, run_id).await?.filter(|r| r.challenge_id == challenge_id).ok_or_else(
-        || ApiError::new(ErrorCode::RunNotFound, format!("no run `{run_id}` on `{challenge_id}`")),
-    )?;
-    let events = repo::runs::events(&s.db, run_id)
+/// A run, on any challenge (the run page knows only its id).
+pub async fn find(s: &AppState, run_id: &str) -> Result<Run, ApiError> {
+    repo::runs::get(&s.db, run_id)
         .await?
+        .ok_or_else(|| ApiError::new(ErrorCode::RunNotFound, format!("no run `{run_id}`")))
+}
+
+pub async fn detail(s: &AppState, challenge_id: Option<&str>, run_id: &str) -> Result<RunDetail, ApiError> {
+    let run = find(s, run_id).await?;
+    if let Some(c) = challenge_id.filter(|c| *c != run.challenge_id) {
+        return Err(ApiError::new(ErrorCode::RunNotFound, format!("no run `{run_id}` on `{c}`")));
+    }
+    let stored = repo::runs::events(&s.db, run_id).await?;
+    let count = |n: Option<i64>| n.map(|v| v.max(0) as u64);
+    let stage_events: Vec<StageEvent> = stored
+        .iter()
+        .map(|e| StageEvent {
+            epoch: e.epoch,
+            kind: e.kind.clone(),
+            stage: e.stage.clone(),
+            passed: count(e.passed),
+            total: count(e.total),
+            timeouts: count(e.timeouts),
+            errors: count(e.errors),
+        })
+        .collect();
+    let stages = follow::timeline(&stage_events, run.state, run.stage.as_deref());
+    let (_, now_epoch) = now(s);
+    let relay = follow::relay_now(
+        follow::RelayState::parse(&run.relay_state),
+        run.relay_seen_epoch,
+        now_epoch,
+        s.reconcile.relay_grace_s,
+    );
+    let events = stored
         .into_iter()
         .map(|e| RunEvent { at: e.at, source: e.source, kind: e.kind, detail: e.detail })
         .collect();
-    Ok(RunDetail { run: view(s, &run), events })
+    Ok(RunDetail {
+        run: view(s, &run),
+        stages,
+        relay,
+        relay_seen_epoch: run.relay_seen_epoch,
+        created_epoch: run.created_epoch,
+        now_epoch,
+        events,
+    })
+}
+
+/// `POST …/runs/{run_id}/cancel`: an editor at any time, the run's author while it is queued.
+pub async fn cancel(
+    s: &AppState,
+    challenge_id: &str,
+    run_id: &str,
+    me: &Identity,
+) -> Result<RunDetail, ApiError> {
+    let run = find(s, run_id).await?;
+    if run.challenge_id != challenge_id {
+        return Err(ApiError::new(ErrorCode::RunNotFound, format!("no run `{run_id}` on `{challenge_id}`")));
+    }
+    if run.state.is_finished() {
+        return Err(ApiError::new(
+            ErrorCode::RunNotCancelable,
+            format!("{run_id} has already ended ({})", run.state.as_str()),
+        ));
+    }
+    let author = run.author_id == me.id;
+    let may = me.editor || (author && run.state == runs::RunState::Queued);
+    if !may {
+        let message = if author {
+            "the author cancels a run only while it is queued; once it runs, ask a BenchFlow editor"
+        } else {
+            "only the run's author (while it is queued) or a BenchFlow editor cancels a run"
+        };
+        return Err(ApiError::new(ErrorCode::Forbidden, message));
+    }
+    super::reconcile::cancel(s, &run, &me.name).await?;
+    detail(s, Some(challenge_id), run_id).await
 }

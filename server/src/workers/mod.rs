@@ -1,4 +1,6 @@
-//! Work that outlives a request, started with the server and stopped with it. Each pass asks the
+//! Work that outlives a request, started with the server and stopped with it: the launcher (it
+//! finishes launches a crash or an HF outage left unfinished) and the reconciler (it follows each
+//! launched run to its end). Each pass asks the
 //! database what is unfinished and takes it one step; a run is worked on by one server at a time
 //! (its lease), so several replicas on one PostgreSQL share the work without doing it twice, and a
 //! server that dies only loses its leases.
@@ -19,15 +21,24 @@ pub struct Workers {
 impl Workers {
     pub fn start(state: AppState, tick: Duration) -> Workers {
         let (stop, stopped) = watch::channel(false);
-        let launcher = tokio::spawn(every(tick, stopped, move || {
-            let state = state.clone();
+        let launches = state.clone();
+        let launcher = tokio::spawn(every(tick, stopped.clone(), move || {
+            let state = launches.clone();
             async move {
                 if let Err(e) = service::runs::resume_launches(&state).await {
                     tracing::error!(error = ?e, "the launcher's pass failed");
                 }
             }
         }));
-        Workers { stop, tasks: vec![launcher] }
+        let reconciler = tokio::spawn(every(tick, stopped, move || {
+            let state = state.clone();
+            async move {
+                if let Err(e) = service::reconcile::pass(&state).await {
+                    tracing::error!(error = ?e, "the reconciler's pass failed");
+                }
+            }
+        }));
+        Workers { stop, tasks: vec![launcher, reconciler] }
     }
 
     pub async fn stop(self) {

@@ -396,7 +396,11 @@ async fn a_planned_challenge_takes_no_collections() {
     });
     let app = TestApp::with(
         crate::harness::Backend::Sqlite,
-        crate::harness::Options { configs_dir: configs.path().to_path_buf(), keep: None },
+        crate::harness::Options {
+            configs_dir: configs.path().to_path_buf(),
+            keep: None,
+            limits: crate::harness::LIMITS,
+        },
     )
     .await;
     app.publish("datasets", "alice/pack", &fixture("good"));

@@ -126,21 +126,30 @@ async fn create_pg_database() -> (String, String) {
 
 pub struct Options {
     pub configs_dir: PathBuf,
+    /// The reconciler's limits: (stall, scheduling, relay grace) in seconds.
+    pub limits: (i64, i64, i64),
     /// Keeps a copied registry alive as long as the app.
     pub keep: Option<std::sync::Arc<tempfile::TempDir>>,
 }
+
+/// The deployed defaults: ten minutes of silence, half an hour of scheduling, two minutes of grace.
+pub const LIMITS: (i64, i64, i64) = (600, 1800, 120);
 
 impl Options {
     /// The registry `dev/run` serves: the shipped one plus the simulated `local-demo` challenge.
     pub fn local() -> Options {
         let dir = local_configs();
-        Options { configs_dir: dir.path().to_path_buf(), keep: Some(std::sync::Arc::new(dir)) }
+        Options {
+            configs_dir: dir.path().to_path_buf(),
+            keep: Some(std::sync::Arc::new(dir)),
+            limits: LIMITS,
+        }
     }
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { configs_dir: repo_root().join("configs"), keep: None }
+        Options { configs_dir: repo_root().join("configs"), keep: None, limits: LIMITS }
     }
 }
 
@@ -181,6 +190,9 @@ impl TestApp {
             std::fs::write(fingerprints.join(format!("{suite}.json")), serde_json::to_string(&fp).unwrap())
                 .unwrap();
         }
+        // Served on a real port too: the stand-in's jobs report back to the arena over its relay.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let public_url = format!("http://{}", listener.local_addr().unwrap());
         let config = Config {
             addr: "127.0.0.1:0".parse().unwrap(),
             data_dir: dir.path().to_path_buf(),
@@ -193,7 +205,7 @@ impl TestApp {
             openid_provider_url: None,
             oauth_client_id: Some("arena-test".into()),
             oauth_client_secret: Some(Secret("arena-test-secret".into())),
-            public_url: Some("http://arena.test".into()),
+            public_url: Some(public_url),
             space_host: None,
             cookie_secure: true,
             editor_org: "benchflow".into(),
@@ -207,8 +219,14 @@ impl TestApp {
             runs_dataset: RUNS_DATASET.into(),
             pipeline_image: "ghcr.io/benchflow-ai/posttrainarena:test".into(),
             worker_tick_s: 1,
+            stall_s: options.limits.0,
+            scheduling_limit_s: options.limits.1,
+            relay_grace_s: options.limits.2,
+            log_read_ms: 200,
         };
         let (router, state) = server::build(&config).await.expect("the test app builds");
+        let served = router.clone();
+        tokio::spawn(async move { axum::serve(listener, served).await });
         TestApp {
             hub,
             hub_url,
@@ -226,6 +244,9 @@ impl TestApp {
     /// A second server on the same database and stand-in, as a replica behind the same address.
     pub async fn replica(&self) -> TestApp {
         let (router, state) = server::build(&self.config).await.expect("the replica builds");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let served = router.clone();
+        tokio::spawn(async move { axum::serve(listener, served).await });
         TestApp {
             hub: self.hub.clone(),
             hub_url: self.hub_url.clone(),

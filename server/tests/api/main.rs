@@ -4,6 +4,7 @@ mod board;
 mod catalog;
 mod environments;
 mod errors;
+mod follow;
 mod harness;
 mod identity;
 mod logs;

@@ -169,7 +169,7 @@ on_both_backends!(local, a_launch_mirrors_the_collection_and_starts_one_labelled
     let detail = app.get(&format!("/api/challenges/{CHALLENGE}/runs/{run}")).await.json();
     let kinds: Vec<&str> =
         detail["events"].as_array().unwrap().iter().map(|e| e["kind"].as_str().unwrap()).collect();
-    assert_eq!(kinds, ["requested", "mirrored", "launched"]);
+    assert_eq!(kinds[..3], ["requested", "mirrored", "launched"]);
 });
 
 on_both_backends!(local, every_refusal_has_its_status_and_code_and_stores_nothing, |app| {

@@ -177,8 +177,7 @@ on_both_backends!(handoff_refuses_other_origins, |app| {
         (answer.status, answer.json()["code"].as_str()),
         (StatusCode::FORBIDDEN, Some("CSRF_INVALID"))
     );
-    let own = app
-        .call(Method::POST, "/auth/handoff", Some(r#"{"code":"x"}"#), &[("origin", "http://arena.test")])
-        .await;
+    let origin = app.state.public_url.clone();
+    let own = app.call(Method::POST, "/auth/handoff", Some(r#"{"code":"x"}"#), &[("origin", &origin)]).await;
     assert_eq!(own.json()["code"], "HANDOFF_INVALID", "the arena's own origin gets as far as the code check");
 });

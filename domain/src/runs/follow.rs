@@ -1,0 +1,448 @@
+//! Following a launched run to its end: the relay's messages, the stage timeline, and the
+//! reconciler's rule, which looks at what the outside world says now (the HF job, the relay's last
+//! heartbeat, the newest log line) and decides the run's next step. Pure: the server gathers the
+//! facts and carries out the decision, so the rule is tested here without a server.
+
+use serde::{Deserialize, Serialize};
+
+use super::{is_platform_fault, RunState, STAGES};
+
+/// The pipeline's own steps (as its `[posttrainarena] {step}: …` log lines name them) and the
+/// guide's stage each belongs to.
+pub const STEPS: &[(&str, &str)] = &[
+    ("start_model_server", "setup"),
+    ("snapshot_train_tasks", "snapshot"),
+    ("snapshot_eval_tasks", "snapshot"),
+    ("validate_task_content_isolation", "snapshot"),
+    ("sync_base_endpoint", "snapshot"),
+    ("baseline_eval", "baseline"),
+    ("teacher_rollouts", "training"),
+    ("grpo_gate_eval", "gate"),
+    ("conditional_grpo", "training"),
+    ("sft", "training"),
+    ("sft_eval", "training"),
+    ("final_eval", "heldout"),
+    ("compare_eval_lift", "collect"),
+    ("write_score_report", "collect"),
+    ("publish", "collect"),
+];
+
+pub fn stage_index(stage: &str) -> Option<usize> {
+    STAGES.iter().position(|s| *s == stage)
+}
+
+/// The stage a pipeline log line shows progress in: `[posttrainarena] {step}: …`.
+pub fn stage_of_log_line(line: &str) -> Option<&'static str> {
+    let rest = line.split("[posttrainarena] ").nth(1)?;
+    let step = rest.split(':').next()?.trim();
+    STEPS
+        .iter()
+        .find(|(s, _)| *s == step)
+        .map(|(_, stage)| *stage)
+        .or_else(|| STAGES.iter().find(|s| **s == step).copied())
+}
+
+/// A message the job sends over the relay. `seq` numbers them from 1; the arena acknowledges
+/// each with `{"ack": seq}` once it is stored, and stores a repeat once.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct RelayMessage {
+    pub seq: u64,
+    pub kind: RelayKind,
+    #[serde(default)]
+    pub stage: Option<String>,
+    #[serde(default)]
+    pub detail: Option<String>,
+    /// Pass counts of an evaluation stage: attempts that passed, attempts in all.
+    #[serde(default)]
+    pub passed: Option<u64>,
+    #[serde(default)]
+    pub total: Option<u64>,
+    #[serde(default)]
+    pub timeouts: Option<u64>,
+    #[serde(default)]
+    pub errors: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum RelayKind {
+    Hello,
+    Heartbeat,
+    StageStarted,
+    StageFinished,
+    Error,
+}
+
+impl RelayKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RelayKind::Hello => "hello",
+            RelayKind::Heartbeat => "heartbeat",
+            RelayKind::StageStarted => "stage_started",
+            RelayKind::StageFinished => "stage_finished",
+            RelayKind::Error => "error",
+        }
+    }
+}
+
+impl RelayMessage {
+    /// What is wrong with the message, if anything.
+    pub fn check(&self) -> Result<(), String> {
+        if self.seq == 0 {
+            return Err("`seq` starts at 1".into());
+        }
+        match (self.kind, &self.stage) {
+            (RelayKind::StageStarted | RelayKind::StageFinished, None) => {
+                Err("a stage message names its `stage`".into())
+            }
+            (_, Some(stage)) if stage_index(stage).is_none() => {
+                Err(format!("unknown stage `{stage}`; stages are {}", STAGES.join(", ")))
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// A relay's state as the arena sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum RelayState {
+    /// The job never connected.
+    None,
+    Connected,
+    /// Dropped, inside its grace period.
+    Reconnecting,
+    Gone,
+}
+
+impl RelayState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RelayState::None => "none",
+            RelayState::Connected => "connected",
+            RelayState::Reconnecting => "reconnecting",
+            RelayState::Gone => "gone",
+        }
+    }
+
+    pub fn parse(s: &str) -> RelayState {
+        match s {
+            "connected" => RelayState::Connected,
+            "reconnecting" => RelayState::Reconnecting,
+            "gone" => RelayState::Gone,
+            _ => RelayState::None,
+        }
+    }
+}
+
+/// The relay's state now: a connection that has not been heard from within the grace period is
+/// gone, whichever server held it (a server that died never said it dropped).
+pub fn relay_now(stored: RelayState, seen_epoch: Option<i64>, now: i64, grace_s: i64) -> RelayState {
+    match (stored, seen_epoch) {
+        (RelayState::Connected | RelayState::Reconnecting, Some(seen)) if now - seen > grace_s => {
+            RelayState::Gone
+        }
+        (state, _) => state,
+    }
+}
+
+/// One stage on the run's timeline.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct StageSpan {
+    pub stage: String,
+    /// `done`, `running`, `failed` (where the run stopped) or `pending`.
+    pub status: String,
+    pub started_epoch: Option<i64>,
+    pub finished_epoch: Option<i64>,
+    pub passed: Option<u64>,
+    pub total: Option<u64>,
+    pub timeouts: Option<u64>,
+    pub errors: Option<u64>,
+}
+
+/// What the timeline reads of a run's stored events.
+#[derive(Debug, Clone)]
+pub struct StageEvent {
+    pub epoch: i64,
+    pub kind: String,
+    pub stage: Option<String>,
+    pub passed: Option<u64>,
+    pub total: Option<u64>,
+    pub timeouts: Option<u64>,
+    pub errors: Option<u64>,
+}
+
+/// Every stage, in order, from the run's events: when each started and finished and its counts.
+/// A stage that started without finishing is running while the run is, and failed once the run
+/// failed there; a stage seen only through a later one is done.
+pub fn timeline(events: &[StageEvent], state: RunState, stage: Option<&str>) -> Vec<StageSpan> {
+    let mut spans: Vec<StageSpan> = STAGES
+        .iter()
+        .map(|s| StageSpan {
+            stage: s.to_string(),
+            status: "pending".into(),
+            started_epoch: None,
+            finished_epoch: None,
+            passed: None,
+            total: None,
+            timeouts: None,
+            errors: None,
+        })
+        .collect();
+    for e in events {
+        let Some(i) = e.stage.as_deref().and_then(stage_index) else { continue };
+        let span = &mut spans[i];
+        match e.kind.as_str() {
+            "stage_started" => {
+                span.started_epoch.get_or_insert(e.epoch);
+            }
+            "stage_finished" => {
+                span.started_epoch.get_or_insert(e.epoch);
+                span.finished_epoch = Some(e.epoch);
+                span.passed = e.passed.or(span.passed);
+                span.total = e.total.or(span.total);
+                span.timeouts = e.timeouts.or(span.timeouts);
+                span.errors = e.errors.or(span.errors);
+            }
+            _ => {}
+        }
+    }
+    let reached = stage.and_then(stage_index).unwrap_or(0);
+    let last = spans.iter().rposition(|s| s.started_epoch.is_some()).unwrap_or(0).max(reached);
+    for (i, span) in spans.iter_mut().enumerate() {
+        span.status =
+            if span.finished_epoch.is_some() || i < last || (i == last && state == RunState::Scored) {
+                "done"
+            } else if i == last && (span.started_epoch.is_some() || stage.is_some()) {
+                match state {
+                    RunState::Failed | RunState::Canceled => "failed",
+                    _ => "running",
+                }
+            } else {
+                "pending"
+            }
+            .into();
+    }
+    spans
+}
+
+/// The facts about a launched, unfinished run the reconciler acts on.
+#[derive(Debug, Clone)]
+pub struct Facts {
+    pub state: RunState,
+    pub stage: Option<String>,
+    pub relay: RelayState,
+    pub relay_seen_epoch: Option<i64>,
+    /// When a new log line last appeared (the second source of progress).
+    pub log_seen_epoch: Option<i64>,
+    /// The stage the newest pipeline log line shows.
+    pub log_stage: Option<String>,
+    pub now: i64,
+    pub job: Job,
+}
+
+/// The HF job, as inspected now.
+#[derive(Debug, Clone)]
+pub struct Job {
+    /// SCHEDULING, RUNNING, COMPLETED, CANCELED, ERROR, DELETED.
+    pub stage: String,
+    pub message: Option<String>,
+    pub created_epoch: i64,
+    pub started_epoch: Option<i64>,
+    /// Whether the run's result files are in the runs dataset (asked only once the job completed).
+    pub has_results: Option<bool>,
+}
+
+/// How long a run may go without progress, and wait to start.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// No heartbeat and no new log line for this long: the run failed.
+    pub stall_s: i64,
+    /// In SCHEDULING for this long: canceled at HF and failed.
+    pub scheduling_s: i64,
+}
+
+/// What to do with the reservation when a run ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Settle {
+    /// The job never started: nothing was spent.
+    Release,
+    /// At the job's recorded duration × the flavor's price.
+    AtDuration,
+    /// A canceled job: up to its last log line.
+    UpToLastLog,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decision {
+    pub state: RunState,
+    pub stage: Option<String>,
+    pub reason: Option<String>,
+    pub platform_fault: bool,
+    /// Cancel the HF job (it is stuck or silent).
+    pub cancel_job: bool,
+    pub settle: Option<Settle>,
+    /// The event that records the change: (source, kind, detail).
+    pub event: (String, String, String),
+}
+
+fn minutes(s: i64) -> String {
+    if s >= 120 {
+        format!("{} min", s / 60)
+    } else {
+        format!("{s} s")
+    }
+}
+
+/// The run's next step, or `None` when nothing changed.
+pub fn decide(f: &Facts, limits: Limits) -> Option<Decision> {
+    // The furthest stage either source reached.
+    let stage = match (f.stage.as_deref().and_then(stage_index), f.log_stage.as_deref().and_then(stage_index))
+    {
+        (Some(s), Some(l)) if l > s => f.log_stage.clone(),
+        (None, Some(_)) => f.log_stage.clone(),
+        _ => f.stage.clone(),
+    };
+    let at_stage = stage.clone().unwrap_or_else(|| "setup".into());
+    let end = |state: RunState, source: &str, reason: String, settle: Settle, cancel: bool| {
+        let platform_fault = state == RunState::Failed && is_platform_fault(&reason);
+        Some(Decision {
+            state,
+            stage: stage.clone(),
+            event: (source.into(), state.as_str().into(), reason.clone()),
+            reason: Some(reason),
+            platform_fault,
+            cancel_job: cancel,
+            settle: Some(settle),
+        })
+    };
+    let started = f.job.started_epoch.is_some();
+    let by_duration = if started { Settle::AtDuration } else { Settle::Release };
+    match f.job.stage.as_str() {
+        "COMPLETED" => {
+            return match f.job.has_results {
+                Some(true) => Some(Decision {
+                    state: RunState::Scored,
+                    stage: Some("collect".into()),
+                    reason: None,
+                    platform_fault: false,
+                    cancel_job: false,
+                    settle: Some(Settle::AtDuration),
+                    event: ("job status".into(), "scored".into(), "the HF job completed and its result files are in the runs dataset".into()),
+                }),
+                _ => end(
+                    RunState::Failed,
+                    "job status",
+                    format!("the pipeline exited without a result (the HF job completed at stage {at_stage}, but no result files were written)"),
+                    Settle::AtDuration,
+                    false,
+                ),
+            };
+        }
+        "ERROR" => {
+            let message = f.job.message.clone().unwrap_or_else(|| "no message".into());
+            let reason = if message == "Job timeout" {
+                format!("the HF job hit its timeout at stage {at_stage}")
+            } else {
+                format!("the HF job failed at stage {at_stage}: {message}")
+            };
+            return end(RunState::Failed, "job status", reason, by_duration, false);
+        }
+        "CANCELED" => {
+            let message = f.job.message.clone().unwrap_or_else(|| "canceled".into());
+            let settle = if started { Settle::UpToLastLog } else { Settle::Release };
+            return end(
+                RunState::Canceled,
+                "job status",
+                format!("the HF job was canceled: {message}"),
+                settle,
+                false,
+            );
+        }
+        "DELETED" => {
+            return end(RunState::Failed, "job status", "the HF job was deleted".into(), by_duration, false);
+        }
+        "SCHEDULING" | "UPDATING" if f.now - f.job.created_epoch > limits.scheduling_s => {
+            return end(
+                RunState::Failed,
+                "reconciler",
+                format!(
+                    "the HF job waited in SCHEDULING for {} without starting; canceled",
+                    minutes(f.now - f.job.created_epoch)
+                ),
+                Settle::Release,
+                true,
+            );
+        }
+        _ => {}
+    }
+    if f.job.stage == "RUNNING" {
+        // Silence: no heartbeat and no new log line for the stall limit.
+        let heard = [f.relay_seen_epoch, f.log_seen_epoch, f.job.started_epoch].into_iter().flatten().max();
+        if let Some(heard) = heard {
+            if f.now - heard > limits.stall_s {
+                return end(
+                    RunState::Failed,
+                    "reconciler",
+                    format!(
+                        "no heartbeat and no new log line for {} at stage {at_stage}; the job was canceled",
+                        minutes(f.now - heard)
+                    ),
+                    Settle::UpToLastLog,
+                    true,
+                );
+            }
+        }
+        // Progress the relay missed, from the logs.
+        let log_ahead =
+            match (f.log_stage.as_deref().and_then(stage_index), f.stage.as_deref().and_then(stage_index)) {
+                (Some(l), Some(s)) => l > s,
+                (Some(_), None) => true,
+                _ => false,
+            };
+        if log_ahead {
+            let to = f.log_stage.clone();
+            let kind = if f.state == RunState::Queued { "running" } else { "stage" };
+            return Some(Decision {
+                state: RunState::Running,
+                stage: to.clone(),
+                reason: None,
+                platform_fault: false,
+                cancel_job: false,
+                settle: None,
+                event: (
+                    "logs".into(),
+                    kind.into(),
+                    format!("the job's log shows stage {}", to.unwrap_or_default()),
+                ),
+            });
+        }
+        if f.state == RunState::Queued {
+            return Some(Decision {
+                state: RunState::Running,
+                stage: stage.or_else(|| Some("setup".into())),
+                reason: None,
+                platform_fault: false,
+                cancel_job: false,
+                settle: None,
+                event: ("job status".into(), "running".into(), "the HF job is running".into()),
+            });
+        }
+    }
+    None
+}
+
+/// The cost of a job's running time: HF bills per started minute, so a job that ran at all costs
+/// at least one.
+pub fn cost_cents(hourly_usd: f64, running_s: f64) -> i64 {
+    let minutes = if running_s > 0.0 { (running_s / 60.0).ceil() } else { 0.0 };
+    crate::budget::cents_ceil(minutes * hourly_usd / 60.0)
+}
+
+#[cfg(test)]
+mod tests;

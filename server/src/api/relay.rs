@@ -1,0 +1,109 @@
+//! The relay: a run's job connects here (`GET /api/relay/runs/{run_id}`, a WebSocket) with its own
+//! secret as `Authorization: Bearer`, and reports stage starts and ends, pass counts, errors and a
+//! heartbeat. Nothing else is accepted on it. Each message carries a sequence number; the arena
+//! answers `{"ack": seq}` once it is stored, so the job resends what was not acknowledged after a
+//! reconnect, and a repeat is stored once.
+
+use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
+use axum::extract::{Path, State};
+use axum::http::HeaderMap;
+use axum::response::Response;
+use domain::runs::follow::{stage_index, RelayKind, RelayMessage};
+use domain::ErrorCode;
+use sha2::{Digest, Sha256};
+
+use crate::http::ApiError;
+use crate::repo::runs::NewEvent;
+use crate::{repo, service, AppState};
+
+/// The largest message a job may send.
+const MAX_MESSAGE: usize = 16 * 1024;
+
+fn same(a: &[u8], b: &[u8]) -> bool {
+    // Compared in full whatever differs first, so the time says nothing about the secret.
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+pub async fn relay(
+    State(s): State<AppState>,
+    Path(run_id): Path<String>,
+    headers: HeaderMap,
+    ws: WebSocketUpgrade,
+) -> Result<Response, ApiError> {
+    let refused = || ApiError::new(ErrorCode::InvalidToken, "a relay connects with its run's own secret");
+    let secret = headers
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .ok_or_else(refused)?;
+    let hash: String = Sha256::digest(secret.trim().as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
+    let stored = repo::runs::secret_hash(&s.db, &run_id).await?.unwrap_or_default();
+    if stored.is_empty() || !same(hash.as_bytes(), stored.as_bytes()) {
+        return Err(refused());
+    }
+    Ok(ws.max_message_size(MAX_MESSAGE).on_upgrade(move |socket| serve(s, run_id, socket)))
+}
+
+async fn serve(s: AppState, run_id: String, mut socket: WebSocket) {
+    tracing::info!(run = %run_id, "relay connected");
+    while let Some(Ok(frame)) = socket.recv().await {
+        let text = match frame {
+            Message::Text(t) => t.to_string(),
+            Message::Close(_) => break,
+            _ => continue,
+        };
+        let answer = match handle(&s, &run_id, &text).await {
+            Ok(seq) => serde_json::json!({ "ack": seq }),
+            Err(message) => serde_json::json!({ "error": message }),
+        };
+        if socket.send(Message::Text(answer.to_string().into())).await.is_err() {
+            break;
+        }
+    }
+    let (_, epoch) = service::runs::now(&s);
+    if let Err(e) = repo::runs::relay_dropped(&s.db, &run_id, &s.server_id, epoch).await {
+        tracing::error!(run = %run_id, error = %e, "recording a dropped relay failed");
+    }
+    s.changes.bump(crate::changes::Topic::Runs);
+    tracing::info!(run = %run_id, "relay closed");
+}
+
+/// Stores one message; answers its sequence number to acknowledge.
+async fn handle(s: &AppState, run_id: &str, text: &str) -> Result<u64, String> {
+    let m: RelayMessage = serde_json::from_str(text).map_err(|e| format!("not a relay message: {e}"))?;
+    m.check()?;
+    let (at, epoch) = service::runs::now(s);
+    let run = repo::runs::get(&s.db, run_id).await.map_err(|e| e.to_string())?.ok_or("no such run")?;
+    let advance = match (m.kind, m.stage.as_deref()) {
+        (RelayKind::StageStarted | RelayKind::StageFinished, Some(stage)) => {
+            let later = match run.stage.as_deref().and_then(stage_index) {
+                Some(current) => stage_index(stage).is_some_and(|i| i > current),
+                None => true,
+            };
+            later.then_some(stage)
+        }
+        _ => None,
+    };
+    let count = |n: Option<u64>| n.map(|v| v.min(i64::MAX as u64) as i64);
+    let detail = m.detail.clone().unwrap_or_default();
+    let event = NewEvent {
+        run_id,
+        at: &at,
+        epoch,
+        source: "relay",
+        kind: m.kind.as_str(),
+        detail: &detail,
+        stage: m.stage.as_deref(),
+        passed: count(m.passed),
+        total: count(m.total),
+        timeouts: count(m.timeouts),
+        errors: count(m.errors),
+        relay_seq: Some(m.seq as i64),
+    };
+    repo::runs::relay_message(&s.db, &event, advance, &s.server_id).await.map_err(|e| {
+        tracing::error!(run = %run_id, error = %e, "storing a relay message failed");
+        "the arena could not store the message; send it again".to_string()
+    })?;
+    s.changes.bump(crate::changes::Topic::Runs);
+    Ok(m.seq)
+}

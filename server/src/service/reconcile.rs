@@ -1,0 +1,313 @@
+//! The reconciler: for each launched run that has not ended, read what the outside world says now
+//! (the HF job's status, its log, the relay's last heartbeat), decide with `domain::runs::follow`,
+//! and carry the decision out: the run's state, stage and reason, one event with its source, the
+//! HF job canceled when it is stuck, and the reservation settled or released when the run ends.
+//! Level-triggered and idempotent: a second pass, or a pass after a crash, finds nothing to do
+//! twice (the state change and its event and settlement are one transaction, guarded by state).
+
+use std::time::Duration;
+
+use domain::runs::follow::{self, Decision, Limits, RelayState, Settle};
+use domain::runs::RunState;
+
+use crate::changes::Topic;
+use crate::clock;
+use crate::http::ApiError;
+use crate::ports::jobs::{Job, JobError, LogLine};
+use crate::repo::budget::HfJob;
+use crate::repo::runs::{Change, NewEvent, Observed, Run};
+use crate::{repo, AppState};
+
+/// How long one server may follow a run before another may take over.
+const LEASE_S: i64 = 60;
+
+/// The limits of a deployment (configuration).
+#[derive(Debug, Clone, Copy)]
+pub struct Settings {
+    pub limits: Limits,
+    /// A relay not heard from for this long is gone.
+    pub relay_grace_s: i64,
+    /// How long a pass reads a running job's log stream before it stops.
+    pub log_read: Duration,
+}
+
+fn epoch_of(text: Option<&str>) -> Option<i64> {
+    text.and_then(clock::parse_rfc3339).map(|t| t.unix_timestamp())
+}
+
+/// One pass over every run that is being followed; answers how many changed.
+pub async fn pass(s: &AppState) -> Result<usize, ApiError> {
+    let mut changed = 0;
+    for id in repo::runs::following(&s.db).await? {
+        let (_, now) = super::runs::now(s);
+        if !repo::runs::lease(&s.db, &id, &s.server_id, now, now + LEASE_S).await? {
+            continue;
+        }
+        let outcome = follow_one(s, &id).await;
+        repo::runs::release_lease(&s.db, &id, &s.server_id).await?;
+        match outcome {
+            Ok(true) => changed += 1,
+            Ok(false) => {}
+            Err(e) => tracing::warn!(run = %id, error = %e, "following a run failed this pass"),
+        }
+    }
+    if changed > 0 {
+        s.changes.bump(Topic::Runs);
+        s.changes.bump(Topic::Ledger);
+    }
+    Ok(changed)
+}
+
+/// The job as HF shows it; a job HF no longer knows is a deleted one.
+async fn inspect(s: &AppState, job_id: &str) -> Result<Job, String> {
+    match s.deps.jobs.inspect(job_id).await {
+        Ok(job) => Ok(job),
+        Err(JobError::NotFound) => Ok(Job {
+            id: job_id.to_string(),
+            status: crate::ports::jobs::JobStatus {
+                stage: "DELETED".into(),
+                message: Some("HF no longer knows the job".into()),
+            },
+            flavor: None,
+            labels: Default::default(),
+            created_at: None,
+            started_at: None,
+            finished_at: None,
+            durations: Default::default(),
+        }),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+async fn follow_one(s: &AppState, id: &str) -> Result<bool, String> {
+    let run = repo::runs::get(&s.db, id).await.map_err(|e| e.to_string())?.ok_or("the run vanished")?;
+    let Some(job_id) = run.job_id.clone() else { return Ok(false) };
+    let job = inspect(s, &job_id).await?;
+    // The log: new lines mean progress; the newest line that names a step says which stage.
+    let logs = s.deps.jobs.logs(&job_id, s.reconcile.log_read).await.unwrap_or_default();
+    // Read again now: what the relay stored before the job ended is in it.
+    let run = repo::runs::get(&s.db, id).await.map_err(|e| e.to_string())?.ok_or("the run vanished")?;
+    let (at, now) = super::runs::now(s);
+    let new_lines = logs.len() as i64 > run.log_lines;
+    let log_stage = logs
+        .iter()
+        .rev()
+        .find_map(|l| follow::stage_of_log_line(&l.line))
+        .map(String::from)
+        .or(run.log_stage.clone());
+    let last_log = logs.last().map(|l| l.timestamp.clone()).or(run.log_last_at.clone());
+    let observed = Observed {
+        job_status: &job.status.stage,
+        job_created_epoch: epoch_of(job.created_at.as_deref()),
+        job_started_epoch: epoch_of(job.started_at.as_deref()),
+        log_lines: (logs.len() as i64).max(run.log_lines),
+        log_seen_epoch: if new_lines { Some(now) } else { run.log_seen_epoch },
+        log_last_at: last_log.as_deref(),
+        log_stage: log_stage.as_deref(),
+    };
+    repo::runs::observe(&s.db, id, &observed).await.map_err(|e| e.to_string())?;
+    let relay = follow::relay_now(
+        RelayState::parse(&run.relay_state),
+        run.relay_seen_epoch,
+        now,
+        s.reconcile.relay_grace_s,
+    );
+    if relay.as_str() != run.relay_state {
+        repo::runs::set_relay_state(&s.db, id, relay.as_str()).await.map_err(|e| e.to_string())?;
+    }
+    let has_results =
+        if job.status.stage == "COMPLETED" { Some(results_written(s, id).await?) } else { None };
+    let facts = follow::Facts {
+        state: run.state,
+        stage: run.stage.clone(),
+        relay,
+        relay_seen_epoch: run.relay_seen_epoch,
+        log_seen_epoch: observed.log_seen_epoch,
+        log_stage: log_stage.clone(),
+        now,
+        job: follow::Job {
+            stage: job.status.stage.clone(),
+            message: job.status.message.clone(),
+            created_epoch: observed.job_created_epoch.unwrap_or(run.created_epoch),
+            started_epoch: observed.job_started_epoch,
+            has_results,
+        },
+    };
+    let decision = follow::decide(&facts, s.reconcile.limits);
+    record_job(s, &run, &job, last_log.as_deref(), &at).await?;
+    let Some(d) = decision else {
+        if job.status.stage != run.job_status.clone().unwrap_or_default() {
+            s.changes.bump(Topic::Runs);
+        }
+        return Ok(false);
+    };
+    if d.cancel_job {
+        if let Err(e) = s.deps.jobs.cancel(&job_id).await {
+            tracing::warn!(run = %id, error = %e, "canceling a stuck job failed; the run ends anyway");
+        }
+    }
+    let settle = d.settle.map(|how| settlement(s, &run, &job, last_log.as_deref(), how));
+    apply(s, &run, &d, settle, &at, now).await?;
+    Ok(true)
+}
+
+async fn apply(
+    s: &AppState,
+    run: &Run,
+    d: &Decision,
+    settle: Option<Option<i64>>,
+    at: &str,
+    now: i64,
+) -> Result<(), String> {
+    let change = Change {
+        from: run.state,
+        state: d.state,
+        stage: d.stage.as_deref(),
+        reason: d.reason.as_deref(),
+        platform_fault: d.platform_fault,
+        event: NewEvent {
+            run_id: &run.id,
+            at,
+            epoch: now,
+            source: &d.event.0,
+            kind: &d.event.1,
+            detail: &d.event.2,
+            stage: d.stage.as_deref(),
+            ..Default::default()
+        },
+        settle_cents: settle,
+    };
+    repo::runs::apply(&s.db, &run.id, &change).await.map_err(|e| e.to_string())
+}
+
+/// Whether the pipeline wrote both result files for the run.
+async fn results_written(s: &AppState, id: &str) -> Result<bool, String> {
+    use crate::ports::datasets::DatasetError;
+    for file in ["score.json", "eval_task_outcomes.json"] {
+        match s
+            .deps
+            .datasets
+            .read(&s.runs_dataset, "main", &format!("runs/{id}/reports/{file}"), 64 << 20)
+            .await
+        {
+            Ok(_) => {}
+            Err(DatasetError::NotFound) => return Ok(false),
+            Err(e) => return Err(format!("reading the run's results: {e}")),
+        }
+    }
+    Ok(true)
+}
+
+/// The job's running seconds as HF recorded them (or as its times say).
+fn running_s(job: &Job) -> f64 {
+    if let Some(s) = job.durations.running_secs {
+        return s;
+    }
+    match (epoch_of(job.started_at.as_deref()), epoch_of(job.finished_at.as_deref())) {
+        (Some(a), Some(b)) => (b - a).max(0) as f64,
+        _ => 0.0,
+    }
+}
+
+fn hourly(s: &AppState, run: &Run) -> f64 {
+    s.registry
+        .challenge(&run.challenge_id)
+        .and_then(|c| domain::catalog::hourly_price(&s.registry, c))
+        .unwrap_or(0.0)
+}
+
+/// The reservation's end: `Some(cents)` settled, `None` released.
+fn settlement(s: &AppState, run: &Run, job: &Job, last_log: Option<&str>, how: Settle) -> Option<i64> {
+    let secs = match how {
+        Settle::Release => return None,
+        Settle::AtDuration => running_s(job),
+        Settle::UpToLastLog => match (epoch_of(job.started_at.as_deref()), epoch_of(last_log)) {
+            (Some(start), Some(last)) => (last - start).max(0) as f64,
+            _ => running_s(job),
+        },
+    };
+    // It started, so it is billed: at least its first minute (times here have whole seconds).
+    let secs = if job.started_at.is_some() { secs.max(1.0) } else { secs };
+    Some(follow::cost_cents(hourly(s, run), secs))
+}
+
+/// Keeps the job's priced record (what HF's records say was spent).
+async fn record_job(
+    s: &AppState,
+    run: &Run,
+    job: &Job,
+    last_log: Option<&str>,
+    now: &str,
+) -> Result<(), String> {
+    let secs = if job.status.stage == "CANCELED" {
+        match (epoch_of(job.started_at.as_deref()), epoch_of(last_log)) {
+            (Some(a), Some(b)) => (b - a).max(0) as f64,
+            _ => running_s(job),
+        }
+    } else {
+        running_s(job)
+    };
+    let secs = if job.started_at.is_some() { secs.max(1.0) } else { secs };
+    let row = HfJob {
+        job_id: &job.id,
+        run_id: Some(&run.id),
+        purpose: job.labels.get("arena-purpose").map(String::as_str).unwrap_or("challenge-run"),
+        flavor: job.flavor.as_deref().unwrap_or(&run.flavor),
+        stage: &job.status.stage,
+        created_at: job.created_at.as_deref(),
+        started_at: job.started_at.as_deref(),
+        finished_at: job.finished_at.as_deref(),
+        running_s: secs,
+        cost_cents: follow::cost_cents(hourly(s, run), secs),
+        now,
+    };
+    repo::budget::upsert_hf_job(&s.db, &row).await.map_err(|e| e.to_string())
+}
+
+/// Cancels a run: its HF job first (if any), then the run, with its reservation settled up to the
+/// job's last log line, or released if it never started.
+pub async fn cancel(s: &AppState, run: &Run, by: &str) -> Result<(), ApiError> {
+    let (at, now) = super::runs::now(s);
+    let mut job_view = None;
+    if let Some(job_id) = &run.job_id {
+        match s.deps.jobs.cancel(job_id).await {
+            Ok(()) | Err(JobError::NotFound) => {}
+            Err(JobError::Unavailable { reason, .. }) => {
+                return Err(ApiError::new(
+                    domain::ErrorCode::HubUnavailable,
+                    format!("HF Jobs did not answer the cancel ({reason}); the run goes on: try again"),
+                ))
+            }
+            Err(e) => return Err(ApiError::internal(e)),
+        }
+        job_view = inspect(s, job_id).await.ok();
+    }
+    let logs: Vec<LogLine> = match &run.job_id {
+        Some(job_id) => s.deps.jobs.logs(job_id, Duration::from_millis(300)).await.unwrap_or_default(),
+        None => Vec::new(),
+    };
+    let last_log = logs.last().map(|l| l.timestamp.clone()).or(run.log_last_at.clone());
+    let settle = match &job_view {
+        Some(job) if job.started_at.is_some() => {
+            settlement(s, run, job, last_log.as_deref(), Settle::UpToLastLog)
+        }
+        _ => None,
+    };
+    if let Some(job) = &job_view {
+        record_job(s, run, job, last_log.as_deref(), &at).await.map_err(ApiError::internal)?;
+    }
+    let reason = format!("canceled by {by}");
+    let d = Decision {
+        state: RunState::Canceled,
+        stage: run.stage.clone(),
+        reason: Some(reason.clone()),
+        platform_fault: false,
+        cancel_job: false,
+        settle: None,
+        event: ("cancel".into(), "canceled".into(), reason),
+    };
+    apply(s, run, &d, Some(settle), &at, now).await.map_err(ApiError::internal)?;
+    s.changes.bump(Topic::Runs);
+    s.changes.bump(Topic::Ledger);
+    Ok(())
+}

@@ -1,0 +1,314 @@
+//! Following runs to their end: the stand-in's simulated pipeline reports over the relay, the
+//! background work moves each run through its states, and every fault ends in the right state and
+//! reason with its reservation settled or released. On both backends.
+
+use std::time::{Duration, Instant};
+
+use axum::http::StatusCode;
+use serde_json::{json, Value};
+use server::workers::Workers;
+use standin::jobs::JobFaults;
+
+use crate::harness::{fixture, Backend, Options, TestApp, ALICE, BOB, EVE};
+use crate::on_both_backends;
+
+const CHALLENGE: &str = "local-demo";
+
+async fn submitted(app: &TestApp, repo: &str, token: &str) -> String {
+    app.publish("datasets", repo, &fixture("good"));
+    let body = json!({"agent_id": null, "challenge_id": CHALLENGE, "repo_type": "dataset", "repo_id": repo,
+        "revision": "main", "entry_path": "", "title": repo, "notes": ""});
+    let r = app.post_as("/api/environments", &body.to_string(), token).await;
+    assert!(r.status.is_success(), "{}", r.text());
+    r.json()["environment_id"].as_str().unwrap().to_string()
+}
+
+/// Launches a run of alice's collection with the stand-in's next job behaving as `faults` say.
+async fn launched(app: &TestApp, faults: JobFaults) -> String {
+    let env = submitted(app, "alice/pack", ALICE).await;
+    *app.hub.jobs.faults.lock().unwrap() = JobFaults { count: Some(1), ..faults };
+    let body = json!({"request_id": "alice-run-0001", "environment_id": env}).to_string();
+    let r = app.post_as(&format!("/api/challenges/{CHALLENGE}/runs"), &body, ALICE).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text());
+    r.json()["run"]["run_id"].as_str().unwrap().to_string()
+}
+
+async fn detail(app: &TestApp, run: &str) -> Value {
+    app.get(&format!("/api/challenges/{CHALLENGE}/runs/{run}")).await.json()
+}
+
+/// Waits until the run has ended; answers it and how long that took.
+async fn ended(app: &TestApp, run: &str) -> (Value, Duration) {
+    let start = Instant::now();
+    loop {
+        let d = detail(app, run).await;
+        if ["scored", "failed", "canceled"].contains(&d["state"].as_str().unwrap()) {
+            return (d, start.elapsed());
+        }
+        assert!(start.elapsed() < Duration::from_secs(60), "the run never ended: {d:#}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn workers(app: &TestApp) -> Workers {
+    Workers::start(app.state.clone(), Duration::from_millis(100))
+}
+
+async fn ledger(app: &TestApp, run: &str) -> (String, f64) {
+    let l = app.get("/api/arena/jobs").await.json();
+    let r = l["reservations"].as_array().unwrap().iter().find(|r| r["run_id"] == run).unwrap().clone();
+    (r["state"].as_str().unwrap().to_string(), r["amount_usd"].as_f64().unwrap())
+}
+
+fn job_stage(app: &TestApp, run: &str) -> String {
+    let jobs = app.hub.jobs.jobs.lock().unwrap();
+    let job = jobs.iter().find(|j| j.view.labels.get("arena-run").map(String::as_str) == Some(run)).unwrap();
+    job.stage().to_string()
+}
+
+on_both_backends!(local, a_run_goes_from_queued_to_scored_with_its_stages_and_is_settled, |app| {
+    app.hub.jobs.stage_ms.store(60, std::sync::atomic::Ordering::Relaxed);
+    let w = workers(app);
+    let run = launched(app, JobFaults::default()).await;
+    let (d, _) = ended(app, &run).await;
+    w.stop().await;
+    assert_eq!(d["state"], "scored", "{d:#}");
+    assert_eq!(d["stage"], "collect");
+    assert_eq!(d["reason"], Value::Null);
+    assert_eq!(d["status"], "COMPLETED");
+    let stages = d["stages"].as_array().unwrap();
+    assert_eq!(stages.len(), 7);
+    assert!(stages.iter().all(|s| s["status"] == "done"), "{stages:#?}");
+    assert!(stages[0]["started_epoch"].as_i64().is_some());
+    for eval in [2, 3, 5] {
+        assert!(stages[eval]["total"].as_u64().unwrap() > 0, "pass counts of {}", stages[eval]["stage"]);
+    }
+    let kinds: Vec<&str> =
+        d["events"].as_array().unwrap().iter().map(|e| e["kind"].as_str().unwrap()).collect();
+    assert!(kinds.contains(&"stage_started") && kinds.contains(&"hello"), "{kinds:?}");
+    assert_eq!(kinds.iter().filter(|k| **k == "scored").count(), 1);
+    let sources: Vec<&str> =
+        d["events"].as_array().unwrap().iter().map(|e| e["source"].as_str().unwrap()).collect();
+    assert!(sources.contains(&"relay") && sources.contains(&"job status"));
+    assert_eq!(d["relay"], "gone", "the job has ended");
+    // Settled at the job's recorded duration: one started minute of h200x2 at $10/h.
+    assert_eq!(ledger(app, &run).await, ("settled".into(), 0.17));
+    let budget = app.get("/api/arena/budget").await.json();
+    assert_eq!(budget["hf_recorded_usd"], 0.17);
+    assert_eq!(budget["live_reservations"], 0);
+    let c = app.get(&format!("/api/challenges/{CHALLENGE}")).await.json();
+    assert_eq!(c["health"]["runs"], 1);
+    assert_eq!(c["health"]["accepting_runs"], true, "the slot is free again");
+});
+
+/// Each fault ends the run in the right state, with a reason a person can act on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_fault_ends_the_run_with_its_reason() {
+    struct Case {
+        name: &'static str,
+        faults: JobFaults,
+        state: &'static str,
+        reason: &'static str,
+        platform: bool,
+        job: &'static str,
+        ledger: &'static str,
+    }
+    let cases = [
+        Case {
+            name: "relay dropped and resumed",
+            faults: JobFaults { relay_drop_at: Some("gate".into()), ..Default::default() },
+            state: "scored",
+            reason: "",
+            platform: false,
+            job: "COMPLETED",
+            ledger: "settled",
+        },
+        Case {
+            name: "relay off: the log is the only progress",
+            faults: JobFaults { relay_off: true, ..Default::default() },
+            state: "scored",
+            reason: "",
+            platform: false,
+            job: "COMPLETED",
+            ledger: "settled",
+        },
+        Case {
+            name: "hang",
+            faults: JobFaults { hang_at: Some("training".into()), ..Default::default() },
+            state: "failed",
+            reason: "no heartbeat and no new log line for",
+            platform: false,
+            job: "CANCELED",
+            ledger: "settled",
+        },
+        Case {
+            name: "completed without results",
+            faults: JobFaults { no_results: true, ..Default::default() },
+            state: "failed",
+            reason: "the pipeline exited without a result",
+            platform: false,
+            job: "COMPLETED",
+            ledger: "settled",
+        },
+        Case {
+            name: "NCCL",
+            faults: JobFaults {
+                fail_at: Some("training".into()),
+                reason: Some("NCCL error: unhandled system error".into()),
+                ..Default::default()
+            },
+            state: "failed",
+            reason: "failed at stage training: NCCL error",
+            platform: true,
+            job: "ERROR",
+            ledger: "settled",
+        },
+        Case {
+            name: "stuck in scheduling",
+            faults: JobFaults { scheduling_ms: Some(60_000), ..Default::default() },
+            state: "failed",
+            reason: "waited in SCHEDULING",
+            platform: false,
+            job: "CANCELED",
+            ledger: "released",
+        },
+    ];
+    for backend in [Backend::Sqlite, Backend::Postgres] {
+        for case in &cases {
+            // Two seconds of silence fail a run; four seconds of scheduling too.
+            let options = Options { limits: (2, 4, 1), ..Options::local() };
+            let app = TestApp::with(backend, options).await;
+            app.hub.jobs.stage_ms.store(60, std::sync::atomic::Ordering::Relaxed);
+            let w = workers(&app);
+            let run = launched(&app, case.faults.clone()).await;
+            let (d, took) = ended(&app, &run).await;
+            w.stop().await;
+            let what = format!("{backend:?} {}: {d:#}", case.name);
+            assert_eq!(d["state"], case.state, "{what}");
+            assert!(d["reason"].as_str().unwrap_or("").contains(case.reason), "{what}");
+            assert_eq!(d["platform_fault"], case.platform, "{what}");
+            assert_eq!(job_stage(&app, &run), case.job, "{what}");
+            assert_eq!(ledger(&app, &run).await.0, case.ledger, "{what}");
+            eprintln!("{backend:?} {}: ended {} after {took:?}", case.name, case.state);
+            if case.name.starts_with("relay dropped") {
+                // Resent messages were stored once.
+                let dup = app
+                    .scalar(&format!(
+                        "SELECT COUNT(*) - COUNT(DISTINCT relay_seq) FROM run_events WHERE run_id = '{run}' AND relay_seq IS NOT NULL"
+                    ))
+                    .await;
+                assert_eq!(dup, 0);
+            }
+            if case.name.starts_with("relay off") {
+                assert_eq!(d["relay"], "none");
+                let sources: Vec<&str> =
+                    d["events"].as_array().unwrap().iter().map(|e| e["source"].as_str().unwrap()).collect();
+                assert!(sources.contains(&"logs"), "progress came from the log: {sources:?}");
+            }
+            app.finish().await;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_job_timeout_fails_the_run() {
+    for backend in [Backend::Sqlite, Backend::Postgres] {
+        let options = Options::local();
+        let challenge = options.configs_dir.join("challenges/local-demo.toml");
+        let text = std::fs::read_to_string(&challenge).unwrap().replace("max_wall_s = 900", "max_wall_s = 1");
+        std::fs::write(&challenge, text).unwrap();
+        let app = TestApp::with(backend, options).await;
+        app.hub.jobs.stage_ms.store(2_000, std::sync::atomic::Ordering::Relaxed);
+        let w = workers(&app);
+        let run = launched(&app, JobFaults::default()).await;
+        let (d, _) = ended(&app, &run).await;
+        w.stop().await;
+        assert_eq!(d["state"], "failed", "{d:#}");
+        assert!(d["reason"].as_str().unwrap().contains("hit its timeout"), "{d:#}");
+        app.finish().await;
+    }
+}
+
+/// A server stops mid-run; another (a restart, or a replica) follows the run to its end, and
+/// nothing is recorded twice. With both running on one PostgreSQL, each run is followed by one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_or_second_server_follows_the_run_and_records_nothing_twice() {
+    for backend in [Backend::Sqlite, Backend::Postgres] {
+        let app = TestApp::with(backend, Options::local()).await;
+        app.hub.jobs.stage_ms.store(150, std::sync::atomic::Ordering::Relaxed);
+        let first = workers(&app);
+        let run = launched(&app, JobFaults::default()).await;
+        let start = Instant::now();
+        while detail(&app, &run).await["state"] != "running" {
+            assert!(start.elapsed() < Duration::from_secs(20));
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        first.stop().await;
+        let restarted = app.replica().await;
+        let mut both = vec![workers(&restarted)];
+        if backend == Backend::Postgres {
+            // Two servers on one database at once.
+            both.push(workers(&app));
+        }
+        let (d, _) = ended(&app, &run).await;
+        for w in both {
+            w.stop().await;
+        }
+        assert_eq!(d["state"], "scored", "{backend:?}: {d:#}");
+        let transitions = app
+            .scalar(&format!(
+                "SELECT COUNT(*) FROM run_events WHERE run_id = '{run}' AND kind IN ('running', 'scored')"
+            ))
+            .await;
+        assert_eq!(transitions, 2, "{backend:?}: each transition recorded once");
+        assert_eq!(app.scalar("SELECT COUNT(*) FROM budget_ledger WHERE state = 'settled'").await, 1);
+        restarted.finish().await;
+        app.finish().await;
+    }
+}
+
+on_both_backends!(local, cancel_is_for_editors_or_the_author_while_queued, |app| {
+    // The job waits in SCHEDULING; nothing follows it (no workers), so it stays queued.
+    let run = launched(app, JobFaults { scheduling_ms: Some(60_000), ..Default::default() }).await;
+    let cancel = |token: &'static str| {
+        let uri = format!("/api/challenges/{CHALLENGE}/runs/{run}/cancel");
+        async move { app.post_as(&uri, "", token).await }
+    };
+    let bob = cancel(BOB).await;
+    assert_eq!((bob.status, bob.json()["code"].clone()), (StatusCode::FORBIDDEN, json!("FORBIDDEN")));
+    let mine = cancel(ALICE).await;
+    assert_eq!(mine.status, StatusCode::OK, "{}", mine.text());
+    assert_eq!(mine.json()["state"], "canceled");
+    assert_eq!(mine.json()["reason"], "canceled by alice");
+    assert_eq!(job_stage(app, &run), "CANCELED");
+    assert_eq!(ledger(app, &run).await.0, "released", "it never started");
+    let again = cancel(EVE).await;
+    assert_eq!(
+        (again.status, again.json()["code"].clone()),
+        (StatusCode::CONFLICT, json!("RUN_NOT_CANCELABLE"))
+    );
+    let missing = app.post_as(&format!("/api/challenges/{CHALLENGE}/runs/run-0/cancel"), "", EVE).await;
+    assert_eq!(missing.status, StatusCode::NOT_FOUND);
+});
+
+on_both_backends!(local, an_editor_cancels_a_running_run_priced_to_its_last_log_line, |app| {
+    app.hub.jobs.stage_ms.store(400, std::sync::atomic::Ordering::Relaxed);
+    let w = workers(app);
+    let run = launched(app, JobFaults::default()).await;
+    let start = Instant::now();
+    while detail(app, &run).await["state"] != "running" {
+        assert!(start.elapsed() < Duration::from_secs(20));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let author = app.post_as(&format!("/api/challenges/{CHALLENGE}/runs/{run}/cancel"), "", ALICE).await;
+    assert_eq!(author.status, StatusCode::FORBIDDEN, "the author cancels only while queued");
+    let editor = app.post_as(&format!("/api/challenges/{CHALLENGE}/runs/{run}/cancel"), "", EVE).await;
+    assert_eq!(editor.status, StatusCode::OK, "{}", editor.text());
+    w.stop().await;
+    assert_eq!(editor.json()["state"], "canceled");
+    assert_eq!(
+        ledger(app, &run).await,
+        ("settled".into(), 0.17),
+        "one started minute, up to its last log line"
+    );
+});
