@@ -87,8 +87,9 @@ build_site() {
 }
 
 # The pages' wasm may not grow past this (gzip -9 bytes) without someone deciding it should:
-# the goal is at most 300 KB; the budget leaves headroom above what the pages need today.
-BUNDLE_BUDGET=280000
+# the goal is at most 300 KB. The pages need about 275 KB with the run page's live timeline;
+# the next lever is the validation report, rendered in the browser from its decoded JSON.
+BUNDLE_BUDGET=290000
 
 check_bundle() {
   local gz

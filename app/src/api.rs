@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use domain::board::Message;
 use domain::collection::record::{EnvironmentRecord, SubmissionDetail};
-use domain::runs::{Preflight, RunView};
+use domain::runs::{Preflight, RunDetail, RunView};
 use domain::views::{ChallengeList, ChallengeView, SessionView, VersionView};
 use domain::{ApiErrorBody, ErrorCode};
 use leptos::prelude::*;
@@ -37,6 +37,10 @@ pub trait ArenaReads: Send + Sync + 'static {
         environment_id: &'a str,
         request: &'a http::request::Parts,
     ) -> BoxFuture<'a, Read<Vec<Preflight>>>;
+    /// Each collection's newest run, by collection id.
+    fn latest_runs(&self) -> BoxFuture<'_, Read<std::collections::BTreeMap<String, RunView>>>;
+    /// One run with its stages and events.
+    fn run<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, Read<Option<RunDetail>>>;
     /// The collection's runs on every challenge, newest first.
     fn runs_of<'a>(&'a self, environment_id: &'a str) -> BoxFuture<'a, Read<Vec<RunView>>>;
 }

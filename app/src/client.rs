@@ -149,6 +149,16 @@ pub fn listen_for_handoff(on_code: impl Fn(String) + 'static) {
     let _ = on_code;
 }
 
+/// The browser's clock, in seconds since the epoch.
+pub fn now_seconds() -> f64 {
+    #[cfg(feature = "hydrate")]
+    {
+        js_sys::Date::now() / 1000.0
+    }
+    #[cfg(not(feature = "hydrate"))]
+    0.0
+}
+
 /// A fresh idempotency key for one submission of a form.
 pub fn new_request_id(prefix: &str) -> String {
     #[cfg(feature = "hydrate")]

@@ -15,6 +15,7 @@ use crate::client;
 use crate::runs::{PreflightView, RunList};
 use domain::collection::request::EnvironmentRequest;
 use domain::registry::ChallengeStatus;
+use domain::runs::RunView;
 use domain::ApiErrorBody;
 use serde::Deserialize;
 
@@ -48,7 +49,10 @@ fn meaning(code: &str) -> &'static str {
 #[component]
 pub fn CollectionList() -> impl IntoView {
     let reads = reads();
-    let environments = async move { reads?.environments(200).await };
+    let environments = async move {
+        let reads = reads?;
+        Ok::<_, ApiErrorBody>((reads.environments(200).await?, reads.latest_runs().await?))
+    };
     view! {
         <section class="collections">
             <h1>"Collections"</h1>
@@ -60,10 +64,13 @@ pub fn CollectionList() -> impl IntoView {
             <Suspense fallback=|| view! { <p>"Loading collections…"</p> }>
                 {Suspend::new(async move {
                     match environments.await {
-                        Ok(list) if list.is_empty() => view! { <p class="empty">"No collection has been submitted yet."</p> }.into_any(),
-                        Ok(list) => view! {
+                        Ok((list, _)) if list.is_empty() => view! { <p class="empty">"No collection has been submitted yet."</p> }.into_any(),
+                        Ok((list, mut latest)) => view! {
                             <ul class="env-list">
-                                {list.into_iter().map(|e| view! { <EnvironmentRow env=e/> }).collect_view()}
+                                {list.into_iter().map(|e| {
+                                    let run = latest.remove(&e.environment_id);
+                                    view! { <EnvironmentRow env=e run/> }
+                                }).collect_view()}
                             </ul>
                         }
                         .into_any(),
@@ -76,13 +83,18 @@ pub fn CollectionList() -> impl IntoView {
 }
 
 #[component]
-fn EnvironmentRow(env: EnvironmentRecord) -> impl IntoView {
+fn EnvironmentRow(env: EnvironmentRecord, run: Option<RunView>) -> impl IntoView {
     let href = format!("/arena/submissions/{}", env.environment_id);
     let checks = if env.valid { ("badge ok", "valid") } else { ("badge paused", "not valid") };
     view! {
         <li class="card env">
             <a class="env-title" href=href>{env.title.clone()}</a>
             " " <span class=checks.0>{checks.1}</span>
+            {run.map(|r| view! {
+                " " <a class=format!("badge run-latest state-{}", r.state.as_str()) href=format!("/arena/runs/{}", r.run_id)>
+                    {format!("latest run: {}{}", r.state.as_str(), r.stage.map(|s| format!(" at {s}")).unwrap_or_default())}
+                </a>
+            })}
             <p class="meta">
                 {format!("{} · {}/{} tasks eligible · {}@{}", env.author, env.eligible_tasks, env.tasks, env.repo_id, short(&env.commit))}
                 {(!env.entry_path.is_empty()).then(|| format!(" · {}", env.entry_path))}

@@ -20,6 +20,7 @@ use leptos_router::{path, SsrMode, StaticSegment};
 use collections::{CheckPage, SubmissionPage, SubmitPage};
 use components::Footer;
 use pages::{ArenaPage, ChallengePage, HomePage, NotFound};
+use runs::RunPage;
 
 /// The HTML document around the app, rendered on the server only.
 pub fn shell(options: LeptosOptions) -> impl IntoView {
@@ -65,6 +66,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/arena/submissions/:id") view=SubmissionPage ssr=SsrMode::Async/>
                     <Route path=path!("/arena/submit") view=SubmitPage ssr=SsrMode::Async/>
                     <Route path=path!("/arena/check") view=CheckPage ssr=SsrMode::Async/>
+                    <Route path=path!("/arena/runs/:id") view=RunPage ssr=SsrMode::Async/>
                 </Routes>
             </main>
             <Footer/>

@@ -1,10 +1,14 @@
 //! Runs in the submissions app: a collection's preflight on each open challenge with, for its
 //! author or an editor, the button that launches the run; and the collection's runs.
 
-use domain::runs::{Preflight, RunRequest, RunView};
+use domain::runs::follow::{RelayState, StageSpan};
+use domain::runs::{Preflight, RunDetail, RunEvent, RunRequest, RunState, RunView};
 use leptos::prelude::*;
-use serde::Deserialize;
+use leptos_meta::Title;
+use leptos_router::hooks::use_params_map;
+use serde::{Deserialize, Serialize};
 
+use crate::api::{reads, ReadError};
 use crate::client;
 
 fn mark(ok: Option<bool>) -> (&'static str, &'static str) {
@@ -52,11 +56,16 @@ pub fn PreflightView(preflight: Preflight, csrf: Option<String>) -> impl IntoVie
     }
 }
 
-/// The answer to a launch.
+/// What the launch button reads of the answer to a launch.
 #[derive(Deserialize)]
 struct Launched {
-    run: RunView,
+    run: LaunchedRun,
     existing: bool,
+}
+
+#[derive(Deserialize)]
+struct LaunchedRun {
+    run_id: String,
 }
 
 /// Launches the run. The request id is made once and kept, so pressing again after an unclear
@@ -126,4 +135,176 @@ pub fn RunList(runs: Vec<RunView>) -> impl IntoView {
         </div>
     }
     .into_any()
+}
+
+/// What the run page follows live: the part of the run's JSON (`GET …/runs/{id}`) it shows.
+/// Decoding only these fields keeps the page's wasm small.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct LiveRun {
+    state: RunState,
+    stage: Option<String>,
+    reason: Option<String>,
+    status: String,
+    platform_fault: bool,
+    relay: RelayState,
+    stages: Vec<StageSpan>,
+    created_epoch: i64,
+    now_epoch: i64,
+    events: Vec<RunEvent>,
+}
+
+impl LiveRun {
+    fn of(d: RunDetail) -> LiveRun {
+        LiveRun {
+            state: d.run.state,
+            stage: d.run.stage,
+            reason: d.run.reason,
+            status: d.run.status,
+            platform_fault: d.run.platform_fault,
+            relay: d.relay,
+            stages: d.stages,
+            created_epoch: d.created_epoch,
+            now_epoch: d.now_epoch,
+            events: d.events,
+        }
+    }
+}
+
+fn state_words(r: &LiveRun) -> String {
+    let stage = r.stage.clone().unwrap_or_else(|| "setup".into());
+    match r.state {
+        RunState::Queued => format!("Queued: waiting for its HF job to start ({}).", r.status),
+        RunState::Running => format!("Running: at stage {stage}."),
+        RunState::Scored => "Scored: the result can be collected.".to_string(),
+        RunState::Failed => format!("Failed at stage {stage}: {}", r.reason.clone().unwrap_or_default()),
+        RunState::Canceled => format!("Canceled: {}", r.reason.clone().unwrap_or_default()),
+    }
+}
+
+/// `/arena/runs/:id`: where the run is, in words, then its stages on one time axis, their pass
+/// counts and every event; it follows the run live until it ends.
+#[component]
+pub fn RunPage() -> impl IntoView {
+    let id = use_params_map().read_untracked().get("id").unwrap_or_default();
+    let reads = reads();
+    let run = async move { reads?.run(&id).await };
+    view! {
+        <Suspense fallback=|| view! { <p>"Loading the run…"</p> }>
+            {Suspend::new(async move {
+                match run.await {
+                    Ok(Some(d)) => view! {
+                        <Title text=format!("{} · Open Env Arena", d.run.run_id)/>
+                        <h1>"Run " <code>{d.run.run_id.clone()}</code></h1>
+                        <dl class="facts">
+                            <dt>"Collection"</dt><dd><a href=format!("/arena/submissions/{}", d.run.environment_id)>{d.run.environment_id.clone()}</a></dd>
+                            <dt>"Challenge"</dt><dd><a href=format!("/arena/challenges/{}", d.run.challenge_id)>{d.run.challenge_id.clone()}</a></dd>
+                            <dt>"Launched by"</dt><dd>{d.run.author.clone()} " (request " <code>{d.run.request_key.clone()}</code> ")"</dd>
+                            <dt>"Compute"</dt><dd>{format!("{}, timeout {} s, ${:.2} reserved", d.run.flavor, d.run.timeout_s, d.run.max_compute_usd)}</dd>
+                        </dl>
+                        <RunLive url=format!("/api/challenges/{}/runs/{}", d.run.challenge_id, d.run.run_id) run=LiveRun::of(d)/>
+                    }
+                    .into_any(),
+                    Ok(None) => view! {
+                        <Title text="Open Env Arena · Not found"/>
+                        <h1>"No such run"</h1>
+                    }
+                    .into_any(),
+                    Err(error) => view! { <ReadError what="the run" error/> }.into_any(),
+                }
+            })}
+        </Suspense>
+    }
+}
+
+const FOLLOW: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The run's live part: state, timeline and events, refreshed until the run ends.
+#[island]
+fn RunLive(url: String, run: LiveRun) -> impl IntoView {
+    let fetched_at = client::now_seconds();
+    let detail = RwSignal::new(run);
+    // The arena's clock, moved on by the browser's between answers.
+    let offset = RwSignal::new(detail.get_untracked().now_epoch as f64 - fetched_at);
+    let now = RwSignal::new(detail.get_untracked().now_epoch);
+    Effect::new(move |_| {
+        let url = url.clone();
+        let tick = move || {
+            now.set((client::now_seconds() + offset.get_untracked()) as i64);
+            if detail.get_untracked().state.is_finished() {
+                return;
+            }
+            let url = url.clone();
+            leptos::task::spawn_local(async move {
+                if let Ok(d) = client::call::<LiveRun>("GET", &url, None, None::<&()>).await {
+                    offset.set(d.now_epoch as f64 - client::now_seconds());
+                    detail.set(d);
+                }
+            });
+        };
+        if let Ok(handle) = set_interval_with_handle(tick, FOLLOW) {
+            on_cleanup(move || handle.clear());
+        }
+    });
+    view! {
+        {move || {
+            let d = detail.get();
+            view! {
+                <p class=format!("run-state {}", d.state.as_str())>
+                    <span class=format!("badge state-{}", d.state.as_str())>{d.state.as_str()}</span> " "
+                    {state_words(&d)}
+                    {d.platform_fault.then(|| view! { " " <span class="badge paused platform">"platform fault"</span> })}
+                </p>
+                <p class="meta">{format!("HF job: {} · relay: {}", d.status, d.relay.as_str())}</p>
+            }
+        }}
+        <Timeline detail now/>
+        <h2>"Events"</h2>
+        <ol class="events">
+            {move || detail.get().events.into_iter().rev().map(|e| view! {
+                <li><time>{e.at}</time> " · " <span class="meta">{e.source}</span> " · " <strong>{e.kind}</strong> " " {e.detail}</li>
+            }).collect_view()}
+        </ol>
+    }
+}
+
+/// The stages as bars on one time axis, from the run's request to now (or its end).
+#[component]
+fn Timeline(detail: RwSignal<LiveRun>, now: RwSignal<i64>) -> impl IntoView {
+    view! {
+        <div class="timeline" role="list">
+            {move || {
+                let d = detail.get();
+                let end = if d.state.is_finished() {
+                    d.stages.iter().filter_map(|s| s.finished_epoch.or(s.started_epoch)).max().unwrap_or(d.now_epoch)
+                } else {
+                    now.get().max(d.now_epoch)
+                };
+                let (t0, span) = (d.created_epoch, (end - d.created_epoch).max(1) as f64);
+                d.stages.into_iter().map(|s| {
+                    let pct = |t: i64| ((t - t0) as f64 / span * 100.0).clamp(0.0, 100.0);
+                    let bar = s.started_epoch.map(|start| {
+                        let stop = s.finished_epoch.unwrap_or(end);
+                        let (left, width) = (pct(start), (pct(stop) - pct(start)).max(0.8));
+                        format!("left:{left:.1}%;width:{width:.1}%")
+                    });
+                    let took = match (s.started_epoch, s.finished_epoch) {
+                        (Some(a), Some(b)) => format!("{} s", b - a),
+                        (Some(a), None) if s.status == "running" => format!("{} s so far", end - a),
+                        _ => String::new(),
+                    };
+                    let counts = match (s.passed, s.total) {
+                        (Some(p), Some(t)) => format!("{p}/{t} passed{}", s.errors.filter(|e| *e > 0).map(|e| format!(", {e} errors")).unwrap_or_default()),
+                        _ => String::new(),
+                    };
+                    view! {
+                        <div class=format!("stage {}", s.status) role="listitem" data-stage=s.stage.clone()>
+                            <span class="stage-name">{s.stage.clone()}</span>
+                            <span class="track">{bar.map(|style| view! { <span class="bar" style=style></span> })}</span>
+                            <span class="stage-facts">{took} " " {counts}</span>
+                        </div>
+                    }
+                }).collect_view()
+            }}
+        </div>
+    }
 }

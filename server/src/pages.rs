@@ -12,7 +12,7 @@ use axum::Router;
 use domain::board::Message;
 use domain::collection::record::{EnvironmentRecord, SubmissionDetail};
 use domain::registry::ChallengeStatus;
-use domain::runs::{Preflight, RunView};
+use domain::runs::{Preflight, RunDetail, RunView};
 use domain::views::{ChallengeList, ChallengeView, SessionView, VersionView, Viewer};
 use domain::ErrorCode;
 use leptos::prelude::provide_context;
@@ -116,6 +116,28 @@ impl ArenaReads for AppState {
                 out.push(p);
             }
             Ok(out)
+        })
+    }
+
+    fn latest_runs(&self) -> BoxFuture<'_, Read<std::collections::BTreeMap<String, RunView>>> {
+        Box::pin(async move {
+            let runs = repo::runs::list(&self.db, None, None).await.map_err(|e| shown(e.into()))?;
+            let mut latest = std::collections::BTreeMap::new();
+            // Newest first: the first seen of each collection is its latest.
+            for r in &runs {
+                latest.entry(r.environment_id.clone()).or_insert_with(|| service::runs::view(self, r));
+            }
+            Ok(latest)
+        })
+    }
+
+    fn run<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, Read<Option<RunDetail>>> {
+        Box::pin(async move {
+            match service::runs::detail(self, None, run_id).await {
+                Ok(d) => Ok(Some(d)),
+                Err(e) if e.code() == ErrorCode::RunNotFound => Ok(None),
+                Err(e) => Err(shown(e)),
+            }
         })
     }
 

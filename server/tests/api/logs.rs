@@ -31,6 +31,9 @@ async fn no_token_appears_in_the_logs() {
         .with_ansi(false)
         .finish();
     let _guard = tracing::subscriber::set_default(subscriber);
+    // Other tests in this binary may have cached "nobody listens" for these callsites while only
+    // the global no-op subscriber existed; ask every callsite again.
+    tracing::callsite::rebuild_interest_cache();
 
     let app = TestApp::new(Backend::Sqlite).await;
     let bad = "hf_bad_token_that_must_not_be_logged";

@@ -1,0 +1,75 @@
+// A run's page in Chromium, inside a frame of another origin: the stages' timeline grows while the
+// simulated run moves, without a reload, until the run is scored.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import { BASE, launch, publish, token } from './support.mjs';
+
+const HUB = process.env.ARENA_TEST_HUB_URL;
+let browser;
+before(async () => { browser = await launch(); });
+after(async () => { await browser?.close(); });
+
+async function api(path, who, body) {
+  const resp = await fetch(`${BASE}${path}`, {
+    method: body ? 'POST' : 'GET',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${token(who)}` },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  return { status: resp.status, json: JSON.parse(await resp.text()) };
+}
+
+/** Slows the stand-in's simulated stages for the jobs created next. */
+async function stageMs(ms) {
+  const resp = await fetch(`${HUB}/_standin/jobs`, {
+    method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ stage_ms: ms }),
+  });
+  assert.equal(resp.status, 200);
+}
+
+test('the run page follows the run live inside a frame', async () => {
+  const repoId = publish('dave', 'good');
+  const submitted = await api('/api/environments', 'dave', { agent_id: null, challenge_id: 'local-demo',
+    repo_type: 'dataset', repo_id: repoId, revision: 'main', entry_path: '', title: 'Dave runs it', notes: '' });
+  assert.ok(submitted.status < 300, JSON.stringify(submitted.json));
+  await stageMs(1500);
+  // One run at a time across the arena: wait for an earlier test's run to end.
+  let launched;
+  for (let i = 0; i < 60; i++) {
+    launched = await api('/api/challenges/local-demo/runs', 'dave',
+      { request_id: `dave-live-${Date.now()}`, environment_id: submitted.json.environment_id });
+    if (launched.status !== 409 || launched.json.code !== 'ANOTHER_RUN_ACTIVE') break;
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  await stageMs(300);
+  assert.equal(launched.status, 201, JSON.stringify(launched.json));
+  const run = launched.json.run.run_id;
+
+  const parent = http.createServer((req, res) => {
+    res.setHeader('Content-Type', 'text/html');
+    res.end(`<!doctype html><title>host</title><iframe id="space" src="${BASE}/arena/runs/${run}" width="900" height="900"></iframe>`);
+  });
+  await new Promise((resolve) => parent.listen(0, 'localhost', resolve));
+  const page = await browser.newPage();
+  try {
+    await page.goto(`http://localhost:${parent.address().port}/`);
+    const frame = page.frameLocator('#space');
+    await frame.locator('body[data-hydrated="true"]').waitFor({ timeout: 30_000 });
+    const seen = [];
+    for (let i = 0; i < 150; i++) {
+      const done = await frame.locator('.timeline .stage.done').count();
+      const bars = await frame.locator('.timeline .bar').count();
+      seen.push(bars);
+      if (done === 7) break;
+      await page.waitForTimeout(200);
+    }
+    assert.equal(await frame.locator('.timeline .stage.done').count(), 7, `bars seen: ${seen}`);
+    assert.ok(new Set(seen).size >= 3, `the timeline grew step by step: ${seen}`);
+    assert.match(await frame.locator('.run-state').innerText(), /scored/);
+    assert.match(await frame.locator('.timeline .stage[data-stage="baseline"]').innerText(), /\d+\/\d+ passed/);
+    assert.ok(await frame.locator('.events li').count() > 5);
+  } finally {
+    await page.close();
+    parent.close();
+  }
+});
