@@ -51,10 +51,16 @@ test('the run page follows the run live inside a frame', async () => {
   });
   await new Promise((resolve) => parent.listen(0, 'localhost', resolve));
   const page = await browser.newPage();
+  // What the frame said, to explain a failure.
+  const said = [];
+  page.on('console', (m) => said.push(`${m.type()}: ${m.text()}`));
+  page.on('pageerror', (e) => said.push(`error: ${e}`));
   try {
     await page.goto(`http://localhost:${parent.address().port}/`);
     const frame = page.frameLocator('#space');
-    await frame.locator('body[data-hydrated="true"]').waitFor({ timeout: 30_000 });
+    await frame.locator('body[data-hydrated="true"]').waitFor({ timeout: 60_000 }).catch((e) => {
+      throw new Error(`${e.message}\nthe page said:\n${said.join('\n')}`);
+    });
     const seen = [];
     for (let i = 0; i < 150; i++) {
       const done = await frame.locator('.timeline .stage.done').count();

@@ -508,6 +508,14 @@ def cmd_run(args):
     return EXIT_OK
 
 
+def cmd_cancel(args):
+    path = "/api/challenges/%s/runs/%s/cancel" % (urllib.parse.quote(args.challenge, safe=""),
+                                                 urllib.parse.quote(args.run_id, safe=""))
+    answer = request("POST", path, body={}, token=require_token(), retry=False)
+    emit(answer)
+    summary("Run %s: %s (%s)." % (answer.get("run_id"), answer.get("state"), answer.get("reason")))
+
+
 def cmd_runs(args):
     challenge = urllib.parse.quote(args.challenge, safe="")
     if not args.run_id:
@@ -520,6 +528,20 @@ def cmd_runs(args):
     if answer.get("reason"):
         fault = " (a platform fault, on the arena's side)" if answer.get("platform_fault") else ""
         lines.append("Reason%s: %s" % (fault, answer["reason"]))
+    for stage in answer.get("stages", []):
+        if stage.get("status") == "pending":
+            continue
+        took = ""
+        if stage.get("started_epoch") and stage.get("finished_epoch"):
+            took = " in %d s" % (stage["finished_epoch"] - stage["started_epoch"])
+        counts = ""
+        if stage.get("total"):
+            counts = ", %s/%s passed" % (stage.get("passed"), stage.get("total"))
+            if stage.get("errors"):
+                counts += ", %s errors" % stage["errors"]
+            if stage.get("timeouts"):
+                counts += ", %s timeouts" % stage["timeouts"]
+        lines.append("  %-9s %s%s%s" % (stage.get("stage"), stage.get("status"), took, counts))
     if answer.get("state") == "scored":
         lines.append("Scored: collect it with `python3 arena_cli.py result collect --challenge %s --run-id %s`."
                      % (args.challenge, answer.get("run_id")))
@@ -547,6 +569,10 @@ def build_parser():
     p.add_argument("--file", help='run.json: {"request_id": "…", "agent_id"?: "…"}; keep it, it makes retries safe')
     p.add_argument("--execute", action="store_true", help="launch the run on the challenge's shared compute")
     p.set_defaults(func=cmd_run)
+    p = sub.add_parser("cancel", help="cancel a run and its HF job (an editor, or its author while queued)")
+    p.add_argument("--challenge", required=True, metavar="ID")
+    p.add_argument("--run-id", required=True, metavar="RUN_ID")
+    p.set_defaults(func=cmd_cancel)
     p = sub.add_parser("runs", help="every run request on a challenge, or one run with --run-id")
     p.add_argument("--challenge", required=True, metavar="ID")
     p.add_argument("--run-id", metavar="RUN_ID")

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use domain::board::Message;
 use domain::collection::record::{EnvironmentRecord, SubmissionDetail};
 use domain::runs::{Preflight, RunDetail, RunView};
-use domain::views::{ChallengeList, ChallengeView, SessionView, VersionView};
+use domain::views::{ChallengeList, ChallengeView, JobsView, SessionView, VersionView};
 use domain::{ApiErrorBody, ErrorCode};
 use leptos::prelude::*;
 
@@ -39,6 +39,8 @@ pub trait ArenaReads: Send + Sync + 'static {
     ) -> BoxFuture<'a, Read<Vec<Preflight>>>;
     /// Each collection's newest run, by collection id.
     fn latest_runs(&self) -> BoxFuture<'_, Read<std::collections::BTreeMap<String, RunView>>>;
+    /// The organizers' jobs view, when the requester is a BenchFlow editor.
+    fn jobs<'a>(&'a self, request: &'a http::request::Parts) -> BoxFuture<'a, Read<Option<JobsView>>>;
     /// One run with its stages and events.
     fn run<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, Read<Option<RunDetail>>>;
     /// The collection's runs on every challenge, newest first.

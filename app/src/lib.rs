@@ -9,6 +9,7 @@ mod board;
 mod client;
 mod collections;
 mod components;
+mod organizers;
 mod pages;
 mod runs;
 
@@ -19,6 +20,7 @@ use leptos_router::{path, SsrMode, StaticSegment};
 
 use collections::{CheckPage, SubmissionPage, SubmitPage};
 use components::Footer;
+use organizers::JobsPage;
 use pages::{ArenaPage, ChallengePage, HomePage, NotFound};
 use runs::RunPage;
 
@@ -67,6 +69,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/arena/submit") view=SubmitPage ssr=SsrMode::Async/>
                     <Route path=path!("/arena/check") view=CheckPage ssr=SsrMode::Async/>
                     <Route path=path!("/arena/runs/:id") view=RunPage ssr=SsrMode::Async/>
+                    <Route path=path!("/arena/jobs") view=JobsPage ssr=SsrMode::Async/>
                 </Routes>
             </main>
             <Footer/>

@@ -297,3 +297,50 @@ pub struct SessionView {
     /// Whether sign-in is configured on this deployment.
     pub sign_in: bool,
 }
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct JobRow {
+    pub job_id: String,
+    /// `challenge-run`, `baseline`, or `other` for a PostTrain job the arena did not start.
+    pub purpose: String,
+    pub run_id: Option<String>,
+    pub challenge_id: Option<String>,
+    pub flavor: String,
+    pub stage: String,
+    pub created_at: Option<String>,
+    pub started_at: Option<String>,
+    pub finished_at: Option<String>,
+    pub running_s: f64,
+    pub cost_usd: f64,
+    pub url: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct RelayRow {
+    pub run_id: String,
+    pub state: crate::runs::follow::RelayState,
+    pub seen_epoch: Option<i64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct JobsView {
+    pub jobs: Vec<JobRow>,
+    /// Exactly what the launch guard enforces: committed = max(ledger, HF's records + live).
+    pub budget: BudgetView,
+    /// HF's current prices per hour, by flavor.
+    pub prices_usd_per_hour: BTreeMap<String, f64>,
+    /// Runs whose job is connected to this arena (or reconnecting): a deploy would cut them.
+    pub relays: Vec<RelayRow>,
+    /// Committed spend after each reservation, in the order they were made.
+    pub committed_history: Vec<SpendPoint>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct SpendPoint {
+    pub at: String,
+    pub committed_usd: f64,
+}

@@ -13,7 +13,7 @@ use domain::board::Message;
 use domain::collection::record::{EnvironmentRecord, SubmissionDetail};
 use domain::registry::ChallengeStatus;
 use domain::runs::{Preflight, RunDetail, RunView};
-use domain::views::{ChallengeList, ChallengeView, SessionView, VersionView, Viewer};
+use domain::views::{ChallengeList, ChallengeView, JobsView, SessionView, VersionView, Viewer};
 use domain::ErrorCode;
 use leptos::prelude::provide_context;
 use leptos_axum::{generate_route_list, LeptosRoutes};
@@ -116,6 +116,16 @@ impl ArenaReads for AppState {
                 out.push(p);
             }
             Ok(out)
+        })
+    }
+
+    fn jobs<'a>(&'a self, request: &'a axum::http::request::Parts) -> BoxFuture<'a, Read<Option<JobsView>>> {
+        Box::pin(async move {
+            let Some(session) = request.extensions.get::<tower_sessions::Session>() else { return Ok(None) };
+            match crate::identity::session_user(session).await {
+                Some(user) if user.editor => Ok(Some(service::jobs::list(self).await.map_err(shown)?)),
+                _ => Ok(None),
+            }
         })
     }
 

@@ -40,7 +40,7 @@ mod github;
 pub mod jobs;
 mod oauth;
 pub mod pipeline;
-mod relay;
+pub mod relay;
 mod repos;
 pub mod users;
 mod writes;

@@ -144,3 +144,31 @@ def test_scripted_execute_needs_a_request_id(scripted_server, tmp_path):
                 token=TOKEN)
     assert r.returncode == 2
     assert server.seen == []
+
+
+def test_a_run_launched_with_the_cli_is_followed_to_scored(arena_url, alice_collection, tmp_path):
+    import time
+
+    path = write(tmp_path, {"request_id": "alice-cli-run-%s" % uuid.uuid4().hex[:8]})
+    r = run_cli(["run", "--challenge", "local-demo", "--id", alice_collection, "--file", path, "--execute"],
+                arena_url, token=ALICE)
+    assert r.returncode == 0, r.stderr
+    run_id = json.loads(r.stdout)["run"]["run_id"]
+    again = run_cli(["run", "--challenge", "local-demo", "--id", alice_collection, "--file", path, "--execute"],
+                    arena_url, token=ALICE)
+    assert again.returncode == 0 and json.loads(again.stdout)["run"]["run_id"] == run_id
+    assert "was launched before" in again.stderr
+    deadline = time.time() + 90
+    while True:
+        r = run_cli(["runs", "--challenge", "local-demo", "--run-id", run_id], arena_url)
+        assert r.returncode == 0, r.stderr
+        state = json.loads(r.stdout)["state"]
+        if state in ("scored", "failed", "canceled"):
+            break
+        assert time.time() < deadline, r.stderr
+        time.sleep(1)
+    assert state == "scored", r.stderr
+    assert "baseline  done" in r.stderr and "passed" in r.stderr
+    assert "result collect" in r.stderr
+    listed = json.loads(run_cli(["runs", "--challenge", "local-demo"], arena_url).stdout)
+    assert any(x["run_id"] == run_id and x["request_key"].startswith("alice-cli-run-") for x in listed["runs"])

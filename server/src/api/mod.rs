@@ -70,6 +70,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(runs::get))
         .routes(routes!(runs::cancel))
         .routes(routes!(runs::ledger))
+        .routes(routes!(runs::hf_jobs))
         .merge(
             // Uploaded collections are larger than the other bodies.
             OpenApiRouter::new()

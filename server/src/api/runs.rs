@@ -126,3 +126,18 @@ pub async fn ledger(State(s): State<AppState>) -> Result<Json<Ledger>, ApiError>
         reservations: repo::budget::reservations(&s.db).await?,
     }))
 }
+
+#[utoipa::path(get, path = "/api/jobs", tag = "arena",
+    responses((status = 200, description = "every pipeline job in the arena's HF namespace, priced; the budget the launch guard enforces; the relays a deploy would cut", body = domain::views::JobsView),
+        (status = 401, body = ApiErrorBody), (status = 403, description = "FORBIDDEN: BenchFlow editors only", body = ApiErrorBody),
+        (status = 503, description = "HUB_UNAVAILABLE", body = ApiErrorBody)),
+    security(("hf_token" = [])))]
+pub async fn hf_jobs(
+    State(s): State<AppState>,
+    User(me): User,
+) -> Result<Json<domain::views::JobsView>, ApiError> {
+    if !me.editor {
+        return Err(ApiError::new(ErrorCode::Forbidden, "the jobs view is for BenchFlow editors"));
+    }
+    Ok(Json(service::jobs::list(&s).await?))
+}

@@ -53,6 +53,8 @@ pub struct Job {
     pub id: String,
     pub status: JobStatus,
     #[serde(default)]
+    pub command: Vec<String>,
+    #[serde(default)]
     pub flavor: Option<String>,
     #[serde(default)]
     pub labels: BTreeMap<String, String>,
@@ -114,6 +116,8 @@ pub trait JobLauncher: Send + Sync {
     async fn logs(&self, id: &str, wait: Duration) -> Result<Vec<LogLine>, JobError>;
     /// Every job in the namespace, every page.
     async fn list(&self) -> Result<Vec<Job>, JobError>;
+    /// HF's hardware list: each flavor's price per hour (USD).
+    async fn prices(&self) -> Result<BTreeMap<String, f64>, JobError>;
     /// The job page a person opens (private to the namespace's members).
     fn job_url(&self, id: &str) -> String;
 }
@@ -261,6 +265,28 @@ impl JobLauncher for HfJobs {
             jobs.extend(page);
         }
         Ok(jobs)
+    }
+
+    async fn prices(&self) -> Result<BTreeMap<String, f64>, JobError> {
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Hardware {
+            name: String,
+            #[serde(rename = "unitCostUSD")]
+            unit_cost_usd: f64,
+            unit_label: String,
+        }
+        let url = format!("{}/api/jobs/hardware", self.endpoint);
+        let list: Vec<Hardware> =
+            Self::json(self.send(self.request(reqwest::Method::GET, &url)?).await?).await?;
+        Ok(list
+            .into_iter()
+            .map(|h| {
+                let per_hour =
+                    if h.unit_label == "minute" { h.unit_cost_usd * 60.0 } else { h.unit_cost_usd * 3600.0 };
+                (h.name, per_hour)
+            })
+            .collect())
     }
 
     fn job_url(&self, id: &str) -> String {

@@ -144,3 +144,32 @@ pub async fn hf_recorded_cents(db: &Db) -> Result<Option<i64>, sqlx::Error> {
     let n: i64 = row.try_get("n")?;
     (n > 0).then(|| row.try_get::<i64, _>("c")).transpose()
 }
+
+/// The running seconds the reconciler recorded for each job.
+pub async fn hf_running_s(db: &Db) -> Result<Vec<(String, f64)>, sqlx::Error> {
+    sqlx::query("SELECT job_id, running_s FROM hf_jobs")
+        .fetch_all(&db.pool)
+        .await?
+        .iter()
+        .map(|r| Ok((r.try_get("job_id")?, r.try_get("running_s")?)))
+        .collect()
+}
+
+/// Committed spend after each reservation, in order: the sum so far of every reservation not
+/// released (live ones at their reservation, settled ones at what was billed).
+pub async fn history(db: &Db) -> Result<Vec<(String, i64)>, sqlx::Error> {
+    let rows =
+        sqlx::query("SELECT created_at, amount_cents, state FROM budget_ledger ORDER BY created_at, id")
+            .fetch_all(&db.pool)
+            .await?;
+    let mut total = 0i64;
+    let mut points = Vec::new();
+    for row in rows {
+        let state: String = row.try_get("state")?;
+        if state != "released" {
+            total += row.try_get::<i64, _>("amount_cents")?;
+        }
+        points.push((row.try_get("created_at")?, total));
+    }
+    Ok(points)
+}

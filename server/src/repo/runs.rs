@@ -659,3 +659,13 @@ pub async fn apply(db: &Db, id: &str, c: &Change<'_>) -> Result<(), sqlx::Error>
     }
     tx.commit().await
 }
+
+/// Every run's relay as stored: (run, state, last heard from).
+pub async fn relays(db: &Db) -> Result<Vec<(String, String, Option<i64>)>, sqlx::Error> {
+    sqlx::query("SELECT id, relay_state, relay_seen_epoch FROM runs WHERE relay_state IN ('connected', 'reconnecting')")
+        .fetch_all(&db.pool)
+        .await?
+        .iter()
+        .map(|r| Ok((r.try_get("id")?, r.try_get("relay_state")?, r.try_get("relay_seen_epoch")?)))
+        .collect()
+}

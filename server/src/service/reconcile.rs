@@ -35,20 +35,33 @@ fn epoch_of(text: Option<&str>) -> Option<i64> {
     text.and_then(clock::parse_rfc3339).map(|t| t.unix_timestamp())
 }
 
+/// Runs followed at once in a pass (each waits on HF and on its log stream).
+const AT_ONCE: usize = 8;
+
 /// One pass over every run that is being followed; answers how many changed.
 pub async fn pass(s: &AppState) -> Result<usize, ApiError> {
+    use futures_util::StreamExt;
+    let ids = repo::runs::following(&s.db).await?;
+    let outcomes: Vec<Result<bool, ApiError>> = futures_util::stream::iter(ids)
+        .map(|id| async move {
+            let (_, now) = super::runs::now(s);
+            if !repo::runs::lease(&s.db, &id, &s.server_id, now, now + LEASE_S).await? {
+                return Ok(false);
+            }
+            let outcome = follow_one(s, &id).await;
+            repo::runs::release_lease(&s.db, &id, &s.server_id).await?;
+            Ok(outcome.unwrap_or_else(|e| {
+                tracing::warn!(run = %id, error = %e, "following a run failed this pass");
+                false
+            }))
+        })
+        .buffer_unordered(AT_ONCE)
+        .collect()
+        .await;
     let mut changed = 0;
-    for id in repo::runs::following(&s.db).await? {
-        let (_, now) = super::runs::now(s);
-        if !repo::runs::lease(&s.db, &id, &s.server_id, now, now + LEASE_S).await? {
-            continue;
-        }
-        let outcome = follow_one(s, &id).await;
-        repo::runs::release_lease(&s.db, &id, &s.server_id).await?;
-        match outcome {
-            Ok(true) => changed += 1,
-            Ok(false) => {}
-            Err(e) => tracing::warn!(run = %id, error = %e, "following a run failed this pass"),
+    for outcome in outcomes {
+        if outcome? {
+            changed += 1;
         }
     }
     if changed > 0 {
@@ -68,6 +81,7 @@ async fn inspect(s: &AppState, job_id: &str) -> Result<Job, String> {
                 stage: "DELETED".into(),
                 message: Some("HF no longer knows the job".into()),
             },
+            command: Vec::new(),
             flavor: None,
             labels: Default::default(),
             created_at: None,

@@ -312,3 +312,37 @@ on_both_backends!(local, an_editor_cancels_a_running_run_priced_to_its_last_log_
         "one started minute, up to its last log line"
     );
 });
+
+on_both_backends!(local, the_jobs_view_is_for_editors_and_prices_each_job, |app| {
+    app.hub.jobs.stage_ms.store(400, std::sync::atomic::Ordering::Relaxed);
+    let w = workers(app);
+    let run = launched(app, JobFaults::default()).await;
+    let start = Instant::now();
+    // While the run is going on, its relay holds a deploy.
+    loop {
+        let v = app.get_as("/api/jobs", EVE).await.json();
+        if v["relays"].as_array().is_some_and(|r| r.iter().any(|r| r["run_id"] == run.as_str())) {
+            assert!(v["jobs"].as_array().unwrap().iter().any(|j| j["run_id"] == run.as_str()));
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(20), "the relay never showed: {v:#}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let (d, _) = ended(app, &run).await;
+    w.stop().await;
+    assert_eq!(d["state"], "scored");
+    let forbidden = app.get_as("/api/jobs", ALICE).await;
+    assert_eq!(
+        (forbidden.status, forbidden.json()["code"].clone()),
+        (StatusCode::FORBIDDEN, json!("FORBIDDEN"))
+    );
+    let v = app.get_as("/api/jobs", EVE).await.json();
+    let job = v["jobs"].as_array().unwrap().iter().find(|j| j["run_id"] == run.as_str()).unwrap().clone();
+    assert_eq!(job["purpose"], "challenge-run");
+    assert_eq!(job["stage"], "COMPLETED");
+    assert_eq!(job["cost_usd"], 0.17);
+    assert_eq!(v["prices_usd_per_hour"]["h200x2"], 10.0);
+    assert_eq!(v["relays"], json!([]));
+    // The same figure the launch guard uses.
+    assert_eq!(v["budget"], app.get("/api/arena/budget").await.json());
+});

@@ -1,0 +1,102 @@
+//! `/arena/jobs`, the organizers' page: every pipeline job in the arena's HF namespace with its
+//! cost, the cap and what is committed against it, and committed spend over time with the cap
+//! line. Server-rendered only: nothing on it is interactive.
+
+use domain::views::{JobsView, SpendPoint};
+use leptos::prelude::*;
+use leptos_meta::Title;
+
+use crate::api::{self, reads, ReadError};
+use crate::board::AccountBox;
+use domain::ApiErrorBody;
+
+#[component]
+pub fn JobsPage() -> impl IntoView {
+    let (reads, parts, session) = (reads(), api::request_parts(), api::session());
+    let page = async move {
+        let reads = reads?;
+        let view = reads.jobs(&parts?).await?;
+        Ok::<_, ApiErrorBody>((session.await?, view))
+    };
+    view! {
+        <Title text="Open Env Arena · Jobs and spend"/>
+        <h1>"Jobs and spend"</h1>
+        <Suspense fallback=|| view! { <p>"Loading…"</p> }>
+            {Suspend::new(async move {
+                match page.await {
+                    Ok((_, Some(v))) => view! { <Jobs v/> }.into_any(),
+                    Ok((session, None)) => view! {
+                        <AccountBox session return_to="/arena/jobs".to_string()/>
+                        <p>"This page is for BenchFlow editors: sign in with an account that has the write or admin role in the organization."</p>
+                    }
+                    .into_any(),
+                    Err(error) => view! { <ReadError what="the jobs" error/> }.into_any(),
+                }
+            })}
+        </Suspense>
+    }
+}
+
+#[component]
+fn Jobs(v: JobsView) -> impl IntoView {
+    let b = v.budget.clone();
+    view! {
+        <dl class="facts">
+            <dt>"Cap"</dt><dd>{format!("${:.2}", b.cap_usd)}</dd>
+            <dt>"Committed"</dt><dd>{format!("${:.2} (ledger ${:.2}, HF's records {}, live reservations ${:.2})", b.committed_usd, b.ledger_usd,
+                b.hf_recorded_usd.map(|u| format!("${u:.2}")).unwrap_or_else(|| "none yet".into()), b.live_reservations_usd)}</dd>
+            <dt>"Remaining"</dt><dd>{format!("${:.2}", b.remaining_usd)}</dd>
+            <dt>"Relays"</dt><dd>{if v.relays.is_empty() { "none connected: a deploy cuts nothing".to_string() } else {
+                v.relays.iter().map(|r| format!("{} ({})", r.run_id, r.state.as_str())).collect::<Vec<_>>().join(", ") }}</dd>
+        </dl>
+        <h2>"Committed spend"</h2>
+        <SpendChart points=v.committed_history.clone() cap=b.cap_usd/>
+        <h2>"Jobs"</h2>
+        <div class="table-wrap">
+            <table class="runs jobs">
+                <thead><tr><th>"Job"</th><th>"Purpose"</th><th>"Run"</th><th>"Flavor"</th><th>"Stage"</th><th>"Running"</th><th>"Cost"</th></tr></thead>
+                <tbody>
+                    {v.jobs.into_iter().map(|j| view! {
+                        <tr>
+                            <td><a href=j.url rel="external noopener"><code>{j.job_id.clone()}</code></a></td>
+                            <td>{j.purpose.clone()}</td>
+                            <td>{j.run_id.clone().map(|r| view! { <a href=format!("/arena/runs/{r}")>{r.clone()}</a> })}</td>
+                            <td>{j.flavor.clone()}</td>
+                            <td>{j.stage.clone()}</td>
+                            <td>{format!("{:.0} s", j.running_s)}</td>
+                            <td>{format!("${:.2}", j.cost_usd)}</td>
+                        </tr>
+                    }).collect_view()}
+                </tbody>
+            </table>
+        </div>
+    }
+}
+
+/// Committed spend after each reservation, as a line under the cap's.
+#[component]
+fn SpendChart(points: Vec<SpendPoint>, cap: f64) -> impl IntoView {
+    const W: f64 = 600.0;
+    const H: f64 = 160.0;
+    let top = points.iter().map(|p| p.committed_usd).fold(cap, f64::max).max(1.0);
+    let y = |usd: f64| H - usd / top * (H - 10.0);
+    let n = points.len().max(2) as f64 - 1.0;
+    let line: Vec<String> = std::iter::once(format!("0,{:.1}", y(0.0)))
+        .chain(
+            points
+                .iter()
+                .enumerate()
+                .map(|(i, p)| format!("{:.1},{:.1}", (i as f64 + 1.0) / (n + 1.0) * W, y(p.committed_usd))),
+        )
+        .collect();
+    let last = points.last().map(|p| p.committed_usd).unwrap_or(0.0);
+    view! {
+        <svg class="spend" viewBox=format!("0 0 {W} {H}") role="img"
+            aria-label=format!("Committed ${last:.2} of a ${cap:.2} cap over {} reservations", points.len())>
+            <line class="cap" x1="0" x2=W y1=y(cap) y2=y(cap)/>
+            <text class="cap-label" x="4" y=y(cap) - 4.0>{format!("cap ${cap:.0}")}</text>
+            <polyline class="committed" points=line.join(" ")/>
+        </svg>
+        <p class="note">{format!("{} reservation(s); committed now ${last:.2}.", points.len())}</p>
+    }
+}

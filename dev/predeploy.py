@@ -1,0 +1,52 @@
+#!/usr/bin/env python3
+"""Before pushing the Space: is it safe to restart the arena now?
+
+A deploy restarts the process that holds every relay, so this exits 1 while any run's relay is
+connected or reconnecting, or while any PostTrain HF job is running or scheduling, and says which;
+it exits 0 otherwise. A connection that carries no run does not hold a deploy. It reads the arena's
+API (`GET /api/jobs`, BenchFlow editors only), so it works against a deployed Space: ARENA_URL and
+the token chain are the CLI's (HF_TOKEN, else the token `hf auth login` saved). When it cannot tell
+(no token, not an editor, no answer) it exits 1 too: a deploy is safe only when it is known to be.
+
+Usage: python3 dev/predeploy.py
+"""
+
+import importlib.util
+import sys
+from pathlib import Path
+
+CLI = Path(__file__).resolve().parents[1] / "public" / "arena_cli.py"
+BUSY = {"RUNNING", "SCHEDULING"}
+
+
+def load_cli():
+    spec = importlib.util.spec_from_file_location("arena_cli", CLI)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def main():
+    cli = load_cli()
+    try:
+        view = cli.request("GET", "/api/jobs", token=cli.require_token())
+    except cli.CliError as e:
+        print("predeploy: cannot tell whether a deploy is safe: %s" % e, file=sys.stderr)
+        return 1
+    holding = []
+    for relay in view.get("relays", []):
+        holding.append("run %s: relay %s" % (relay.get("run_id"), relay.get("state")))
+    for job in view.get("jobs", []):
+        if job.get("stage") in BUSY:
+            what = "run %s" % job["run_id"] if job.get("run_id") else job.get("purpose", "job")
+            holding.append("HF job %s (%s): %s" % (job.get("job_id"), what, job.get("stage")))
+    if holding:
+        print("predeploy: not now; a deploy would cut:\n  " + "\n  ".join(holding), file=sys.stderr)
+        return 1
+    print("predeploy: no relay is connected and no PostTrain job is running or scheduling; safe to deploy.",
+          file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,104 @@
+//! The organizers' view of spend: every pipeline job in the arena's HF namespace (challenge runs,
+//! baseline evaluations, other PostTrain jobs), priced from HF's recorded duration at HF's current
+//! flavor prices, with the budget the launch guard enforces and the relays a deploy would cut.
+
+use std::collections::BTreeMap;
+
+use domain::runs::follow::{self, RelayState};
+use domain::views::{JobRow, JobsView, RelayRow, SpendPoint};
+
+use crate::http::ApiError;
+use crate::ports::jobs::Job;
+use crate::repo::budget::HfJob;
+use crate::{clock, repo, AppState};
+
+/// A pipeline job: one the arena labelled, or one running the pipeline.
+fn is_pipeline(job: &Job, command: &[String]) -> bool {
+    job.labels.keys().any(|k| k.starts_with("arena-"))
+        || command.first().is_some_and(|c| c.starts_with("posttrainarena"))
+}
+
+fn epoch_of(text: Option<&str>) -> Option<i64> {
+    text.and_then(clock::parse_rfc3339).map(|t| t.unix_timestamp())
+}
+
+pub async fn list(s: &AppState) -> Result<JobsView, ApiError> {
+    let unavailable = |e: crate::ports::jobs::JobError| {
+        ApiError::new(domain::ErrorCode::HubUnavailable, format!("HF Jobs did not answer: {e}"))
+    };
+    let prices = s.deps.jobs.prices().await.map_err(unavailable)?;
+    let listed = s.deps.jobs.list().await.map_err(unavailable)?;
+    let (now_text, now) = super::runs::now(s);
+    let recorded: BTreeMap<String, f64> = repo::budget::hf_running_s(&s.db).await?.into_iter().collect();
+    let mut jobs = Vec::new();
+    for job in listed.iter().filter(|j| is_pipeline(j, &j.command)) {
+        let flavor = job.flavor.clone().unwrap_or_default();
+        // A run's job as the reconciler priced it (a canceled one up to its last log line),
+        // else HF's recorded running time.
+        let running_s = match recorded.get(&job.id) {
+            Some(secs) if follow_terminal(&job.status.stage) => *secs,
+            _ => job.durations.running_secs.unwrap_or_else(|| {
+                match (epoch_of(job.started_at.as_deref()), epoch_of(job.finished_at.as_deref())) {
+                    (Some(a), Some(b)) => (b - a) as f64,
+                    (Some(a), None) => (now - a) as f64,
+                    _ => 0.0,
+                }
+            }),
+        };
+        let cost = follow::cost_cents(prices.get(&flavor).copied().unwrap_or(0.0), running_s);
+        let purpose = job.labels.get("arena-purpose").cloned().unwrap_or_else(|| "other".into());
+        repo::budget::upsert_hf_job(
+            &s.db,
+            &HfJob {
+                job_id: &job.id,
+                run_id: job.labels.get("arena-run").map(String::as_str),
+                purpose: &purpose,
+                flavor: &flavor,
+                stage: &job.status.stage,
+                created_at: job.created_at.as_deref(),
+                started_at: job.started_at.as_deref(),
+                finished_at: job.finished_at.as_deref(),
+                running_s,
+                cost_cents: cost,
+                now: &now_text,
+            },
+        )
+        .await?;
+        jobs.push(JobRow {
+            job_id: job.id.clone(),
+            purpose,
+            run_id: job.labels.get("arena-run").cloned(),
+            challenge_id: job.labels.get("arena-challenge").cloned(),
+            flavor,
+            stage: job.status.stage.clone(),
+            created_at: job.created_at.clone(),
+            started_at: job.started_at.clone(),
+            finished_at: job.finished_at.clone(),
+            running_s,
+            cost_usd: domain::budget::dollars(cost),
+            url: s.deps.jobs.job_url(&job.id),
+        });
+    }
+    s.changes.bump(crate::changes::Topic::Ledger);
+    let budget = super::catalog::budget(s).await?.value.as_ref().clone();
+    let relays = repo::runs::relays(&s.db)
+        .await?
+        .into_iter()
+        .map(|(run_id, state, seen)| RelayRow {
+            state: follow::relay_now(RelayState::parse(&state), seen, now, s.reconcile.relay_grace_s),
+            run_id,
+            seen_epoch: seen,
+        })
+        .filter(|r| matches!(r.state, RelayState::Connected | RelayState::Reconnecting))
+        .collect();
+    let committed_history = repo::budget::history(&s.db)
+        .await?
+        .into_iter()
+        .map(|(at, cents)| SpendPoint { at, committed_usd: domain::budget::dollars(cents) })
+        .collect();
+    Ok(JobsView { jobs, budget, prices_usd_per_hour: prices, relays, committed_history })
+}
+
+fn follow_terminal(stage: &str) -> bool {
+    matches!(stage, "COMPLETED" | "CANCELED" | "ERROR" | "DELETED")
+}
