@@ -516,6 +516,47 @@ def cmd_cancel(args):
     summary("Run %s: %s (%s)." % (answer.get("run_id"), answer.get("state"), answer.get("reason")))
 
 
+def result_path(challenge, run_id):
+    return "/api/challenges/%s/runs/%s/result" % (urllib.parse.quote(challenge, safe=""), urllib.parse.quote(run_id, safe=""))
+
+
+def result_lines(r):
+    lines = ["Result of %s (%s): held-out before %.1f%%, after %.1f%%, delta %+.2f pp +/- %.2f (95%%: %+.2f to %+.2f), %s trial(s), %s paired tasks, %s infrastructure-error cells." % (
+        r.get("run_id"), r.get("status"), 100 * r.get("baseline_pass_rate", 0), 100 * r.get("after_pass_rate", 0),
+        r.get("delta_pp", 0), r.get("stderr_pp", 0), r.get("ci95_pp", [0, 0])[0], r.get("ci95_pp", [0, 0])[1],
+        r.get("trials"), r.get("paired_tasks"), r.get("infra_error_cells"))]
+    for s in r.get("suites", []):
+        lines.append("  %s: %+.2f pp +/- %.2f over %s tasks" % (s.get("suite"), s.get("delta_pp", 0), s.get("stderr_pp", 0), s.get("paired_tasks")))
+    review = r.get("review")
+    if review:
+        lines.append("Reviewed by %s: %s. %s" % (review.get("by"), "accepted" if review.get("accepted") else "rejected", review.get("note")))
+    else:
+        lines.append("Awaiting an organizer's review; a verified result ranks on the leaderboard.")
+    return lines
+
+
+def cmd_result_collect(args):
+    answer = request("POST", result_path(args.challenge, args.run_id), body={}, token=require_token())
+    emit(answer)
+    lines = result_lines(answer)
+    if answer.get("existing"):
+        lines.insert(0, "This run's result was collected before: the stored result.")
+    summary("\n".join(lines))
+
+
+def cmd_result_review(args):
+    body = read_json_file(args.file)
+    answer = request("POST", result_path(args.challenge, args.run_id) + "/review", body=body, token=require_token(),
+                     retry=False)
+    emit(answer)
+    summary("\n".join(result_lines(answer)))
+
+
+def cmd_leaderboard(args):
+    query = ("?" + urllib.parse.urlencode({"benchmark": args.benchmark})) if args.benchmark else ""
+    emit(request("GET", "/api/challenges/%s/leaderboard%s" % (urllib.parse.quote(args.challenge, safe=""), query)))
+
+
 def cmd_runs(args):
     challenge = urllib.parse.quote(args.challenge, safe="")
     if not args.run_id:
@@ -573,6 +614,21 @@ def build_parser():
     p.add_argument("--challenge", required=True, metavar="ID")
     p.add_argument("--run-id", required=True, metavar="RUN_ID")
     p.set_defaults(func=cmd_cancel)
+    result = sub.add_parser("result", help="a run's result").add_subparsers(dest="result_command", metavar="ACTION")
+    result.required = True
+    p = result.add_parser("collect", help="re-read a scored run's evidence and store a pending result (idempotent)")
+    p.add_argument("--challenge", required=True, metavar="ID")
+    p.add_argument("--run-id", required=True, metavar="RUN_ID")
+    p.set_defaults(func=cmd_result_collect)
+    p = result.add_parser("review", help="accept or reject a collected result (BenchFlow editors; final)")
+    p.add_argument("--challenge", required=True, metavar="ID")
+    p.add_argument("--run-id", required=True, metavar="RUN_ID")
+    p.add_argument("--file", required=True, help='review.json: {"accepted": true|false, "note": "at least 20 characters"}')
+    p.set_defaults(func=cmd_result_review)
+    p = sub.add_parser("leaderboard", help="collections ranked on the mean delta of their accepted runs")
+    p.add_argument("--challenge", required=True, metavar="ID")
+    p.add_argument("--benchmark", metavar="ID", help="rank by the change on this benchmark alone")
+    p.set_defaults(func=cmd_leaderboard)
     p = sub.add_parser("runs", help="every run request on a challenge, or one run with --run-id")
     p.add_argument("--challenge", required=True, metavar="ID")
     p.add_argument("--run-id", metavar="RUN_ID")

@@ -246,14 +246,20 @@ pub fn benchmark_list(registry: &Registry) -> BenchmarkList {
 
 /// A benchmark with, for each open challenge scoring on it, that challenge's leaderboard on it
 /// alone. No result can be verified before runs exist, so the rows are empty until then.
-pub fn benchmark_detail(registry: &Registry, id: &str) -> Option<BenchmarkDetail> {
+/// A benchmark with, for each open challenge that scores on it, that challenge's leaderboard on
+/// it alone (`board` gives the rows).
+pub fn benchmark_detail(
+    registry: &Registry,
+    id: &str,
+    board: impl Fn(&str) -> Vec<crate::views::LeaderboardRow>,
+) -> Option<BenchmarkDetail> {
     let suite = registry.suites.get(id)?;
     Some(BenchmarkDetail {
         benchmark: benchmark_view(registry, suite),
         leaderboards: registry
             .challenges_scoring_on(id)
             .filter(|c| c.spec.challenge.status == ChallengeStatus::Open)
-            .map(|c| BenchmarkLeaderboard { challenge_id: c.id().to_string(), rows: Vec::new() })
+            .map(|c| BenchmarkLeaderboard { challenge_id: c.id().to_string(), rows: board(c.id()) })
             .collect(),
     })
 }

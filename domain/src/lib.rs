@@ -12,6 +12,7 @@ pub mod error;
 pub mod gates;
 pub mod identity;
 pub mod registry;
+pub mod results;
 pub mod runs;
 pub mod score;
 pub mod task;

@@ -193,8 +193,51 @@ pub struct BenchmarkDetail {
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
 pub struct BenchmarkLeaderboard {
     pub challenge_id: String,
-    /// Verified results ranked by mean Δ; empty until a run's result is accepted.
-    pub rows: Vec<serde_json::Value>,
+    /// Verified results ranked by mean Δ on this benchmark; empty until a run's result is accepted.
+    pub rows: Vec<LeaderboardRow>,
+}
+
+/// `GET /api/challenges/{id}/leaderboard`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct Leaderboard {
+    pub challenge_id: String,
+    /// The benchmark ranked; `null` for a multi-suite challenge's pooled score.
+    pub benchmark: Option<String>,
+    /// The benchmarks the challenge scores.
+    pub benchmarks: Vec<String>,
+    /// The run-to-run standard deviation of Δ pooled over collections with repeat runs (pp).
+    pub per_run_sd_pp: Option<f64>,
+    /// Collected results still awaiting review.
+    pub pending_count: u64,
+    pub rows: Vec<LeaderboardRow>,
+}
+
+/// A collection on the leaderboard: ranked on the mean Δ over all of its accepted runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct LeaderboardRow {
+    /// Collections with equal Δ (to a hundredth of a point) share a rank.
+    pub rank: u32,
+    pub environment_id: String,
+    pub title: String,
+    pub author: String,
+    /// The mean Δ over accepted runs (pp).
+    pub delta_pp: f64,
+    /// sqrt(v / n): v the run-to-run variance pooled over collections with repeat runs, never
+    /// below one run's own evaluation variance.
+    pub stderr_pp: f64,
+    pub verified_runs: u32,
+    pub rejected_runs: u32,
+    pub run_deltas_pp: Vec<f64>,
+    pub run_ids: Vec<String>,
+    /// Whether its 95% interval overlaps the leader's.
+    pub tied_with_leader: bool,
+    /// From the latest accepted run.
+    pub latest_run_id: String,
+    pub baseline_pass_rate: f64,
+    pub after_pass_rate: f64,
+    pub trials: u32,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

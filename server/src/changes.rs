@@ -33,10 +33,11 @@ pub enum Topic {
     Environments,
     Board,
     Runs,
+    Results,
 }
 
 impl Topic {
-    const ALL: [Topic; 4] = [Topic::Ledger, Topic::Environments, Topic::Board, Topic::Runs];
+    const ALL: [Topic; 5] = [Topic::Ledger, Topic::Environments, Topic::Board, Topic::Runs, Topic::Results];
 
     fn index(self) -> usize {
         self as usize
@@ -49,13 +50,14 @@ impl Topic {
             "environments" => Some(Topic::Environments),
             "board" => Some(Topic::Board),
             "runs" => Some(Topic::Runs),
+            "results" => Some(Topic::Results),
             _ => None,
         }
     }
 }
 
 pub struct Changes {
-    versions: [AtomicU64; 4],
+    versions: [AtomicU64; 5],
     /// Whether every change is seen: always on SQLite, on PostgreSQL while the listener is up.
     watching: AtomicBool,
 }

@@ -38,7 +38,7 @@ pub async fn get_benchmark(
     State(s): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Json<BenchmarkDetail>, ApiError> {
-    Ok(Json(service::catalog::benchmark(&s, &id)?))
+    Ok(Json(service::catalog::benchmark(&s, &id).await?))
 }
 
 #[utoipa::path(get, path = "/api/formula", tag = "challenges",

@@ -22,7 +22,7 @@ use crate::AppState;
 #[derive(OpenApi)]
 #[openapi(
     info(title = "Open Env Arena", description = "The arena's API. Errors are JSON: {code, message}."),
-    tags((name = "challenges"), (name = "benchmarks"), (name = "arena"), (name = "identity"), (name = "board"), (name = "environments"), (name = "runs"), (name = "legacy")),
+    tags((name = "challenges"), (name = "benchmarks"), (name = "arena"), (name = "identity"), (name = "board"), (name = "environments"), (name = "runs"), (name = "results"), (name = "legacy")),
     modifiers(&BearerAuth)
 )]
 struct ApiDoc;
@@ -69,6 +69,9 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(runs::launch, runs::list))
         .routes(routes!(runs::get))
         .routes(routes!(runs::cancel))
+        .routes(routes!(runs::collect, runs::result))
+        .routes(routes!(runs::review))
+        .routes(routes!(runs::leaderboard))
         .routes(routes!(runs::ledger))
         .routes(routes!(runs::hf_jobs))
         .merge(

@@ -4,4 +4,5 @@ pub mod agents;
 pub mod board;
 pub mod budget;
 pub mod environments;
+pub mod results;
 pub mod runs;

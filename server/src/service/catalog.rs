@@ -33,13 +33,21 @@ pub fn benchmarks(s: &AppState) -> Snapshot<BenchmarkList> {
     s.caches.benchmarks.clone()
 }
 
-pub fn benchmark(s: &AppState, id: &str) -> Result<BenchmarkDetail, ApiError> {
-    catalog::benchmark_detail(&s.registry, id).ok_or_else(|| {
-        ApiError::new(
-            ErrorCode::BenchmarkNotFound,
-            format!("no benchmark `{id}`; GET /api/benchmarks lists them"),
-        )
-    })
+pub async fn benchmark(s: &AppState, id: &str) -> Result<BenchmarkDetail, ApiError> {
+    let mut boards = std::collections::BTreeMap::new();
+    for c in s.registry.challenges_scoring_on(id) {
+        if c.spec.challenge.status == domain::registry::ChallengeStatus::Open {
+            boards.insert(c.id().to_string(), super::results::benchmark_rows(s, c.id(), id).await?);
+        }
+    }
+    catalog::benchmark_detail(&s.registry, id, |c| boards.get(c).cloned().unwrap_or_default()).ok_or_else(
+        || {
+            ApiError::new(
+                ErrorCode::BenchmarkNotFound,
+                format!("no benchmark `{id}`; GET /api/benchmarks lists them"),
+            )
+        },
+    )
 }
 
 pub async fn budget(s: &AppState) -> Result<Snapshot<BudgetView>, ApiError> {

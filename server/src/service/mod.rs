@@ -7,10 +7,11 @@ pub mod catalog;
 pub mod environments;
 pub mod jobs;
 pub mod reconcile;
+pub mod results;
 pub mod runs;
 
 use domain::board::MessagePage;
-use domain::views::{BenchmarkList, BudgetView, ChallengeList};
+use domain::views::{BenchmarkList, BudgetView, ChallengeList, Leaderboard};
 
 use crate::changes::{Cache, Snapshot, Topic};
 use environments::EnvironmentList;
@@ -25,6 +26,8 @@ pub struct Caches {
     environments: Cache<(Option<String>, bool, u32), EnvironmentList>,
     /// The board's unfiltered first page, by page size.
     board: Cache<u32, MessagePage>,
+    /// Each challenge's leaderboard, pooled or on one benchmark.
+    pub leaderboards: Cache<(String, Option<String>), Leaderboard>,
 }
 
 impl Caches {
@@ -35,6 +38,7 @@ impl Caches {
             budget: Cache::new(Topic::Ledger),
             environments: Cache::new(Topic::Environments),
             board: Cache::new(Topic::Board),
+            leaderboards: Cache::new(Topic::Results),
         })
     }
 }

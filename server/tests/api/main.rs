@@ -11,5 +11,6 @@ mod identity;
 mod logs;
 mod pages;
 mod replicas;
+mod results;
 mod runs;
 mod session;

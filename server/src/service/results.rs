@@ -1,0 +1,302 @@
+//! Results: `result collect` re-reads a scored run's evidence from the runs dataset, checks it
+//! covers the held-out suites exactly and that the pipeline's report is what the cells give, and
+//! stores a pending result; an editor reviews it once; the leaderboard ranks accepted runs.
+
+use std::collections::BTreeMap;
+
+use domain::collection::report::TaskStatus;
+use domain::results::{self, Evidence, Expected, RankedRun, ResultView, Review, ReviewView};
+use domain::runs::RunState;
+use domain::score::{Outcomes, ScoreReport, SuiteTasks, Z95};
+use domain::views::{Leaderboard, LeaderboardRow};
+use domain::ErrorCode;
+
+use crate::changes::{Snapshot, Topic};
+use crate::http::ApiError;
+use crate::identity::Identity;
+use crate::ports::datasets::DatasetError;
+use crate::repo::results::{NewResult, Stored};
+use crate::{repo, AppState};
+
+/// Result files are read up to this size.
+const MAX_RESULT_BYTES: u64 = 64 << 20;
+
+pub fn view(r: &Stored, existing: bool) -> ResultView {
+    let m = &r.measured;
+    ResultView {
+        run_id: r.run_id.clone(),
+        challenge_id: r.challenge_id.clone(),
+        environment_id: r.environment_id.clone(),
+        status: r.review.clone(),
+        measured: m.clone(),
+        ci95_pp: [m.delta_pp - Z95 * m.stderr_pp, m.delta_pp + Z95 * m.stderr_pp],
+        task_identities: r.task_identities.clone(),
+        read_commit: r.read_commit.clone(),
+        collected_by: r.collected_by.clone(),
+        collected_at: r.collected_at.clone(),
+        review: match (&r.review_note, &r.reviewed_by, &r.reviewed_at) {
+            (Some(note), Some(by), Some(at)) => Some(ReviewView {
+                accepted: r.review == "accepted",
+                note: note.clone(),
+                by: by.clone(),
+                at: at.clone(),
+            }),
+            _ => None,
+        },
+        existing,
+    }
+}
+
+/// The suites the challenge scores on with their tasks; refused when this deployment does not
+/// know a suite's tasks (a private suite without its overlay), since coverage cannot be checked.
+fn expected(s: &AppState, challenge: &domain::registry::Challenge) -> Result<Expected, ApiError> {
+    let mut suites = Vec::new();
+    for id in &challenge.spec.challenge.suites {
+        let tasks = s.registry.suites.get(id).and_then(|x| x.tasks.as_ref()).ok_or_else(|| {
+            ApiError::new(
+                ErrorCode::HeldoutUnknown,
+                format!("this arena does not have the task list of suite `{id}` (the private overlay), so it cannot check that the results cover it"),
+            )
+        })?;
+        suites.push(SuiteTasks { name: id.clone(), task_ids: tasks.names.clone() });
+    }
+    Ok(Expected { suites, trials: challenge.spec.compute.eval_trials })
+}
+
+async fn read_json<T: serde::de::DeserializeOwned>(
+    s: &AppState,
+    commit: &str,
+    path: &str,
+) -> Result<T, ApiError> {
+    let bytes =
+        s.deps.datasets.read(&s.runs_dataset, commit, path, MAX_RESULT_BYTES).await.map_err(|e| match e {
+            DatasetError::NotFound => ApiError::new(
+                ErrorCode::ResultFilesMissing,
+                format!("`{path}` is not in the runs dataset at {commit}"),
+            ),
+            DatasetError::Unavailable(r) => ApiError::new(
+                ErrorCode::HubUnavailable,
+                format!("the runs dataset did not answer ({r}); collect again"),
+            ),
+            other => ApiError::internal(other),
+        })?;
+    serde_json::from_slice(&bytes).map_err(|e| {
+        ApiError::new(ErrorCode::ResultUnreadable, format!("`{path}` is not what the pipeline writes: {e}"))
+    })
+}
+
+/// `result collect`: the run's author, the collection's author or an editor; idempotent.
+pub async fn collect(
+    s: &AppState,
+    challenge_id: &str,
+    run_id: &str,
+    me: &Identity,
+) -> Result<ResultView, ApiError> {
+    let run = super::runs::find(s, run_id).await?;
+    if run.challenge_id != challenge_id {
+        return Err(ApiError::new(ErrorCode::RunNotFound, format!("no run `{run_id}` on `{challenge_id}`")));
+    }
+    let collection_author = repo::environments::author_id(&s.db, &run.environment_id).await?;
+    if !(me.editor || run.author_id == me.id || collection_author.as_deref() == Some(me.id.as_str())) {
+        return Err(ApiError::new(
+            ErrorCode::NotAuthorOrEditor,
+            "results are collected by the run's author, the collection's author or a BenchFlow editor",
+        ));
+    }
+    if let Some(stored) = repo::results::get(&s.db, run_id).await? {
+        return Ok(view(&stored, true));
+    }
+    if run.state != RunState::Scored {
+        return Err(ApiError::new(
+            ErrorCode::RunNotScored,
+            format!("{run_id} is {}; a result is collected once its state is scored", run.state.as_str()),
+        ));
+    }
+    let challenge = s
+        .registry
+        .challenge(challenge_id)
+        .ok_or_else(|| ApiError::new(ErrorCode::ChallengeNotFound, "no such challenge"))?;
+    let want = expected(s, challenge)?;
+    let commit = s.deps.datasets.head(&s.runs_dataset).await.map_err(|e| {
+        ApiError::new(
+            ErrorCode::HubUnavailable,
+            format!("the runs dataset did not answer ({e}); collect again"),
+        )
+    })?;
+    let dir = format!("runs/{run_id}/reports");
+    let outcomes: Outcomes = read_json(s, &commit, &format!("{dir}/eval_task_outcomes.json")).await?;
+    let report: ScoreReport = read_json(s, &commit, &format!("{dir}/score.json")).await?;
+    results::check_coverage(&outcomes, &want).map_err(evidence)?;
+    let score = results::check_report(&report, &outcomes).map_err(evidence)?;
+    let measured = results::measured(&score);
+    let (_, stored_report) = super::environments::get(s, &run.environment_id).await?;
+    let identities: Vec<String> = stored_report
+        .task_list
+        .iter()
+        .filter(|t| t.status == TaskStatus::Eligible)
+        .map(|t| t.identity.clone())
+        .collect();
+    let (now, _) = super::runs::now(s);
+    let (inserted, stored) = repo::results::insert(
+        &s.db,
+        &NewResult {
+            run_id,
+            challenge_id,
+            environment_id: &run.environment_id,
+            measured: &measured,
+            task_identities: &identities,
+            read_commit: &commit,
+            collected_by: &me.name,
+            now: &now,
+        },
+    )
+    .await?;
+    s.changes.bump(Topic::Results);
+    Ok(view(&stored, !inserted))
+}
+
+fn evidence(e: Evidence) -> ApiError {
+    match e {
+        Evidence::Coverage(_) => ApiError::new(ErrorCode::ResultIncomplete, e.to_string()),
+        Evidence::Mismatch(_) => ApiError::new(ErrorCode::ResultMismatch, e.to_string()),
+    }
+}
+
+pub async fn get(s: &AppState, challenge_id: &str, run_id: &str) -> Result<ResultView, ApiError> {
+    repo::results::get(&s.db, run_id)
+        .await?
+        .filter(|r| r.challenge_id == challenge_id)
+        .map(|r| view(&r, true))
+        .ok_or_else(|| {
+            ApiError::new(
+                ErrorCode::ResultNotFound,
+                format!("no collected result for `{run_id}`; collect it first"),
+            )
+        })
+}
+
+/// `result review`: editors only, once.
+pub async fn review(
+    s: &AppState,
+    challenge_id: &str,
+    run_id: &str,
+    me: &Identity,
+    r: Review,
+) -> Result<ResultView, ApiError> {
+    if !me.editor {
+        return Err(ApiError::new(ErrorCode::Forbidden, "results are reviewed by BenchFlow editors"));
+    }
+    r.check().map_err(|m| ApiError::new(ErrorCode::InvalidReview, m))?;
+    let current = get(s, challenge_id, run_id).await?;
+    let (now, _) = super::runs::now(s);
+    // Milliseconds: the order of reviews decides a row's latest accepted run.
+    let order = (s.deps.clock.now().unix_timestamp_nanos() / 1_000_000) as i64;
+    if !repo::results::review(&s.db, run_id, &r, &me.name, &now, order).await? {
+        return Err(ApiError::new(
+            ErrorCode::ReviewExists,
+            format!("{run_id}'s result was already reviewed ({}); reviews are final", current.status),
+        ));
+    }
+    s.changes.bump(Topic::Results);
+    get(s, challenge_id, run_id).await
+}
+
+/// `GET /api/challenges/{id}/leaderboard[?benchmark=ID]`.
+pub async fn leaderboard(
+    s: &AppState,
+    challenge_id: &str,
+    benchmark: Option<&str>,
+) -> Result<Snapshot<Leaderboard>, ApiError> {
+    let challenge = s.registry.challenge(challenge_id).ok_or_else(|| {
+        ApiError::new(
+            ErrorCode::ChallengeNotFound,
+            format!("no challenge `{challenge_id}`; GET /api/challenges lists them"),
+        )
+    })?;
+    let suites = challenge.spec.challenge.suites.clone();
+    if let Some(b) = benchmark.filter(|b| !suites.iter().any(|x| x == b)) {
+        return Err(ApiError::new(
+            ErrorCode::BenchmarkNotScored,
+            format!("`{challenge_id}` does not score on `{b}`; it scores on {}", suites.join(", ")),
+        ));
+    }
+    let key = (challenge_id.to_string(), benchmark.map(String::from));
+    s.caches.leaderboards.get(&s.changes, key, board(s, challenge_id, suites, benchmark)).await
+}
+
+async fn board(
+    s: &AppState,
+    challenge_id: &str,
+    suites: Vec<String>,
+    benchmark: Option<&str>,
+) -> Result<Leaderboard, ApiError> {
+    let stored = repo::results::list(&s.db, Some(challenge_id)).await?;
+    let pending_count = stored.iter().filter(|r| r.review == "pending").count() as u64;
+    // What is ranked: the pooled Δ, or the named benchmark's (a one-suite challenge's pooled Δ is it).
+    let on = |r: &Stored| -> Option<(f64, f64)> {
+        match benchmark {
+            Some(b) if suites.len() > 1 => {
+                r.measured.suites.iter().find(|x| x.suite == b).map(|x| (x.delta_pp, x.stderr_pp))
+            }
+            _ => Some((r.measured.delta_pp, r.measured.stderr_pp)),
+        }
+    };
+    let ranked: Vec<RankedRun> = stored
+        .iter()
+        .filter(|r| r.review != "pending")
+        .filter_map(|r| {
+            let (delta, se) = on(r)?;
+            Some(RankedRun {
+                environment_id: r.environment_id.clone(),
+                run_id: r.run_id.clone(),
+                accepted: r.review == "accepted",
+                delta_pp: delta,
+                stderr_pp: se,
+                order: r.reviewed_epoch.unwrap_or(0),
+            })
+        })
+        .collect();
+    let (rows, per_run_sd_pp) = results::rank(&ranked);
+    let by_run: BTreeMap<&str, &Stored> = stored.iter().map(|r| (r.run_id.as_str(), r)).collect();
+    let leader = rows.first().map(|r| (r.delta_pp, r.stderr_pp));
+    let mut out = Vec::new();
+    for row in rows {
+        let latest = by_run.get(row.latest_run_id.as_str()).copied();
+        let (record, _) = super::environments::get(s, &row.environment_id).await?;
+        out.push(LeaderboardRow {
+            rank: row.rank,
+            tied_with_leader: leader
+                .is_some_and(|l| results::tied_with_leader((row.delta_pp, row.stderr_pp), l)),
+            environment_id: row.environment_id,
+            title: record.title,
+            author: record.author,
+            delta_pp: row.delta_pp,
+            stderr_pp: row.stderr_pp,
+            verified_runs: row.verified_runs,
+            rejected_runs: row.rejected_runs,
+            run_deltas_pp: row.run_deltas_pp,
+            run_ids: row.run_ids,
+            latest_run_id: row.latest_run_id,
+            baseline_pass_rate: latest.map_or(0.0, |r| r.measured.baseline_pass_rate),
+            after_pass_rate: latest.map_or(0.0, |r| r.measured.after_pass_rate),
+            trials: latest.map_or(0, |r| r.measured.trials),
+        });
+    }
+    Ok(Leaderboard {
+        challenge_id: challenge_id.to_string(),
+        benchmark: benchmark.map(String::from).or_else(|| (suites.len() == 1).then(|| suites[0].clone())),
+        benchmarks: suites,
+        per_run_sd_pp,
+        pending_count,
+        rows: out,
+    })
+}
+
+/// A challenge's rows on one benchmark alone (for `GET /api/benchmarks/{id}`).
+pub async fn benchmark_rows(
+    s: &AppState,
+    challenge_id: &str,
+    benchmark: &str,
+) -> Result<Vec<LeaderboardRow>, ApiError> {
+    Ok(leaderboard(s, challenge_id, Some(benchmark)).await?.value.rows.clone())
+}

@@ -1,0 +1,202 @@
+//! Results through the API: collect re-reads the simulated pipeline's evidence and refuses what does
+//! not hold up, an editor reviews once, and the leaderboard ranks accepted runs. Both backends.
+
+use std::time::{Duration, Instant};
+
+use axum::http::StatusCode;
+use serde_json::{json, Value};
+use server::workers::Workers;
+use standin::jobs::JobFaults;
+
+use crate::harness::{fixture, TestApp, ALICE, BOB, EVE, RUNS_DATASET};
+use crate::on_both_backends;
+
+const CHALLENGE: &str = "local-demo";
+
+async fn submitted(app: &TestApp, repo: &str, token: &str) -> String {
+    app.publish("datasets", repo, &fixture("good"));
+    let body = json!({"agent_id": null, "challenge_id": CHALLENGE, "repo_type": "dataset", "repo_id": repo,
+        "revision": "main", "entry_path": "", "title": repo, "notes": ""});
+    let r = app.post_as("/api/environments", &body.to_string(), token).await;
+    assert!(r.status.is_success(), "{}", r.text());
+    r.json()["environment_id"].as_str().unwrap().to_string()
+}
+
+/// Runs the collection to its end with the stand-in's job behaving as `faults` say; answers the
+/// run id. Earlier runs are moved a day back, so the daily limit lets this one through.
+async fn run_to_end(app: &TestApp, env: &str, token: &str, faults: JobFaults) -> String {
+    app.exec("UPDATE runs SET created_epoch = created_epoch - 90000").await.unwrap();
+    *app.hub.jobs.faults.lock().unwrap() = JobFaults { count: Some(1), ..faults };
+    let body =
+        json!({"request_id": format!("req-{}", server::identity::random_hex(6)), "environment_id": env})
+            .to_string();
+    let r = app.post_as(&format!("/api/challenges/{CHALLENGE}/runs"), &body, token).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text());
+    let run = r.json()["run"]["run_id"].as_str().unwrap().to_string();
+    let w = Workers::start(app.state.clone(), Duration::from_millis(100));
+    let start = Instant::now();
+    loop {
+        let d = app.get(&format!("/api/challenges/{CHALLENGE}/runs/{run}")).await.json();
+        if ["scored", "failed", "canceled"].contains(&d["state"].as_str().unwrap()) {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(60), "{d:#}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    w.stop().await;
+    run
+}
+
+async fn collect(app: &TestApp, run: &str, token: &str) -> crate::harness::Answer {
+    app.post_as(&format!("/api/challenges/{CHALLENGE}/runs/{run}/result"), "", token).await
+}
+
+async fn review(app: &TestApp, run: &str, accepted: bool, token: &str) -> crate::harness::Answer {
+    let body = json!({"accepted": accepted, "note": "The cells cover every held-out task; the report matches them."});
+    app.post_as(&format!("/api/challenges/{CHALLENGE}/runs/{run}/result/review"), &body.to_string(), token)
+        .await
+}
+
+fn code(a: &crate::harness::Answer) -> (u16, String) {
+    (a.status.as_u16(), a.json()["code"].as_str().unwrap_or("").to_string())
+}
+
+on_both_backends!(local, collect_reads_the_evidence_again_and_review_is_final, |app| {
+    app.hub.jobs.stage_ms.store(40, std::sync::atomic::Ordering::Relaxed);
+    let env = submitted(app, "alice/pack", ALICE).await;
+    let run = run_to_end(app, &env, ALICE, JobFaults::default()).await;
+    assert_eq!(code(&collect(app, &run, BOB).await), (403, "NOT_AUTHOR_OR_EDITOR".into()));
+    let r = collect(app, &run, ALICE).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text());
+    let v = r.json();
+    assert_eq!(v["status"], "pending");
+    assert_eq!(v["trials"], 3);
+    assert_eq!(v["paired_tasks"], 12);
+    assert!(v["baseline_pass_rate"].as_f64().unwrap() <= 1.0);
+    let delta = v["delta_pp"].as_f64().unwrap();
+    let ci = v["ci95_pp"].as_array().unwrap();
+    assert!(ci[0].as_f64().unwrap() < delta && delta < ci[1].as_f64().unwrap());
+    assert_eq!(v["suites"][0]["suite"], "local-heldout");
+    assert_eq!(v["task_identities"].as_array().unwrap().len(), 2);
+    // The same numbers as the cells in the runs dataset give.
+    let ds = app.repos.join("datasets").join(RUNS_DATASET);
+    let cells: domain::score::Outcomes = serde_json::from_str(&crate::harness::git(
+        &ds,
+        &["show", &format!("main:runs/{run}/reports/eval_task_outcomes.json")],
+    ))
+    .unwrap();
+    let ours = domain::score::score(&cells);
+    assert!((ours.pooled.delta * 100.0 - delta).abs() < 1e-9);
+    let again = collect(app, &run, EVE).await;
+    assert_eq!((again.status, again.json()["existing"].clone()), (StatusCode::OK, json!(true)));
+
+    // Review: editors only, a factual note, once.
+    assert_eq!(code(&review(app, &run, true, ALICE).await), (403, "FORBIDDEN".into()));
+    let short = app
+        .post_as(
+            &format!("/api/challenges/{CHALLENGE}/runs/{run}/result/review"),
+            r#"{"accepted":true,"note":"ok"}"#,
+            EVE,
+        )
+        .await;
+    assert_eq!(code(&short), (422, "INVALID_REVIEW".into()));
+    let ok = review(app, &run, true, EVE).await;
+    assert_eq!(ok.status, StatusCode::OK, "{}", ok.text());
+    assert_eq!(ok.json()["status"], "accepted");
+    assert_eq!(ok.json()["review"]["by"], "eve");
+    assert_eq!(code(&review(app, &run, false, EVE).await), (409, "REVIEW_EXISTS".into()), "whatever it says");
+    assert_eq!(code(&review(app, &run, true, EVE).await), (409, "REVIEW_EXISTS".into()));
+    let body = app.post_as(&format!("/api/challenges/{CHALLENGE}/runs/{run}/result/review"), "{}", EVE).await;
+    assert_eq!(code(&body), (400, "INVALID_JSON".into()));
+    assert_eq!(code(&review(app, "run-0", true, EVE).await), (404, "RESULT_NOT_FOUND".into()));
+});
+
+on_both_backends!(local, collect_refuses_evidence_that_does_not_hold_up, |app| {
+    app.hub.jobs.stage_ms.store(40, std::sync::atomic::Ordering::Relaxed);
+    let env = submitted(app, "alice/pack", ALICE).await;
+    // Not scored (it failed): nothing to collect.
+    let failed =
+        run_to_end(app, &env, ALICE, JobFaults { fail_at: Some("gate".into()), ..Default::default() }).await;
+    assert_eq!(code(&collect(app, &failed, ALICE).await), (409, "RUN_NOT_SCORED".into()));
+    // A report that differs from its cells.
+    let lying = run_to_end(app, &env, ALICE, JobFaults { mismatch: true, ..Default::default() }).await;
+    let r = collect(app, &lying, ALICE).await;
+    assert_eq!(code(&r), (422, "RESULT_MISMATCH".into()));
+    assert!(r.json()["message"].as_str().unwrap().contains("pooled.delta"), "{}", r.text());
+    // Cells that leave a task out.
+    let short = run_to_end(app, &env, ALICE, JobFaults::default()).await;
+    let path = format!("runs/{short}/reports/eval_task_outcomes.json");
+    let ds = app.repos.join("datasets").join(RUNS_DATASET);
+    let mut cells: Value =
+        serde_json::from_str(&crate::harness::git(&ds, &["show", &format!("main:{path}")])).unwrap();
+    cells["cells"].as_array_mut().unwrap().retain(|c| c["task_id"] != "local-heldout-07");
+    app.state
+        .deps
+        .datasets
+        .commit(RUNS_DATASET, "drop a task", &[(path, serde_json::to_vec(&cells).unwrap())])
+        .await
+        .unwrap();
+    let r = collect(app, &short, ALICE).await;
+    assert_eq!(code(&r), (422, "RESULT_INCOMPLETE".into()));
+    assert!(r.json()["message"].as_str().unwrap().contains("local-heldout-07"));
+    // Files gone: a run marked scored whose pipeline wrote nothing.
+    let empty = run_to_end(app, &env, ALICE, JobFaults { no_results: true, ..Default::default() }).await;
+    app.exec(&format!("UPDATE runs SET state = 'scored' WHERE id = '{empty}'")).await.unwrap();
+    assert_eq!(code(&collect(app, &empty, ALICE).await), (422, "RESULT_FILES_MISSING".into()));
+    // Nothing was stored by any refusal.
+    assert_eq!(app.scalar("SELECT COUNT(*) FROM results").await, 0);
+    let none = app.get(&format!("/api/challenges/{CHALLENGE}/runs/{short}/result")).await;
+    assert_eq!(code(&none), (404, "RESULT_NOT_FOUND".into()));
+});
+
+on_both_backends!(local, the_leaderboard_ranks_the_mean_of_accepted_runs, |app| {
+    app.hub.jobs.stage_ms.store(40, std::sync::atomic::Ordering::Relaxed);
+    let a = submitted(app, "alice/pack", ALICE).await;
+    let b = submitted(app, "bob/pack", BOB).await;
+    let mut a_runs = Vec::new();
+    for _ in 0..2 {
+        let run = run_to_end(app, &a, ALICE, JobFaults::default()).await;
+        assert_eq!(collect(app, &run, ALICE).await.status, StatusCode::CREATED);
+        assert_eq!(review(app, &run, true, EVE).await.status, StatusCode::OK);
+        a_runs.push(run);
+    }
+    let b1 = run_to_end(app, &b, BOB, JobFaults::default()).await;
+    collect(app, &b1, BOB).await;
+    review(app, &b1, true, EVE).await;
+    let b2 = run_to_end(app, &b, BOB, JobFaults::default()).await;
+    collect(app, &b2, BOB).await;
+    review(app, &b2, false, EVE).await;
+    let pending = run_to_end(app, &b, BOB, JobFaults::default()).await;
+    collect(app, &pending, BOB).await;
+
+    let board = app.get(&format!("/api/challenges/{CHALLENGE}/leaderboard")).await.json();
+    assert_eq!(board["benchmark"], "local-heldout", "one suite: the ranking is on it");
+    assert_eq!(board["benchmarks"], json!(["local-heldout"]));
+    assert_eq!(board["pending_count"], 1);
+    let rows = board["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    let row = |env: &str| rows.iter().find(|r| r["environment_id"] == env).unwrap().clone();
+    let (ra, rb) = (row(&a), row(&b));
+    assert_eq!((ra["verified_runs"].clone(), ra["rejected_runs"].clone()), (json!(2), json!(0)));
+    assert_eq!((rb["verified_runs"].clone(), rb["rejected_runs"].clone()), (json!(1), json!(1)));
+    let deltas: Vec<f64> =
+        ra["run_deltas_pp"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
+    assert!((ra["delta_pp"].as_f64().unwrap() - (deltas[0] + deltas[1]) / 2.0).abs() < 1e-9, "the mean");
+    assert_eq!(ra["run_ids"], json!(a_runs));
+    // Only A has repeats: the pooled run-to-run SD is |Δ1 − Δ2| / sqrt(2).
+    let sd = board["per_run_sd_pp"].as_f64().unwrap();
+    assert!((sd - (deltas[0] - deltas[1]).abs() / 2f64.sqrt()).abs() < 1e-9);
+    assert_eq!(rows[0]["rank"], 1);
+    assert_eq!(rows[0]["tied_with_leader"], true);
+    assert_eq!(ra["title"], "alice/pack");
+
+    let on_bench =
+        app.get(&format!("/api/challenges/{CHALLENGE}/leaderboard?benchmark=local-heldout")).await.json();
+    assert_eq!(on_bench["rows"], board["rows"]);
+    let other = app.get(&format!("/api/challenges/{CHALLENGE}/leaderboard?benchmark=openenv-heldout")).await;
+    assert_eq!(code(&other), (404, "BENCHMARK_NOT_SCORED".into()));
+    assert!(other.json()["message"].as_str().unwrap().contains("local-heldout"));
+    let bench = app.get("/api/benchmarks/local-heldout").await.json();
+    assert_eq!(bench["leaderboards"][0]["challenge_id"], CHALLENGE);
+    assert_eq!(bench["leaderboards"][0]["rows"].as_array().unwrap().len(), 2);
+});
