@@ -55,11 +55,16 @@ test('the run page follows the run live inside a frame', async () => {
   const said = [];
   page.on('console', (m) => said.push(`${m.type()}: ${m.text()}`));
   page.on('pageerror', (e) => said.push(`error: ${e}`));
+  page.on('requestfailed', (r) => said.push(`failed: ${r.url()} ${r.failure()?.errorText}`));
+  page.on('requestfinished', (r) => said.push(`loaded: ${r.url()} in ${Math.round(r.timing().responseEnd)} ms`));
   try {
     await page.goto(`http://localhost:${parent.address().port}/`);
     const frame = page.frameLocator('#space');
-    await frame.locator('body[data-hydrated="true"]').waitFor({ timeout: 60_000 }).catch((e) => {
-      throw new Error(`${e.message}\nthe page said:\n${said.join('\n')}`);
+    await frame.locator('body[data-hydrated="true"]').waitFor({ timeout: 60_000 }).catch(async (e) => {
+      const inFrame = await page.frames().at(-1)?.evaluate(() => ({
+        imported: typeof window.__hydrateIsland, state: document.readyState, hidden: document.hidden,
+      })).catch((err) => String(err));
+      throw new Error(`${e.message}\nthe page said:\n${said.join('\n')}\nthe frame: ${JSON.stringify(inFrame)}`);
     });
     const seen = [];
     for (let i = 0; i < 150; i++) {

@@ -557,6 +557,44 @@ def cmd_leaderboard(args):
     emit(request("GET", "/api/challenges/%s/leaderboard%s" % (urllib.parse.quote(args.challenge, safe=""), query)))
 
 
+def gates_path(challenge, env):
+    return "/api/challenges/%s/environments/%s/gates" % (urllib.parse.quote(challenge, safe=""), urllib.parse.quote(env, safe=""))
+
+
+def cmd_gates_plan(args):
+    if args.require_oracle and args.allow_no_oracle:
+        raise CliError("--require-oracle and --allow-no-oracle exclude each other", EXIT_USAGE)
+    params = {}
+    if args.controls_reruns is not None:
+        params["controls_reruns"] = args.controls_reruns
+    if args.band_attempts is not None:
+        params["band_attempts"] = args.band_attempts
+    if args.require_oracle:
+        params["no_oracle"] = "require"
+    if args.allow_no_oracle:
+        params["no_oracle"] = "allow"
+    query = ("?" + urllib.parse.urlencode(params)) if params else ""
+    plan = request("GET", gates_path(args.challenge, args.id) + "/plan" + query, token=require_token())
+    emit(plan)
+    summary("Plan %s: %d eligible task(s). Run its commands, then: python3 validation_gates.py collect --plan plan.json "
+            "--jobs-root DIR > results.json" % (plan.get("plan_hash", "")[:12], len(plan.get("tasks", []))))
+
+
+def cmd_gates_get(args):
+    emit(request("GET", gates_path(args.challenge, args.id)))
+
+
+def cmd_gates_attach(args):
+    body = read_json_file(args.file)
+    answer = request("POST", gates_path(args.challenge, args.id), body=body, token=require_token(), retry=False)
+    emit(answer)
+    verdict = answer.get("verdict") or {}
+    counts = {}
+    for t in verdict.get("tasks", []):
+        counts[t.get("verdict")] = counts.get(t.get("verdict"), 0) + 1
+    summary("Verdicts: " + (", ".join("%d %s" % (n, v) for v, n in sorted(counts.items())) or "none"))
+
+
 def cmd_runs(args):
     challenge = urllib.parse.quote(args.challenge, safe="")
     if not args.run_id:
@@ -625,6 +663,25 @@ def build_parser():
     p.add_argument("--run-id", required=True, metavar="RUN_ID")
     p.add_argument("--file", required=True, help='review.json: {"accepted": true|false, "note": "at least 20 characters"}')
     p.set_defaults(func=cmd_result_review)
+    gates = sub.add_parser("gates", help="the dynamic gates (organizer-run)").add_subparsers(dest="gates_command", metavar="ACTION")
+    gates.required = True
+    p = gates.add_parser("plan", help="the plan's pinned bench eval run commands (the author or an editor)")
+    p.add_argument("--challenge", required=True, metavar="ID")
+    p.add_argument("--id", required=True, metavar="ENVIRONMENT_ID")
+    p.add_argument("--controls-reruns", type=int)
+    p.add_argument("--band-attempts", type=int)
+    p.add_argument("--require-oracle", action="store_true")
+    p.add_argument("--allow-no-oracle", action="store_true")
+    p.set_defaults(func=cmd_gates_plan)
+    p = gates.add_parser("get", help="the static summary stored at submission and any attached verdict")
+    p.add_argument("--challenge", required=True, metavar="ID")
+    p.add_argument("--id", required=True, metavar="ENVIRONMENT_ID")
+    p.set_defaults(func=cmd_gates_get)
+    p = gates.add_parser("attach", help="attach results.json from validation_gates.py collect (BenchFlow editors)")
+    p.add_argument("--challenge", required=True, metavar="ID")
+    p.add_argument("--id", required=True, metavar="ENVIRONMENT_ID")
+    p.add_argument("--file", required=True)
+    p.set_defaults(func=cmd_gates_attach)
     p = sub.add_parser("leaderboard", help="collections ranked on the mean delta of their accepted runs")
     p.add_argument("--challenge", required=True, metavar="ID")
     p.add_argument("--benchmark", metavar="ID", help="rank by the change on this benchmark alone")

@@ -8,8 +8,10 @@ use std::sync::Arc;
 
 use domain::board::Message;
 use domain::collection::record::{EnvironmentRecord, SubmissionDetail};
+use domain::gates::dynamic::TaskVerdict;
+use domain::results::ResultView;
 use domain::runs::{Preflight, RunDetail, RunView};
-use domain::views::{ChallengeList, ChallengeView, JobsView, SessionView, VersionView};
+use domain::views::{ChallengeList, ChallengeView, JobsView, Leaderboard, SessionView, VersionView};
 use domain::{ApiErrorBody, ErrorCode};
 use leptos::prelude::*;
 
@@ -41,6 +43,16 @@ pub trait ArenaReads: Send + Sync + 'static {
     fn latest_runs(&self) -> BoxFuture<'_, Read<std::collections::BTreeMap<String, RunView>>>;
     /// The organizers' jobs view, when the requester is a BenchFlow editor.
     fn jobs<'a>(&'a self, request: &'a http::request::Parts) -> BoxFuture<'a, Read<Option<JobsView>>>;
+    /// The leaderboard of every open challenge (or of one).
+    fn leaderboards(&self, only: Option<String>) -> BoxFuture<'_, Read<Vec<Leaderboard>>>;
+    /// The dynamic gates' verdict attached to a collection for a challenge, if any.
+    fn gate_verdicts<'a>(
+        &'a self,
+        challenge_id: &'a str,
+        environment_id: &'a str,
+    ) -> BoxFuture<'a, Read<Option<Vec<TaskVerdict>>>>;
+    /// A run's collected result, if any.
+    fn result<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, Read<Option<ResultView>>>;
     /// One run with its stages and events.
     fn run<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, Read<Option<RunDetail>>>;
     /// The collection's runs on every challenge, newest first.

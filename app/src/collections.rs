@@ -231,16 +231,42 @@ pub fn SubmissionPage() -> impl IntoView {
         let Some(detail) = reads.submission(&id).await? else { return Ok(None) };
         let parts = parts?;
         let preflights = reads.preflights(&id, &parts).await?;
-        let runs = reads.runs_of(&id).await?;
+        let mut runs = Vec::new();
+        for run in reads.runs_of(&id).await? {
+            let result = reads.result(&run.run_id).await?;
+            runs.push((run, result));
+        }
         let csrf = session.await?.viewer.map(|v| v.csrf);
-        Ok::<_, ApiErrorBody>(Some((detail, preflights, runs, csrf)))
+        let verdicts = match reads.challenge(&detail.environment.challenge_id).await? {
+            Some(_) => reads.gate_verdicts(&detail.environment.challenge_id, &id).await?,
+            None => None,
+        };
+        Ok::<_, ApiErrorBody>(Some((detail, preflights, runs, csrf, verdicts)))
     };
     view! {
         <Suspense fallback=|| view! { <p>"Loading the collection…"</p> }>
             {Suspend::new(async move {
                 match detail.await {
-                    Ok(Some((d, preflights, runs, csrf))) => view! {
+                    Ok(Some((d, preflights, runs, csrf, verdicts))) => view! {
                         <Submission detail=d/>
+                        <h2>"Dynamic gates"</h2>
+                        {match verdicts {
+                            None => view! { <p class="note">"No verdict attached yet: an organizer runs the plan (gates plan) and attaches its results."</p> }.into_any(),
+                            Some(tasks) => view! {
+                                <ul class="findings verdicts">
+                                    {tasks.into_iter().map(|t| {
+                                        let v = format!("{:?}", t.verdict).to_lowercase();
+                                        view! {
+                                            <li class=format!("finding verdict-{v}")>
+                                                <span class=format!("badge verdict-{v}")>{v.clone()}</span> " " <strong>{t.task}</strong>
+                                                {t.band_pass_rate.map(|r| format!(" · band pass rate {:.0}%", 100.0 * r))}
+                                                <p class="note">{t.reasons.join("; ")}</p>
+                                            </li>
+                                        }
+                                    }).collect_view()}
+                                </ul>
+                            }.into_any(),
+                        }}
                         <h2>"Runs"</h2>
                         <RunList runs/>
                         {preflights.into_iter().map(|p| view! { <PreflightView preflight=p csrf=csrf.clone()/> }).collect_view()}

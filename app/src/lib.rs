@@ -11,6 +11,7 @@ mod collections;
 mod components;
 mod organizers;
 mod pages;
+mod results;
 mod runs;
 
 use leptos::prelude::*;
@@ -24,6 +25,11 @@ use organizers::JobsPage;
 use pages::{ArenaPage, ChallengePage, HomePage, NotFound};
 use runs::RunPage;
 
+/// Gives `requestIdleCallback` a deadline (unless the caller set one), so hydration starts within
+/// half a second even if the page never goes idle.
+const IDLE_DEADLINE: &str = "if(window.requestIdleCallback){const r=window.requestIdleCallback.bind(window);\
+window.requestIdleCallback=(c,o)=>r(c,Object.assign({timeout:500},o))}";
+
 /// The HTML document around the app, rendered on the server only.
 pub fn shell(options: LeptosOptions) -> impl IntoView {
     view! {
@@ -33,6 +39,9 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
                 <meta charset="utf-8"/>
                 <meta name="viewport" content="width=device-width, initial-scale=1"/>
                 <link rel="icon" href="/favicon.svg" type="image/svg+xml"/>
+                // Leptos loads the islands' wasm when the page is next idle, with no deadline; a
+                // busy phone (or a busy frame in a busy tab) can put that off indefinitely.
+                <script>{IDLE_DEADLINE}</script>
                 <HydrationScripts options islands=true/>
                 <MetaTags/>
             </head>

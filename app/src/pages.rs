@@ -8,6 +8,7 @@ use crate::api::{self, reads, ReadError};
 use crate::board::{AddYourAgent, BoardLive, PAGE};
 use crate::collections::CollectionList;
 use crate::components::{ChallengeCard, HealthBadge};
+use crate::results::Leaderboards;
 use domain::ApiErrorBody;
 
 /// `/`: the board, where people and agents talk, beside the open challenge and "Add your agent".
@@ -124,11 +125,9 @@ pub fn ArenaPage() -> impl IntoView {
         <Title text="Open Env Arena · Arena"/>
         <HashRedirect/>
         <CollectionList/>
+        <Leaderboards/>
         <h2>"Challenges"</h2>
-        <p>
-            "Runs and the leaderboard come to this app next; "
-            <code>"arena_cli.py challenges"</code> " returns the same data."
-        </p>
+        <p><code>"arena_cli.py challenges"</code> " returns the same data."</p>
         <Suspense fallback=|| view! { <p>"Loading challenges…"</p> }>
             {Suspend::new(async move {
                 match challenges.await {
@@ -158,7 +157,10 @@ pub fn ChallengePage() -> impl IntoView {
         <Suspense fallback=|| view! { <p>"Loading challenge…"</p> }>
             {Suspend::new(async move {
                 match challenge.await {
-                    Ok(Some(c)) => view! { <ChallengeDetail c/> }.into_any(),
+                    Ok(Some(c)) => {
+                        let only = c.id.clone();
+                        view! { <ChallengeDetail c/> <Leaderboards only/> }.into_any()
+                    }
                     Ok(None) => view! { <NotFound/> }.into_any(),
                     Err(error) => view! { <ReadError what="the challenge" error/> }.into_any(),
                 }

@@ -10,6 +10,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::api::{reads, ReadError};
 use crate::client;
+use crate::results::ResultCard;
+use domain::results::ResultView;
 
 fn mark(ok: Option<bool>) -> (&'static str, &'static str) {
     match ok {
@@ -109,18 +111,18 @@ fn LaunchRun(challenge_id: String, environment_id: String, csrf: String) -> impl
     }
 }
 
-/// A collection's runs.
+/// A collection's runs, with their results once collected.
 #[component]
-pub fn RunList(runs: Vec<RunView>) -> impl IntoView {
+pub fn RunList(runs: Vec<(RunView, Option<ResultView>)>) -> impl IntoView {
     if runs.is_empty() {
         return view! { <p class="empty">"No run yet."</p> }.into_any();
     }
     view! {
         <div class="table-wrap">
             <table class="runs">
-                <thead><tr><th>"Run"</th><th>"Challenge"</th><th>"State"</th><th>"Stage"</th><th>"Job"</th><th>"Reason"</th></tr></thead>
+                <thead><tr><th>"Run"</th><th>"Challenge"</th><th>"State"</th><th>"Stage"</th><th>"Job"</th><th>"Reason"</th><th>"Result"</th></tr></thead>
                 <tbody>
-                    {runs.into_iter().map(|r| view! {
+                    {runs.into_iter().map(|(r, result)| view! {
                         <tr class=format!("run {}", r.state.as_str())>
                             <td><a href=format!("/arena/runs/{}", r.run_id)>{r.run_id.clone()}</a></td>
                             <td>{r.challenge_id.clone()}</td>
@@ -128,6 +130,7 @@ pub fn RunList(runs: Vec<RunView>) -> impl IntoView {
                             <td>{r.stage.clone().unwrap_or_else(|| "—".into())}</td>
                             <td>{r.status.clone()}</td>
                             <td>{r.reason.clone().unwrap_or_default()}{r.platform_fault.then_some(" (platform fault)")}</td>
+                            <td class="num">{result.map(|x| format!("{:+.2} ± {:.2} pp ({})", x.measured.delta_pp, x.measured.stderr_pp, x.status))}</td>
                         </tr>
                     }).collect_view()}
                 </tbody>
@@ -187,12 +190,17 @@ fn state_words(r: &LiveRun) -> String {
 pub fn RunPage() -> impl IntoView {
     let id = use_params_map().read_untracked().get("id").unwrap_or_default();
     let reads = reads();
-    let run = async move { reads?.run(&id).await };
+    let run = async move {
+        let reads = reads?;
+        let Some(detail) = reads.run(&id).await? else { return Ok(None) };
+        let result = reads.result(&id).await?;
+        Ok::<_, domain::ApiErrorBody>(Some((detail, result)))
+    };
     view! {
         <Suspense fallback=|| view! { <p>"Loading the run…"</p> }>
             {Suspend::new(async move {
                 match run.await {
-                    Ok(Some(d)) => view! {
+                    Ok(Some((d, result))) => view! {
                         <Title text=format!("{} · Open Env Arena", d.run.run_id)/>
                         <h1>"Run " <code>{d.run.run_id.clone()}</code></h1>
                         <dl class="facts">
@@ -201,6 +209,7 @@ pub fn RunPage() -> impl IntoView {
                             <dt>"Launched by"</dt><dd>{d.run.author.clone()} " (request " <code>{d.run.request_key.clone()}</code> ")"</dd>
                             <dt>"Compute"</dt><dd>{format!("{}, timeout {} s, ${:.2} reserved", d.run.flavor, d.run.timeout_s, d.run.max_compute_usd)}</dd>
                         </dl>
+                        {result.map(|result| view! { <ResultCard result/> })}
                         <RunLive url=format!("/api/challenges/{}/runs/{}", d.run.challenge_id, d.run.run_id) run=LiveRun::of(d)/>
                     }
                     .into_any(),

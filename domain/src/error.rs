@@ -67,6 +67,9 @@ pub enum ErrorCode {
     InvalidReview,
     ReviewExists,
     BenchmarkNotScored,
+    PlanChanged,
+    InvalidGateResults,
+    InvalidPolicy,
     Internal,
 }
 
@@ -131,6 +134,9 @@ impl ErrorCode {
         ErrorCode::InvalidReview,
         ErrorCode::ReviewExists,
         ErrorCode::BenchmarkNotScored,
+        ErrorCode::PlanChanged,
+        ErrorCode::InvalidGateResults,
+        ErrorCode::InvalidPolicy,
         ErrorCode::Internal,
     ];
 
@@ -195,6 +201,9 @@ impl ErrorCode {
             ErrorCode::InvalidReview => "INVALID_REVIEW",
             ErrorCode::ReviewExists => "REVIEW_EXISTS",
             ErrorCode::BenchmarkNotScored => "BENCHMARK_NOT_SCORED",
+            ErrorCode::PlanChanged => "PLAN_CHANGED",
+            ErrorCode::InvalidGateResults => "INVALID_GATE_RESULTS",
+            ErrorCode::InvalidPolicy => "INVALID_POLICY",
             ErrorCode::Internal => "INTERNAL",
         }
     }
@@ -261,6 +270,9 @@ impl ErrorCode {
             ErrorCode::InvalidReview => 422,
             ErrorCode::ReviewExists => 409,
             ErrorCode::BenchmarkNotScored => 404,
+            ErrorCode::PlanChanged => 409,
+            ErrorCode::InvalidGateResults => 422,
+            ErrorCode::InvalidPolicy => 422,
             ErrorCode::Internal => 500,
         }
     }

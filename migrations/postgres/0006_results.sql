@@ -27,5 +27,17 @@ CREATE TABLE results (
 );
 CREATE INDEX results_challenge ON results (challenge_id, review);
 
+-- The dynamic gates' verdicts an organizer attached to a collection, per challenge (the latest
+-- attach, judged by the arena from the trials).
+CREATE TABLE gate_verdicts (
+    environment_id TEXT NOT NULL REFERENCES environments (id),
+    challenge_id TEXT NOT NULL,
+    plan_hash TEXT NOT NULL,
+    verdicts TEXT NOT NULL,
+    attached_by TEXT NOT NULL,
+    attached_at TEXT NOT NULL,
+    PRIMARY KEY (environment_id, challenge_id)
+);
+
 CREATE TRIGGER results_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON results
     FOR EACH STATEMENT EXECUTE FUNCTION arena_notify_change('results');

@@ -26,3 +26,15 @@ CREATE TABLE results (
     reviewed_epoch BIGINT
 );
 CREATE INDEX results_challenge ON results (challenge_id, review);
+
+-- The dynamic gates' verdicts an organizer attached to a collection, per challenge (the latest
+-- attach, judged by the arena from the trials).
+CREATE TABLE gate_verdicts (
+    environment_id TEXT NOT NULL REFERENCES environments (id),
+    challenge_id TEXT NOT NULL,
+    plan_hash TEXT NOT NULL,
+    verdicts TEXT NOT NULL,
+    attached_by TEXT NOT NULL,
+    attached_at TEXT NOT NULL,
+    PRIMARY KEY (environment_id, challenge_id)
+);

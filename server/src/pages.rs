@@ -11,9 +11,11 @@ use axum::http::HeaderValue;
 use axum::Router;
 use domain::board::Message;
 use domain::collection::record::{EnvironmentRecord, SubmissionDetail};
+use domain::gates::dynamic::TaskVerdict;
 use domain::registry::ChallengeStatus;
+use domain::results::ResultView;
 use domain::runs::{Preflight, RunDetail, RunView};
-use domain::views::{ChallengeList, ChallengeView, JobsView, SessionView, VersionView, Viewer};
+use domain::views::{ChallengeList, ChallengeView, JobsView, Leaderboard, SessionView, VersionView, Viewer};
 use domain::ErrorCode;
 use leptos::prelude::provide_context;
 use leptos_axum::{generate_route_list, LeptosRoutes};
@@ -126,6 +128,40 @@ impl ArenaReads for AppState {
                 Some(user) if user.editor => Ok(Some(service::jobs::list(self).await.map_err(shown)?)),
                 _ => Ok(None),
             }
+        })
+    }
+
+    fn leaderboards(&self, only: Option<String>) -> BoxFuture<'_, Read<Vec<Leaderboard>>> {
+        Box::pin(async move {
+            let mut out = Vec::new();
+            for c in
+                self.registry.challenges.iter().filter(|c| c.spec.challenge.status == ChallengeStatus::Open)
+            {
+                if only.as_deref().is_some_and(|o| o != c.id()) {
+                    continue;
+                }
+                let board = service::results::leaderboard(self, c.id(), None).await.map_err(shown)?;
+                out.push(board.value.as_ref().clone());
+            }
+            Ok(out)
+        })
+    }
+
+    fn gate_verdicts<'a>(
+        &'a self,
+        challenge_id: &'a str,
+        environment_id: &'a str,
+    ) -> BoxFuture<'a, Read<Option<Vec<TaskVerdict>>>> {
+        Box::pin(async move {
+            let view = service::gates::get(self, challenge_id, environment_id).await.map_err(shown)?;
+            Ok(view.verdict.map(|v| v.tasks))
+        })
+    }
+
+    fn result<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, Read<Option<ResultView>>> {
+        Box::pin(async move {
+            let stored = repo::results::get(&self.db, run_id).await.map_err(|e| shown(e.into()))?;
+            Ok(stored.map(|r| service::results::view(&r, true)))
         })
     }
 

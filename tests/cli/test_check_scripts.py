@@ -198,9 +198,43 @@ def test_scripted_usage_errors_exit_2(tmp_path):
     assert run_script(CHECK_TASK, [str(tmp_path / "nope")], "http://127.0.0.1:9").returncode == 2
     assert run_script(CHECK_TASK, [], "http://127.0.0.1:9").returncode == 2
     assert run_script(GATES, [], "http://127.0.0.1:9").returncode == 2
-    r = run_script(GATES, ["collect", "--plan", "plan.json", "--jobs-root", str(tmp_path)], "http://127.0.0.1:9")
+    r = run_script(GATES, ["collect", "--plan", str(tmp_path / "plan.json"), "--jobs-root", str(tmp_path)],
+                   "http://127.0.0.1:9")
     assert r.returncode == 2
-    assert "not built yet: the dynamic-gate collector is not available in this version" in r.stderr
+    assert "cannot read the plan" in r.stderr
+
+
+def test_collect_reads_the_trial_folders_of_the_plan(tmp_path):
+    plan = {"plan_hash": "ab" * 32, "environment_id": "env-1", "challenge_id": "local-demo",
+            "policy": {"controls_reruns": 2, "band_attempts": 2, "no_oracle": "allow"},
+            "tasks": [{"task": "t1", "runs": [{"kind": "oracle", "trials": 2}, {"kind": "noop", "trials": 2},
+                                              {"kind": "band", "trials": 2}]}]}
+    (tmp_path / "plan.json").write_text(json.dumps(plan))
+    jobs = tmp_path / "jobs" / "gates" / "t1"
+
+    def trial(kind, name, files):
+        d = jobs / kind / name
+        for rel, text in files.items():
+            (d / rel).parent.mkdir(parents=True, exist_ok=True)
+            (d / rel).write_text(text)
+
+    trial("oracle", "trial-0", {"result.json": json.dumps({"reward": 1.0, "checks": [{"name": "a", "passed": True}]})})
+    trial("oracle", "trial-1", {"result.json": json.dumps({"reward": 1.0, "checks": [{"name": "a", "passed": False}]})})
+    trial("noop", "trial-0", {"verifier/reward.json": '{"reward": 0.0}'})
+    trial("noop", "trial-1", {"verifier/reward.txt": "0.0\n"})
+    trial("band", "trial-0", {"verifier/reward.txt": "1.0"})
+    trial("band", "trial-1", {"error.txt": "sandbox start timeout"})
+    r = run_script(GATES, ["collect", "--plan", str(tmp_path / "plan.json"), "--jobs-root", str(tmp_path / "jobs")],
+                   "http://127.0.0.1:9")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["plan_hash"] == plan["plan_hash"] and out["policy"] == plan["policy"]
+    t = out["tasks"][0]
+    assert [x["checks_passed"] for x in t["oracle"]] == [True, False]
+    assert [x["reward"] for x in t["noop"]] == [0.0, 0.0]
+    assert t["band"][0]["reward"] == 1.0 and t["band"][1] == {"reward": None, "checks_passed": None,
+                                                             "error": "sandbox start timeout"}
+    assert "gates attach" in r.stderr
 
 
 def test_scripted_network_failure_exits_1(collection):

@@ -10,6 +10,7 @@
 //! The catalogue with every code is `CATALOGUE`; `/api/gates` (and the guide) list it.
 
 pub mod dockerfile;
+pub mod dynamic;
 pub mod fingerprint;
 pub mod names;
 pub mod python;

@@ -22,7 +22,7 @@ use crate::AppState;
 #[derive(OpenApi)]
 #[openapi(
     info(title = "Open Env Arena", description = "The arena's API. Errors are JSON: {code, message}."),
-    tags((name = "challenges"), (name = "benchmarks"), (name = "arena"), (name = "identity"), (name = "board"), (name = "environments"), (name = "runs"), (name = "results"), (name = "legacy")),
+    tags((name = "challenges"), (name = "benchmarks"), (name = "arena"), (name = "identity"), (name = "board"), (name = "environments"), (name = "runs"), (name = "results"), (name = "gates"), (name = "legacy")),
     modifiers(&BearerAuth)
 )]
 struct ApiDoc;
@@ -72,6 +72,14 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(runs::collect, runs::result))
         .routes(routes!(runs::review))
         .routes(routes!(runs::leaderboard))
+        .routes(routes!(runs::gate_plan))
+        .routes(routes!(runs::gates_get))
+        .merge(
+            // Results of every trial of up to 200 tasks.
+            OpenApiRouter::new()
+                .routes(routes!(runs::gates_attach))
+                .layer(axum::extract::DefaultBodyLimit::max(8 << 20)),
+        )
         .routes(routes!(runs::ledger))
         .routes(routes!(runs::hf_jobs))
         .merge(

@@ -5,6 +5,7 @@
 pub mod board;
 pub mod catalog;
 pub mod environments;
+pub mod gates;
 pub mod jobs;
 pub mod reconcile;
 pub mod results;

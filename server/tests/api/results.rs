@@ -200,3 +200,46 @@ on_both_backends!(local, the_leaderboard_ranks_the_mean_of_accepted_runs, |app| 
     assert_eq!(bench["leaderboards"][0]["challenge_id"], CHALLENGE);
     assert_eq!(bench["leaderboards"][0]["rows"].as_array().unwrap().len(), 2);
 });
+
+on_both_backends!(local, the_gate_plan_is_deterministic_and_attach_judges_it_again, |app| {
+    let env = submitted(app, "alice/pack", ALICE).await;
+    let uri = format!("/api/challenges/{CHALLENGE}/environments/{env}/gates");
+    let first = app.get_as(&format!("{uri}/plan"), ALICE).await;
+    assert_eq!(first.status, StatusCode::OK, "{}", first.text());
+    assert_eq!(first.body, app.get_as(&format!("{uri}/plan"), EVE).await.body, "the same bytes every time");
+    let plan = first.json();
+    assert_eq!(plan["tasks"].as_array().unwrap().len(), 2);
+    assert_eq!(plan["policy"], json!({"controls_reruns": 8, "band_attempts": 4, "no_oracle": "allow"}));
+    assert_eq!(code(&app.get_as(&format!("{uri}/plan"), BOB).await), (403, "NOT_AUTHOR_OR_EDITOR".into()));
+    assert_eq!(
+        code(&app.get_as(&format!("{uri}/plan?band_attempts=1"), ALICE).await),
+        (422, "INVALID_POLICY".into())
+    );
+    let got = app.get(&uri).await.json();
+    assert_eq!(got["static"]["eligible"], 2);
+    assert_eq!(got["verdict"], Value::Null);
+
+    let trials = |reward: f64, n: usize| vec![json!({"reward": reward, "checks_passed": true}); n];
+    let tasks: Vec<Value> = plan["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            json!({"task": t["task"], "oracle": trials(1.0, 8), "noop": trials(0.0, 8),
+                "band": [{"reward": 1.0}, {"reward": 0.0}, {"reward": 0.0}, {"reward": 0.0}]})
+        })
+        .collect();
+    let results = json!({"schema_version": 1, "plan_hash": plan["plan_hash"], "environment_id": env,
+        "policy": plan["policy"], "tasks": tasks});
+    assert_eq!(code(&app.post_as(&uri, &results.to_string(), ALICE).await), (403, "FORBIDDEN".into()));
+    let mut other = results.clone();
+    other["policy"]["band_attempts"] = json!(6);
+    assert_eq!(code(&app.post_as(&uri, &other.to_string(), EVE).await), (409, "PLAN_CHANGED".into()));
+    let r = app.post_as(&uri, &results.to_string(), EVE).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text());
+    let verdicts = r.json()["verdict"]["tasks"].as_array().unwrap().clone();
+    assert_eq!(verdicts.len(), 2);
+    assert!(verdicts.iter().all(|v| v["verdict"] == "accepted"), "{verdicts:#?}");
+    assert_eq!(verdicts[0]["band_pass_rate"], 0.25);
+    assert_eq!(app.get(&uri).await.json()["verdict"]["attached_by"], "eve");
+});

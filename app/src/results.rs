@@ -1,0 +1,126 @@
+//! Results and the leaderboard, server-rendered: a result's pass rates and Δ with its 95% interval
+//! drawn as a bar, per suite, with its review; and the leaderboard, each row's interval on one
+//! shared axis, the rows whose interval overlaps the leader's grouped as statistically tied.
+
+use domain::results::ResultView;
+use domain::score::Z95;
+use domain::views::{Leaderboard, LeaderboardRow};
+use leptos::prelude::*;
+
+use crate::api::{reads, ReadError};
+
+/// The axis the intervals are drawn on: symmetric around 0, wide enough for every interval.
+fn axis(intervals: impl Iterator<Item = (f64, f64)>) -> f64 {
+    intervals.map(|(lo, hi)| lo.abs().max(hi.abs())).fold(1.0, f64::max) * 1.1
+}
+
+/// Δ with its 95% interval as a bar on an axis from −`half` to +`half` percentage points.
+#[component]
+pub fn IntervalBar(delta: f64, stderr: f64, half: f64) -> impl IntoView {
+    let pct = |x: f64| ((x + half) / (2.0 * half) * 100.0).clamp(0.0, 100.0);
+    let (lo, hi) = (delta - Z95 * stderr, delta + Z95 * stderr);
+    view! {
+        <span class="interval" role="img" aria-label=format!("{delta:+.2} pp, 95% interval {lo:+.2} to {hi:+.2}")>
+            <span class="zero" style=format!("left:{:.1}%", pct(0.0))></span>
+            <span class="ci" style=format!("left:{:.1}%;width:{:.1}%", pct(lo), (pct(hi) - pct(lo)).max(0.5))></span>
+            <span class="point" style=format!("left:{:.1}%", pct(delta))></span>
+        </span>
+    }
+}
+
+#[component]
+pub fn ResultCard(result: ResultView) -> impl IntoView {
+    let r = result;
+    let half = axis(std::iter::once((r.ci95_pp[0], r.ci95_pp[1])).chain(
+        r.measured.suites.iter().map(|s| (s.delta_pp - Z95 * s.stderr_pp, s.delta_pp + Z95 * s.stderr_pp)),
+    ));
+    let m = r.measured.clone();
+    view! {
+        <section class="card result" data-status=r.status.clone()>
+            <h2>"Result " <span class=format!("badge result-{}", r.status)>{r.status.clone()}</span></h2>
+            <p>
+                {format!("Held-out before {:.1}%, after {:.1}%: Δ {:+.2} pp ± {:.2} (95%: {:+.2} to {:+.2}), {} trial(s) on {} paired tasks, {} infrastructure-error cells left out.",
+                    100.0 * m.baseline_pass_rate, 100.0 * m.after_pass_rate, m.delta_pp, m.stderr_pp, r.ci95_pp[0], r.ci95_pp[1], m.trials, m.paired_tasks, m.infra_error_cells)}
+            </p>
+            <div class="intervals">
+                <div class="interval-row"><span class="label">"pooled"</span><IntervalBar delta=m.delta_pp stderr=m.stderr_pp half/></div>
+                {m.suites.iter().map(|s| view! {
+                    <div class="interval-row"><span class="label">{s.suite.clone()}</span><IntervalBar delta=s.delta_pp stderr=s.stderr_pp half/></div>
+                }).collect_view()}
+            </div>
+            <p class="note">{format!("Collected by {} at {} from the runs dataset at {}.", r.collected_by, r.collected_at, r.read_commit)}</p>
+            {match r.review {
+                Some(rv) => view! {
+                    <p class="review">{format!("{} by {} at {}: ", if rv.accepted { "Accepted" } else { "Rejected" }, rv.by, rv.at)} {rv.note}</p>
+                }.into_any(),
+                None => view! { <p class="note">"Awaiting an organizer's review; a verified result ranks on the leaderboard."</p> }.into_any(),
+            }}
+        </section>
+    }
+}
+
+/// A challenge's leaderboard, server-rendered.
+#[component]
+pub fn LeaderboardView(board: Leaderboard) -> impl IntoView {
+    let half =
+        axis(board.rows.iter().map(|r| (r.delta_pp - Z95 * r.stderr_pp, r.delta_pp + Z95 * r.stderr_pp)));
+    let (tied, apart): (Vec<LeaderboardRow>, Vec<LeaderboardRow>) =
+        board.rows.into_iter().partition(|r| r.tied_with_leader);
+    let group = move |rows: Vec<LeaderboardRow>, caption: &'static str| {
+        (!rows.is_empty()).then(|| view! {
+            <tbody>
+                <tr class="group"><th colspan="5">{caption}</th></tr>
+                {rows.into_iter().map(|r| view! {
+                    <tr class="lb-row" data-env=r.environment_id.clone()>
+                        <td class="rank">{r.rank}</td>
+                        <td><a href=format!("/arena/submissions/{}", r.environment_id)>{r.title.clone()}</a> <span class="meta">{format!(" {}", r.author)}</span></td>
+                        <td class="num">{format!("{:+.2} ± {:.2}", r.delta_pp, r.stderr_pp)}</td>
+                        <td class="bar-cell"><IntervalBar delta=r.delta_pp stderr=r.stderr_pp half/></td>
+                        <td class="num">{format!("{} accepted, {} rejected", r.verified_runs, r.rejected_runs)}</td>
+                    </tr>
+                }).collect_view()}
+            </tbody>
+        })
+    };
+    view! {
+        <section class="leaderboard" data-challenge=board.challenge_id.clone()>
+            <h2>"Leaderboard " <code>{board.challenge_id.clone()}</code></h2>
+            <p class="note">
+                {format!("Ranked on the mean Δ over each collection's accepted runs (pp), ± its standard error; bars are 95% intervals on one axis from {:+.1} to {:+.1} pp{}. {} result(s) await review.",
+                    -half, half,
+                    board.per_run_sd_pp.map(|sd| format!("; run-to-run SD {sd:.2} pp")).unwrap_or_default(),
+                    board.pending_count)}
+            </p>
+            {if tied.is_empty() && apart.is_empty() {
+                view! { <p class="empty">"No accepted result yet."</p> }.into_any()
+            } else {
+                view! {
+                    <div class="table-wrap">
+                        <table class="runs board">
+                            <thead><tr><th>"#"</th><th>"Collection"</th><th>"Δ (pp)"</th><th>"95% interval"</th><th>"Runs"</th></tr></thead>
+                            {group(tied, "Statistically tied with the leader")}
+                            {group(apart, "Clearly behind the leader")}
+                        </table>
+                    </div>
+                }.into_any()
+            }}
+        </section>
+    }
+}
+
+/// The leaderboards of every open challenge (for `/arena` and the challenge page).
+#[component]
+pub fn Leaderboards(#[prop(optional)] only: Option<String>) -> impl IntoView {
+    let reads = reads();
+    let boards = async move { reads?.leaderboards(only).await };
+    view! {
+        <Suspense fallback=|| view! { <p>"Loading the leaderboard…"</p> }>
+            {Suspend::new(async move {
+                match boards.await {
+                    Ok(list) => list.into_iter().map(|board| view! { <LeaderboardView board/> }).collect_view().into_any(),
+                    Err(error) => view! { <ReadError what="the leaderboard" error/> }.into_any(),
+                }
+            })}
+        </Suspense>
+    }
+}
