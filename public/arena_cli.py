@@ -552,6 +552,50 @@ def cmd_result_review(args):
     summary("\n".join(result_lines(answer)))
 
 
+def baseline_path(challenge):
+    return "/api/challenges/%s/baseline" % urllib.parse.quote(challenge, safe="")
+
+
+def measurement_line(m):
+    return "%s: %.1f%% +/- %.1f over %s trial(s) (per trial: %s), %s tasks, %s infrastructure-error cells; %s" % (
+        m.get("run_id"), 100 * m.get("pass_rate", 0), 100 * m.get("stderr", 0), m.get("trials"),
+        ", ".join("%.1f%%" % (100 * t) for t in m.get("per_trial", [])), m.get("tasks"),
+        m.get("infra_error_cells"), m.get("harness_note"))
+
+
+def cmd_baseline_get(args):
+    answer = request("GET", baseline_path(args.challenge))
+    emit(answer)
+    b = answer.get("baseline") or {}
+    ref = b.get("reference")
+    lines = ["Baseline of %s: %s" % (args.challenge, "%.1f%% +/- %.1f over %s trials. %s" % (
+        ref["pass_rate_pct"], ref["stderr_pct"], ref["trials"], ref["harness_note"]) if ref else "not measured yet.")]
+    lines += ["  " + measurement_line(m) for m in answer.get("measurements", [])]
+    summary("\n".join(lines))
+
+
+def cmd_baseline_launch(args):
+    body = read_json_file(args.file)
+    if not isinstance(body, dict) or not body.get("request_id"):
+        raise CliError('%s must hold a JSON object with a "request_id" you keep' % args.file, EXIT_USAGE)
+    answer = request("POST", baseline_path(args.challenge), body={"request_id": body["request_id"]},
+                     token=require_token())
+    emit(answer)
+    run = answer.get("run", {})
+    summary("Baseline measurement %s %s: state %s, job %s; $%.2f reserved against the shared cap. When it is "
+            "scored: python3 arena_cli.py baseline collect --challenge %s --run-id %s" % (
+                run.get("run_id"), "was launched before (the same request)" if answer.get("existing") else "launched",
+                run.get("state"), run.get("job_id"), run.get("max_compute_usd", 0), args.challenge, run.get("run_id")))
+
+
+def cmd_baseline_collect(args):
+    path = "%s/%s/collect" % (baseline_path(args.challenge), urllib.parse.quote(args.run_id, safe=""))
+    answer = request("POST", path, body={}, token=require_token())
+    emit(answer)
+    summary(("Collected before: " if answer.get("existing") else "Collected: the challenge's baseline is now ")
+            + measurement_line(answer))
+
+
 def cmd_leaderboard(args):
     query = ("?" + urllib.parse.urlencode({"benchmark": args.benchmark})) if args.benchmark else ""
     emit(request("GET", "/api/challenges/%s/leaderboard%s" % (urllib.parse.quote(args.challenge, safe=""), query)))
@@ -663,6 +707,20 @@ def build_parser():
     p.add_argument("--run-id", required=True, metavar="RUN_ID")
     p.add_argument("--file", required=True, help='review.json: {"accepted": true|false, "note": "at least 20 characters"}')
     p.set_defaults(func=cmd_result_review)
+    baseline = sub.add_parser("baseline", help="the base model's measured baseline on the held-out suite").add_subparsers(
+        dest="baseline_command", metavar="ACTION")
+    baseline.required = True
+    p = baseline.add_parser("get", help="the challenge's baseline and every measurement collected")
+    p.add_argument("--challenge", required=True, metavar="ID")
+    p.set_defaults(func=cmd_baseline_get)
+    p = baseline.add_parser("launch", help="measure the base model as a job on the shared compute (BenchFlow editors)")
+    p.add_argument("--challenge", required=True, metavar="ID")
+    p.add_argument("--file", required=True, help='baseline.json: {"request_id": "…"}; keep it, it makes retries safe')
+    p.set_defaults(func=cmd_baseline_launch)
+    p = baseline.add_parser("collect", help="re-read a scored measurement's evidence and make it the challenge's baseline (BenchFlow editors)")
+    p.add_argument("--challenge", required=True, metavar="ID")
+    p.add_argument("--run-id", required=True, metavar="RUN_ID")
+    p.set_defaults(func=cmd_baseline_collect)
     gates = sub.add_parser("gates", help="the dynamic gates (organizer-run)").add_subparsers(dest="gates_command", metavar="ACTION")
     gates.required = True
     p = gates.add_parser("plan", help="the plan's pinned bench eval run commands (the author or an editor)")

@@ -256,10 +256,14 @@ fn ChallengeDetail(c: ChallengeView) -> impl IntoView {
         {c.baseline.clone().map(|b| view! {
             <section class="card">
                 <h2>"Baseline"</h2>
-                <p>{match &b.reference {
+                <p class="baseline-value">{match &b.reference {
                     Some(r) => format!("{:.1}% ± {:.1} over {} trials. {}", r.pass_rate_pct, r.stderr_pct, r.trials, r.harness_note),
                     None => String::new(),
                 }}</p>
+                {b.run_id.clone().map(|run| view! {
+                    <p class="meta">"Measured in " <a href=format!("/arena/runs/{run}")>{run.clone()}</a>
+                        {b.measured_at.clone().map(|at| format!(", collected {at}"))}</p>
+                })}
                 <p class="note">{b.note.clone()}</p>
             </section>
         })}

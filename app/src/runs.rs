@@ -204,7 +204,10 @@ pub fn RunPage() -> impl IntoView {
                         <Title text=format!("{} · Open Env Arena", d.run.run_id)/>
                         <h1>"Run " <code>{d.run.run_id.clone()}</code></h1>
                         <dl class="facts">
-                            <dt>"Collection"</dt><dd><a href=format!("/arena/submissions/{}", d.run.environment_id)>{d.run.environment_id.clone()}</a></dd>
+                            <dt>"Collection"</dt><dd>{match d.run.environment_id.clone() {
+                                Some(env) => view! { <a href=format!("/arena/submissions/{env}")>{env.clone()}</a> }.into_any(),
+                                None => view! { <span>"none: this run measures the base model alone (the challenge's baseline)"</span> }.into_any(),
+                            }}</dd>
                             <dt>"Challenge"</dt><dd><a href=format!("/arena/challenges/{}", d.run.challenge_id)>{d.run.challenge_id.clone()}</a></dd>
                             <dt>"Launched by"</dt><dd>{d.run.author.clone()} " (request " <code>{d.run.request_key.clone()}</code> ")"</dd>
                             <dt>"Compute"</dt><dd>{format!("{}, timeout {} s, ${:.2} reserved", d.run.flavor, d.run.timeout_s, d.run.max_compute_usd)}</dd>

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use crate::budget::cents_ceil;
-use crate::registry::{Challenge, ChallengeStatus, ProviderStatus, Registry, Suite};
+use crate::registry::{Baseline, Challenge, ChallengeStatus, ProviderStatus, Registry, Suite};
 use crate::views::*;
 
 /// What the database says right now; the registry says the rest.
@@ -15,6 +15,16 @@ pub struct LiveState {
     pub active_job: Option<String>,
     /// Launched runs per challenge id.
     pub launched_runs: BTreeMap<String, u64>,
+    /// Each challenge's latest collected baseline measurement.
+    pub baselines: BTreeMap<String, MeasuredBaseline>,
+}
+
+/// A baseline measurement the arena collected from one of its baseline runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MeasuredBaseline {
+    pub reference: Baseline,
+    pub run_id: String,
+    pub measured_at: String,
 }
 
 /// The collection-storing tracks. A track cannot run anything.
@@ -115,21 +125,45 @@ pub fn challenge_view(registry: &Registry, challenge: &Challenge, live: &LiveSta
         ),
     });
     view.per_run_allocation = Some(allocation);
-    view.baseline = Some(match &challenge.spec.baseline {
-        Some(b) => BaselineView {
+    // The arena's latest collected measurement, else what the organizers stated in the config.
+    let context = "The organizers' separate measurement of the base model: context only. Δ uses each run's own held-out before.";
+    view.baseline = Some(match (live.baselines.get(&header.id), &challenge.spec.baseline) {
+        (Some(m), _) => BaselineView {
+            measured: true,
+            reference: Some(m.reference.clone()),
+            run_id: Some(m.run_id.clone()),
+            measured_at: Some(m.measured_at.clone()),
+            note: context.into(),
+        },
+        (None, Some(b)) => BaselineView {
             measured: true,
             reference: Some(b.clone()),
-            note: "The organizers' separate measurement of the base model: context only. Δ uses each run's own held-out before."
-                .into(),
+            run_id: None,
+            measured_at: None,
+            note: context.into(),
         },
-        None => BaselineView {
+        (None, None) => BaselineView {
             measured: false,
             reference: None,
+            run_id: None,
+            measured_at: None,
             note: "The base model has not been measured on the held-out suite yet.".into(),
         },
     });
     view.pipeline = Some(challenge.spec.pipeline.clone());
     view
+}
+
+/// The harness note of a baseline the arena measured: what was evaluated, how, and where.
+pub fn harness_note(registry: &Registry, challenge: &Challenge, trials: u32, run_id: &str) -> String {
+    let header = &challenge.spec.challenge;
+    let model = registry.models.get(&header.model).map_or(header.model.as_str(), |m| m.model.id.as_str());
+    let harness =
+        registry.methods.get(&header.method).map_or("the recipe's", |m| m.method.rollout_harness.as_str());
+    format!(
+        "{model} with the {harness} harness on {}, {trials} trial(s), pass@1; measured by the arena in {run_id}",
+        header.suites.join(" + ")
+    )
 }
 
 /// The challenge's hourly price: its own `hourly_price_usd`, else its provider's price for its
@@ -322,6 +356,7 @@ mod tests {
             budget: summarize(cap_cents, entries, None),
             active_job: active_job.map(String::from),
             launched_runs: BTreeMap::new(),
+            baselines: BTreeMap::new(),
         }
     }
 

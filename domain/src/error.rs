@@ -70,6 +70,8 @@ pub enum ErrorCode {
     PlanChanged,
     InvalidGateResults,
     InvalidPolicy,
+    /// A collection's result route given a baseline measurement, or the other way round.
+    WrongRunPurpose,
     Internal,
 }
 
@@ -137,6 +139,7 @@ impl ErrorCode {
         ErrorCode::PlanChanged,
         ErrorCode::InvalidGateResults,
         ErrorCode::InvalidPolicy,
+        ErrorCode::WrongRunPurpose,
         ErrorCode::Internal,
     ];
 
@@ -204,6 +207,7 @@ impl ErrorCode {
             ErrorCode::PlanChanged => "PLAN_CHANGED",
             ErrorCode::InvalidGateResults => "INVALID_GATE_RESULTS",
             ErrorCode::InvalidPolicy => "INVALID_POLICY",
+            ErrorCode::WrongRunPurpose => "WRONG_RUN_PURPOSE",
             ErrorCode::Internal => "INTERNAL",
         }
     }
@@ -273,6 +277,7 @@ impl ErrorCode {
             ErrorCode::PlanChanged => 409,
             ErrorCode::InvalidGateResults => 422,
             ErrorCode::InvalidPolicy => 422,
+            ErrorCode::WrongRunPurpose => 409,
             ErrorCode::Internal => 500,
         }
     }

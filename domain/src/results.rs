@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use crate::score::{self, Arm, Outcomes, ScoreReport, SuiteTasks};
+use crate::score::{self, Arm, BaselineReport, Outcomes, Reference, ScoreReport, SuiteTasks};
 
 /// Why collected evidence is refused; each has its own code at the API.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -16,15 +16,17 @@ pub enum Evidence {
     Mismatch(String),
 }
 
-/// What the challenge scores on: its suites and their tasks, and the trials per run.
+/// What the challenge scores on: its suites and their tasks, the trials per run, and the arms
+/// evaluated (both for a collection's run, the baseline alone for a measurement of the base model).
 #[derive(Debug, Clone)]
 pub struct Expected {
     pub suites: Vec<SuiteTasks>,
     pub trials: u32,
+    pub arms: Vec<Arm>,
 }
 
-/// The cells cover the suites exactly: every suite, every task (none missing, none extra), both
-/// arms, every trial once (scored, or marked an infrastructure error).
+/// The cells cover the suites exactly: every suite, every task (none missing, none extra), every
+/// expected arm and no other, every trial once (scored, or marked an infrastructure error).
 pub fn check_coverage(o: &Outcomes, want: &Expected) -> Result<(), Evidence> {
     let cov = |m: String| Err(Evidence::Coverage(m));
     if o.trials != want.trials {
@@ -47,6 +49,13 @@ pub fn check_coverage(o: &Outcomes, want: &Expected) -> Result<(), Evidence> {
                 c.suite, c.task_id, c.trial
             ));
         }
+        if !want.arms.contains(&c.arm) {
+            return cov(format!(
+                "cell {}/{} trial {} is in the {:?} arm, which this run does not evaluate",
+                c.suite, c.task_id, c.trial, c.arm
+            )
+            .to_lowercase());
+        }
         *seen.entry((c.suite.as_str(), c.task_id.as_str(), c.arm, c.trial)).or_insert(0) += 1;
     }
     for suite in &want.suites {
@@ -60,7 +69,7 @@ pub fn check_coverage(o: &Outcomes, want: &Expected) -> Result<(), Evidence> {
             return cov(format!("task {extra} is not in {}", suite.name));
         }
         for task in &tasks {
-            for arm in [Arm::Baseline, Arm::Final] {
+            for &arm in &want.arms {
                 for trial in 0..want.trials {
                     match seen.get(&(suite.name.as_str(), task, arm, trial)).copied().unwrap_or(0) {
                         1 => {}
@@ -163,6 +172,30 @@ pub fn check_report(reported: &ScoreReport, cells: &Outcomes) -> Result<ScoreRep
             r.paired_task_count, o.paired_task_count
         )));
     }
+    Ok(ours)
+}
+
+/// The pipeline's baseline report equals what the cells give; the error names the first difference.
+pub fn check_reference(reported: &BaselineReport, cells: &Outcomes) -> Result<Reference, Evidence> {
+    let ours = score::reference(cells);
+    let r = &reported.reference;
+    let count = |field: &str, a: u64, b: u64| {
+        if a == b {
+            Ok(())
+        } else {
+            Err(Evidence::Mismatch(format!("{field}: the report says {a}, the cells give {b}")))
+        }
+    };
+    count("trials", r.trials.into(), ours.trials.into())?;
+    count("tasks", r.tasks, ours.tasks)?;
+    count("scored_cells", r.scored_cells, ours.scored_cells)?;
+    count("infra_error_cells", r.infra_error_cells, ours.infra_error_cells)?;
+    for (i, (a, b)) in r.per_trial.iter().zip(&ours.per_trial).enumerate() {
+        differ(&format!("per_trial[{i}]"), *a, *b)?;
+    }
+    count("per_trial length", r.per_trial.len() as u64, ours.per_trial.len() as u64)?;
+    differ("pass_rate", r.pass_rate, ours.pass_rate)?;
+    differ("stderr", r.stderr, ours.stderr)?;
     Ok(ours)
 }
 
@@ -372,3 +405,48 @@ pub fn tied_with_leader(row: (f64, f64), leader: (f64, f64)) -> bool {
 
 #[cfg(test)]
 mod tests;
+
+/// A collected measurement of the base model (a baseline run's evidence, re-read and recomputed).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct BaselineMeasurement {
+    pub run_id: String,
+    pub challenge_id: String,
+    /// Fractions in [0, 1]: the mean over trials and one standard error.
+    pub pass_rate: f64,
+    pub stderr: f64,
+    pub trials: u32,
+    pub per_trial: Vec<f64>,
+    pub tasks: u64,
+    pub scored_cells: u64,
+    pub infra_error_cells: u64,
+    pub harness_note: String,
+    /// The runs dataset commit the evidence was read at.
+    pub read_commit: String,
+    pub collected_by: String,
+    pub collected_at: String,
+    /// True when it had been collected before: the stored measurement is returned.
+    pub existing: bool,
+}
+
+impl BaselineMeasurement {
+    /// As the challenge's `baseline.reference` shows it (percentages).
+    pub fn as_reference(&self) -> crate::registry::Baseline {
+        crate::registry::Baseline {
+            pass_rate_pct: 100.0 * self.pass_rate,
+            stderr_pct: 100.0 * self.stderr,
+            trials: self.trials,
+            harness_note: self.harness_note.clone(),
+        }
+    }
+}
+
+/// `GET /api/challenges/{id}/baseline`: what the challenge shows, and every collected measurement.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct BaselineAnswer {
+    pub challenge_id: String,
+    pub baseline: Option<crate::views::BaselineView>,
+    /// Newest first.
+    pub measurements: Vec<BaselineMeasurement>,
+}

@@ -28,6 +28,15 @@ pub struct RunRequest {
     pub agent_id: Option<String>,
 }
 
+/// The body of `baseline --execute`: an editor's measurement of the base model.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct BaselineRequest {
+    /// 8–120 characters you keep: repeating the request with it never starts a second job.
+    pub request_id: String,
+}
+
 /// A launch request whose fields have been checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Launch {
@@ -93,6 +102,46 @@ impl RunState {
 
 /// The guide's coarse stages of a run, in order.
 pub const STAGES: [&str; 7] = ["setup", "snapshot", "baseline", "gate", "training", "heldout", "collect"];
+
+/// What a run is for: training on a collection, or measuring the base model alone on the held-out
+/// suite (the challenge's `baseline`, launched by an editor, no collection).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum Purpose {
+    Collection,
+    Baseline,
+}
+
+impl Purpose {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Purpose::Collection => "collection",
+            Purpose::Baseline => "baseline",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Purpose> {
+        [Purpose::Collection, Purpose::Baseline].into_iter().find(|p| p.as_str() == s)
+    }
+
+    /// The stages a run of this purpose goes through: a baseline measurement snapshots the
+    /// held-out suite, evaluates the base model and publishes, nothing more.
+    pub fn stages(self) -> &'static [&'static str] {
+        match self {
+            Purpose::Collection => &STAGES,
+            Purpose::Baseline => &["setup", "snapshot", "baseline", "collect"],
+        }
+    }
+
+    /// The `arena-purpose` label of the HF job, as `/api/jobs` reports it.
+    pub fn job_purpose(self) -> &'static str {
+        match self {
+            Purpose::Collection => "challenge-run",
+            Purpose::Baseline => "baseline",
+        }
+    }
+}
 
 /// One check of the preflight. `ok` is `None` when an earlier failure made it meaningless.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -352,6 +401,69 @@ pub fn refusal(p: &Preflight, f: &Facts) -> Option<Refusal> {
     Some(Refusal { code, message: format!("{}: {}", failed.name, failed.detail), retry_after_s })
 }
 
+/// What an editor's launch of a baseline measurement is checked against.
+#[derive(Debug, Clone)]
+pub struct BaselineFacts<'a> {
+    pub challenge: &'a Challenge,
+    pub allocation: Result<i64, String>,
+    pub caller: Option<Caller>,
+    pub active_run: Option<String>,
+    pub remaining_cents: i64,
+}
+
+/// A baseline measurement is launched under a run's rules, in the same order, with two
+/// differences: paused runs do not stop it (measuring the baseline is what they wait for), and
+/// only a BenchFlow editor launches it (no collection, so no author).
+pub fn baseline_refusal(f: &BaselineFacts) -> Option<Refusal> {
+    let header = &f.challenge.spec.challenge;
+    let compute = &f.challenge.spec.compute;
+    let no = |code, message: String| Some(Refusal { code, message, retry_after_s: None });
+    if header.status != ChallengeStatus::Open {
+        return no(
+            ErrorCode::ChallengeNotOpen,
+            format!("{}: `{}` is {}", check::CHALLENGE_OPEN, header.id, header.status.as_str()),
+        );
+    }
+    if compute.provider_status == ProviderStatus::Planned {
+        return no(
+            ErrorCode::ChallengeNotOpen,
+            format!(
+                "{}: provider `{}` is planned: the arena does not launch there yet",
+                check::CHALLENGE_OPEN,
+                compute.provider
+            ),
+        );
+    }
+    let Some(caller) = &f.caller else {
+        return no(ErrorCode::AuthRequired, "send an HF token (or sign in) to launch a measurement".into());
+    };
+    if !caller.editor {
+        return no(
+            ErrorCode::Forbidden,
+            format!("{} is not a BenchFlow editor: editors measure the base model", caller.name),
+        );
+    }
+    if let Some(run) = &f.active_run {
+        return no(
+            ErrorCode::AnotherRunActive,
+            format!("{}: {run} is active; one runs at a time across the arena", check::NO_ACTIVE_JOB),
+        );
+    }
+    match &f.allocation {
+        Err(reason) => no(ErrorCode::CapExceeded, format!("{}: {reason}", check::CAP)),
+        Ok(cents) if *cents > f.remaining_cents => no(
+            ErrorCode::CapExceeded,
+            format!(
+                "{}: a measurement reserves ${:.2} and ${:.2} remains",
+                check::CAP,
+                dollars(*cents),
+                dollars(f.remaining_cents)
+            ),
+        ),
+        Ok(_) => None,
+    }
+}
+
 /// Whether a reason names a fault of the arena's side (serving, sandboxes, the agent handshake,
 /// billing) rather than of the collection.
 pub fn is_platform_fault(reason: &str) -> bool {
@@ -367,7 +479,10 @@ pub fn is_platform_fault(reason: &str) -> bool {
 pub struct RunView {
     pub run_id: String,
     pub challenge_id: String,
-    pub environment_id: String,
+    /// `collection`, or `baseline` for a measurement of the base model alone.
+    pub purpose: Purpose,
+    /// The collection trained on; `null` for a baseline measurement.
+    pub environment_id: Option<String>,
     /// Who launched it (the collection's author or an editor).
     pub author: String,
     pub agent_id: Option<String>,

@@ -206,6 +206,61 @@ pub fn score(o: &Outcomes) -> ScoreReport {
     }
 }
 
+/// A measurement of the base model alone (a baseline run: baseline-arm cells only): per trial, the
+/// pass rate over every task scored in that trial, pooled over suites; then the mean over trials
+/// ± one standard error over trials (with a single trial, over that trial's tasks).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Reference {
+    pub pass_rate: f64,
+    pub stderr: f64,
+    /// The trials with at least one scored cell.
+    pub trials: u32,
+    pub per_trial: Vec<f64>,
+    /// Tasks scored at least once.
+    pub tasks: u64,
+    pub scored_cells: u64,
+    pub infra_error_cells: u64,
+}
+
+/// `reports/baseline.json`: the pipeline's own measurement, in a baseline run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BaselineReport {
+    pub schema_version: u32,
+    pub metric: String,
+    #[serde(flatten)]
+    pub reference: Reference,
+}
+
+pub fn reference(o: &Outcomes) -> Reference {
+    let mut by_trial: BTreeMap<u32, Vec<f64>> = BTreeMap::new();
+    let mut tasks = std::collections::BTreeSet::new();
+    let (mut scored, mut infra) = (0, 0);
+    for c in o.cells.iter().filter(|c| c.arm == Arm::Baseline) {
+        if c.scored {
+            scored += 1;
+            tasks.insert((c.suite.as_str(), c.task_id.as_str()));
+            let pass = if c.reward.unwrap_or(0.0) >= 1.0 { 1.0 } else { 0.0 };
+            by_trial.entry(c.trial).or_default().push(pass);
+        } else {
+            infra += 1;
+        }
+    }
+    let per_trial: Vec<f64> = by_trial.values().map(|v| mean(v)).collect();
+    let se = match by_trial.len() {
+        1 => stderr(by_trial.values().next().expect("one trial")),
+        _ => stderr(&per_trial),
+    };
+    Reference {
+        pass_rate: mean(&per_trial),
+        stderr: se,
+        trials: per_trial.len() as u32,
+        per_trial,
+        tasks: tasks.len() as u64,
+        scored_cells: scored,
+        infra_error_cells: infra,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -317,5 +372,30 @@ mod tests {
         assert_eq!(r.pooled.paired_task_count, 4);
         assert!(close(r.pooled.baseline_pass_rate, 0.25) && close(r.pooled.final_pass_rate, 0.75));
         assert_eq!(r.primary_suite, "a");
+    }
+
+    /// Worked by hand: two tasks, three trials. Trial 0: 1/2; trial 1: 2/2; trial 2: t2 an
+    /// infrastructure error, t1 passes (1/1). Per trial [0.5, 1, 1]: mean 5/6, SE =
+    /// sqrt(var/3) with var = ((1/3)² + 2·(1/6)²)/2 = 1/12, so SE = 1/6. Final cells are ignored.
+    #[test]
+    fn a_baseline_measurement_is_the_mean_over_trials_with_its_error() {
+        let b = |t, trial, r| cell("s", t, Arm::Baseline, trial, r);
+        let cells = vec![
+            b("t1", 0, Some(1.0)),
+            b("t2", 0, Some(0.0)),
+            b("t1", 1, Some(1.0)),
+            b("t2", 1, Some(1.0)),
+            b("t1", 2, Some(1.0)),
+            b("t2", 2, None),
+            cell("s", "t1", Arm::Final, 0, Some(0.0)),
+        ];
+        let r = reference(&outcomes(&[("s", &["t1", "t2"])], cells.clone()));
+        assert_eq!(r.per_trial, [0.5, 1.0, 1.0]);
+        assert!((r.pass_rate - 5.0 / 6.0).abs() < 1e-12);
+        assert!((r.stderr - 1.0 / 6.0).abs() < 1e-12);
+        assert_eq!((r.trials, r.tasks, r.scored_cells, r.infra_error_cells), (3, 2, 5, 1));
+        // One trial: the error is over that trial's tasks (0, 1: mean 0.5, SE 0.5).
+        let one = reference(&outcomes(&[("s", &["t1", "t2"])], cells[..2].to_vec()));
+        assert_eq!((one.pass_rate, one.stderr, one.trials), (0.5, 0.5, 1));
     }
 }

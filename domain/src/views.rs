@@ -152,6 +152,10 @@ pub struct BaselineView {
     pub measured: bool,
     /// The organizers' measurement, when there is one.
     pub reference: Option<Baseline>,
+    /// The arena's baseline run it was collected from (`null` when the organizers stated it in
+    /// the challenge's configuration).
+    pub run_id: Option<String>,
+    pub measured_at: Option<String>,
     pub note: String,
 }
 

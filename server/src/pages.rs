@@ -171,7 +171,9 @@ impl ArenaReads for AppState {
             let mut latest = std::collections::BTreeMap::new();
             // Newest first: the first seen of each collection is its latest.
             for r in &runs {
-                latest.entry(r.environment_id.clone()).or_insert_with(|| service::runs::view(self, r));
+                if let Some(env) = &r.environment_id {
+                    latest.entry(env.clone()).or_insert_with(|| service::runs::view(self, r));
+                }
             }
             Ok(latest)
         })

@@ -2,7 +2,9 @@
 //! the runs dataset (`--bundle-repo R --bundle-revision C --bundle-path P`: `P/job.json`), plays
 //! the pipeline's stages with short pauses, logs `[posttrainarena] {step}: …` lines as the real one
 //! does, and writes the result files of `reference/pipeline.md` (`runs/{run_id}/reports/
-//! eval_task_outcomes.json` and `score.json`, score_v2) into the runs dataset.
+//! eval_task_outcomes.json` and `score.json`, score_v2) into the runs dataset. A bundle of purpose
+//! `baseline` measures the base model alone: its stages skip the gate, training and held-out
+//! after, its cells are of the baseline arm, and it writes `baseline.json` instead of `score.json`.
 //!
 //! Pass rates come from a seeded model: each held-out task has a base rate from its name; the
 //! collection moves it by an effect drawn from its task identities; each cell is drawn with the
@@ -11,7 +13,8 @@
 
 use std::time::{Duration, Instant};
 
-use domain::score::{self, Arm, Cell, Outcomes, SuiteTasks};
+use domain::runs::Purpose;
+use domain::score::{self, Arm, BaselineReport, Cell, Outcomes, SuiteTasks};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
@@ -35,6 +38,9 @@ pub const STAGES: &[(&str, &[&str])] = &[
 #[derive(Debug, Deserialize)]
 pub struct JobManifest {
     pub run_id: String,
+    /// `collection` (the default) or `baseline`.
+    #[serde(default)]
+    pub purpose: Option<String>,
     #[serde(default)]
     pub train_tasks: Vec<String>,
     #[serde(default)]
@@ -43,6 +49,12 @@ pub struct JobManifest {
     pub eval_suites: Vec<SuiteTasks>,
     #[serde(default = "three")]
     pub trials: u32,
+}
+
+impl JobManifest {
+    fn purpose(&self) -> Purpose {
+        self.purpose.as_deref().and_then(Purpose::parse).unwrap_or(Purpose::Collection)
+    }
 }
 
 fn three() -> u32 {
@@ -86,7 +98,11 @@ pub fn simulate_cells(m: &JobManifest) -> Outcomes {
             let base = 0.05 + 0.55 * unit(&["base", &suite.name, task]);
             let after =
                 (base + effect + 0.1 * (unit(&["task-effect", task, &identities]) - 0.5)).clamp(0.0, 1.0);
-            for (arm, p) in [(Arm::Baseline, base), (Arm::Final, after)] {
+            let arms: &[(Arm, f64)] = match m.purpose() {
+                Purpose::Collection => &[(Arm::Baseline, base), (Arm::Final, after)],
+                Purpose::Baseline => &[(Arm::Baseline, base)],
+            };
+            for &(arm, p) in arms {
                 let arm_name = if arm == Arm::Baseline { "baseline" } else { "final" };
                 for trial in 0..m.trials {
                     let t = trial.to_string();
@@ -182,7 +198,8 @@ pub async fn run(hub: SharedHub, id: String) {
     };
     send(json!({"kind": "hello", "detail": "SIMULATED pipeline on the local stand-in"}));
     let outcomes = simulate_cells(&manifest);
-    for (stage, steps) in STAGES {
+    let purpose = manifest.purpose();
+    for (stage, steps) in STAGES.iter().filter(|(s, _)| purpose.stages().contains(s)) {
         if faults.relay_drop_at.as_deref() == Some(*stage) {
             if let Some(r) = &relay {
                 r.drop_connection();
@@ -283,6 +300,10 @@ async fn read_manifest(hub: &SharedHub, args: &[String]) -> Result<JobManifest, 
     serde_json::from_slice(&bytes).map_err(|e| format!("job.json: {e}"))
 }
 
+fn to_json<T: serde::Serialize>(v: &T) -> Result<Vec<u8>, String> {
+    serde_json::to_vec_pretty(v).map_err(|e| e.to_string())
+}
+
 async fn write_results(
     hub: &SharedHub,
     args: &[String],
@@ -295,18 +316,28 @@ async fn write_results(
     let repos = hub.repos.as_ref().ok_or("the stand-in serves no repositories")?;
     let id = RepoName::parse(owner, name).ok_or("a bad repository name")?;
     let repo = repos.open(Kind::Dataset, &id).await.map_err(|e| e.to_string())?.ok_or("no such dataset")?;
-    let mut report = score::score(outcomes);
-    if mismatch {
-        report.pooled.delta += 0.05;
-    }
     let dir = format!("runs/{}/reports", m.run_id);
     let file = |name: &str, value: Vec<u8>| {
         (RepoPath::parse(&format!("{dir}/{name}")).expect("a plain path"), value)
     };
-    let files = vec![
-        file("eval_task_outcomes.json", serde_json::to_vec_pretty(outcomes).map_err(|e| e.to_string())?),
-        file("score.json", serde_json::to_vec_pretty(&report).map_err(|e| e.to_string())?),
-    ];
+    let report = match m.purpose() {
+        Purpose::Collection => {
+            let mut report = score::score(outcomes);
+            if mismatch {
+                report.pooled.delta += 0.05;
+            }
+            file("score.json", to_json(&report)?)
+        }
+        Purpose::Baseline => {
+            let mut reference = score::reference(outcomes);
+            if mismatch {
+                reference.pass_rate += 0.05;
+            }
+            let report = BaselineReport { schema_version: 1, metric: outcomes.metric.clone(), reference };
+            file("baseline.json", to_json(&report)?)
+        }
+    };
+    let files = vec![file("eval_task_outcomes.json", to_json(outcomes)?), report];
     repo.write(&format!("Simulated results of {} (local stand-in)", m.run_id), &files)
         .await
         .map(|_| ())
@@ -320,6 +351,7 @@ mod tests {
     fn manifest(run: &str, identities: &[&str]) -> JobManifest {
         JobManifest {
             run_id: run.into(),
+            purpose: None,
             train_tasks: vec!["a".into()],
             task_identities: identities.iter().map(|s| s.to_string()).collect(),
             eval_suites: vec![SuiteTasks { name: "heldout".into(), task_ids: Vec::new() }],
@@ -338,5 +370,13 @@ mod tests {
         assert_ne!(a1.pooled.delta, b1.pooled.delta, "collections differ");
         assert_eq!(a1.pooled.paired_task_count, 20);
         assert!(a1.pooled.stderr > 0.0);
+    }
+
+    #[test]
+    fn a_baseline_measurement_evaluates_the_base_model_alone() {
+        let m = JobManifest { purpose: Some("baseline".into()), ..manifest("run-b", &[]) };
+        let o = simulate_cells(&m);
+        assert_eq!(o.cells.len(), 20 * 3, "20 simulated tasks, 3 trials, one arm");
+        assert!(o.cells.iter().all(|c| c.arm == Arm::Baseline));
     }
 }

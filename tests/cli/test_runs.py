@@ -172,3 +172,39 @@ def test_a_run_launched_with_the_cli_is_followed_to_scored(arena_url, alice_coll
     assert "result collect" in r.stderr
     listed = json.loads(run_cli(["runs", "--challenge", "local-demo"], arena_url).stdout)
     assert any(x["run_id"] == run_id and x["request_key"].startswith("alice-cli-run-") for x in listed["runs"])
+
+
+EVE = "hf_local_test_eve_e11e11"
+
+
+def test_an_editor_measures_the_baseline_with_the_cli(arena_url, tmp_path):
+    """Runs after the run above (one job at a time): launch as an editor, follow it, collect it, and
+    the challenge's baseline is the measurement."""
+    import time
+
+    path = write(tmp_path, {"request_id": "eve-baseline-%s" % uuid.uuid4().hex[:8]})
+    refused = run_cli(["baseline", "launch", "--challenge", "local-demo", "--file", path], arena_url, token=ALICE)
+    assert refused.returncode != 0 and "FORBIDDEN" in refused.stdout + refused.stderr
+    r = run_cli(["baseline", "launch", "--challenge", "local-demo", "--file", path], arena_url, token=EVE)
+    assert r.returncode == 0, r.stderr
+    run = json.loads(r.stdout)["run"]
+    assert run["purpose"] == "baseline" and run["environment_id"] is None
+    assert "baseline collect --challenge local-demo --run-id %s" % run["run_id"] in r.stderr
+    deadline = time.time() + 90
+    while True:
+        state = json.loads(run_cli(["runs", "--challenge", "local-demo", "--run-id", run["run_id"]], arena_url).stdout)["state"]
+        if state in ("scored", "failed", "canceled"):
+            break
+        assert time.time() < deadline
+        time.sleep(1)
+    assert state == "scored"
+    c = run_cli(["baseline", "collect", "--challenge", "local-demo", "--run-id", run["run_id"]], arena_url, token=EVE)
+    assert c.returncode == 0, c.stderr
+    measured = json.loads(c.stdout)
+    assert "the challenge's baseline is now" in c.stderr
+    g = run_cli(["baseline", "get", "--challenge", "local-demo"], arena_url)
+    assert g.returncode == 0, g.stderr
+    answer = json.loads(g.stdout)
+    assert answer["baseline"]["run_id"] == run["run_id"]
+    assert abs(answer["baseline"]["reference"]["pass_rate_pct"] - 100 * measured["pass_rate"]) < 1e-9
+    assert "%.1f%%" % (100 * measured["pass_rate"]) in g.stderr

@@ -97,6 +97,7 @@ fn coverage_must_be_exact() {
     let want = Expected {
         suites: vec![SuiteTasks { name: "s".into(), task_ids: vec!["t1".into(), "t2".into()] }],
         trials: 1,
+        arms: vec![Arm::Baseline, Arm::Final],
     };
     assert_eq!(check_coverage(&outcomes(full()), &want), Ok(()));
     let mut missing = full();
@@ -129,6 +130,31 @@ fn coverage_must_be_exact() {
     let wrong_trials = Expected { trials: 3, ..want.clone() };
     assert!(
         matches!(check_coverage(&outcomes(full()), &wrong_trials), Err(Evidence::Coverage(m)) if m.contains("1 trials reported"))
+    );
+}
+
+#[test]
+fn a_baseline_measurement_covers_the_baseline_arm_alone_and_its_report_must_match() {
+    let want = Expected {
+        suites: vec![SuiteTasks { name: "s".into(), task_ids: vec!["t1".into(), "t2".into()] }],
+        trials: 1,
+        arms: vec![Arm::Baseline],
+    };
+    let base: Vec<Cell> = full().into_iter().filter(|c| c.arm == Arm::Baseline).collect();
+    assert_eq!(check_coverage(&outcomes(base.clone()), &want), Ok(()));
+    assert!(
+        matches!(check_coverage(&outcomes(full()), &want), Err(Evidence::Coverage(m)) if m.contains("final arm")),
+        "a trained arm has no place in a measurement of the base model"
+    );
+    let o = outcomes(base);
+    let good = BaselineReport { schema_version: 1, metric: "pass@1".into(), reference: score::reference(&o) };
+    assert_eq!(check_reference(&good, &o).map(|r| r.pass_rate), Ok(0.0));
+    let mut bad = good.clone();
+    bad.reference.per_trial[0] = 0.5;
+    bad.reference.pass_rate = 0.5;
+    assert!(
+        matches!(check_reference(&bad, &o), Err(Evidence::Mismatch(m)) if m.starts_with("per_trial[0]")),
+        "the first difference is named"
     );
 }
 

@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{is_platform_fault, RunState, STAGES};
+use super::{is_platform_fault, Purpose, RunState, STAGES};
 
 /// The pipeline's own steps (as its `[posttrainarena] {step}: …` log lines name them) and the
 /// guide's stage each belongs to.
@@ -179,8 +179,13 @@ pub struct StageEvent {
 
 /// Every stage, in order, from the run's events: when each started and finished and its counts.
 /// A stage that started without finishing is running while the run is, and failed once the run
-/// failed there; a stage seen only through a later one is done.
-pub fn timeline(events: &[StageEvent], state: RunState, stage: Option<&str>) -> Vec<StageSpan> {
+/// failed there; a stage seen only through a later one is done. Only the purpose's stages are kept.
+pub fn timeline(
+    events: &[StageEvent],
+    state: RunState,
+    stage: Option<&str>,
+    purpose: Purpose,
+) -> Vec<StageSpan> {
     let mut spans: Vec<StageSpan> = STAGES
         .iter()
         .map(|s| StageSpan {
@@ -228,6 +233,7 @@ pub fn timeline(events: &[StageEvent], state: RunState, stage: Option<&str>) -> 
             }
             .into();
     }
+    spans.retain(|s| purpose.stages().contains(&s.stage.as_str()));
     spans
 }
 

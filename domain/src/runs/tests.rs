@@ -223,3 +223,34 @@ fn states_round_trip_and_count() {
     }
     assert!(RunState::Scored.counts() && !RunState::Failed.counts() && !RunState::Canceled.counts());
 }
+
+#[test]
+fn a_baseline_measurement_ignores_paused_runs_but_needs_an_editor_a_free_slot_and_the_cap() {
+    let paused =
+        registry(|s| s.replace("[challenge]\n", "[challenge]\nruns_paused = \"waiting for the baseline\"\n"));
+    let challenge = paused.challenge("openenv-9b").unwrap();
+    let allocation = crate::catalog::allocation(&paused, challenge).usd.map(|u| (u * 100.0).round() as i64);
+    let editor = Caller { id: "u-ed".into(), name: "ed".into(), editor: true };
+    let mut f = BaselineFacts {
+        challenge,
+        allocation: allocation.ok_or_else(String::new),
+        caller: Some(editor),
+        active_run: None,
+        remaining_cents: 500_000,
+    };
+    assert_eq!(baseline_refusal(&f), None, "paused runs wait for this measurement");
+    let code = |f: &BaselineFacts| baseline_refusal(f).map(|r| r.code);
+    f.caller = Some(Caller { id: "u-alice".into(), name: "alice".into(), editor: false });
+    assert_eq!(code(&f), Some(ErrorCode::Forbidden));
+    f.caller = None;
+    assert_eq!(code(&f), Some(ErrorCode::AuthRequired));
+    f.caller = Some(Caller { id: "u-ed".into(), name: "ed".into(), editor: true });
+    f.active_run = Some("run-x".into());
+    assert_eq!(code(&f), Some(ErrorCode::AnotherRunActive));
+    f.active_run = None;
+    f.remaining_cents = 1;
+    assert_eq!(code(&f), Some(ErrorCode::CapExceeded));
+    let planned = registry(|s| s.replace("provider_status = \"connected\"", "provider_status = \"planned\""));
+    f.challenge = planned.challenge("openenv-9b").unwrap();
+    assert_eq!(code(&f), Some(ErrorCode::ChallengeNotOpen));
+}

@@ -1,6 +1,7 @@
 //! The REST API the guide names. Every route is declared with `#[utoipa::path]` and registered
 //! through `routes!`, so `/openapi.json` is generated from the same code that serves it.
 
+mod baselines;
 mod board;
 mod catalog;
 mod environments;
@@ -72,6 +73,8 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(runs::collect, runs::result))
         .routes(routes!(runs::review))
         .routes(routes!(runs::leaderboard))
+        .routes(routes!(baselines::launch, baselines::get))
+        .routes(routes!(baselines::collect))
         .routes(routes!(runs::gate_plan))
         .routes(routes!(runs::gates_get))
         .merge(

@@ -1,7 +1,7 @@
 use std::collections::BTreeMap;
 
 use domain::budget::{summarize, LedgerEntry, LedgerState};
-use domain::catalog::LiveState;
+use domain::catalog::{LiveState, MeasuredBaseline};
 use domain::Registry;
 use sqlx::Row;
 
@@ -54,7 +54,24 @@ pub async fn live_state(db: &Db, registry: &Registry) -> Result<LiveState, sqlx:
         launched_runs.insert(row.try_get("challenge_id")?, row.try_get::<i64, _>("n")?.max(0) as u64);
     }
     let hf = hf_recorded_cents(db).await?;
-    Ok(LiveState { budget: summarize(registry.budget_cap_cents, &entries, hf), active_job, launched_runs })
+    // Newest first: the first seen per challenge is its current baseline.
+    let mut baselines = BTreeMap::new();
+    for m in super::baselines::list(db, None).await? {
+        if !baselines.contains_key(&m.challenge_id) {
+            let measured = MeasuredBaseline {
+                reference: m.as_reference(),
+                run_id: m.run_id.clone(),
+                measured_at: m.collected_at.clone(),
+            };
+            baselines.insert(m.challenge_id.clone(), measured);
+        }
+    }
+    Ok(LiveState {
+        budget: summarize(registry.budget_cap_cents, &entries, hf),
+        active_job,
+        launched_runs,
+        baselines,
+    })
 }
 
 /// A reservation of the ledger, with the run it is for.

@@ -1,6 +1,7 @@
 //! Storage: one module per table group. Each maps rows to domain values at this edge.
 
 pub mod agents;
+pub mod baselines;
 pub mod board;
 pub mod budget;
 pub mod environments;

@@ -2,7 +2,7 @@
 //! one transaction; `(author_id, request_key)` makes a repeated launch find the first run, and the
 //! ledger's one-live-reservation index keeps one run active across the arena.
 
-use domain::runs::RunState;
+use domain::runs::{Purpose, RunState};
 use sqlx::any::AnyRow;
 use sqlx::{Any, Row, Transaction};
 
@@ -42,7 +42,9 @@ impl LaunchStep {
 pub struct Run {
     pub id: String,
     pub challenge_id: String,
-    pub environment_id: String,
+    pub purpose: Purpose,
+    /// `None` for a baseline measurement (the database holds them to it).
+    pub environment_id: Option<String>,
     pub author: String,
     pub author_id: String,
     pub agent_id: Option<String>,
@@ -73,12 +75,14 @@ pub struct Run {
     pub job_created_epoch: Option<i64>,
     pub job_started_epoch: Option<i64>,
     pub finished_at: Option<String>,
+    /// The runs dataset commit where the reconciler found the result files.
+    pub results_commit: Option<String>,
 }
 
-const COLUMNS: &str = "id, challenge_id, environment_id, author, author_id, agent_id, request_key, request_body, \
+const COLUMNS: &str = "id, challenge_id, purpose, environment_id, author, author_id, agent_id, request_key, request_body, \
     state, stage, reason, platform_fault, launch, bundle_commit, job_id, job_status, flavor, timeout_s, \
     reserved_cents, eligible_tasks, excluded_task_count, created_at, created_epoch, updated_at, relay_state, \
-    relay_seen_epoch, log_lines, log_seen_epoch, log_last_at, log_stage, job_created_epoch, job_started_epoch, finished_at";
+    relay_seen_epoch, log_lines, log_seen_epoch, log_last_at, log_stage, job_created_epoch, job_started_epoch, finished_at, results_commit";
 
 fn decode_error(what: &str, value: &str) -> sqlx::Error {
     sqlx::Error::Decode(format!("runs.{what} holds unknown value `{value}`").into())
@@ -87,9 +91,11 @@ fn decode_error(what: &str, value: &str) -> sqlx::Error {
 fn run(row: &AnyRow) -> Result<Run, sqlx::Error> {
     let state: String = row.try_get("state")?;
     let launch: String = row.try_get("launch")?;
+    let purpose: String = row.try_get("purpose")?;
     Ok(Run {
         id: row.try_get("id")?,
         challenge_id: row.try_get("challenge_id")?,
+        purpose: Purpose::parse(&purpose).ok_or_else(|| decode_error("purpose", &purpose))?,
         environment_id: row.try_get("environment_id")?,
         author: row.try_get("author")?,
         author_id: row.try_get("author_id")?,
@@ -121,13 +127,15 @@ fn run(row: &AnyRow) -> Result<Run, sqlx::Error> {
         job_created_epoch: row.try_get("job_created_epoch")?,
         job_started_epoch: row.try_get("job_started_epoch")?,
         finished_at: row.try_get("finished_at")?,
+        results_commit: row.try_get("results_commit")?,
     })
 }
 
 pub struct NewRun<'a> {
     pub id: &'a str,
     pub challenge_id: &'a str,
-    pub environment_id: &'a str,
+    pub purpose: Purpose,
+    pub environment_id: Option<&'a str>,
     pub author: &'a str,
     pub author_id: &'a str,
     pub agent_id: Option<&'a str>,
@@ -157,8 +165,8 @@ pub async fn insert(db: &Db, n: &NewRun<'_>) -> Result<Inserted, sqlx::Error> {
     let stored = sqlx::query(
         "INSERT INTO runs (id, challenge_id, environment_id, author, author_id, agent_id, request_key, request_body, \
          state, launch, flavor, timeout_s, reserved_cents, eligible_tasks, excluded_task_count, secret_hash, \
-         created_at, created_epoch, updated_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'queued', 'reserved', $9, $10, $11, $12, $13, $14, $15, $16, $15) \
+         created_at, created_epoch, updated_at, purpose) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'queued', 'reserved', $9, $10, $11, $12, $13, $14, $15, $16, $15, $17) \
          ON CONFLICT (author_id, request_key) DO NOTHING",
     )
     .bind(n.id)
@@ -177,6 +185,7 @@ pub async fn insert(db: &Db, n: &NewRun<'_>) -> Result<Inserted, sqlx::Error> {
     .bind(n.secret_hash)
     .bind(n.now)
     .bind(n.now_epoch)
+    .bind(n.purpose.as_str())
     .execute(&mut *tx)
     .await?
     .rows_affected()
@@ -568,6 +577,16 @@ pub async fn following(db: &Db) -> Result<Vec<String>, sqlx::Error> {
     .iter()
     .map(|r| r.try_get("id"))
     .collect()
+}
+
+/// Where the reconciler found the run's result files.
+pub async fn set_results_commit(db: &Db, id: &str, commit: &str) -> Result<(), sqlx::Error> {
+    sqlx::query("UPDATE runs SET results_commit = $2 WHERE id = $1")
+        .bind(id)
+        .bind(commit)
+        .execute(&db.writer)
+        .await?;
+    Ok(())
 }
 
 /// What the reconciler saw of the job this pass.

@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use domain::runs::follow::{self, Decision, Limits, RelayState, Settle};
-use domain::runs::RunState;
+use domain::runs::{Purpose, RunState};
 
 use crate::changes::Topic;
 use crate::clock;
@@ -129,8 +129,16 @@ async fn follow_one(s: &AppState, id: &str) -> Result<bool, String> {
     if relay.as_str() != run.relay_state {
         repo::runs::set_relay_state(&s.db, id, relay.as_str()).await.map_err(|e| e.to_string())?;
     }
-    let has_results =
-        if job.status.stage == "COMPLETED" { Some(results_written(s, id).await?) } else { None };
+    let has_results = if job.status.stage == "COMPLETED" {
+        let commit = results_written(s, &run).await?;
+        if let Some(commit) = &commit {
+            // Collect reads the evidence at this commit, not at whatever the dataset holds later.
+            repo::runs::set_results_commit(&s.db, id, commit).await.map_err(|e| e.to_string())?;
+        }
+        Some(commit.is_some())
+    } else {
+        None
+    };
     let facts = follow::Facts {
         state: run.state,
         stage: run.stage.clone(),
@@ -194,22 +202,28 @@ async fn apply(
     repo::runs::apply(&s.db, &run.id, &change).await.map_err(|e| e.to_string())
 }
 
-/// Whether the pipeline wrote both result files for the run.
-async fn results_written(s: &AppState, id: &str) -> Result<bool, String> {
+/// The files a finished run of each purpose leaves under `runs/{id}/reports/`.
+pub fn result_files(purpose: Purpose) -> [&'static str; 2] {
+    match purpose {
+        Purpose::Collection => ["score.json", "eval_task_outcomes.json"],
+        Purpose::Baseline => ["baseline.json", "eval_task_outcomes.json"],
+    }
+}
+
+/// The runs dataset commit holding every result file of the run, if the pipeline wrote them.
+async fn results_written(s: &AppState, run: &Run) -> Result<Option<String>, String> {
     use crate::ports::datasets::DatasetError;
-    for file in ["score.json", "eval_task_outcomes.json"] {
-        match s
-            .deps
-            .datasets
-            .read(&s.runs_dataset, "main", &format!("runs/{id}/reports/{file}"), 64 << 20)
-            .await
-        {
+    let commit =
+        s.deps.datasets.head(&s.runs_dataset).await.map_err(|e| format!("reading the runs dataset: {e}"))?;
+    for file in result_files(run.purpose) {
+        let path = format!("runs/{}/reports/{file}", run.id);
+        match s.deps.datasets.read(&s.runs_dataset, &commit, &path, 64 << 20).await {
             Ok(_) => {}
-            Err(DatasetError::NotFound) => return Ok(false),
+            Err(DatasetError::NotFound) => return Ok(None),
             Err(e) => return Err(format!("reading the run's results: {e}")),
         }
     }
-    Ok(true)
+    Ok(Some(commit))
 }
 
 /// The job's running seconds as HF recorded them (or as its times say).

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use domain::collection::report::TaskStatus;
 use domain::results::{self, Evidence, Expected, RankedRun, ResultView, Review, ReviewView};
 use domain::runs::RunState;
-use domain::score::{Outcomes, ScoreReport, SuiteTasks, Z95};
+use domain::score::{Arm, Outcomes, ScoreReport, SuiteTasks, Z95};
 use domain::views::{Leaderboard, LeaderboardRow};
 use domain::ErrorCode;
 
@@ -49,7 +49,11 @@ pub fn view(r: &Stored, existing: bool) -> ResultView {
 
 /// The suites the challenge scores on with their tasks; refused when this deployment does not
 /// know a suite's tasks (a private suite without its overlay), since coverage cannot be checked.
-fn expected(s: &AppState, challenge: &domain::registry::Challenge) -> Result<Expected, ApiError> {
+pub fn expected(
+    s: &AppState,
+    challenge: &domain::registry::Challenge,
+    arms: &[Arm],
+) -> Result<Expected, ApiError> {
     let mut suites = Vec::new();
     for id in &challenge.spec.challenge.suites {
         let tasks = s.registry.suites.get(id).and_then(|x| x.tasks.as_ref()).ok_or_else(|| {
@@ -60,10 +64,24 @@ fn expected(s: &AppState, challenge: &domain::registry::Challenge) -> Result<Exp
         })?;
         suites.push(SuiteTasks { name: id.clone(), task_ids: tasks.names.clone() });
     }
-    Ok(Expected { suites, trials: challenge.spec.compute.eval_trials })
+    Ok(Expected { suites, trials: challenge.spec.compute.eval_trials, arms: arms.to_vec() })
 }
 
-async fn read_json<T: serde::de::DeserializeOwned>(
+/// The runs dataset commit to read a run's evidence at: where the reconciler found its result
+/// files; the dataset's head for a run scored before that commit was recorded.
+pub async fn evidence_commit(s: &AppState, run: &crate::repo::runs::Run) -> Result<String, ApiError> {
+    if let Some(commit) = &run.results_commit {
+        return Ok(commit.clone());
+    }
+    s.deps.datasets.head(&s.runs_dataset).await.map_err(|e| {
+        ApiError::new(
+            ErrorCode::HubUnavailable,
+            format!("the runs dataset did not answer ({e}); collect again"),
+        )
+    })
+}
+
+pub async fn read_json<T: serde::de::DeserializeOwned>(
     s: &AppState,
     commit: &str,
     path: &str,
@@ -96,7 +114,13 @@ pub async fn collect(
     if run.challenge_id != challenge_id {
         return Err(ApiError::new(ErrorCode::RunNotFound, format!("no run `{run_id}` on `{challenge_id}`")));
     }
-    let collection_author = repo::environments::author_id(&s.db, &run.environment_id).await?;
+    let Some(environment_id) = run.environment_id.clone() else {
+        return Err(ApiError::new(
+            ErrorCode::WrongRunPurpose,
+            format!("{run_id} measured the base model; collect it with POST /api/challenges/{challenge_id}/baseline/{run_id}/collect"),
+        ));
+    };
+    let collection_author = repo::environments::author_id(&s.db, &environment_id).await?;
     if !(me.editor || run.author_id == me.id || collection_author.as_deref() == Some(me.id.as_str())) {
         return Err(ApiError::new(
             ErrorCode::NotAuthorOrEditor,
@@ -116,20 +140,15 @@ pub async fn collect(
         .registry
         .challenge(challenge_id)
         .ok_or_else(|| ApiError::new(ErrorCode::ChallengeNotFound, "no such challenge"))?;
-    let want = expected(s, challenge)?;
-    let commit = s.deps.datasets.head(&s.runs_dataset).await.map_err(|e| {
-        ApiError::new(
-            ErrorCode::HubUnavailable,
-            format!("the runs dataset did not answer ({e}); collect again"),
-        )
-    })?;
+    let want = expected(s, challenge, &[Arm::Baseline, Arm::Final])?;
+    let commit = evidence_commit(s, &run).await?;
     let dir = format!("runs/{run_id}/reports");
     let outcomes: Outcomes = read_json(s, &commit, &format!("{dir}/eval_task_outcomes.json")).await?;
     let report: ScoreReport = read_json(s, &commit, &format!("{dir}/score.json")).await?;
     results::check_coverage(&outcomes, &want).map_err(evidence)?;
     let score = results::check_report(&report, &outcomes).map_err(evidence)?;
     let measured = results::measured(&score);
-    let (_, stored_report) = super::environments::get(s, &run.environment_id).await?;
+    let (_, stored_report) = super::environments::get(s, &environment_id).await?;
     let identities: Vec<String> = stored_report
         .task_list
         .iter()
@@ -142,7 +161,7 @@ pub async fn collect(
         &NewResult {
             run_id,
             challenge_id,
-            environment_id: &run.environment_id,
+            environment_id: &environment_id,
             measured: &measured,
             task_identities: &identities,
             read_commit: &commit,
@@ -155,7 +174,7 @@ pub async fn collect(
     Ok(view(&stored, !inserted))
 }
 
-fn evidence(e: Evidence) -> ApiError {
+pub fn evidence(e: Evidence) -> ApiError {
     match e {
         Evidence::Coverage(_) => ApiError::new(ErrorCode::ResultIncomplete, e.to_string()),
         Evidence::Mismatch(_) => ApiError::new(ErrorCode::ResultMismatch, e.to_string()),

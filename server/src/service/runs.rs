@@ -9,6 +9,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
+use domain::board::RequestId;
 use domain::collection::package;
 use domain::collection::record::EnvironmentRecord;
 use domain::collection::report::TaskStatus;
@@ -16,7 +17,8 @@ use domain::collection::request::{RepoType, Source};
 use domain::collection::Report;
 use domain::runs::follow::{self, StageEvent};
 use domain::runs::{
-    self, Caller, Collection, Facts, Launch, Preflight, RunDetail, RunEvent, RunRequest, RunView,
+    self, BaselineFacts, BaselineRequest, Caller, Collection, Facts, Launch, Preflight, Purpose, RunDetail,
+    RunEvent, RunRequest, RunView,
 };
 use domain::ErrorCode;
 use serde::Serialize;
@@ -191,7 +193,8 @@ pub async fn launch(
     let new = NewRun {
         id: &id,
         challenge_id,
-        environment_id: &launch.environment_id,
+        purpose: Purpose::Collection,
+        environment_id: Some(&launch.environment_id),
         author: &me.name,
         author_id: &me.id,
         agent_id: launch.agent_id.as_ref().map(|a| a.as_str()),
@@ -207,23 +210,92 @@ pub async fn launch(
         now: &now_text,
         now_epoch,
     };
-    match repo::runs::insert(&s.db, &new).await? {
+    store(s, &new, &launch.request_id).await
+}
+
+/// Stores a checked launch (run, reservation, first event) and carries it on.
+async fn store(s: &AppState, new: &NewRun<'_>, request_id: &RequestId) -> Result<Launched, ApiError> {
+    match repo::runs::insert(&s.db, new).await? {
         Inserted::Stored(run) => {
             s.changes.bump(crate::changes::Topic::Ledger);
             s.changes.bump(crate::changes::Topic::Runs);
             finish(s, run, false).await
         }
         // The same request, concurrently: it is a repeat.
-        Inserted::Repeat(run) if run.request_body == body => finish(s, run, true).await,
+        Inserted::Repeat(run) if run.request_body == new.request_body => finish(s, run, true).await,
         Inserted::Repeat(run) => Err(ApiError::new(
             ErrorCode::RequestIdReused,
-            format!("request_id `{}` already launched {}", launch.request_id.as_str(), run.id),
+            format!("request_id `{}` already launched {}", request_id.as_str(), run.id),
         )),
         Inserted::AnotherActive => Err(ApiError::new(
             ErrorCode::AnotherRunActive,
             "no other arena job active: another run took the arena's one slot a moment ago; one runs at a time",
         )),
     }
+}
+
+/// `POST /api/challenges/{id}/baseline`: an editor measures the base model alone on the held-out
+/// suite, as a job through the same launcher, charged to the same cap. Idempotent by request id.
+pub async fn launch_baseline(
+    s: &AppState,
+    challenge_id: &str,
+    me: &Identity,
+    req: BaselineRequest,
+) -> Result<Launched, ApiError> {
+    let request_id = RequestId::parse(&req.request_id)
+        .map_err(|e| ApiError::new(ErrorCode::InvalidRunRequest, e.to_string()))?;
+    let body = format!("{challenge_id}\nbaseline");
+    if let Some(run) = repo::runs::by_request(&s.db, &me.id, request_id.as_str()).await? {
+        if run.request_body != body {
+            return Err(ApiError::new(
+                ErrorCode::RequestIdReused,
+                format!(
+                    "request_id `{}` already launched {} for something else",
+                    request_id.as_str(),
+                    run.id
+                ),
+            ));
+        }
+        return finish(s, run, true).await;
+    }
+    let c = challenge(s, challenge_id)?;
+    let live = repo::budget::live_state(&s.db, &s.registry).await?;
+    let allocation = domain::catalog::allocation(&s.registry, c);
+    let facts = BaselineFacts {
+        challenge: c,
+        allocation: allocation
+            .usd
+            .map(|usd| (usd * 100.0).round() as i64)
+            .ok_or(allocation.reason.unwrap_or_default()),
+        caller: Some(Caller { id: me.id.clone(), name: me.name.clone(), editor: me.editor }),
+        active_run: live.active_job,
+        remaining_cents: domain::budget::cents_ceil(live.budget.remaining_usd),
+    };
+    if let Some(r) = runs::baseline_refusal(&facts) {
+        return Err(ApiError::new(r.code, r.message));
+    }
+    let (now_text, now_epoch) = now(s);
+    let id = format!("run-{}", crate::identity::random_hex(8));
+    let new = NewRun {
+        id: &id,
+        challenge_id,
+        purpose: Purpose::Baseline,
+        environment_id: None,
+        author: &me.name,
+        author_id: &me.id,
+        agent_id: None,
+        request_key: request_id.as_str(),
+        request_body: &body,
+        flavor: &c.serving.flavor,
+        timeout_s: i64::from(c.spec.compute.max_wall_s),
+        reserved_cents: facts.allocation.clone().unwrap_or(0),
+        eligible_tasks: 0,
+        excluded_task_count: 0,
+        secret_hash: "",
+        now: &now_text,
+        now_epoch,
+    };
+    store(s, &new, &request_id).await
 }
 
 /// Carries a stored run's launch to its end (or finds it ended) and answers it.
@@ -369,13 +441,14 @@ fn bundle_dir(run_id: &str) -> String {
     format!("job-inputs/{run_id}")
 }
 
-/// The bundle's files: the collection at its pinned commit, the eligible tasks' list, the
-/// composed pipeline config and the job manifest.
+/// The bundle's files: the collection at its pinned commit (none for a baseline measurement), the
+/// task lists, the composed pipeline config and the job manifest (`purpose` says which).
 #[derive(Serialize)]
 struct BundleConfig<'a> {
     #[serde(flatten)]
     run: domain::compose::RunConfig,
-    submission: SubmissionPart<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    submission: Option<SubmissionPart<'a>>,
 }
 
 #[derive(Serialize)]
@@ -391,42 +464,10 @@ struct SubmissionPart<'a> {
     eval_task_list: &'a str,
 }
 
-/// Mirrors the collection into the runs dataset, unless an earlier attempt already did.
-async fn mirror(s: &AppState, run: &Run) -> Result<String, Step> {
-    let dir = bundle_dir(&run.id);
-    let ds = &s.runs_dataset;
-    s.deps.datasets.ensure(ds).await.map_err(dataset_step)?;
-    match s.deps.datasets.read(ds, "main", &format!("{dir}/job.json"), 1 << 20).await {
-        Ok(_) => return s.deps.datasets.head(ds).await.map_err(dataset_step),
-        Err(DatasetError::NotFound) => {}
-        Err(e) => return Err(dataset_step(e)),
-    }
-    let (record, report) = super::environments::get(s, &run.environment_id)
-        .await
-        .map_err(|e| Step::Failed(format!("the collection could not be read: {}", e.into_body().message)))?;
-    let repo_type = RepoType::parse(&record.repo_type)
-        .ok_or_else(|| Step::Failed("an unknown repository type".into()))?;
-    let (owner, name) = record.repo_id.split_once('/').unwrap_or((&record.repo_id, ""));
-    let source = Source {
-        repo_type,
-        owner: owner.into(),
-        name: name.into(),
-        revision: record.commit.clone(),
-        entry_path: record.entry_path.clone(),
-    };
-    let (listing, contents) = s.sources.snapshot(&source, &record.commit).await.map_err(|e| match e {
-        crate::sources::SourceError::Unavailable(r) => Step::Unknown(format!("reading the collection: {r}")),
-        other => Step::Failed(format!("the collection can no longer be read at its commit: {other}")),
-    })?;
-    let layout = package::discover(&listing);
-    let eligible: BTreeMap<&str, &str> = report
-        .task_list
-        .iter()
-        .filter(|t| t.status == TaskStatus::Eligible)
-        .map(|t| (t.name.as_str(), t.identity.as_str()))
-        .collect();
-    let c = challenge(s, &run.challenge_id).map_err(|e| Step::Failed(e.into_body().message))?;
-    let eval_suites: Vec<serde_json::Value> = c
+/// The held-out suites as the manifest names them, and every held-out task id.
+fn eval_suites(s: &AppState, c: &domain::registry::Challenge) -> (Vec<serde_json::Value>, Vec<String>) {
+    let mut ids = Vec::new();
+    let suites = c
         .spec
         .challenge
         .suites
@@ -439,55 +480,111 @@ async fn mirror(s: &AppState, run: &Run) -> Result<String, Step> {
                 .and_then(|x| x.tasks.as_ref())
                 .map(|t| t.names.clone())
                 .unwrap_or_default();
+            ids.extend(tasks.iter().cloned());
             serde_json::json!({"name": id, "task_ids": tasks})
         })
         .collect();
-    let eval_ids: Vec<String> = eval_suites
-        .iter()
-        .flat_map(|s| s["task_ids"].as_array().cloned().unwrap_or_default())
-        .filter_map(|v| v.as_str().map(String::from))
-        .collect();
-    let train: Vec<&str> = eligible.keys().copied().collect();
-    let mut files: Vec<(String, Vec<u8>)> =
-        contents.iter().map(|(path, bytes)| (format!("{dir}/collection/{path}"), bytes.clone())).collect();
-    let lines = |items: &[&str]| format!("{}\n", items.join("\n")).into_bytes();
-    files.push((format!("{dir}/train-tasks.txt"), lines(&train)));
-    files.push((format!("{dir}/task-lists/train_dataset.txt"), lines(&train)));
+    (suites, ids)
+}
+
+fn lines(items: &[&str]) -> Vec<u8> {
+    format!("{}\n", items.join("\n")).into_bytes()
+}
+
+/// Mirrors the run's bundle into the runs dataset, unless an earlier attempt already did.
+async fn mirror(s: &AppState, run: &Run) -> Result<String, Step> {
+    let dir = bundle_dir(&run.id);
+    let ds = &s.runs_dataset;
+    s.deps.datasets.ensure(ds).await.map_err(dataset_step)?;
+    match s.deps.datasets.read(ds, "main", &format!("{dir}/job.json"), 1 << 20).await {
+        Ok(_) => return s.deps.datasets.head(ds).await.map_err(dataset_step),
+        Err(DatasetError::NotFound) => {}
+        Err(e) => return Err(dataset_step(e)),
+    }
+    let c = challenge(s, &run.challenge_id).map_err(|e| Step::Failed(e.into_body().message))?;
+    let (eval_suites, eval_ids) = eval_suites(s, c);
     let eval_refs: Vec<&str> = eval_ids.iter().map(String::as_str).collect();
-    files.push((format!("{dir}/task-lists/eval_dataset.txt"), lines(&eval_refs)));
-    let tasks_dir = layout.tasks_dir.unwrap_or("envs");
-    let config = BundleConfig {
-        run: domain::compose::compose(&s.registry, c),
-        submission: SubmissionPart {
-            environment_id: &record.environment_id,
-            repo_type: &record.repo_type,
-            repo_id: &record.repo_id,
-            commit: &record.commit,
-            entry_path: &record.entry_path,
-            collection: &format!("collection/{tasks_dir}"),
-            train_task_list: "task-lists/train_dataset.txt",
-            eval_task_list: "task-lists/eval_dataset.txt",
-        },
-    };
-    let config_toml =
-        toml::to_string_pretty(&config).map_err(|e| Step::Failed(format!("composing the config: {e}")))?;
-    files.push((format!("{dir}/config.toml"), config_toml.into_bytes()));
-    let manifest = serde_json::json!({
+    let mut files = vec![(format!("{dir}/task-lists/eval_dataset.txt"), lines(&eval_refs))];
+    let mut manifest = serde_json::json!({
         "schema_version": 1,
         "run_id": run.id,
-        "submission_id": record.environment_id,
-        "team_name": record.author,
+        "purpose": run.purpose.as_str(),
         "challenge_id": run.challenge_id,
         "config": "config.toml",
         "artifact_repo": ds,
-        "train_tasks": train,
-        "task_identities": eligible.values().collect::<Vec<_>>(),
-        "excluded_task_count": run.excluded_task_count,
         "eval_suites": eval_suites,
         "trials": c.spec.compute.eval_trials,
     });
+    let run_config = domain::compose::compose(&s.registry, c);
+    let (config, summary) = match &run.environment_id {
+        // The base model alone: no collection, nothing to train on.
+        None => {
+            manifest["train_tasks"] = serde_json::json!([]);
+            let summary = format!("{}: baseline measurement bundle for {}", run.id, run.challenge_id);
+            (toml::to_string_pretty(&BundleConfig { run: run_config, submission: None }), summary)
+        }
+        Some(environment_id) => {
+            let (record, report) = super::environments::get(s, environment_id).await.map_err(|e| {
+                Step::Failed(format!("the collection could not be read: {}", e.into_body().message))
+            })?;
+            let repo_type = RepoType::parse(&record.repo_type)
+                .ok_or_else(|| Step::Failed("an unknown repository type".into()))?;
+            let (owner, name) = record.repo_id.split_once('/').unwrap_or((&record.repo_id, ""));
+            let source = Source {
+                repo_type,
+                owner: owner.into(),
+                name: name.into(),
+                revision: record.commit.clone(),
+                entry_path: record.entry_path.clone(),
+            };
+            let (listing, contents) =
+                s.sources.snapshot(&source, &record.commit).await.map_err(|e| match e {
+                    crate::sources::SourceError::Unavailable(r) => {
+                        Step::Unknown(format!("reading the collection: {r}"))
+                    }
+                    other => {
+                        Step::Failed(format!("the collection can no longer be read at its commit: {other}"))
+                    }
+                })?;
+            let layout = package::discover(&listing);
+            let eligible: BTreeMap<&str, &str> = report
+                .task_list
+                .iter()
+                .filter(|t| t.status == TaskStatus::Eligible)
+                .map(|t| (t.name.as_str(), t.identity.as_str()))
+                .collect();
+            let train: Vec<&str> = eligible.keys().copied().collect();
+            files.extend(
+                contents.iter().map(|(path, bytes)| (format!("{dir}/collection/{path}"), bytes.clone())),
+            );
+            files.push((format!("{dir}/train-tasks.txt"), lines(&train)));
+            files.push((format!("{dir}/task-lists/train_dataset.txt"), lines(&train)));
+            let collection = format!("collection/{}", layout.tasks_dir.unwrap_or("envs"));
+            let config = BundleConfig {
+                run: run_config,
+                submission: Some(SubmissionPart {
+                    environment_id: &record.environment_id,
+                    repo_type: &record.repo_type,
+                    repo_id: &record.repo_id,
+                    commit: &record.commit,
+                    entry_path: &record.entry_path,
+                    collection: &collection,
+                    train_task_list: "task-lists/train_dataset.txt",
+                    eval_task_list: "task-lists/eval_dataset.txt",
+                }),
+            };
+            manifest["submission_id"] = serde_json::json!(record.environment_id);
+            manifest["team_name"] = serde_json::json!(record.author);
+            manifest["train_tasks"] = serde_json::json!(train);
+            manifest["task_identities"] = serde_json::json!(eligible.values().collect::<Vec<_>>());
+            manifest["excluded_task_count"] = serde_json::json!(run.excluded_task_count);
+            let summary = format!("{}: bundle of {} at {}", run.id, record.environment_id, record.commit);
+            (toml::to_string_pretty(&config), summary)
+        }
+    };
+    let config_toml = config.map_err(|e| Step::Failed(format!("composing the config: {e}")))?;
+    files.push((format!("{dir}/config.toml"), config_toml.into_bytes()));
     files.push((format!("{dir}/job.json"), serde_json::to_vec_pretty(&manifest).expect("JSON")));
-    let summary = format!("{}: bundle of {} at {}", run.id, record.environment_id, record.commit);
     s.deps.datasets.commit(ds, &summary, &files).await.map_err(dataset_step)
 }
 
@@ -522,7 +619,7 @@ async fn create_job(s: &AppState, run: &Run) -> Result<(String, String), Step> {
         (RUN_LABEL.to_string(), run.id.clone()),
         ("arena-challenge".to_string(), run.challenge_id.clone()),
         ("arena-request".to_string(), run.request_key.clone()),
-        ("arena-purpose".to_string(), "challenge-run".to_string()),
+        ("arena-purpose".to_string(), run.purpose.job_purpose().to_string()),
     ]);
     let spec = JobSpec {
         docker_image: s.pipeline_image.clone(),
@@ -571,6 +668,7 @@ pub fn view(s: &AppState, r: &Run) -> RunView {
     RunView {
         run_id: r.id.clone(),
         challenge_id: r.challenge_id.clone(),
+        purpose: r.purpose,
         environment_id: r.environment_id.clone(),
         author: r.author.clone(),
         agent_id: r.agent_id.clone(),
@@ -640,7 +738,7 @@ pub async fn detail(s: &AppState, challenge_id: Option<&str>, run_id: &str) -> R
             errors: count(e.errors),
         })
         .collect();
-    let stages = follow::timeline(&stage_events, run.state, run.stage.as_deref());
+    let stages = follow::timeline(&stage_events, run.state, run.stage.as_deref(), run.purpose);
     let (_, now_epoch) = now(s);
     let relay = follow::relay_now(
         follow::RelayState::parse(&run.relay_state),

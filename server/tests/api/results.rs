@@ -130,12 +130,16 @@ on_both_backends!(local, collect_refuses_evidence_that_does_not_hold_up, |app| {
     let mut cells: Value =
         serde_json::from_str(&crate::harness::git(&ds, &["show", &format!("main:{path}")])).unwrap();
     cells["cells"].as_array_mut().unwrap().retain(|c| c["task_id"] != "local-heldout-07");
-    app.state
+    let edited = app
+        .state
         .deps
         .datasets
         .commit(RUNS_DATASET, "drop a task", &[(path, serde_json::to_vec(&cells).unwrap())])
         .await
         .unwrap();
+    // Collect reads at the commit where the reconciler found the files, so an edit made later is
+    // not read: point the run at the edited commit, as if the pipeline had published these cells.
+    app.exec(&format!("UPDATE runs SET results_commit = '{edited}' WHERE id = '{short}'")).await.unwrap();
     let r = collect(app, &short, ALICE).await;
     assert_eq!(code(&r), (422, "RESULT_INCOMPLETE".into()));
     assert!(r.json()["message"].as_str().unwrap().contains("local-heldout-07"));

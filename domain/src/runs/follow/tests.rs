@@ -169,20 +169,34 @@ fn the_timeline_marks_done_running_failed_and_pending() {
     ];
     events.push(StageEvent { passed: Some(3), total: Some(9), ..ev(40, "stage_finished", "snapshot") });
     events.push(ev(40, "stage_started", "baseline"));
-    let t = timeline(&events, RunState::Running, Some("baseline"));
+    let t = timeline(&events, RunState::Running, Some("baseline"), Purpose::Collection);
     let status: Vec<&str> = t.iter().map(|s| s.status.as_str()).collect();
     assert_eq!(status, ["done", "done", "running", "pending", "pending", "pending", "pending"]);
     assert_eq!(
         (t[1].started_epoch, t[1].finished_epoch, t[1].passed, t[1].total),
         (Some(20), Some(40), Some(3), Some(9))
     );
-    let failed = timeline(&events, RunState::Failed, Some("baseline"));
+    let failed = timeline(&events, RunState::Failed, Some("baseline"), Purpose::Collection);
     assert_eq!(failed[2].status, "failed");
     // Stages known only from the log (no relay events) still show how far the run got.
-    let from_logs = timeline(&[], RunState::Running, Some("gate"));
+    let from_logs = timeline(&[], RunState::Running, Some("gate"), Purpose::Collection);
     let status: Vec<&str> = from_logs.iter().map(|s| s.status.as_str()).collect();
     assert_eq!(status, ["done", "done", "done", "running", "pending", "pending", "pending"]);
-    let scored = timeline(&[], RunState::Scored, Some("collect"));
+    let scored = timeline(&[], RunState::Scored, Some("collect"), Purpose::Collection);
+    assert!(scored.iter().all(|s| s.status == "done"));
+}
+
+#[test]
+fn a_baseline_measurement_shows_only_its_own_stages() {
+    let events = vec![ev(10, "stage_finished", "setup"), ev(20, "stage_started", "baseline")];
+    let t = timeline(&events, RunState::Running, Some("baseline"), Purpose::Baseline);
+    let shown: Vec<(&str, &str)> = t.iter().map(|s| (s.stage.as_str(), s.status.as_str())).collect();
+    assert_eq!(
+        shown,
+        [("setup", "done"), ("snapshot", "done"), ("baseline", "running"), ("collect", "pending")]
+    );
+    let scored = timeline(&events, RunState::Scored, Some("collect"), Purpose::Baseline);
+    assert_eq!(scored.len(), 4);
     assert!(scored.iter().all(|s| s.status == "done"));
 }
 

@@ -1,0 +1,101 @@
+//! The base model's baseline: an editor launches a measurement run (purpose `baseline`, through
+//! the runs' launcher and cap), collects it with the same evidence checks as a collection's result,
+//! and the challenge's `baseline` then shows the latest measurement.
+
+use domain::results::{self, BaselineAnswer, BaselineMeasurement};
+use domain::runs::{Purpose, RunState};
+use domain::score::{Arm, BaselineReport, Outcomes};
+use domain::ErrorCode;
+
+use crate::changes::Topic;
+use crate::http::ApiError;
+use crate::identity::Identity;
+use crate::{repo, AppState};
+
+/// `POST /api/challenges/{id}/baseline/{run_id}/collect`: editors only; idempotent.
+pub async fn collect(
+    s: &AppState,
+    challenge_id: &str,
+    run_id: &str,
+    me: &Identity,
+) -> Result<BaselineMeasurement, ApiError> {
+    if !me.editor {
+        return Err(ApiError::new(
+            ErrorCode::Forbidden,
+            "baseline measurements are collected by BenchFlow editors",
+        ));
+    }
+    let run = super::runs::find(s, run_id).await?;
+    if run.challenge_id != challenge_id {
+        return Err(ApiError::new(ErrorCode::RunNotFound, format!("no run `{run_id}` on `{challenge_id}`")));
+    }
+    if run.purpose != Purpose::Baseline {
+        return Err(ApiError::new(
+            ErrorCode::WrongRunPurpose,
+            format!("{run_id} trained a collection; collect it with `result collect`"),
+        ));
+    }
+    if let Some(stored) = repo::baselines::get(&s.db, run_id).await? {
+        return Ok(stored);
+    }
+    if run.state != RunState::Scored {
+        return Err(ApiError::new(
+            ErrorCode::RunNotScored,
+            format!(
+                "{run_id} is {}; a measurement is collected once its state is scored",
+                run.state.as_str()
+            ),
+        ));
+    }
+    let challenge = s
+        .registry
+        .challenge(challenge_id)
+        .ok_or_else(|| ApiError::new(ErrorCode::ChallengeNotFound, "no such challenge"))?;
+    let want = super::results::expected(s, challenge, &[Arm::Baseline])?;
+    let commit = super::results::evidence_commit(s, &run).await?;
+    let dir = format!("runs/{run_id}/reports");
+    let outcomes: Outcomes =
+        super::results::read_json(s, &commit, &format!("{dir}/eval_task_outcomes.json")).await?;
+    let report: BaselineReport =
+        super::results::read_json(s, &commit, &format!("{dir}/baseline.json")).await?;
+    results::check_coverage(&outcomes, &want).map_err(super::results::evidence)?;
+    let r = results::check_reference(&report, &outcomes).map_err(super::results::evidence)?;
+    let (now, epoch) = super::runs::now(s);
+    let measurement = BaselineMeasurement {
+        run_id: run_id.to_string(),
+        challenge_id: challenge_id.to_string(),
+        harness_note: domain::catalog::harness_note(&s.registry, challenge, r.trials, run_id),
+        pass_rate: r.pass_rate,
+        stderr: r.stderr,
+        trials: r.trials,
+        per_trial: r.per_trial,
+        tasks: r.tasks,
+        scored_cells: r.scored_cells,
+        infra_error_cells: r.infra_error_cells,
+        read_commit: commit,
+        collected_by: me.name.clone(),
+        collected_at: now,
+        existing: false,
+    };
+    let (inserted, stored) = repo::baselines::insert(&s.db, &measurement, epoch).await?;
+    // The challenges' `baseline` is cached under the ledger's topic.
+    s.changes.bump(Topic::Ledger);
+    Ok(BaselineMeasurement { existing: !inserted, ..stored })
+}
+
+/// `GET /api/challenges/{id}/baseline`: public.
+pub async fn get(s: &AppState, challenge_id: &str) -> Result<BaselineAnswer, ApiError> {
+    let challenge = s.registry.challenge(challenge_id).ok_or_else(|| {
+        ApiError::new(
+            ErrorCode::ChallengeNotFound,
+            format!("no challenge `{challenge_id}`; GET /api/challenges lists them"),
+        )
+    })?;
+    let live = repo::budget::live_state(&s.db, &s.registry).await?;
+    let view = domain::catalog::challenge_view(&s.registry, challenge, &live);
+    Ok(BaselineAnswer {
+        challenge_id: challenge_id.to_string(),
+        baseline: view.baseline,
+        measurements: repo::baselines::list(&s.db, Some(challenge_id)).await?,
+    })
+}
