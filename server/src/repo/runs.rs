@@ -337,11 +337,12 @@ pub async fn unlaunched(db: &Db) -> Result<Vec<String>, sqlx::Error> {
     .collect()
 }
 
-/// Takes (or renews) the run's lease for `owner` until `until`; false when another server holds it.
+/// Takes the run's lease for `owner` until `until`; false while anyone else holds it, including
+/// another task of the same server (each holder passes its own `owner`, see `service::runs::holder`).
 pub async fn lease(db: &Db, id: &str, owner: &str, now: i64, until: i64) -> Result<bool, sqlx::Error> {
     let done = sqlx::query(
         "UPDATE runs SET lease_owner = $2, lease_until = $4 \
-         WHERE id = $1 AND (lease_owner IS NULL OR lease_owner = $2 OR lease_until < $3)",
+         WHERE id = $1 AND (lease_owner IS NULL OR lease_until < $3)",
     )
     .bind(id)
     .bind(owner)

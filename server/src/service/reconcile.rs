@@ -45,11 +45,12 @@ pub async fn pass(s: &AppState) -> Result<usize, ApiError> {
     let outcomes: Vec<Result<bool, ApiError>> = futures_util::stream::iter(ids)
         .map(|id| async move {
             let (_, now) = super::runs::now(s);
-            if !repo::runs::lease(&s.db, &id, &s.server_id, now, now + LEASE_S).await? {
+            let me = super::runs::holder(s);
+            if !repo::runs::lease(&s.db, &id, &me, now, now + LEASE_S).await? {
                 return Ok(false);
             }
             let outcome = follow_one(s, &id).await;
-            repo::runs::release_lease(&s.db, &id, &s.server_id).await?;
+            repo::runs::release_lease(&s.db, &id, &me).await?;
             Ok(outcome.unwrap_or_else(|e| {
                 tracing::warn!(run = %id, error = %e, "following a run failed this pass");
                 false

@@ -352,6 +352,12 @@ async fn wait_for_other(s: &AppState, id: &str) -> Result<Run, ApiError> {
     }
 }
 
+/// A lease holder's name: the server and this one piece of work. A launch request and the
+/// background launcher in one server are two holders, so they never advance one run together.
+pub fn holder(s: &AppState) -> String {
+    format!("{}/{}", s.server_id, crate::identity::random_hex(4))
+}
+
 /// Why a launch step did not finish.
 #[derive(Debug)]
 pub enum Advance {
@@ -378,11 +384,12 @@ impl From<ApiError> for Advance {
 /// again after a crash anywhere: every step first looks for what an earlier attempt did.
 pub async fn advance(s: &AppState, id: &str) -> Result<Run, Advance> {
     let (_, t) = now(s);
-    if !repo::runs::lease(&s.db, id, &s.server_id, t, t + LEASE_S).await? {
+    let me = holder(s);
+    if !repo::runs::lease(&s.db, id, &me, t, t + LEASE_S).await? {
         return Err(Advance::Busy);
     }
     let outcome = advance_leased(s, id).await;
-    repo::runs::release_lease(&s.db, id, &s.server_id).await?;
+    repo::runs::release_lease(&s.db, id, &me).await?;
     s.changes.bump(crate::changes::Topic::Runs);
     outcome
 }

@@ -325,6 +325,39 @@ on_both_backends!(local, hf_down_leaves_the_outcome_unknown_and_the_same_request
     assert_eq!(jobs_of(app, &run), 1);
 });
 
+// The launch request and the background launcher of one server are two holders of a run's lease:
+// pushed on at once, an unfinished launch still gets one bundle and one job.
+on_both_backends!(local, one_server_advancing_a_launch_from_several_tasks_makes_one_job, |app| {
+    let env = submitted(app, "good", "alice/pack", ALICE).await;
+    {
+        let mut f = app.hub.jobs.faults.lock().unwrap();
+        f.create_status = Some(503);
+        f.create_count = Some(1);
+    }
+    let r = launch(app, "alice-run-0001", &env, ALICE).await;
+    let run = r.json()["run_id"].as_str().unwrap().to_string();
+    app.exec(&format!("UPDATE runs SET launch = 'reserved', bundle_commit = NULL WHERE id = '{run}'"))
+        .await
+        .unwrap();
+    let tasks: Vec<_> = (0..6)
+        .map(|_| {
+            let (state, run) = (app.state.clone(), run.clone());
+            tokio::spawn(async move { server::service::runs::advance(&state, &run).await.is_ok() })
+        })
+        .collect();
+    let mut advanced = 0;
+    for t in tasks {
+        advanced += usize::from(t.await.unwrap());
+    }
+    assert!(advanced >= 1);
+    let finished = launch(app, "alice-run-0001", &env, ALICE).await;
+    assert_eq!(finished.json()["launched"], true, "{}", finished.text());
+    assert_eq!(jobs_of(app, &run), 1);
+    let d = app.get(&format!("/api/challenges/{CHALLENGE}/runs/{run}")).await.json();
+    let launched = d["events"].as_array().unwrap().iter().filter(|e| e["kind"] == "launched").count();
+    assert_eq!(launched, 1, "{d:#}");
+});
+
 /// A server dies after the job was created at HF but before it recorded it; another server (or the
 /// restarted one) resumes the launch from the database, finds the job by its label, and never
 /// creates a second one.
