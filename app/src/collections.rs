@@ -307,6 +307,7 @@ fn Submission(detail: SubmissionDetail) -> impl IntoView {
                 {(!e.entry_path.is_empty()).then(|| format!(" · {}", e.entry_path))}</dd>
             <dt>"Pinned commit"</dt><dd><code>{e.commit.clone()}</code>{format!(" (asked: {})", e.revision)}</dd>
             <dt>"Submitted"</dt><dd>{e.created_at.clone()}</dd>
+            <dt>"Judged by"</dt><dd class="judged-by">{judged_by(&e)}</dd>
         </dl>
         {(!e.notes.is_empty()).then(|| view! { <p class="notes">{e.notes.clone()}</p> })}
         <ReportView report=detail.validation/>
@@ -553,4 +554,22 @@ fn FolderCheck() -> impl IntoView {
         {move || error.get().map(|e| view! { <p class="error">{e}</p> })}
         {move || report.get().map(|r| view! { <ReportView report=r/> })}
     }
+}
+
+/// Which gates version judged the collection, and how: at submission, or re-checked from its
+/// pinned commit after the gates changed (or why that re-check could not be made).
+fn judged_by(e: &domain::collection::record::EnvironmentRecord) -> String {
+    let mut text = match (&e.first_gates_version, &e.rechecked_at) {
+        (Some(first), Some(at)) => {
+            format!(
+                "{}, re-checked from the pinned commit on {at} (first stored under {first})",
+                e.gates_version
+            )
+        }
+        _ => format!("{}, at submission", e.gates_version),
+    };
+    if let Some(error) = &e.recheck_error {
+        text.push_str(&format!("; a re-check under the current gates could not be made: {error}"));
+    }
+    text
 }

@@ -90,3 +90,11 @@ CREATE TABLE baselines (
     FOREIGN KEY (run_id, purpose) REFERENCES runs (id, purpose)
 );
 CREATE INDEX baselines_challenge ON baselines (challenge_id, collected_epoch);
+
+-- A collection stored under an earlier gates version is re-checked from its pinned commit: the
+-- version it was first judged by, when it was re-checked, and why a re-check could not be made
+-- (tried again after a day).
+ALTER TABLE environments ADD COLUMN first_gates_version TEXT;
+ALTER TABLE environments ADD COLUMN rechecked_at TEXT;
+ALTER TABLE environments ADD COLUMN recheck_error TEXT;
+ALTER TABLE environments ADD COLUMN recheck_epoch BIGINT;

@@ -32,7 +32,14 @@ pub struct EnvironmentRecord {
     pub valid: bool,
     pub tasks: i64,
     pub eligible_tasks: i64,
+    /// The static gates' version that judged it (its validation is re-checked from the pinned
+    /// commit when the gates change).
     pub gates_version: String,
+    /// The version it was first stored under, once a re-check replaced that judgement.
+    pub first_gates_version: Option<String>,
+    pub rechecked_at: Option<String>,
+    /// Why the re-check under the current version could not be made (it is tried again daily).
+    pub recheck_error: Option<String>,
     pub legacy: bool,
     pub created_at: String,
     pub source_url: String,

@@ -10,7 +10,7 @@ use axum::Json;
 use base64::Engine;
 use domain::collection::listing::{self, MAX_FILES};
 use domain::collection::record::{environment_id, EnvironmentRecord, PostTrain};
-use domain::collection::report::{Report, Warning};
+use domain::collection::report::Report;
 use domain::collection::request::{EnvironmentRequest, Source};
 use domain::gates::Severity;
 use domain::registry::{Challenge, ChallengeStatus};
@@ -135,18 +135,9 @@ async fn run_validation(
     source: Source,
     challenge: &Challenge,
 ) -> Result<ValidationView, ApiError> {
-    let held = heldout::for_challenge(&s.fingerprints, Some(challenge));
-    let fetched = s.sources.validate(&source, held).await.map_err(|e| source_error(e, &source))?;
-    let mut report = fetched.report;
-    for suite in heldout::unchecked(&s.fingerprints, challenge) {
-        report.warnings.push(Warning {
-            code: "W-HELDOUT-UNCHECKED".into(),
-            field: None,
-            count: None,
-            tasks: Vec::new(),
-            message: format!("this arena has no fingerprint of the held-out suite `{suite}`: overlap with it was not checked"),
-        });
-    }
+    let fetched =
+        service::environments::validate(s, &source, challenge).await.map_err(|e| source_error(e, &source))?;
+    let report = fetched.report;
     Ok(ValidationView {
         challenge_id: req.challenge_id.clone(),
         source: SourceView {

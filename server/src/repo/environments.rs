@@ -10,7 +10,8 @@ use sqlx::Row;
 use crate::db::Db;
 
 const COLUMNS: &str = "id, author, agent_id, challenge_id, track, repo_type, repo_id, revision, commit_sha, \
-    entry_path, title, notes, valid, tasks, eligible_tasks, gates_version, legacy, created_at";
+    entry_path, title, notes, valid, tasks, eligible_tasks, gates_version, legacy, created_at, \
+    first_gates_version, rechecked_at, recheck_error";
 
 fn record(row: &AnyRow) -> Result<EnvironmentRecord, sqlx::Error> {
     let repo_type: String = row.try_get("repo_type")?;
@@ -48,6 +49,9 @@ fn record(row: &AnyRow) -> Result<EnvironmentRecord, sqlx::Error> {
         tasks: row.try_get("tasks")?,
         eligible_tasks: row.try_get("eligible_tasks")?,
         gates_version: row.try_get("gates_version")?,
+        first_gates_version: row.try_get("first_gates_version")?,
+        rechecked_at: row.try_get("rechecked_at")?,
+        recheck_error: row.try_get("recheck_error")?,
         legacy: row.try_get::<i64, _>("legacy")? != 0,
         created_at: row.try_get("created_at")?,
         source_url,
@@ -151,4 +155,67 @@ pub async fn author_id(db: &Db, id: &str) -> Result<Option<String>, sqlx::Error>
         .await?
         .map(|r| r.try_get("author_id"))
         .transpose()
+}
+
+/// Collections judged by an older gates version and due for a re-check (never tried, or the last
+/// try failed a day ago), oldest first.
+pub async fn stale(
+    db: &Db,
+    current: &str,
+    retry_before: i64,
+    limit: i64,
+) -> Result<Vec<String>, sqlx::Error> {
+    sqlx::query(
+        "SELECT id FROM environments WHERE legacy = 0 AND gates_version <> $1 \
+         AND (recheck_epoch IS NULL OR recheck_epoch < $2) ORDER BY seq LIMIT $3",
+    )
+    .bind(current)
+    .bind(retry_before)
+    .bind(limit)
+    .fetch_all(&db.pool)
+    .await?
+    .iter()
+    .map(|r| r.try_get("id"))
+    .collect()
+}
+
+/// Replaces the judgement of `from` with the re-check's report; false when another server did it
+/// first.
+pub async fn rechecked(
+    db: &Db,
+    id: &str,
+    from: &str,
+    report: &Report,
+    now: &str,
+    epoch: i64,
+) -> Result<bool, sqlx::Error> {
+    let report_json = serde_json::to_string(report).map_err(|e| sqlx::Error::Encode(Box::new(e)))?;
+    let done = sqlx::query(
+        "UPDATE environments SET report = $3, valid = $4, tasks = $5, eligible_tasks = $6, gates_version = $7, \
+         first_gates_version = COALESCE(first_gates_version, gates_version), rechecked_at = $8, \
+         recheck_error = NULL, recheck_epoch = $9 WHERE id = $1 AND gates_version = $2",
+    )
+    .bind(id)
+    .bind(from)
+    .bind(report_json)
+    .bind(i64::from(report.valid))
+    .bind(report.tasks as i64)
+    .bind(report.eligible_tasks as i64)
+    .bind(&report.quality_gates.static_.version)
+    .bind(now)
+    .bind(epoch)
+    .execute(&db.writer)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// Records why a re-check could not be made; `epoch` decides when it is tried again.
+pub async fn recheck_failed(db: &Db, id: &str, error: &str, epoch: i64) -> Result<(), sqlx::Error> {
+    sqlx::query("UPDATE environments SET recheck_error = $2, recheck_epoch = $3 WHERE id = $1")
+        .bind(id)
+        .bind(error)
+        .bind(epoch)
+        .execute(&db.writer)
+        .await?;
+    Ok(())
 }

@@ -1,14 +1,20 @@
 //! Reads of submitted collections.
 
 use domain::collection::record::{posttrain, EnvironmentRecord, SubmissionDetail};
+use domain::collection::report::Warning;
+use domain::collection::request::{RepoType, Source};
 use domain::collection::Report;
+use domain::gates::GATES_VERSION;
+use domain::registry::Challenge;
 use domain::ErrorCode;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::changes::Snapshot;
+use crate::changes::{Snapshot, Topic};
 use crate::http::ApiError;
-use crate::{repo, AppState};
+use crate::sources::fetch::Fetched;
+use crate::sources::SourceError;
+use crate::{heldout, repo, AppState};
 
 #[derive(Serialize, ToSchema)]
 pub struct EnvironmentList {
@@ -55,4 +61,82 @@ pub async fn submission(s: &AppState, id: &str) -> Result<SubmissionDetail, ApiE
     let (environment, validation) = get(s, id).await?;
     let posttrain = posttrain(&environment, &validation);
     Ok(SubmissionDetail { environment, validation, posttrain })
+}
+
+/// Validates a source for a challenge: the static gates against the challenge's held-out
+/// fingerprints, warning about any suite this arena has no fingerprint of.
+pub async fn validate(s: &AppState, source: &Source, challenge: &Challenge) -> Result<Fetched, SourceError> {
+    let held = heldout::for_challenge(&s.fingerprints, Some(challenge));
+    let mut fetched = s.sources.validate(source, held).await?;
+    for suite in heldout::unchecked(&s.fingerprints, challenge) {
+        fetched.report.warnings.push(Warning {
+            code: "W-HELDOUT-UNCHECKED".into(),
+            field: None,
+            count: None,
+            tasks: Vec::new(),
+            message: format!(
+                "this arena has no fingerprint of the held-out suite `{suite}`: overlap with it was not checked"
+            ),
+        });
+    }
+    Ok(fetched)
+}
+
+/// How many collections one re-check pass takes (each reads its repository again).
+const RECHECK_BATCH: i64 = 4;
+const DAY_S: i64 = 24 * 3600;
+
+/// The guide: "the Space re-checks a collection stored under an earlier version from its pinned
+/// commit". One pass re-validates a few collections judged by an older gates version and stores
+/// the new judgement; the record keeps the version it was first stored under. A source that cannot
+/// be read is noted on the record and tried again a day later (ten minutes when it did not answer).
+/// Several servers may pass at once: the update applies only over the judgement it replaces.
+pub async fn recheck_pass(s: &AppState) -> Result<usize, ApiError> {
+    let (now, epoch) = super::runs::now(s);
+    let mut done = 0;
+    for id in repo::environments::stale(&s.db, GATES_VERSION, epoch - DAY_S, RECHECK_BATCH).await? {
+        let Some((record, _)) = repo::environments::get(&s.db, &id).await? else { continue };
+        // When the next try is due: `retry_in` seconds from now.
+        let retry = |retry_in: i64| epoch - DAY_S + retry_in;
+        let Some(challenge) = s.registry.challenge(&record.challenge_id) else {
+            let error = format!("the challenge `{}` is no longer in the registry", record.challenge_id);
+            repo::environments::recheck_failed(&s.db, &id, &error, retry(DAY_S)).await?;
+            continue;
+        };
+        let Some(repo_type) = RepoType::parse(&record.repo_type) else { continue };
+        let (owner, name) = record.repo_id.split_once('/').unwrap_or((&record.repo_id, ""));
+        let source = Source {
+            repo_type,
+            owner: owner.into(),
+            name: name.into(),
+            revision: record.commit.clone(),
+            entry_path: record.entry_path.clone(),
+        };
+        match validate(s, &source, challenge).await {
+            Ok(fetched) => {
+                if repo::environments::rechecked(
+                    &s.db,
+                    &id,
+                    &record.gates_version,
+                    &fetched.report,
+                    &now,
+                    epoch,
+                )
+                .await?
+                {
+                    tracing::info!(collection = %id, from = %record.gates_version, to = GATES_VERSION, valid = fetched.report.valid, "re-checked a collection from its pinned commit");
+                    done += 1;
+                }
+            }
+            Err(e @ (SourceError::Unavailable(_) | SourceError::RateLimited { .. })) => {
+                repo::environments::recheck_failed(&s.db, &id, &e.to_string(), retry(600)).await?;
+            }
+            Err(e) => {
+                let error = format!("its pinned commit can no longer be read: {e}");
+                repo::environments::recheck_failed(&s.db, &id, &error, retry(DAY_S)).await?;
+            }
+        }
+        s.changes.bump(Topic::Environments);
+    }
+    Ok(done)
 }

@@ -1,6 +1,6 @@
 //! Work that outlives a request, started with the server and stopped with it: the launcher (it
-//! finishes launches a crash or an HF outage left unfinished) and the reconciler (it follows each
-//! launched run to its end). Each pass asks the
+//! finishes launches a crash or an HF outage left unfinished), the reconciler (it follows each
+//! launched run to its end) and the re-check of collections judged by older gates. Each pass asks the
 //! database what is unfinished and takes it one step; a run is worked on by one server at a time
 //! (its lease), so several replicas on one PostgreSQL share the work without doing it twice, and a
 //! server that dies only loses its leases.
@@ -30,15 +30,25 @@ impl Workers {
                 }
             }
         }));
-        let reconciler = tokio::spawn(every(tick, stopped, move || {
-            let state = state.clone();
+        let follows = state.clone();
+        let reconciler = tokio::spawn(every(tick, stopped.clone(), move || {
+            let state = follows.clone();
             async move {
                 if let Err(e) = service::reconcile::pass(&state).await {
                     tracing::error!(error = ?e, "the reconciler's pass failed");
                 }
             }
         }));
-        Workers { stop, tasks: vec![launcher, reconciler] }
+        // Gates change rarely; a pass that finds nothing to re-check is one query.
+        let rechecker = tokio::spawn(every(tick * 10, stopped, move || {
+            let state = state.clone();
+            async move {
+                if let Err(e) = service::environments::recheck_pass(&state).await {
+                    tracing::error!(error = ?e, "the re-check pass failed");
+                }
+            }
+        }));
+        Workers { stop, tasks: vec![launcher, reconciler, rechecker] }
     }
 
     pub async fn stop(self) {

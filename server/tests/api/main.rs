@@ -11,6 +11,7 @@ mod harness;
 mod identity;
 mod logs;
 mod pages;
+mod recheck;
 mod replicas;
 mod results;
 mod runs;
