@@ -11,6 +11,7 @@ pub mod compose;
 pub mod error;
 pub mod gates;
 pub mod identity;
+pub mod openenv;
 pub mod registry;
 pub mod results;
 pub mod runs;

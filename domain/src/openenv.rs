@@ -1,0 +1,413 @@
+//! The OpenEnv track: a submission is one environment published as public container images. This
+//! module holds the rules the arena applies at once, before anything is stored, in the guide's
+//! order: the contract (task limits), the sandbox's size, the schema and example actions, the image
+//! references, and, once each image has been read from its registry, what its manifest and config
+//! must say. The reads themselves live in the server; the decisions are here.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::ErrorCode;
+
+pub mod image;
+pub use image::{ImageRef, RegistryHost};
+
+#[cfg(test)]
+mod tests;
+
+/// At most this many tasks, example actions and images per submission.
+pub const MAX_TASKS: usize = 50;
+pub const MAX_EXAMPLE_ACTIONS: usize = 16;
+pub const MAX_IMAGES: usize = 50;
+/// The port the sandbox keeps for itself.
+pub const RESERVED_PORT: u16 = 49983;
+pub const MAX_START_ARGS: usize = 32;
+pub const MAX_START_CHARS: usize = 4096;
+pub const MAX_IMAGE_BYTES: u64 = 2 << 30;
+pub const MAX_LAYERS: usize = 128;
+pub const MAX_SUBMISSION_BYTES: u64 = 32 << 30;
+/// One accepted submission per HF account in this rolling window, counted from acceptance.
+pub const QUOTA_WINDOW_S: i64 = 24 * 3600;
+
+/// One task of a submission, with the guide's defaults for what it leaves out.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct TaskSpec {
+    pub task_id: String,
+    /// `train` or `eval`; at least one task trains.
+    pub split: String,
+    /// This task's own image; the submission's `image` when absent.
+    #[serde(default)]
+    pub image: Option<String>,
+    #[serde(default = "d180")]
+    pub reset_wall_s: u64,
+    #[serde(default = "d1800")]
+    pub rollout_wall_s: u64,
+    #[serde(default = "d120")]
+    pub verifier_wall_s: u64,
+    #[serde(default = "d120")]
+    pub tool_wall_s: u64,
+    #[serde(default = "d128")]
+    pub tool_calls_total: u64,
+    #[serde(default = "d60")]
+    pub tool_calls_per_minute: u64,
+    #[serde(default = "d4096")]
+    pub completion_tokens: u64,
+    #[serde(default = "d8192")]
+    pub context_tokens: u64,
+    #[serde(default = "d2")]
+    pub memory_gib: u64,
+    #[serde(default = "d1")]
+    pub cpu_floor_vcpus: u64,
+    #[serde(default = "d10")]
+    pub workspace_gib: u64,
+}
+
+macro_rules! defaults {
+    ($($name:ident = $v:expr),*) => { $(fn $name() -> u64 { $v })* };
+}
+defaults!(
+    d1 = 1,
+    d2 = 2,
+    d10 = 10,
+    d60 = 60,
+    d120 = 120,
+    d128 = 128,
+    d180 = 180,
+    d1800 = 1800,
+    d4096 = 4096,
+    d8192 = 8192
+);
+
+/// The body of `POST /api/openenv/submissions`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct SubmissionRequest {
+    pub submission_id: String,
+    pub name: String,
+    /// The image every task without its own uses (Docker Hub or GHCR, a tag or a digest).
+    #[serde(default)]
+    pub image: Option<String>,
+    /// What the server's `GET /schema` returns: `action` and `observation` JSON Schemas.
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+    pub schema: Value,
+    pub tasks: Vec<TaskSpec>,
+    #[cfg_attr(feature = "openapi", schema(value_type = Vec<Object>))]
+    pub example_actions: Vec<Value>,
+    #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
+    pub finish_action: Option<Value>,
+    #[serde(default)]
+    pub server_port: Option<u16>,
+    /// An `https` link, recorded as the submitter's claim.
+    #[serde(default)]
+    pub source: Option<String>,
+}
+
+/// A refusal at submission: the guide's code and a message that names the field.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Refusal {
+    pub code: ErrorCode,
+    pub message: String,
+}
+
+fn refuse<T>(code: ErrorCode, message: impl Into<String>) -> Result<T, Refusal> {
+    Err(Refusal { code, message: message.into() })
+}
+
+/// Body fields of the retired forms, which named a Space or a dataset as the image's source.
+const RETIRED_FIELDS: [&str; 6] = ["space", "space_id", "space_url", "dataset", "dataset_id", "repo_id"];
+
+/// Reads the body: a retired form is `SUBMISSION_FORMAT_RETIRED`, anything else that is not the
+/// guide's body is `CONTRACT_INVALID`, naming what is wrong.
+pub fn parse(body: &Value) -> Result<SubmissionRequest, Refusal> {
+    if let Some(field) = RETIRED_FIELDS.iter().find(|f| body.get(**f).is_some()) {
+        return refuse(
+            ErrorCode::SubmissionFormatRetired,
+            format!("`{field}` names a Space or a dataset as the image source; that form is retired: build the environment into an image, publish it on Docker Hub or GHCR, and submit its reference as `image`"),
+        );
+    }
+    serde_json::from_value(body.clone()).or_else(|e| {
+        refuse(ErrorCode::ContractInvalid, format!("the submission is not the guide's body: {e}"))
+    })
+}
+
+/// One task limit of the guide's table: the field, its value and the allowed range.
+fn limits(t: &TaskSpec) -> [(&'static str, u64, u64, u64); 9] {
+    [
+        ("reset_wall_s", t.reset_wall_s, 120, 300),
+        ("rollout_wall_s", t.rollout_wall_s, 1, 3600),
+        ("verifier_wall_s", t.verifier_wall_s, 1, 1800),
+        ("tool_wall_s", t.tool_wall_s, 1, 120),
+        ("tool_calls_total", t.tool_calls_total, 1, 1024),
+        ("tool_calls_per_minute", t.tool_calls_per_minute, 1, 60),
+        ("completion_tokens", t.completion_tokens, 1, 8192),
+        ("context_tokens", t.context_tokens, 1, 16384),
+        (
+            "reset_wall_s + rollout_wall_s + verifier_wall_s",
+            t.reset_wall_s + t.rollout_wall_s + t.verifier_wall_s,
+            0,
+            3600,
+        ),
+    ]
+}
+
+/// The sandbox every task runs in: 16 GiB, 2 vCPU, 44 GiB of workspace.
+fn sandbox(t: &TaskSpec) -> [(&'static str, u64, u64); 3] {
+    [
+        ("memory_gib", t.memory_gib, 16),
+        ("cpu_floor_vcpus", t.cpu_floor_vcpus, 2),
+        ("workspace_gib", t.workspace_gib, 44),
+    ]
+}
+
+fn id_ok(id: &str, max: usize) -> bool {
+    (1..=max).contains(&id.len())
+        && id.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+        && id.as_bytes()[0].is_ascii_alphanumeric()
+}
+
+/// The contract, then the sandbox's size: every task within the guide's limits.
+pub fn check_contract(r: &SubmissionRequest) -> Result<(), Refusal> {
+    let bad = |m: String| refuse(ErrorCode::ContractInvalid, m);
+    if !id_ok(&r.submission_id, 64) {
+        return bad(format!(
+            "`submission_id` `{}` must be 1 to 64 letters, digits, `-`, `_` or `.`, starting with a letter or digit",
+            r.submission_id
+        ));
+    }
+    if r.name.trim().is_empty() || r.name.chars().count() > 200 {
+        return bad("`name` must be 1 to 200 characters".into());
+    }
+    if !(1..=MAX_TASKS).contains(&r.tasks.len()) {
+        return bad(format!("`tasks` holds {}; a submission has 1 to {MAX_TASKS}", r.tasks.len()));
+    }
+    if !(1..=MAX_EXAMPLE_ACTIONS).contains(&r.example_actions.len()) {
+        return bad(format!(
+            "`example_actions` holds {}; a submission has 1 to {MAX_EXAMPLE_ACTIONS}",
+            r.example_actions.len()
+        ));
+    }
+    let mut seen = BTreeSet::new();
+    for t in &r.tasks {
+        if !id_ok(&t.task_id, 128) {
+            return bad(format!("task id `{}` must be 1 to 128 letters, digits, `-`, `_` or `.`", t.task_id));
+        }
+        if !seen.insert(t.task_id.as_str()) {
+            return bad(format!("task id `{}` appears twice; task ids are unique", t.task_id));
+        }
+        if !matches!(t.split.as_str(), "train" | "eval") {
+            return bad(format!(
+                "task `{}` has split `{}`; a split is `train` or `eval`",
+                t.task_id, t.split
+            ));
+        }
+        for (field, value, min, max) in limits(t) {
+            if value < min || value > max {
+                let range = if min <= 1 { format!("at most {max}") } else { format!("{min} to {max}") };
+                return bad(format!("task `{}`: `{field}` is {value}; the limit is {range}", t.task_id));
+            }
+        }
+        if t.image.is_none() && r.image.is_none() {
+            return bad(format!("task `{}` has no image and the submission names none", t.task_id));
+        }
+    }
+    if !r.tasks.iter().any(|t| t.split == "train") {
+        return bad("no task has `split: \"train\"`; at least one task trains".into());
+    }
+    if let Some(port) = r.server_port {
+        if port == 0 || port == RESERVED_PORT {
+            return bad(format!("`server_port` {port} is not allowed (port {RESERVED_PORT} is reserved)"));
+        }
+    }
+    if let Some(source) = &r.source {
+        if !source.starts_with("https://") || source.len() > 2048 || source.contains(char::is_whitespace) {
+            return bad("`source` must be one `https://` link".into());
+        }
+    }
+    for t in &r.tasks {
+        for (field, value, max) in sandbox(t) {
+            if value > max {
+                return refuse(
+                    ErrorCode::EnvironmentTooLargeForSandbox,
+                    format!("task `{}`: `{field}` is {value}; a sandbox has at most {max}", t.task_id),
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether an action takes one of the two reserved shapes: `{"finish": true}`, or an object whose
+/// only field is `action` holding an object (read as a wrapper).
+pub fn is_reserved(action: &Value) -> bool {
+    let Some(obj) = action.as_object() else { return false };
+    let finish = obj.len() == 1 && obj.get("finish") == Some(&Value::Bool(true));
+    let wrapper = obj.len() == 1 && obj.get("action").is_some_and(Value::is_object);
+    finish || wrapper
+}
+
+/// The schema's shape: an object with `action` and `observation` schemas (objects), as the server's
+/// `/schema` returns them; whether each is a valid JSON Schema is the server's check (it compiles
+/// them), as is each example action's validity.
+pub fn check_schema_shape(r: &SubmissionRequest) -> Result<(), Refusal> {
+    let bad = |m: String| refuse(ErrorCode::SchemaInvalid, m);
+    let Some(schema) = r.schema.as_object() else {
+        return bad("`schema` must be an object with `action` and `observation`".into());
+    };
+    for part in ["action", "observation"] {
+        if !schema.get(part).is_some_and(Value::is_object) {
+            return bad(format!("`schema.{part}` must be a JSON Schema object"));
+        }
+    }
+    let actions = r.example_actions.iter().chain(r.finish_action.iter());
+    for (i, a) in actions.enumerate() {
+        if !a.is_object() {
+            return bad(format!("example action {i} is not a JSON object"));
+        }
+        if is_reserved(a) {
+            return bad(format!(
+                "example action {i} takes a reserved shape (`{{\"finish\": true}}`, or only `action` holding an object); rename its fields"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The references each task uses, in the order first named, and each task's image.
+pub fn image_references(r: &SubmissionRequest) -> Result<(Vec<ImageRef>, BTreeMap<String, usize>), Refusal> {
+    let mut refs: Vec<ImageRef> = Vec::new();
+    let mut by_task = BTreeMap::new();
+    let mut index = |raw: &str| -> Result<usize, Refusal> {
+        let parsed = ImageRef::parse(raw)?;
+        Ok(match refs.iter().position(|x| *x == parsed) {
+            Some(i) => i,
+            None => {
+                refs.push(parsed);
+                refs.len() - 1
+            }
+        })
+    };
+    if let Some(image) = &r.image {
+        index(image)?;
+    }
+    for t in &r.tasks {
+        let raw = t.image.as_ref().or(r.image.as_ref()).expect("checked by the contract");
+        let i = index(raw)?;
+        by_task.insert(t.task_id.clone(), i);
+    }
+    if refs.len() > MAX_IMAGES {
+        return refuse(
+            ErrorCode::ImageLimitExceeded,
+            format!("{} images are named; a submission names at most {MAX_IMAGES}", refs.len()),
+        );
+    }
+    Ok((refs, by_task))
+}
+
+/// What the registry said of one image: its manifest (after choosing linux/amd64 from an index) and
+/// its config.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ImageFacts {
+    /// The digest of the linux/amd64 image manifest: what the submission pins.
+    pub digest: String,
+    pub layers: Vec<Layer>,
+    pub entrypoint: Vec<String>,
+    pub cmd: Vec<String>,
+    /// `EXPOSE`d ports as the config lists them (`8000/tcp`).
+    pub exposed_ports: Vec<String>,
+    pub labels: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Layer {
+    pub digest: String,
+    pub size: u64,
+}
+
+/// An image the arena can run: its pinned digest, the port its server listens on, its size.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ImageSummary {
+    pub port: u16,
+    pub compressed_bytes: u64,
+}
+
+/// The start command, the port and the size of one image.
+pub fn judge_image(
+    facts: &ImageFacts,
+    server_port: Option<u16>,
+    name: &str,
+) -> Result<ImageSummary, Refusal> {
+    let server = |m: String| refuse(ErrorCode::ImageServerInvalid, format!("{name}: {m}"));
+    let start: Vec<&String> = facts.entrypoint.iter().chain(&facts.cmd).collect();
+    if start.is_empty() {
+        return server("the image has no ENTRYPOINT or CMD to start its server".into());
+    }
+    if start.len() > MAX_START_ARGS {
+        return server(format!("its start command has {} arguments; at most {MAX_START_ARGS}", start.len()));
+    }
+    let chars: usize = start.iter().map(|a| a.chars().count()).sum();
+    if chars > MAX_START_CHARS {
+        return server(format!("its start command has {chars} characters; at most {MAX_START_CHARS}"));
+    }
+    let tcp: Vec<u16> = facts
+        .exposed_ports
+        .iter()
+        .filter_map(|p| {
+            let (port, proto) = p.split_once('/').unwrap_or((p.as_str(), "tcp"));
+            (proto == "tcp").then(|| port.parse().ok()).flatten()
+        })
+        .collect();
+    let port = match (server_port, tcp.as_slice()) {
+        (Some(p), _) => p,
+        (None, [one]) => *one,
+        (None, []) => return server("it EXPOSEs no port and the submission sets no `server_port`".into()),
+        (None, _) => {
+            return server(format!("it EXPOSEs {} ports; set `server_port` to its server's", tcp.len()))
+        }
+    };
+    if port == RESERVED_PORT {
+        return server(format!("port {RESERVED_PORT} is reserved by the sandbox"));
+    }
+    if facts.layers.len() > MAX_LAYERS {
+        return refuse(
+            ErrorCode::ImageCompressedSizeExceeded,
+            format!("{name}: {} layers; at most {MAX_LAYERS}", facts.layers.len()),
+        );
+    }
+    let bytes: u64 = facts.layers.iter().map(|l| l.size).sum();
+    if bytes > MAX_IMAGE_BYTES {
+        return refuse(
+            ErrorCode::ImageCompressedSizeExceeded,
+            format!("{name}: {bytes} bytes compressed; at most {MAX_IMAGE_BYTES} (2 GiB)"),
+        );
+    }
+    Ok(ImageSummary { port, compressed_bytes: bytes })
+}
+
+/// All images together, with a layer shared by several counted once.
+pub fn check_total_size(images: &[&ImageFacts]) -> Result<u64, Refusal> {
+    let mut layers = BTreeMap::new();
+    for f in images {
+        for l in &f.layers {
+            layers.insert(l.digest.as_str(), l.size);
+        }
+    }
+    let total: u64 = layers.values().sum();
+    if total > MAX_SUBMISSION_BYTES {
+        return refuse(
+            ErrorCode::SubmissionSizeExceeded,
+            format!("the images hold {total} bytes compressed together (shared layers once); at most {MAX_SUBMISSION_BYTES} (32 GiB)"),
+        );
+    }
+    Ok(total)
+}
+
+/// When an account's slot frees: one accepted submission per rolling window from its acceptance.
+pub fn quota_retry_after(last_accepted_epoch: Option<i64>, now: i64) -> Option<i64> {
+    last_accepted_epoch.map(|t| t + QUOTA_WINDOW_S - now).filter(|wait| *wait > 0)
+}
