@@ -411,3 +411,88 @@ pub fn check_total_size(images: &[&ImageFacts]) -> Result<u64, Refusal> {
 pub fn quota_retry_after(last_accepted_epoch: Option<i64>, now: i64) -> Option<i64> {
     last_accepted_epoch.map(|t| t + QUOTA_WINDOW_S - now).filter(|wait| *wait > 0)
 }
+
+/// One image of a submission as its status shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ImageView {
+    /// The reference as submitted.
+    pub submitted: String,
+    /// The pinned linux/amd64 image, `…@sha256:…`: what admission and training run.
+    pub resolved: String,
+    pub port: u16,
+    pub compressed_bytes: u64,
+    /// The image's `org.opencontainers.image.*` labels: the submitter's claims, not checked.
+    pub labels: BTreeMap<String, String>,
+    /// Per task served by this image: `pending`, `passed`, or `failed` with its code.
+    pub compatibility: BTreeMap<String, Compatibility>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Compatibility {
+    pub status: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct SubmissionReport {
+    pub errors: Vec<AdmissionError>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct AdmissionError {
+    pub code: String,
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Slot {
+    /// `held` while it is checked, `used` when it counts, `returned` when it does not.
+    pub state: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct RunRef {
+    /// Null until the arena starts the submission's run.
+    pub run_id: Option<String>,
+}
+
+/// `GET /api/openenv/submissions/{id}`, and the answer to a submission.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct SubmissionView {
+    pub submission_id: String,
+    pub name: String,
+    pub account: String,
+    /// `validating`, `validated` or `rejected`.
+    pub state: String,
+    pub report: SubmissionReport,
+    /// `author` or `platform` once rejected.
+    pub error_origin: Option<String>,
+    pub slot: Slot,
+    pub images: Vec<ImageView>,
+    pub run: RunRef,
+    /// The submitter's claimed source (`https`), not checked.
+    pub source: Option<String>,
+    pub accepted_at: String,
+    pub updated_at: String,
+    /// True when this answer is the stored record of an earlier identical request.
+    pub existing: bool,
+}
+
+/// The OCI labels a submission's status shows: `org.opencontainers.image.*` only.
+pub fn claimed_labels(labels: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+    labels
+        .iter()
+        .filter(|(k, _)| k.starts_with("org.opencontainers.image."))
+        .map(|(k, v)| (k.clone(), v.chars().take(512).collect()))
+        .collect()
+}

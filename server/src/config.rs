@@ -97,6 +97,27 @@ pub struct Config {
     /// How long the reconciler reads a running job's log stream each pass (milliseconds).
     #[arg(long, env = "ARENA_LOG_READ_MS", default_value_t = 1500)]
     pub log_read_ms: u64,
+    /// Docker Hub's registry API, for OpenEnv images (`docker.io/…`).
+    #[arg(long, env = "ARENA_REGISTRY_DOCKER_URL", default_value = "https://registry-1.docker.io")]
+    pub registry_docker_url: String,
+    /// GHCR's registry API (`ghcr.io/…`).
+    #[arg(long, env = "ARENA_REGISTRY_GHCR_URL", default_value = "https://ghcr.io")]
+    pub registry_ghcr_url: String,
+    /// Origins a registry's anonymous token realm may be on besides the registry's own.
+    #[arg(
+        long,
+        env = "ARENA_REGISTRY_AUTH_ORIGINS",
+        default_value = "https://auth.docker.io",
+        value_delimiter = ' '
+    )]
+    pub registry_auth_origins: Vec<String>,
+    /// The credential the OpenEnv training cluster connects with (`/api/relay/cluster`); without
+    /// it the cluster cannot connect and the OpenEnv routes answer 503.
+    #[arg(long, env = "ARENA_CLUSTER_SECRET", hide_env_values = true)]
+    pub cluster_secret: Option<Secret>,
+    /// OpenEnv submissions waiting for admission beyond which new ones are refused `CAPACITY_BUSY`.
+    #[arg(long, env = "ARENA_OPENENV_ADMISSION_QUEUE", default_value_t = 20)]
+    pub openenv_admission_queue: i64,
 }
 
 impl Config {

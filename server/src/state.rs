@@ -53,6 +53,15 @@ pub struct AppState {
     pub public_url: String,
     /// How long runs may stall or wait to start, and a relay's grace period.
     pub reconcile: crate::service::reconcile::Settings,
+    pub openenv: Arc<OpenEnvSettings>,
+}
+
+/// The OpenEnv track's settings.
+pub struct OpenEnvSettings {
+    /// Submissions waiting for admission beyond which new ones get `CAPACITY_BUSY`.
+    pub admission_queue: i64,
+    /// SHA-256 of the credential the training cluster connects with (none: it cannot connect).
+    pub cluster_secret_hash: Option<String>,
 }
 
 impl AppState {
@@ -95,6 +104,13 @@ impl AppState {
                 relay_grace_s: config.relay_grace_s,
                 log_read: std::time::Duration::from_millis(config.log_read_ms),
             },
+            openenv: Arc::new(OpenEnvSettings {
+                admission_queue: config.openenv_admission_queue,
+                cluster_secret_hash: config
+                    .cluster_secret
+                    .as_ref()
+                    .map(|s| crate::identity::sha256_hex(&s.0)),
+            }),
             registry,
             db,
             build: Arc::new(BuildInfo::capture(&config.site_root)),

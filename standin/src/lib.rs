@@ -27,19 +27,21 @@
 //! 404) or gates it (HF 403). The fault switches apply to every route but the `/_standin` ones.
 //! `GET /_standin/stats` counts requests: `whoami_calls` (answered by whoami), and
 //! `dataset_api_requests`, `dataset_file_requests`, `dataset_write_requests`,
-//! `jobs_api_requests`, `github_api_requests`, `github_raw_requests` (faulted ones included, so
+//! `jobs_api_requests`, `github_api_requests`, `github_raw_requests`, `registry_requests` (faulted ones included, so
 //! retries show), and the jobs created and running; `DELETE /_standin/stats` zeroes the counts.
 //!
 //! With repositories it also takes dataset writes (`crate::writes`: create, preupload, commit)
 //! and runs HF Jobs (`crate::jobs`), each job playing the simulated training pipeline
 //! (`crate::pipeline`); `PUT /_standin/jobs` sets their fault switches.
 
+pub mod cluster;
 mod datasets;
 pub mod faults;
 mod github;
 pub mod jobs;
 mod oauth;
 pub mod pipeline;
+pub mod registry;
 pub mod relay;
 mod repos;
 pub mod users;
@@ -86,6 +88,8 @@ pub struct Hub {
     github: Mutex<github::RateLimit>,
     /// HF Jobs, each running the simulated pipeline.
     pub jobs: jobs::Jobs,
+    /// Container image repositories served as Docker Hub and GHCR, by `host/name`.
+    pub images: std::collections::BTreeMap<String, registry::Repository>,
 }
 
 /// Request counters for `GET /_standin/stats`.
@@ -98,6 +102,7 @@ struct Stats {
     github_raw_requests: AtomicU64,
     jobs_api_requests: AtomicU64,
     dataset_write_requests: AtomicU64,
+    registry_requests: AtomicU64,
 }
 
 impl Stats {
@@ -116,6 +121,8 @@ impl Stats {
             Some(&self.github_api_requests)
         } else if path.starts_with("/raw/") {
             Some(&self.github_raw_requests)
+        } else if path.starts_with("/registry/") {
+            Some(&self.registry_requests)
         } else {
             None
         }
@@ -131,6 +138,7 @@ impl Stats {
             "github_raw_requests": n(&self.github_raw_requests),
             "jobs_api_requests": n(&self.jobs_api_requests),
             "dataset_write_requests": n(&self.dataset_write_requests),
+            "registry_requests": n(&self.registry_requests),
         })
     }
 
@@ -143,6 +151,7 @@ impl Stats {
             &self.github_raw_requests,
             &self.jobs_api_requests,
             &self.dataset_write_requests,
+            &self.registry_requests,
         ] {
             c.store(0, Ordering::Relaxed);
         }
@@ -171,6 +180,7 @@ impl Hub {
             github_rate_limit: DEFAULT_GITHUB_RATE_LIMIT,
             github: Mutex::new(github::RateLimit::new(DEFAULT_GITHUB_RATE_LIMIT)),
             jobs: jobs::Jobs::new(DEFAULT_STAGE_MS),
+            images: std::collections::BTreeMap::new(),
         })
     }
 
@@ -193,6 +203,14 @@ impl Hub {
         })
     }
 
+    /// Serves these container image repositories (see `crate::registry`).
+    pub fn with_images(
+        self: SharedHub,
+        images: std::collections::BTreeMap<String, registry::Repository>,
+    ) -> SharedHub {
+        self.configure(|hub| hub.images = images)
+    }
+
     /// How long each simulated pipeline stage takes (ms).
     pub fn with_stage_ms(self: SharedHub, ms: u64) -> SharedHub {
         self.configure(|hub| hub.jobs.stage_ms.store(ms, Ordering::Relaxed))
@@ -213,6 +231,11 @@ impl Hub {
 
     fn user_by_id(&self, id: &str) -> Option<&HubUser> {
         self.users.iter().find(|u| u.id() == id)
+    }
+
+    /// Requests to the container registries (`/registry/…`), faulted ones included.
+    pub fn registry_requests(&self) -> u64 {
+        self.stats.registry_requests.load(Ordering::Relaxed)
     }
 
     pub fn whoami_calls(&self) -> u64 {
@@ -242,6 +265,7 @@ pub fn router(hub: SharedHub) -> Router {
         .merge(writes::router().layer(axum::extract::DefaultBodyLimit::max(256 << 20)))
         .merge(jobs::router())
         .merge(github::router())
+        .merge(registry::router())
         .layer(middleware::from_fn_with_state(hub.clone(), inject_faults))
         .layer(middleware::from_fn_with_state(hub.clone(), count_requests));
     Router::new()

@@ -35,6 +35,15 @@ struct Args {
     /// How long each stage of a simulated pipeline job takes, in milliseconds.
     #[arg(long, env = "STANDIN_STAGE_MS", default_value_t = 2000)]
     stage_ms: u64,
+    /// A directory of container image descriptions to serve as Docker Hub and GHCR (`/registry/…`).
+    #[arg(long, env = "STANDIN_IMAGES")]
+    images: Option<PathBuf>,
+    /// Connect a simulated OpenEnv training cluster to the arena at this URL
+    /// (with `STANDIN_CLUSTER_SECRET`, the arena's `ARENA_CLUSTER_SECRET`).
+    #[arg(long, env = "STANDIN_CLUSTER_URL")]
+    cluster_url: Option<String>,
+    #[arg(long, env = "STANDIN_CLUSTER_SECRET", hide_env_values = true)]
+    cluster_secret: Option<String>,
 }
 
 #[tokio::main]
@@ -66,6 +75,20 @@ async fn main() -> anyhow::Result<()> {
         anyhow::ensure!(dir.is_dir(), "ARENA_HUB_REPOS {} is not a directory", dir.display());
         tracing::info!("serving the git repositories under {}", dir.display());
         hub = hub.with_repos(dir);
+    }
+    if let Some(dir) = args.images {
+        let images = standin::registry::load(&dir)?;
+        tracing::info!("serving {} container image repositories from {}", images.len(), dir.display());
+        hub = hub.with_images(images);
+    }
+    if let (Some(url), Some(secret)) = (&args.cluster_url, &args.cluster_secret) {
+        tracing::info!("a simulated OpenEnv training cluster connects to {url}");
+        let cluster = standin::cluster::Cluster {
+            gpus_free: 1,
+            sandboxes_free: 16,
+            heartbeat: std::time::Duration::from_secs(10),
+        };
+        standin::cluster::connect(url, secret, cluster);
     }
     let listener = tokio::net::TcpListener::bind(args.addr).await?;
     tracing::info!("Hugging Face stand-in on http://{}", listener.local_addr()?);

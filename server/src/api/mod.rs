@@ -7,6 +7,7 @@ mod catalog;
 mod environments;
 mod identity;
 mod legacy;
+mod openenv;
 mod relay;
 mod runs;
 
@@ -23,7 +24,7 @@ use crate::AppState;
 #[derive(OpenApi)]
 #[openapi(
     info(title = "Open Env Arena", description = "The arena's API. Errors are JSON: {code, message}."),
-    tags((name = "challenges"), (name = "benchmarks"), (name = "arena"), (name = "identity"), (name = "board"), (name = "environments"), (name = "runs"), (name = "results"), (name = "gates"), (name = "legacy")),
+    tags((name = "challenges"), (name = "benchmarks"), (name = "arena"), (name = "identity"), (name = "board"), (name = "environments"), (name = "runs"), (name = "results"), (name = "gates"), (name = "openenv"), (name = "legacy")),
     modifiers(&BearerAuth)
 )]
 struct ApiDoc;
@@ -83,6 +84,9 @@ pub fn router() -> OpenApiRouter<AppState> {
                 .routes(routes!(runs::gates_attach))
                 .layer(axum::extract::DefaultBodyLimit::max(8 << 20)),
         )
+        .routes(routes!(openenv::status))
+        .routes(routes!(openenv::submit, openenv::list))
+        .routes(routes!(openenv::get))
         .routes(routes!(runs::ledger))
         .routes(routes!(runs::hf_jobs))
         .merge(
@@ -96,6 +100,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(legacy::verification))
         // The jobs' relay: a WebSocket, authenticated by each run's own secret.
         .route("/api/relay/runs/{run_id}", axum::routing::get(relay::relay))
+        .route("/api/relay/cluster", axum::routing::get(openenv::cluster))
         // Anything else under /api answers JSON, never the HTML app.
         .route("/api/{*rest}", any(unknown_route))
         .route("/api", any(unknown_route))

@@ -159,3 +159,14 @@ impl FromRequestParts<AppState> for User {
         }
     }
 }
+
+/// SHA-256 of a secret, in hex: what is kept of it.
+pub fn sha256_hex(secret: &str) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(secret.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Compares in full whatever differs first, so the time says nothing about a secret.
+pub fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}

@@ -5,5 +5,6 @@ pub mod baselines;
 pub mod board;
 pub mod budget;
 pub mod environments;
+pub mod openenv;
 pub mod results;
 pub mod runs;

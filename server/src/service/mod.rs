@@ -8,6 +8,7 @@ pub mod catalog;
 pub mod environments;
 pub mod gates;
 pub mod jobs;
+pub mod openenv;
 pub mod reconcile;
 pub mod results;
 pub mod runs;

@@ -151,7 +151,12 @@ async fn health_reflects_an_active_run_on_both_backends() {
     for backend in BACKENDS {
         let app = TestApp::with(
             backend,
-            Options { configs_dir: configs.path().to_path_buf(), keep: None, limits: crate::harness::LIMITS },
+            Options {
+                configs_dir: configs.path().to_path_buf(),
+                keep: None,
+                limits: crate::harness::LIMITS,
+                clock: None,
+            },
         )
         .await;
         let c = app.get("/api/challenges/openenv-9b").await.json();

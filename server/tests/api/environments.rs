@@ -400,6 +400,7 @@ async fn a_planned_challenge_takes_no_collections() {
             configs_dir: configs.path().to_path_buf(),
             keep: None,
             limits: crate::harness::LIMITS,
+            clock: None,
         },
     )
     .await;

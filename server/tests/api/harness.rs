@@ -53,6 +53,9 @@ fn hub_users() -> Vec<standin::HubUser> {
     ]
 }
 
+/// The credential the training cluster connects to test servers with.
+pub const CLUSTER_SECRET: &str = "test-cluster-credential-0f0f";
+
 /// Starts the HF stand-in on a free loopback port.
 pub async fn start_hub(repos: &Path) -> (standin::SharedHub, String) {
     let hub = standin::Hub::new(
@@ -61,6 +64,7 @@ pub async fn start_hub(repos: &Path) -> (standin::SharedHub, String) {
         standin::Faults::default(),
     )
     .with_repos(repos.to_path_buf())
+    .with_images(standin::registry::load(&repo_root().join("tests/fixtures/images")).unwrap())
     .with_stage_ms(50);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
@@ -130,6 +134,8 @@ pub struct Options {
     pub limits: (i64, i64, i64),
     /// Keeps a copied registry alive as long as the app.
     pub keep: Option<std::sync::Arc<tempfile::TempDir>>,
+    /// A clock the test moves (the system's when absent).
+    pub clock: Option<std::sync::Arc<server::ports::clock::FixedClock>>,
 }
 
 /// The deployed defaults: ten minutes of silence, half an hour of scheduling, two minutes of grace.
@@ -143,13 +149,14 @@ impl Options {
             configs_dir: dir.path().to_path_buf(),
             keep: Some(std::sync::Arc::new(dir)),
             limits: LIMITS,
+            clock: None,
         }
     }
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { configs_dir: repo_root().join("configs"), keep: None, limits: LIMITS }
+        Options { configs_dir: repo_root().join("configs"), keep: None, limits: LIMITS, clock: None }
     }
 }
 
@@ -223,8 +230,17 @@ impl TestApp {
             scheduling_limit_s: options.limits.1,
             relay_grace_s: options.limits.2,
             log_read_ms: 200,
+            registry_docker_url: format!("{hub_url}/registry/docker.io"),
+            registry_ghcr_url: format!("{hub_url}/registry/ghcr.io"),
+            registry_auth_origins: Vec::new(),
+            cluster_secret: Some(Secret(CLUSTER_SECRET.into())),
+            openenv_admission_queue: 20,
         };
-        let (router, state) = server::build(&config).await.expect("the test app builds");
+        let mut deps = server::ports::Deps::real(&config);
+        if let Some(clock) = options.clock {
+            deps.clock = clock;
+        }
+        let (router, state) = server::build_with(&config, deps).await.expect("the test app builds");
         let served = router.clone();
         tokio::spawn(async move { axum::serve(listener, served).await });
         TestApp {

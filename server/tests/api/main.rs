@@ -10,6 +10,7 @@ mod follow;
 mod harness;
 mod identity;
 mod logs;
+mod openenv;
 mod pages;
 mod recheck;
 mod replicas;

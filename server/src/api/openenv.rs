@@ -1,0 +1,144 @@
+//! The OpenEnv track under `/api/openenv`: the cluster's status, submissions and their status, and
+//! the training cluster's own connection (`/api/relay/cluster`, a WebSocket with its credential).
+
+use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use axum::Json;
+use domain::openenv::SubmissionView;
+use domain::{ApiErrorBody, ErrorCode};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::ToSchema;
+
+use crate::http::{ApiError, ApiJson};
+use crate::identity::{same_bytes, sha256_hex, User};
+use crate::{repo, service, AppState};
+
+#[derive(Serialize, ToSchema)]
+pub struct OpenEnvStatus {
+    /// Whether the training cluster is connected; while it is not, every other route here answers 503.
+    pub connected: bool,
+}
+
+#[utoipa::path(get, path = "/api/openenv", tag = "openenv", responses((status = 200, body = OpenEnvStatus)))]
+pub async fn status(State(s): State<AppState>) -> Result<Json<OpenEnvStatus>, ApiError> {
+    Ok(Json(OpenEnvStatus { connected: service::openenv::connected(&s).await? }))
+}
+
+#[utoipa::path(post, path = "/api/openenv/submissions", tag = "openenv", request_body = domain::openenv::SubmissionRequest,
+    responses((status = 202, description = "accepted: `state: validating`, each image pinned (`resolved`), the slot held; also the answer to the same request resent (`existing: true`)", body = SubmissionView),
+        (status = 401, description = "AUTH_REQUIRED or INVALID_TOKEN", body = ApiErrorBody),
+        (status = 409, description = "SUBMISSION_ID_REUSED: the id was used with another body", body = ApiErrorBody),
+        (status = 422, description = "CONTRACT_INVALID, ENVIRONMENT_TOO_LARGE_FOR_SANDBOX, SCHEMA_INVALID, IMAGE_REFERENCE_INVALID, IMAGE_REGISTRY_UNSUPPORTED, SUBMISSION_FORMAT_RETIRED, IMAGE_LIMIT_EXCEEDED, IMAGE_INACCESSIBLE, IMAGE_PLATFORM_UNSUPPORTED, IMAGE_MANIFEST_UNSUPPORTED, IMAGE_SERVER_INVALID, IMAGE_COMPRESSED_SIZE_EXCEEDED or SUBMISSION_SIZE_EXCEEDED: nothing was stored", body = ApiErrorBody),
+        (status = 429, description = "SUBMISSION_QUOTA_EXCEEDED with retry_after_s", body = ApiErrorBody),
+        (status = 503, description = "OPENENV_DISCONNECTED, IMAGE_UNAVAILABLE, REGISTRY_RATE_LIMITED or CAPACITY_BUSY, with retry_after_s: nothing was stored, send the identical request again", body = ApiErrorBody)),
+    security(("hf_token" = [])))]
+pub async fn submit(
+    State(s): State<AppState>,
+    User(me): User,
+    ApiJson(body): ApiJson<Value>,
+) -> Result<(StatusCode, Json<SubmissionView>), ApiError> {
+    Ok((StatusCode::ACCEPTED, Json(service::openenv::submit(&s, &me, body).await?)))
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct SubmissionList {
+    pub submissions: Vec<SubmissionView>,
+}
+
+#[utoipa::path(get, path = "/api/openenv/submissions", tag = "openenv",
+    responses((status = 200, description = "your submissions, newest first; every submission for a BenchFlow editor", body = SubmissionList),
+        (status = 401, body = ApiErrorBody), (status = 503, description = "OPENENV_DISCONNECTED", body = ApiErrorBody)),
+    security(("hf_token" = [])))]
+pub async fn list(State(s): State<AppState>, User(me): User) -> Result<Json<SubmissionList>, ApiError> {
+    Ok(Json(SubmissionList { submissions: service::openenv::list(&s, &me).await? }))
+}
+
+#[utoipa::path(get, path = "/api/openenv/submissions/{id}", tag = "openenv", params(("id" = String, Path)),
+    responses((status = 200, body = SubmissionView),
+        (status = 401, body = ApiErrorBody),
+        (status = 404, description = "SUBMISSION_NOT_FOUND: not yours, or none", body = ApiErrorBody),
+        (status = 503, description = "OPENENV_DISCONNECTED", body = ApiErrorBody)),
+    security(("hf_token" = [])))]
+pub async fn get(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+    User(me): User,
+) -> Result<Json<SubmissionView>, ApiError> {
+    Ok(Json(service::openenv::get(&s, &me, &id).await?))
+}
+
+/// What the cluster sends: a hello, then heartbeats, each with what it has free.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ClusterMessage {
+    kind: String,
+    #[serde(default)]
+    gpus_free: u32,
+    #[serde(default)]
+    sandboxes_free: u32,
+}
+
+const MAX_MESSAGE: usize = 4 * 1024;
+
+/// `GET /api/relay/cluster`: the training cluster connects with its own credential.
+pub async fn cluster(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    ws: WebSocketUpgrade,
+) -> Result<Response, ApiError> {
+    let refused =
+        || ApiError::new(ErrorCode::InvalidToken, "the training cluster connects with its own credential");
+    let given = headers
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .ok_or_else(refused)?;
+    let expected = s.openenv.cluster_secret_hash.clone().ok_or_else(refused)?;
+    if !same_bytes(sha256_hex(given.trim()).as_bytes(), expected.as_bytes()) {
+        return Err(refused());
+    }
+    Ok(ws.max_message_size(MAX_MESSAGE).on_upgrade(move |socket| serve_cluster(s, socket)))
+}
+
+async fn serve_cluster(s: AppState, mut socket: WebSocket) {
+    tracing::info!("the training cluster connected");
+    while let Some(Ok(frame)) = socket.recv().await {
+        let text = match frame {
+            Message::Text(t) => t.to_string(),
+            Message::Close(_) => break,
+            _ => continue,
+        };
+        let answer = match serde_json::from_str::<ClusterMessage>(&text) {
+            Ok(m) if matches!(m.kind.as_str(), "hello" | "heartbeat") => {
+                let (_, epoch) = service::runs::now(&s);
+                match repo::openenv::cluster_seen(
+                    &s.db,
+                    &s.server_id,
+                    epoch,
+                    m.gpus_free.into(),
+                    m.sandboxes_free.into(),
+                )
+                .await
+                {
+                    Ok(()) => serde_json::json!({ "ack": m.kind }),
+                    Err(e) => {
+                        tracing::error!(error = %e, "recording the cluster's heartbeat failed");
+                        serde_json::json!({ "error": "the arena could not record it; send it again" })
+                    }
+                }
+            }
+            Ok(m) => serde_json::json!({ "error": format!("unknown kind `{}`: hello or heartbeat", m.kind) }),
+            Err(e) => serde_json::json!({ "error": format!("not a cluster message: {e}") }),
+        };
+        if socket.send(Message::Text(answer.to_string().into())).await.is_err() {
+            break;
+        }
+    }
+    if let Err(e) = repo::openenv::cluster_gone(&s.db, &s.server_id).await {
+        tracing::error!(error = %e, "recording the cluster's disconnection failed");
+    }
+    tracing::info!("the training cluster disconnected");
+}

@@ -1,0 +1,211 @@
+//! OpenEnv submissions, the accounts' quota slots, and the training cluster's connection.
+
+use domain::openenv::QUOTA_WINDOW_S;
+use sqlx::any::AnyRow;
+use sqlx::Row;
+
+use crate::db::Db;
+
+#[derive(Debug, Clone)]
+pub struct Stored {
+    pub account_id: String,
+    pub account: String,
+    pub submission_id: String,
+    pub body_hash: String,
+    pub body: String,
+    pub images: String,
+    pub state: String,
+    pub slot_state: String,
+    pub report: String,
+    pub error_origin: Option<String>,
+    pub run_id: Option<String>,
+    pub accepted_at: String,
+    pub updated_at: String,
+}
+
+const COLUMNS: &str =
+    "account_id, account, submission_id, body_hash, body, images, state, slot_state, report, \
+    error_origin, run_id, accepted_at, updated_at";
+
+fn stored(row: &AnyRow) -> Result<Stored, sqlx::Error> {
+    Ok(Stored {
+        account_id: row.try_get("account_id")?,
+        account: row.try_get("account")?,
+        submission_id: row.try_get("submission_id")?,
+        body_hash: row.try_get("body_hash")?,
+        body: row.try_get("body")?,
+        images: row.try_get("images")?,
+        state: row.try_get("state")?,
+        slot_state: row.try_get("slot_state")?,
+        report: row.try_get("report")?,
+        error_origin: row.try_get("error_origin")?,
+        run_id: row.try_get("run_id")?,
+        accepted_at: row.try_get("accepted_at")?,
+        updated_at: row.try_get("updated_at")?,
+    })
+}
+
+pub async fn get(db: &Db, account_id: &str, submission_id: &str) -> Result<Option<Stored>, sqlx::Error> {
+    sqlx::query(&format!(
+        "SELECT {COLUMNS} FROM openenv_submissions WHERE account_id = $1 AND submission_id = $2"
+    ))
+    .bind(account_id)
+    .bind(submission_id)
+    .fetch_optional(&db.writer)
+    .await?
+    .as_ref()
+    .map(stored)
+    .transpose()
+}
+
+/// Every submission (the organizer view), or one account's, newest first.
+pub async fn list(db: &Db, account_id: Option<&str>) -> Result<Vec<Stored>, sqlx::Error> {
+    sqlx::query(&format!(
+        "SELECT {COLUMNS} FROM openenv_submissions WHERE ($1 = '' OR account_id = $1) ORDER BY seq DESC LIMIT 500"
+    ))
+    .bind(account_id.unwrap_or(""))
+    .fetch_all(&db.pool)
+    .await?
+    .iter()
+    .map(stored)
+    .collect()
+}
+
+/// Submissions waiting for admission.
+pub async fn validating(db: &Db) -> Result<i64, sqlx::Error> {
+    sqlx::query("SELECT COUNT(*) AS n FROM openenv_submissions WHERE state = 'validating'")
+        .fetch_one(&db.pool)
+        .await?
+        .try_get("n")
+}
+
+pub struct NewSubmission<'a> {
+    pub account_id: &'a str,
+    pub account: &'a str,
+    pub submission_id: &'a str,
+    pub body_hash: &'a str,
+    pub body: &'a str,
+    pub images: &'a str,
+    pub now: &'a str,
+    pub epoch: i64,
+}
+
+pub enum Accepted {
+    Stored(Stored),
+    /// This account already used the submission id: the stored record.
+    Repeat(Stored),
+    /// The account's slot is taken; it frees at this epoch.
+    QuotaUsed {
+        frees_epoch: i64,
+    },
+}
+
+/// Takes the account's quota slot and stores the submission, in one transaction: the slot is taken
+/// only when free (accepted a window ago, or returned), so concurrent first submissions by one
+/// account give one acceptance.
+pub async fn accept(db: &Db, n: &NewSubmission<'_>) -> Result<Accepted, sqlx::Error> {
+    if let Some(existing) = get(db, n.account_id, n.submission_id).await? {
+        return Ok(Accepted::Repeat(existing));
+    }
+    let mut tx = db.writer.begin().await?;
+    let slot = sqlx::query(
+        "INSERT INTO openenv_quota (account_id, submission_id, accepted_epoch) VALUES ($1, $2, $3) \
+         ON CONFLICT (account_id) DO UPDATE SET submission_id = excluded.submission_id, \
+         accepted_epoch = excluded.accepted_epoch WHERE openenv_quota.accepted_epoch <= $4",
+    )
+    .bind(n.account_id)
+    .bind(n.submission_id)
+    .bind(n.epoch)
+    .bind(n.epoch - QUOTA_WINDOW_S)
+    .execute(&mut *tx)
+    .await?
+    .rows_affected()
+        == 1;
+    if !slot {
+        tx.rollback().await?;
+        if let Some(existing) = get(db, n.account_id, n.submission_id).await? {
+            return Ok(Accepted::Repeat(existing));
+        }
+        let held: i64 = sqlx::query("SELECT accepted_epoch FROM openenv_quota WHERE account_id = $1")
+            .bind(n.account_id)
+            .fetch_one(&db.writer)
+            .await?
+            .try_get("accepted_epoch")?;
+        return Ok(Accepted::QuotaUsed { frees_epoch: held + QUOTA_WINDOW_S });
+    }
+    let inserted = sqlx::query(
+        "INSERT INTO openenv_submissions (account_id, account, submission_id, body_hash, body, images, state, \
+         slot_state, report, accepted_at, accepted_epoch, updated_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, 'validating', 'held', '{\"errors\":[]}', $7, $8, $7) \
+         ON CONFLICT (account_id, submission_id) DO NOTHING",
+    )
+    .bind(n.account_id)
+    .bind(n.account)
+    .bind(n.submission_id)
+    .bind(n.body_hash)
+    .bind(n.body)
+    .bind(n.images)
+    .bind(n.now)
+    .bind(n.epoch)
+    .execute(&mut *tx)
+    .await?
+    .rows_affected()
+        == 1;
+    if !inserted {
+        // The same id, stored concurrently: it keeps its slot, this one takes none.
+        tx.rollback().await?;
+        let existing = get(db, n.account_id, n.submission_id).await?.ok_or(sqlx::Error::RowNotFound)?;
+        return Ok(Accepted::Repeat(existing));
+    }
+    tx.commit().await?;
+    let row = get(db, n.account_id, n.submission_id).await?.ok_or(sqlx::Error::RowNotFound)?;
+    Ok(Accepted::Stored(row))
+}
+
+/// The cluster's connection as last recorded: (connected, seen epoch, GPUs free, sandboxes free).
+pub async fn cluster(db: &Db) -> Result<Option<(bool, i64, i64, i64)>, sqlx::Error> {
+    sqlx::query("SELECT connected, seen_epoch, gpus_free, sandboxes_free FROM openenv_cluster WHERE id = 1")
+        .fetch_optional(&db.pool)
+        .await?
+        .map(|r| {
+            Ok((
+                r.try_get::<i64, _>("connected")? != 0,
+                r.try_get("seen_epoch")?,
+                r.try_get("gpus_free")?,
+                r.try_get("sandboxes_free")?,
+            ))
+        })
+        .transpose()
+}
+
+/// The cluster said hello or sent a heartbeat through this server.
+pub async fn cluster_seen(
+    db: &Db,
+    holder: &str,
+    epoch: i64,
+    gpus: i64,
+    sandboxes: i64,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO openenv_cluster (id, holder, seen_epoch, gpus_free, sandboxes_free, connected) \
+         VALUES (1, $1, $2, $3, $4, 1) ON CONFLICT (id) DO UPDATE SET holder = excluded.holder, \
+         seen_epoch = excluded.seen_epoch, gpus_free = excluded.gpus_free, \
+         sandboxes_free = excluded.sandboxes_free, connected = 1",
+    )
+    .bind(holder)
+    .bind(epoch)
+    .bind(gpus)
+    .bind(sandboxes)
+    .execute(&db.writer)
+    .await?;
+    Ok(())
+}
+
+/// The cluster's connection through this server closed.
+pub async fn cluster_gone(db: &Db, holder: &str) -> Result<(), sqlx::Error> {
+    sqlx::query("UPDATE openenv_cluster SET connected = 0 WHERE id = 1 AND holder = $1")
+        .bind(holder)
+        .execute(&db.writer)
+        .await?;
+    Ok(())
+}

@@ -1,0 +1,288 @@
+//! The OpenEnv track's submissions through the API, with the stand-in as Docker Hub and GHCR and a
+//! simulated training cluster connected over the relay: every at-once refusal with its code and
+//! nothing stored, the pinned digest, resends, the quota (a race and the rolling window on a fixed
+//! clock), who may read what. Both backends.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::http::{Method, StatusCode};
+use serde_json::{json, Value};
+
+use crate::harness::{Backend, Options, TestApp, ALICE, BOB, CLUSTER_SECRET, EVE};
+use crate::on_both_backends;
+
+fn submission(id: &str, image: &str) -> Value {
+    json!({
+        "submission_id": id,
+        "name": "Echo environment",
+        "image": image,
+        "schema": {
+            "action": {"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"], "additionalProperties": false},
+            "observation": {"type": "object"}
+        },
+        "tasks": [{"task_id": "echo-1", "split": "train"}, {"task_id": "echo-2", "split": "eval"}],
+        "example_actions": [{"message": "hello"}],
+        "finish_action": {"message": "done"},
+        "source": "https://huggingface.co/datasets/arena-demo/echo-env"
+    })
+}
+
+fn code(a: &crate::harness::Answer) -> (u16, String) {
+    (a.status.as_u16(), a.json()["code"].as_str().unwrap_or("").to_string())
+}
+
+async fn submit(app: &TestApp, body: &Value, token: &str) -> crate::harness::Answer {
+    app.post_as("/api/openenv/submissions", &body.to_string(), token).await
+}
+
+/// Connects the simulated cluster and waits until the arena says so.
+async fn connect(app: &TestApp) -> tokio::task::JoinHandle<()> {
+    let url = app.state.public_url.clone();
+    let cluster =
+        standin::cluster::Cluster { gpus_free: 1, sandboxes_free: 8, heartbeat: Duration::from_millis(100) };
+    let handle = standin::cluster::connect(&url, CLUSTER_SECRET, cluster);
+    let start = Instant::now();
+    while app.get("/api/openenv").await.json()["connected"] != true {
+        assert!(start.elapsed() < Duration::from_secs(10), "the cluster never connected");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    handle
+}
+
+on_both_backends!(multi_thread, a_submission_is_checked_at_once_pinned_and_kept, |app| {
+    // Not connected: every route but the status answers 503, and says when to retry.
+    assert_eq!(app.get("/api/openenv").await.json(), json!({"connected": false}));
+    let r = submit(app, &submission("echo-v1", "ghcr.io/arena-demo/echo-env:v1"), ALICE).await;
+    assert_eq!(code(&r), (503, "OPENENV_DISCONNECTED".into()));
+    assert!(r.json()["retry_after_s"].as_u64().is_some(), "{}", r.text());
+    assert_eq!(code(&app.get_as("/api/openenv/submissions/echo-v1", ALICE).await).0, 503);
+    // A wrong credential does not connect.
+    let wrong = standin::cluster::connect(
+        &app.state.public_url,
+        "not-the-credential",
+        standin::cluster::Cluster { gpus_free: 1, sandboxes_free: 1, heartbeat: Duration::from_millis(50) },
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(app.get("/api/openenv").await.json()["connected"], false);
+    wrong.abort();
+    let cluster = connect(app).await;
+
+    let anonymous = app.request(Method::POST, "/api/openenv/submissions", Some("{}")).await;
+    assert_eq!(anonymous.status, StatusCode::UNAUTHORIZED);
+    let body = submission("echo-v1", "ghcr.io/arena-demo/echo-env:v1");
+    let r = submit(app, &body, ALICE).await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.text());
+    let v = r.json();
+    assert_eq!((v["state"].clone(), v["slot"]["state"].clone()), (json!("validating"), json!("held")));
+    let image = &v["images"][0];
+    assert_eq!(image["submitted"], "ghcr.io/arena-demo/echo-env:v1");
+    let resolved = image["resolved"].as_str().unwrap();
+    assert!(
+        resolved.starts_with("ghcr.io/arena-demo/echo-env@sha256:") && resolved.len() == 35 + 64,
+        "{resolved}"
+    );
+    assert_eq!(image["port"], 8000);
+    assert_eq!(
+        image["labels"],
+        json!({"org.opencontainers.image.source": "https://github.com/arena-demo/echo-env"})
+    );
+    assert_eq!(image["compatibility"]["echo-1"]["status"], "pending");
+    assert_eq!((v["run"]["run_id"].clone(), v["existing"].clone()), (Value::Null, json!(false)));
+
+    // The pinned digest is the amd64 image's manifest, as the registry names it.
+    let pinned = resolved.split('@').nth(1).unwrap();
+    let by_digest = submission("echo-v1-pinned", &format!("ghcr.io/arena-demo/echo-env@{pinned}"));
+    let before = app.hub.registry_requests();
+    let quota = submit(app, &by_digest, ALICE).await;
+    assert_eq!(app.hub.registry_requests(), before, "a digest read before is not read again");
+    assert_eq!(code(&quota), (429, "SUBMISSION_QUOTA_EXCEEDED".into()), "one accepted per account per day");
+    let wait = quota.json()["retry_after_s"].as_u64().unwrap();
+    assert!(wait > 86_000 && wait <= 86_400, "{wait}");
+
+    // Resends: unchanged, the same record; changed, a 409.
+    let again = submit(app, &body, ALICE).await;
+    assert_eq!(again.status, StatusCode::ACCEPTED);
+    assert_eq!(
+        (again.json()["existing"].clone(), again.json()["images"][0]["resolved"].clone()),
+        (json!(true), json!(resolved))
+    );
+    let mut changed = body.clone();
+    changed["name"] = json!("Another name");
+    assert_eq!(code(&submit(app, &changed, ALICE).await), (409, "SUBMISSION_ID_REUSED".into()));
+
+    // Only the submitter reads it; editors see every submission in the list.
+    assert_eq!(app.get_as("/api/openenv/submissions/echo-v1", ALICE).await.json()["state"], "validating");
+    assert_eq!(
+        code(&app.get_as("/api/openenv/submissions/echo-v1", BOB).await),
+        (404, "SUBMISSION_NOT_FOUND".into())
+    );
+    assert_eq!(app.get_as("/api/openenv/submissions", BOB).await.json()["submissions"], json!([]));
+    let all = app.get_as("/api/openenv/submissions", EVE).await.json();
+    assert_eq!(all["submissions"].as_array().unwrap().len(), 1);
+
+    // Docker's shorthand on Docker Hub: /v2/, a token, the manifest, the config blob.
+    let before = app.hub.registry_requests();
+    let r = submit(app, &submission("hub-echo", "echo"), EVE).await;
+    assert_eq!(app.hub.registry_requests() - before, 4);
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.text());
+    assert!(r.json()["images"][0]["resolved"]
+        .as_str()
+        .unwrap()
+        .starts_with("docker.io/library/echo@sha256:"));
+    cluster.abort();
+});
+
+on_both_backends!(multi_thread, every_refusal_at_submission_has_its_code_and_stores_nothing, |app| {
+    let cluster = connect(app).await;
+    let with = |edit: &dyn Fn(&mut Value)| {
+        let mut b = submission("bob-env", "ghcr.io/arena-demo/echo-env:v1");
+        edit(&mut b);
+        b
+    };
+    let task_images = |images: Vec<String>| {
+        let tasks: Vec<Value> = images
+            .iter()
+            .enumerate()
+            .map(|(i, img)| json!({"task_id": format!("t{i}"), "split": "train", "image": img}))
+            .collect();
+        with(&|b: &mut Value| b["tasks"] = json!(tasks))
+    };
+    let cases: Vec<(Value, &str)> = vec![
+        (with(&|b| b["tasks"][0]["rollout_wall_s"] = json!(3601)), "CONTRACT_INVALID"),
+        (with(&|b| b["tasks"][0]["memory_gib"] = json!(32)), "ENVIRONMENT_TOO_LARGE_FOR_SANDBOX"),
+        (with(&|b| b["example_actions"] = json!([{"message": 5}])), "SCHEMA_INVALID"),
+        (with(&|b| b["example_actions"] = json!([{"finish": true}])), "SCHEMA_INVALID"),
+        (with(&|b| b["schema"]["action"] = json!({"type": "no-such-type"})), "SCHEMA_INVALID"),
+        (
+            with(&|b| b["schema"]["action"] = json!({"$ref": "https://example.com/schema.json"})),
+            "SCHEMA_INVALID",
+        ),
+        (with(&|b| b["image"] = json!("https://ghcr.io/arena-demo/echo-env:v1")), "IMAGE_REFERENCE_INVALID"),
+        (with(&|b| b["image"] = json!("quay.io/arena-demo/echo-env:v1")), "IMAGE_REGISTRY_UNSUPPORTED"),
+        (
+            with(&|b| b["image"] = json!("https://huggingface.co/spaces/bob/echo")),
+            "SUBMISSION_FORMAT_RETIRED",
+        ),
+        (
+            task_images(
+                (0..50)
+                    .map(|i| format!("ghcr.io/test/many:t{}", i % 20))
+                    .chain(["ghcr.io/a/b:1".into()])
+                    .collect(),
+            ),
+            "CONTRACT_INVALID",
+        ),
+        (with(&|b| b["image"] = json!("ghcr.io/test/private:v1")), "IMAGE_INACCESSIBLE"),
+        (with(&|b| b["image"] = json!("ghcr.io/arena-demo/echo-env:v2")), "IMAGE_INACCESSIBLE"),
+        (with(&|b| b["image"] = json!("ghcr.io/nobody/nothing:v1")), "IMAGE_INACCESSIBLE"),
+        (with(&|b| b["image"] = json!("ghcr.io/test/arm-only:v1")), "IMAGE_PLATFORM_UNSUPPORTED"),
+        (with(&|b| b["image"] = json!("docker.io/test/old:v1")), "IMAGE_MANIFEST_UNSUPPORTED"),
+        (with(&|b| b["image"] = json!("ghcr.io/test/no-command:v1")), "IMAGE_SERVER_INVALID"),
+        (with(&|b| b["image"] = json!("ghcr.io/test/two-ports:v1")), "IMAGE_SERVER_INVALID"),
+        (with(&|b| b["image"] = json!("ghcr.io/test/too-big:v1")), "IMAGE_COMPRESSED_SIZE_EXCEEDED"),
+        (
+            task_images((0..20).map(|i| format!("ghcr.io/test/many:t{i}")).collect()),
+            "SUBMISSION_SIZE_EXCEEDED",
+        ),
+    ];
+    for (body, want) in &cases {
+        let r = submit(app, body, BOB).await;
+        assert_eq!(code(&r), (r.status.as_u16(), want.to_string()), "{}", r.text());
+        assert!(r.status.is_client_error(), "{want}: {}", r.text());
+    }
+    // More than fifty images: the submission's own and fifty task images.
+    let mut fifty_one = task_images((0..50).map(|i| format!("ghcr.io/test/img{i}:v1")).collect());
+    fifty_one["image"] = json!("ghcr.io/arena-demo/echo-env:v1");
+    assert_eq!(code(&submit(app, &fifty_one, BOB).await), (422, "IMAGE_LIMIT_EXCEEDED".into()));
+
+    // The registry limiting or not answering: 503, safe to resend.
+    let body = submission("bob-env", "ghcr.io/arena-demo/echo-env:v1");
+    app.hub.set_faults(standin::Faults {
+        status: Some(429),
+        retry_after_s: Some(7),
+        count: Some(1),
+        ..Default::default()
+    });
+    let limited = submit(app, &body, BOB).await;
+    assert_eq!(code(&limited), (503, "REGISTRY_RATE_LIMITED".into()), "{}", limited.text());
+    app.hub.set_faults(standin::Faults { status: Some(502), count: Some(1), ..Default::default() });
+    assert_eq!(code(&submit(app, &body, BOB).await), (503, "IMAGE_UNAVAILABLE".into()));
+    // Admission's queue full: CAPACITY_BUSY.
+    for i in 0..20 {
+        app.exec(&format!(
+            "INSERT INTO openenv_submissions (account_id, account, submission_id, body_hash, body, images, state, slot_state, \
+             report, accepted_at, accepted_epoch, updated_at) VALUES ('u-other{i}', 'other', 's', 'h', '{{}}', '[]', \
+             'validating', 'held', '{{\"errors\":[]}}', 't', 0, 't')"
+        ))
+        .await
+        .unwrap();
+    }
+    assert_eq!(code(&submit(app, &body, BOB).await), (503, "CAPACITY_BUSY".into()));
+    let bob_rows = app.scalar("SELECT COUNT(*) FROM openenv_submissions WHERE account <> 'other'").await;
+    assert_eq!(bob_rows, 0, "nothing stored by any refusal");
+    assert_eq!(app.scalar("SELECT COUNT(*) FROM openenv_quota").await, 0, "and no slot taken");
+    cluster.abort();
+});
+
+on_both_backends!(multi_thread, two_first_submissions_at_once_give_one_acceptance, |app| {
+    let cluster = connect(app).await;
+    let mut tasks = Vec::new();
+    for i in 0..6 {
+        let (router, body) =
+            (app.router.clone(), submission(&format!("race-{i}"), "ghcr.io/arena-demo/echo-env:v1"));
+        tasks.push(tokio::spawn(async move {
+            use tower::ServiceExt;
+            let req = axum::http::Request::post("/api/openenv/submissions")
+                .header("authorization", format!("Bearer {ALICE}"))
+                .header("content-type", "application/json")
+                .body(axum::body::Body::from(body.to_string()))
+                .unwrap();
+            router.oneshot(req).await.unwrap().status()
+        }));
+    }
+    let mut statuses = Vec::new();
+    for t in tasks {
+        statuses.push(t.await.unwrap().as_u16());
+    }
+    statuses.sort();
+    assert_eq!(statuses, [202, 429, 429, 429, 429, 429]);
+    assert_eq!(app.scalar("SELECT COUNT(*) FROM openenv_submissions").await, 1);
+    cluster.abort();
+});
+
+/// The slot frees 24 hours after acceptance, not after the request: a fixed clock moves time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_quota_is_a_rolling_day_from_acceptance() {
+    let start = time::macros::datetime!(2026-11-30 12:00 UTC);
+    let clock = Arc::new(server::ports::clock::FixedClock::new(start));
+    let app =
+        TestApp::with(Backend::Sqlite, Options { clock: Some(clock.clone()), ..Options::default() }).await;
+    let cluster = connect(&app).await;
+    assert_eq!(
+        submit(&app, &submission("day-1", "ghcr.io/arena-demo/echo-env:v1"), ALICE).await.status,
+        StatusCode::ACCEPTED
+    );
+    clock.advance(time::Duration::seconds(86_399));
+    connect_again(&app).await;
+    let r = submit(&app, &submission("day-2", "ghcr.io/arena-demo/echo-env:v1"), ALICE).await;
+    assert_eq!(
+        (code(&r), r.json()["retry_after_s"].clone()),
+        ((429, "SUBMISSION_QUOTA_EXCEEDED".into()), json!(1))
+    );
+    clock.advance(time::Duration::seconds(1));
+    connect_again(&app).await;
+    let r = submit(&app, &submission("day-2", "ghcr.io/arena-demo/echo-env:v1"), ALICE).await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.text());
+    cluster.abort();
+    app.finish().await;
+}
+
+/// After the clock jumps, the next heartbeat brings the cluster's last-seen time with it.
+async fn connect_again(app: &TestApp) {
+    let start = Instant::now();
+    while app.get("/api/openenv").await.json()["connected"] != true {
+        assert!(start.elapsed() < Duration::from_secs(10));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
