@@ -500,6 +500,9 @@ pub struct RunView {
     /// The HF job page and the run's folder in the runs dataset: private to BenchFlow.
     pub job_url: Option<String>,
     pub runs_url: Option<String>,
+    /// The pipeline's own report once the run is scored (`score.json`, or `baseline.json` for a
+    /// baseline measurement), in the private runs dataset.
+    pub report_url: Option<String>,
     /// The reason names serving, sandboxes or the agent handshake: the arena's side failed.
     pub platform_fault: bool,
     pub launched: bool,

@@ -691,6 +691,10 @@ pub fn view(s: &AppState, r: &Run) -> RunView {
         job_id: r.job_id.clone(),
         job_url: r.job_id.as_deref().map(|j| s.deps.jobs.job_url(j)),
         runs_url: launched.then(|| s.deps.datasets.url(&s.runs_dataset, &format!("runs/{}", r.id))),
+        report_url: (r.state == runs::RunState::Scored).then(|| {
+            let file = super::reconcile::result_files(r.purpose)[0];
+            s.deps.datasets.url(&s.runs_dataset, &format!("runs/{}/reports/{file}", r.id))
+        }),
         platform_fault: r.platform_fault,
         launched,
         max_compute_usd: domain::budget::dollars(r.reserved_cents),

@@ -72,6 +72,8 @@ on_both_backends!(local, an_editor_measures_the_base_model_and_the_challenge_sho
     let stages: Vec<&str> =
         d["stages"].as_array().unwrap().iter().map(|s| s["stage"].as_str().unwrap()).collect();
     assert_eq!(stages, ["setup", "snapshot", "baseline", "collect"]);
+    let report = d["report_url"].as_str().unwrap_or_default();
+    assert!(report.ends_with(&format!("runs/{run}/reports/baseline.json")), "{d:#}");
 
     // Collect: editors only, the collection's result route refuses it, then the measurement.
     assert_eq!(code(&collect(app, &run, ALICE).await), (403, "FORBIDDEN".into()));
