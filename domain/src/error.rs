@@ -94,6 +94,16 @@ pub enum ErrorCode {
     SubmissionNotFound,
     /// The same `submission_id` resent with a changed body.
     SubmissionIdReused,
+    /// Admission: the image's server failed an `openenv validate` criterion (author).
+    OpenenvEndpointInvalid,
+    /// Admission: the image's `/schema` differs from the submission's (author).
+    ImageSchemaMismatch,
+    /// Admission: the example actions did not end the episode with a reward in [0, 1] (author).
+    AdmissionEpisodeFailed,
+    /// Admission: the sandbox never served `/health` (platform; retried).
+    SandboxStartupFailed,
+    /// Admission: the probe could not finish for the arena's reasons (platform; retried).
+    AdmissionInfrastructureFailure,
     Internal,
 }
 
@@ -182,6 +192,11 @@ impl ErrorCode {
         ErrorCode::SubmissionQuotaExceeded,
         ErrorCode::SubmissionNotFound,
         ErrorCode::SubmissionIdReused,
+        ErrorCode::OpenenvEndpointInvalid,
+        ErrorCode::ImageSchemaMismatch,
+        ErrorCode::AdmissionEpisodeFailed,
+        ErrorCode::SandboxStartupFailed,
+        ErrorCode::AdmissionInfrastructureFailure,
         ErrorCode::Internal,
     ];
 
@@ -270,6 +285,11 @@ impl ErrorCode {
             ErrorCode::SubmissionQuotaExceeded => "SUBMISSION_QUOTA_EXCEEDED",
             ErrorCode::SubmissionNotFound => "SUBMISSION_NOT_FOUND",
             ErrorCode::SubmissionIdReused => "SUBMISSION_ID_REUSED",
+            ErrorCode::OpenenvEndpointInvalid => "OPENENV_ENDPOINT_INVALID",
+            ErrorCode::ImageSchemaMismatch => "IMAGE_SCHEMA_MISMATCH",
+            ErrorCode::AdmissionEpisodeFailed => "ADMISSION_EPISODE_FAILED",
+            ErrorCode::SandboxStartupFailed => "SANDBOX_STARTUP_FAILED",
+            ErrorCode::AdmissionInfrastructureFailure => "ADMISSION_INFRASTRUCTURE_FAILURE",
             ErrorCode::Internal => "INTERNAL",
         }
     }
@@ -360,6 +380,11 @@ impl ErrorCode {
             ErrorCode::SubmissionQuotaExceeded => 429,
             ErrorCode::SubmissionNotFound => 404,
             ErrorCode::SubmissionIdReused => 409,
+            ErrorCode::OpenenvEndpointInvalid => 422,
+            ErrorCode::ImageSchemaMismatch => 422,
+            ErrorCode::AdmissionEpisodeFailed => 422,
+            ErrorCode::SandboxStartupFailed => 503,
+            ErrorCode::AdmissionInfrastructureFailure => 503,
             ErrorCode::Internal => 500,
         }
     }

@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use crate::ErrorCode;
 
+pub mod admission;
 pub mod image;
 pub use image::{ImageRef, RegistryHost};
 

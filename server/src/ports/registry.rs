@@ -130,8 +130,9 @@ fn bearer_challenge(value: &str) -> Option<(String, Option<String>)> {
     let rest = value.trim().strip_prefix("Bearer ").or_else(|| value.trim().strip_prefix("bearer "))?;
     let mut realm = None;
     let mut service = None;
+    // A scope may hold commas (`repository:a/b:pull,push`): parts without `=` belong to it.
     for part in rest.split(',') {
-        let (k, v) = part.trim().split_once('=')?;
+        let Some((k, v)) = part.trim().split_once('=') else { continue };
         let v = v.trim().trim_matches('"').to_string();
         match k.trim() {
             "realm" => realm = Some(v),
@@ -391,5 +392,23 @@ impl ImageRegistry for OciRegistries {
         };
         self.cache.lock().unwrap().insert(key(&digest), facts.clone());
         Ok(ImageRead { facts, requests: s.requests })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bearer_challenge;
+
+    #[test]
+    fn challenges_of_both_registries_are_read() {
+        let hub = r#"Bearer realm="https://auth.docker.io/token",service="registry.docker.io""#;
+        assert_eq!(
+            bearer_challenge(hub),
+            Some(("https://auth.docker.io/token".into(), Some("registry.docker.io".into())))
+        );
+        let ghcr =
+            r#"Bearer realm="https://ghcr.io/token",service="ghcr.io",scope="repository:a/b:pull,push""#;
+        assert_eq!(bearer_challenge(ghcr), Some(("https://ghcr.io/token".into(), Some("ghcr.io".into()))));
+        assert_eq!(bearer_challenge("Basic realm=x"), None);
     }
 }

@@ -128,6 +128,24 @@ pub async fn get(db: &Db, id: &str) -> Result<Option<(EnvironmentRecord, String)
     row.map(|r| Ok((record(&r)?, r.try_get("report")?))).transpose()
 }
 
+/// The records of these collections (without their stored validation), by id, in one query.
+pub async fn records(
+    db: &Db,
+    ids: &[&str],
+) -> Result<std::collections::BTreeMap<String, EnvironmentRecord>, sqlx::Error> {
+    if ids.is_empty() {
+        return Ok(Default::default());
+    }
+    let marks: Vec<String> = (1..=ids.len()).map(|i| format!("${i}")).collect();
+    let sql = format!("SELECT {COLUMNS} FROM environments WHERE id IN ({})", marks.join(", "));
+    let mut query = sqlx::query(&sql);
+    for id in ids {
+        query = query.bind(*id);
+    }
+    let rows = query.fetch_all(&db.pool).await?;
+    rows.iter().map(|r| record(r).map(|rec| (rec.environment_id.clone(), rec))).collect()
+}
+
 /// Newest first; legacy records only when asked.
 pub async fn list(
     db: &Db,

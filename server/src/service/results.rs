@@ -278,17 +278,22 @@ async fn board(
     let (rows, per_run_sd_pp) = results::rank(&ranked);
     let by_run: BTreeMap<&str, &Stored> = stored.iter().map(|r| (r.run_id.as_str(), r)).collect();
     let leader = rows.first().map(|r| (r.delta_pp, r.stderr_pp));
+    // Titles and authors of every ranked collection in one read (their reports are not needed).
+    let ids: Vec<&str> = rows.iter().map(|r| r.environment_id.as_str()).collect();
+    let records = repo::environments::records(&s.db, &ids).await?;
     let mut out = Vec::new();
     for row in rows {
         let latest = by_run.get(row.latest_run_id.as_str()).copied();
-        let (record, _) = super::environments::get(s, &row.environment_id).await?;
+        let record = records.get(&row.environment_id).ok_or_else(|| {
+            ApiError::internal(format!("a ranked collection `{}` has no record", row.environment_id))
+        })?;
         out.push(LeaderboardRow {
             rank: row.rank,
             tied_with_leader: leader
                 .is_some_and(|l| results::tied_with_leader((row.delta_pp, row.stderr_pp), l)),
             environment_id: row.environment_id,
-            title: record.title,
-            author: record.author,
+            title: record.title.clone(),
+            author: record.author.clone(),
             delta_pp: row.delta_pp,
             stderr_pp: row.stderr_pp,
             verified_runs: row.verified_runs,
