@@ -66,7 +66,7 @@ test('no page scrolls sideways on a 360 px phone, and the interactive parts work
   const context = await browser.newContext({ viewport: { width: 360, height: 740 }, isMobile: true, hasTouch: true });
   const page = await context.newPage();
   const runs = await (await fetch(`${BASE}/api/challenges/local-demo/runs`)).json();
-  const paths = ['/', '/arena', '/arena/challenges/openenv-9b', `/arena/submissions/${id}`, '/arena/submit', '/arena/jobs',
+  const paths = ['/', '/arena', '/arena/challenges/openenv-9b', `/arena/submissions/${id}`, '/arena/submit', '/arena/jobs', '/arena/openenv',
     '/arena/check', '/no/such/page', ...runs.runs.slice(0, 1).map((r) => `/arena/runs/${r.run_id}`)];
   for (const path of paths) {
     await page.goto(`${BASE}${path}`);

@@ -57,6 +57,12 @@ pub trait ArenaReads: Send + Sync + 'static {
     fn run<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, Read<Option<RunDetail>>>;
     /// The collection's runs on every challenge, newest first.
     fn runs_of<'a>(&'a self, environment_id: &'a str) -> BoxFuture<'a, Read<Vec<RunView>>>;
+    /// Whether the OpenEnv training cluster is connected, and the requester's OpenEnv submissions
+    /// (every one for an editor; none when not signed in).
+    fn openenv<'a>(
+        &'a self,
+        request: &'a http::request::Parts,
+    ) -> BoxFuture<'a, Read<(bool, Vec<domain::openenv::SubmissionView>)>>;
 }
 
 fn missing() -> ApiErrorBody {

@@ -9,6 +9,7 @@ mod board;
 mod client;
 mod collections;
 mod components;
+mod openenv;
 mod organizers;
 mod pages;
 mod results;
@@ -79,6 +80,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/arena/check") view=CheckPage ssr=SsrMode::Async/>
                     <Route path=path!("/arena/runs/:id") view=RunPage ssr=SsrMode::Async/>
                     <Route path=path!("/arena/jobs") view=JobsPage ssr=SsrMode::Async/>
+                    <Route path=path!("/arena/openenv") view=openenv::OpenEnvPage ssr=SsrMode::Async/>
                 </Routes>
             </main>
             <Footer/>

@@ -126,6 +126,8 @@ pub fn ArenaPage() -> impl IntoView {
         <HashRedirect/>
         <CollectionList/>
         <Leaderboards/>
+        <p class="track-link"><a href="/arena/openenv">"OpenEnv environments (beta)"</a>
+            ": the second track, one environment as container images."</p>
         <h2>"Challenges"</h2>
         <p><code>"arena_cli.py challenges"</code> " returns the same data."</p>
         <Suspense fallback=|| view! { <p>"Loading challenges…"</p> }>

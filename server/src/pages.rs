@@ -121,6 +121,28 @@ impl ArenaReads for AppState {
         })
     }
 
+    fn openenv<'a>(
+        &'a self,
+        request: &'a axum::http::request::Parts,
+    ) -> BoxFuture<'a, Read<(bool, Vec<domain::openenv::SubmissionView>)>> {
+        Box::pin(async move {
+            let connected = service::openenv::connected(self).await.map_err(shown)?;
+            let viewer = match request.extensions.get::<tower_sessions::Session>() {
+                Some(session) => crate::identity::session_user(session).await,
+                None => None,
+            };
+            let Some(u) = viewer else { return Ok((connected, Vec::new())) };
+            let me = Identity {
+                id: u.id,
+                name: u.name,
+                fullname: u.fullname,
+                editor: u.editor,
+                via: Via::Session,
+            };
+            Ok((connected, service::openenv::visible_to(self, &me).await.map_err(shown)?))
+        })
+    }
+
     fn jobs<'a>(&'a self, request: &'a axum::http::request::Parts) -> BoxFuture<'a, Read<Option<JobsView>>> {
         Box::pin(async move {
             let Some(session) = request.extensions.get::<tower_sessions::Session>() else { return Ok(None) };

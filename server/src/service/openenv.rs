@@ -252,6 +252,11 @@ pub async fn get(s: &AppState, me: &Identity, submission_id: &str) -> Result<Sub
 /// `GET /api/openenv/submissions`: yours, or every one for an editor (the organizer view).
 pub async fn list(s: &AppState, me: &Identity) -> Result<Vec<SubmissionView>, ApiError> {
     require_connected(s).await?;
+    visible_to(s, me).await
+}
+
+/// What the submissions app shows one person, connected or not.
+pub async fn visible_to(s: &AppState, me: &Identity) -> Result<Vec<SubmissionView>, ApiError> {
     let rows = repo::openenv::list(&s.db, (!me.editor).then_some(me.id.as_str())).await?;
     rows.iter().map(|r| view(r, true)).collect()
 }

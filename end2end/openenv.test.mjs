@@ -1,0 +1,51 @@
+// The OpenEnv section of the submissions app in Chromium: the form checks a submission in the
+// browser before anything is sent, submits it to the arena (the stand-in serves the image as GHCR
+// and a simulated cluster is connected), and the page then lists it with its pinned digest.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { BASE, launch, hydrated } from './support.mjs';
+
+let browser;
+before(async () => { browser = await launch(); });
+after(async () => { await browser?.close(); });
+
+const submission = (rollout) => JSON.stringify({
+  submission_id: `echo-${Date.now()}`,
+  name: 'Echo (browser test)',
+  image: 'ghcr.io/arena-demo/echo-env:v1',
+  schema: { action: { type: 'object', properties: { message: { type: 'string' } } }, observation: { type: 'object' } },
+  tasks: [{ task_id: 'echo-1', split: 'train', rollout_wall_s: rollout }],
+  example_actions: [{ message: 'hello' }],
+}, null, 1);
+
+test('the OpenEnv form checks in the browser, submits, and the page lists the pinned submission', async () => {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  await page.goto(`${BASE}/arena/openenv`);
+  await hydrated(page);
+  await page.locator('p.cluster.connected').waitFor({ timeout: 30_000 });
+  await page.getByRole('link', { name: 'Sign in with Hugging Face' }).click();
+  await page.waitForURL(/\/oauth\/authorize/);
+  await page.getByRole('button', { name: 'Sign in as carol' }).click();
+  await page.waitForURL(`${BASE}/arena/openenv`);
+  await hydrated(page);
+  const submitButton = page.getByRole('button', { name: 'Submit', exact: true });
+  await page.locator('textarea[name=submission]').fill(submission(9999));
+  await page.getByRole('button', { name: 'Check' }).click();
+  assert.match(await page.locator('.openenv-check').innerText(), /CONTRACT_INVALID.*rollout_wall_s/s);
+  assert.equal(await submitButton.isDisabled(), true, 'nothing is sent before the checks pass');
+  await page.locator('textarea[name=submission]').fill(submission(1800));
+  await page.getByRole('button', { name: 'Check' }).click();
+  assert.match(await page.locator('.openenv-check').innerText(), /ghcr\.io\/arena-demo\/echo-env:v1/);
+  await submitButton.click();
+  const done = page.locator('.openenv-submitted');
+  await done.waitFor({ timeout: 30_000 });
+  assert.match(await done.innerText(), /Accepted .*validating, slot held/);
+  assert.match(await done.innerText(), /ghcr\.io\/arena-demo\/echo-env@sha256:[0-9a-f]{64}/);
+  await page.reload();
+  const card = page.locator('li.openenv-submission').first();
+  await card.waitFor({ timeout: 15_000 });
+  assert.match(await card.innerText(), /echo-1: pending/);
+  assert.match(await card.locator('td.resolved').innerText(), /@sha256:/);
+  await context.close();
+});
