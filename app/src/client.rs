@@ -62,6 +62,38 @@ pub async fn call<T: serde::de::DeserializeOwned>(
     csrf: Option<&str>,
     body: Option<&(impl serde::Serialize + ?Sized)>,
 ) -> Result<T, Failure> {
+    let body = match body {
+        Some(b) => Some(serde_json::to_string(b).map_err(|e| Failure::Unreachable(e.to_string()))?),
+        None => None,
+    };
+    exchange(method, url, csrf, body).await
+}
+
+/// `call` with a body that is already JSON text (sent as it is; the arena checks it).
+pub async fn call_text<T: serde::de::DeserializeOwned>(
+    method: &str,
+    url: &str,
+    csrf: Option<&str>,
+    json: String,
+) -> Result<T, Failure> {
+    exchange(method, url, csrf, Some(json)).await
+}
+
+async fn exchange<T: serde::de::DeserializeOwned>(
+    method: &str,
+    url: &str,
+    csrf: Option<&str>,
+    body: Option<String>,
+) -> Result<T, Failure> {
+    let text = send(method, url, csrf, body).await?;
+    let text = if text.is_empty() { "null" } else { text.as_str() };
+    serde_json::from_str(text)
+        .map_err(|e| Failure::Unreachable(format!("the arena's answer was not understood ({e})")))
+}
+
+/// The request itself, not generic, so the browser bundle holds it once: the answer's text, or
+/// the API's refusal.
+async fn send(method: &str, url: &str, csrf: Option<&str>, body: Option<String>) -> Result<String, Failure> {
     #[cfg(feature = "hydrate")]
     {
         use gloo_net::http::RequestBuilder;
@@ -73,7 +105,10 @@ pub async fn call<T: serde::de::DeserializeOwned>(
             builder = builder.header("x-csrf-token", csrf);
         }
         let request = match body {
-            Some(body) => builder.json(body).map_err(|e| Failure::Unreachable(e.to_string()))?,
+            Some(body) => builder
+                .header("content-type", "application/json")
+                .body(body)
+                .map_err(|e| Failure::Unreachable(e.to_string()))?,
             None => builder.build().map_err(|e| Failure::Unreachable(e.to_string()))?,
         };
         let resp = request
@@ -88,13 +123,11 @@ pub async fn call<T: serde::de::DeserializeOwned>(
                 Err(_) => Failure::Unreachable(format!("the arena answered {status} without its JSON")),
             });
         }
-        let text = if text.is_empty() { "null" } else { text.as_str() };
-        serde_json::from_str(text)
-            .map_err(|e| Failure::Unreachable(format!("the arena's answer was not understood ({e})")))
+        Ok(text)
     }
     #[cfg(not(feature = "hydrate"))]
     {
-        let _ = (method, url, csrf, body.is_some());
+        let _ = (method, url, csrf, body);
         Err(Failure::Unreachable("only in the browser".into()))
     }
 }

@@ -3,7 +3,7 @@
 //! words; and the submit form, which runs the at-once checks that need no registry in the browser
 //! before anything is sent.
 
-use domain::openenv::{self, SubmissionView};
+use domain::openenv::SubmissionView;
 use domain::ApiErrorBody;
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -154,48 +154,65 @@ fn SubmissionCard(s: SubmissionView) -> impl IntoView {
     }
 }
 
-/// The checks the page makes before sending: the body, the contract, the sandbox, the reserved
-/// shapes and the image references. The JSON Schemas are compiled and the images read at submission.
-fn check(text: &str) -> Result<String, (String, String)> {
-    let value: serde_json::Value =
-        serde_json::from_str(text).map_err(|e| ("INVALID_JSON".to_string(), format!("not JSON: {e}")))?;
-    let refused = |r: openenv::Refusal| (r.code.as_str().to_string(), r.message);
-    let r = openenv::parse(&value).map_err(refused)?;
-    openenv::check_contract(&r).map_err(refused)?;
-    openenv::check_schema_shape(&r).map_err(refused)?;
-    let (images, _) = openenv::image_references(&r).map_err(refused)?;
-    let names: Vec<String> = images.iter().map(|i| i.canonical()).collect();
-    Ok(format!(
-        "{} task(s), {} image(s): {}. The registry reads and the schema check happen when you submit.",
-        r.tasks.len(),
-        names.len(),
-        names.join(", ")
-    ))
+/// The parts of the answer to a submission the form shows.
+#[derive(serde::Deserialize, Clone)]
+struct Accepted {
+    submission_id: String,
+    state: String,
+    existing: bool,
+    slot: AcceptedSlot,
+    images: Vec<AcceptedImage>,
+}
+
+#[derive(serde::Deserialize, Clone)]
+struct AcceptedSlot {
+    state: String,
+}
+
+#[derive(serde::Deserialize, Clone)]
+struct AcceptedImage {
+    resolved: String,
+}
+
+/// What `POST /api/openenv/check` says of a submission before it is sent.
+#[derive(serde::Deserialize, Clone)]
+struct Checked {
+    images: Vec<String>,
+    tasks: usize,
 }
 
 #[island]
 fn OpenEnvSubmitForm(csrf: String) -> impl IntoView {
     let text = RwSignal::new(String::new());
-    let checked = RwSignal::new(None::<Result<String, (String, String)>>);
+    let checked = RwSignal::new(None::<Result<Checked, (String, String)>>);
     let busy = RwSignal::new(false);
-    let answer = RwSignal::new(None::<Result<SubmissionView, String>>);
-    let submit = move |_| {
-        let Ok(body) = serde_json::from_str::<serde_json::Value>(&text.get()) else { return };
-        busy.set(true);
+    let answer = RwSignal::new(None::<Result<Accepted, String>>);
+    let check = {
         let csrf = csrf.clone();
+        move |ev: leptos::ev::SubmitEvent| {
+            ev.prevent_default();
+            let (csrf, json) = (csrf.clone(), text.get());
+            leptos::task::spawn_local(async move {
+                let r = client::call_text::<Checked>("POST", "/api/openenv/check", Some(&csrf), json).await;
+                checked.set(Some(r.map_err(|e| match e {
+                    client::Failure::Refused { code, message, .. } => (code, message),
+                    client::Failure::Unreachable(m) => (String::new(), m),
+                })));
+            });
+        }
+    };
+    let submit = move |_| {
+        busy.set(true);
+        let (csrf, json) = (csrf.clone(), text.get());
         leptos::task::spawn_local(async move {
             let r =
-                client::call::<SubmissionView>("POST", "/api/openenv/submissions", Some(&csrf), Some(&body))
-                    .await;
-            answer.set(Some(r.map_err(|e| match &e {
-                client::Failure::Refused { code, .. } => format!("{} {}", e.describe(), explain(code)),
-                client::Failure::Unreachable(_) => e.describe(),
-            })));
+                client::call_text::<Accepted>("POST", "/api/openenv/submissions", Some(&csrf), json).await;
+            answer.set(Some(r.map_err(|e| e.describe())));
             busy.set(false);
         });
     };
     view! {
-        <form class="post-form openenv-form" on:submit=move |ev| { ev.prevent_default(); checked.set(Some(check(&text.get()))); }>
+        <form class="post-form openenv-form" on:submit=check>
             <label>"submission.json"
                 <textarea name="submission" rows="14" prop:value=move || text.get()
                     on:input=move |ev| { text.set(event_target_value(&ev)); checked.set(None); }></textarea>
@@ -207,9 +224,13 @@ fn OpenEnvSubmitForm(csrf: String) -> impl IntoView {
             </div>
         </form>
         {move || checked.get().map(|c| match c {
-            Ok(summary) => view! { <p class="ok openenv-check">"Passes the checks this page makes. " {summary}</p> }.into_any(),
+            Ok(c) => view! { <p class="ok openenv-check">{format!(
+                "Passes the checks that need no registry: {} task(s), image(s) {}. The images are read when you submit.",
+                c.tasks,
+                c.images.join(", ")
+            )}</p> }.into_any(),
             Err((code, message)) => view! {
-                <p class="error openenv-check"><code>{code.clone()}</code> ": " {message} " — " {explain(&code)}</p>
+                <p class="error openenv-check"><code>{code}</code> ": " {message}</p>
             }.into_any(),
         })}
         {move || answer.get().map(|a| match a {

@@ -87,6 +87,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(openenv::status))
         .routes(routes!(openenv::submit, openenv::list))
         .routes(routes!(openenv::get))
+        .routes(routes!(openenv::check))
         .routes(routes!(runs::ledger))
         .routes(routes!(runs::hf_jobs))
         .merge(

@@ -43,6 +43,20 @@ pub async fn submit(
     Ok((StatusCode::ACCEPTED, Json(service::openenv::submit(&s, &me, body).await?)))
 }
 
+#[utoipa::path(post, path = "/api/openenv/check", tag = "openenv", request_body = domain::openenv::SubmissionRequest,
+    responses((status = 200, description = "passes the checks that need no registry; stores nothing, reads no image", body = service::openenv::Checked),
+        (status = 401, body = ApiErrorBody),
+        (status = 422, description = "CONTRACT_INVALID, ENVIRONMENT_TOO_LARGE_FOR_SANDBOX, SCHEMA_INVALID, IMAGE_REFERENCE_INVALID, IMAGE_REGISTRY_UNSUPPORTED, SUBMISSION_FORMAT_RETIRED or IMAGE_LIMIT_EXCEEDED", body = ApiErrorBody),
+        (status = 503, description = "OPENENV_DISCONNECTED", body = ApiErrorBody)),
+    security(("hf_token" = [])))]
+pub async fn check(
+    State(s): State<AppState>,
+    User(_me): User,
+    ApiJson(body): ApiJson<Value>,
+) -> Result<Json<service::openenv::Checked>, ApiError> {
+    Ok(Json(service::openenv::check(&s, &body).await?))
+}
+
 #[derive(Serialize, ToSchema)]
 pub struct SubmissionList {
     pub submissions: Vec<SubmissionView>,

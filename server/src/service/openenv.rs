@@ -114,6 +114,26 @@ fn body_hash(body: &Value) -> String {
     Sha256::digest(text.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// What the at-once checks that need no registry say of a body.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct Checked {
+    pub tasks: usize,
+    /// Each image as the arena will read it (Docker's shorthand expanded).
+    pub images: Vec<String>,
+}
+
+/// `POST /api/openenv/check`: the contract, sandbox, schema and reference checks, stores nothing
+/// and reads no registry (the submissions app runs it before submitting).
+pub async fn check(s: &AppState, body: &Value) -> Result<Checked, ApiError> {
+    require_connected(s).await?;
+    let r = openenv::parse(body).map_err(refusal)?;
+    openenv::check_contract(&r).map_err(refusal)?;
+    openenv::check_schema_shape(&r).map_err(refusal)?;
+    check_schemas(&r)?;
+    let (refs, _) = openenv::image_references(&r).map_err(refusal)?;
+    Ok(Checked { tasks: r.tasks.len(), images: refs.iter().map(|i| i.canonical()).collect() })
+}
+
 /// `POST /api/openenv/submissions`.
 pub async fn submit(s: &AppState, me: &Identity, body: Value) -> Result<SubmissionView, ApiError> {
     require_connected(s).await?;

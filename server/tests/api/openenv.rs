@@ -68,6 +68,14 @@ on_both_backends!(multi_thread, a_submission_is_checked_at_once_pinned_and_kept,
     wrong.abort();
     let cluster = connect(app).await;
 
+    // The checks that need no registry, alone: nothing stored, no image read.
+    let before = app.hub.registry_requests();
+    let checked = app.post_as("/api/openenv/check", &submission("x-1", "echo").to_string(), ALICE).await;
+    assert_eq!(checked.json(), json!({"tasks": 2, "images": ["docker.io/library/echo:latest"]}));
+    let refused =
+        app.post_as("/api/openenv/check", &submission("x-1", "quay.io/a/b").to_string(), ALICE).await;
+    assert_eq!(code(&refused), (422, "IMAGE_REGISTRY_UNSUPPORTED".into()));
+    assert_eq!(app.hub.registry_requests(), before);
     let anonymous = app.request(Method::POST, "/api/openenv/submissions", Some("{}")).await;
     assert_eq!(anonymous.status, StatusCode::UNAUTHORIZED);
     let body = submission("echo-v1", "ghcr.io/arena-demo/echo-env:v1");
