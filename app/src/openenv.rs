@@ -136,13 +136,18 @@ fn SubmissionCard(s: SubmissionView) -> impl IntoView {
                     <li><code>{e.code.clone()}</code> {e.task_id.map(|t| format!(" ({t})"))} ": " {e.message} " — " {explain(&e.code)}</li>
                 }).collect_view()}
             </ul>
+            {s.source.clone().map(|src| view! {
+                <p class="meta">"Source (your claim, not checked): " <a href=src.clone() rel="external noopener nofollow">{src.clone()}</a></p>
+            })}
             <table class="images">
                 <thead><tr><th>"Submitted"</th><th>"Pinned (what runs)"</th><th>"Tasks"</th></tr></thead>
                 <tbody>
                     {s.images.into_iter().map(|i| view! {
                         <tr>
                             <td><code>{i.submitted}</code></td>
-                            <td class="resolved"><code>{i.resolved}</code></td>
+                            <td class="resolved"><code>{i.resolved}</code>
+                                {i.labels.into_iter().map(|(k, v)| view! { <br/><span class="meta">{format!("{} = {v}", k.trim_start_matches("org.opencontainers.image."))}</span> }).collect_view()}
+                            </td>
                             <td>{i.compatibility.into_iter().map(|(task, c)| format!(
                                 "{task}: {}{}", c.status, c.code.map(|c| format!(" ({c})")).unwrap_or_default()
                             )).collect::<Vec<_>>().join(", ")}</td>
