@@ -45,6 +45,21 @@ pub struct EnvironmentRecord {
     pub source_url: String,
 }
 
+impl EnvironmentRecord {
+    /// Where the collection is read from, pinned to its commit (`None` for an unknown host type).
+    pub fn pinned_source(&self) -> Option<Source> {
+        let repo_type = RepoType::parse(&self.repo_type)?;
+        let (owner, name) = self.repo_id.split_once('/').unwrap_or((&self.repo_id, ""));
+        Some(Source {
+            repo_type,
+            owner: owner.into(),
+            name: name.into(),
+            revision: self.commit.clone(),
+            entry_path: self.entry_path.clone(),
+        })
+    }
+}
+
 /// The record's id: derived from the key that makes submissions idempotent, so the same author,
 /// track, repository, commit and directory always name the same `env-…`.
 pub fn environment_id(author_id: &str, source: &Source, commit: &str) -> String {

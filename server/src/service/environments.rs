@@ -2,7 +2,7 @@
 
 use domain::collection::record::{posttrain, EnvironmentRecord, SubmissionDetail};
 use domain::collection::report::Warning;
-use domain::collection::request::{RepoType, Source};
+use domain::collection::request::Source;
 use domain::collection::Report;
 use domain::gates::GATES_VERSION;
 use domain::registry::Challenge;
@@ -103,15 +103,7 @@ pub async fn recheck_pass(s: &AppState) -> Result<usize, ApiError> {
             repo::environments::recheck_failed(&s.db, &id, &error, retry(DAY_S)).await?;
             continue;
         };
-        let Some(repo_type) = RepoType::parse(&record.repo_type) else { continue };
-        let (owner, name) = record.repo_id.split_once('/').unwrap_or((&record.repo_id, ""));
-        let source = Source {
-            repo_type,
-            owner: owner.into(),
-            name: name.into(),
-            revision: record.commit.clone(),
-            entry_path: record.entry_path.clone(),
-        };
+        let Some(source) = record.pinned_source() else { continue };
         match validate(s, &source, challenge).await {
             Ok(fetched) => {
                 if repo::environments::rechecked(

@@ -13,7 +13,6 @@ use domain::board::RequestId;
 use domain::collection::package;
 use domain::collection::record::EnvironmentRecord;
 use domain::collection::report::TaskStatus;
-use domain::collection::request::{RepoType, Source};
 use domain::collection::Report;
 use domain::runs::follow::{self, StageEvent};
 use domain::runs::{
@@ -534,16 +533,8 @@ async fn mirror(s: &AppState, run: &Run) -> Result<String, Step> {
             let (record, report) = super::environments::get(s, environment_id).await.map_err(|e| {
                 Step::Failed(format!("the collection could not be read: {}", e.into_body().message))
             })?;
-            let repo_type = RepoType::parse(&record.repo_type)
-                .ok_or_else(|| Step::Failed("an unknown repository type".into()))?;
-            let (owner, name) = record.repo_id.split_once('/').unwrap_or((&record.repo_id, ""));
-            let source = Source {
-                repo_type,
-                owner: owner.into(),
-                name: name.into(),
-                revision: record.commit.clone(),
-                entry_path: record.entry_path.clone(),
-            };
+            let source =
+                record.pinned_source().ok_or_else(|| Step::Failed("an unknown repository type".into()))?;
             let (listing, contents) =
                 s.sources.snapshot(&source, &record.commit).await.map_err(|e| match e {
                     crate::sources::SourceError::Unavailable(r) => {
