@@ -76,7 +76,9 @@ test('the run page follows the run live inside a frame', async () => {
     }
     assert.equal(await frame.locator('.timeline .stage.done').count(), 7, `bars seen: ${seen}`);
     assert.ok(new Set(seen).size >= 3, `the timeline grew step by step: ${seen}`);
-    assert.match(await frame.locator('.run-state').innerText(), /scored/);
+    // The relay reports collect done as the job publishes; the run is scored once the reconciler has
+    // seen the job complete with its result files (its next pass).
+    await frame.locator('.run-state', { hasText: 'scored' }).waitFor({ timeout: 15_000 });
     assert.match(await frame.locator('.timeline .stage[data-stage="baseline"]').innerText(), /\d+\/\d+ passed/);
     assert.ok(await frame.locator('.events li').count() > 5);
   } finally {
