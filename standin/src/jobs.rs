@@ -240,6 +240,9 @@ struct CreateJob {
     timeout_seconds: Option<u64>,
     #[serde(default)]
     labels: BTreeMap<String, String>,
+    /// Ports to expose; an image the stand-in serves with a `serve` command then runs as a sandbox.
+    #[serde(default)]
+    expose: Vec<u16>,
 }
 
 async fn hardware() -> Json<Value> {
@@ -346,7 +349,14 @@ async fn create(
         cancel: Arc::new(tokio::sync::Notify::new()),
     };
     jobs.jobs.lock().unwrap().push(job);
-    tokio::spawn(crate::pipeline::run(hub.clone(), id));
+    let sandbox = match (&view.docker_image, req.expose.is_empty()) {
+        (Some(image), false) => crate::sandbox::serve_command(&hub, image),
+        _ => None,
+    };
+    match sandbox {
+        Some(command) => tokio::spawn(crate::sandbox::run(hub.clone(), id, command)),
+        None => tokio::spawn(crate::pipeline::run(hub.clone(), id)),
+    };
     Json(view).into_response()
 }
 

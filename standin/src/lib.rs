@@ -32,7 +32,10 @@
 //!
 //! With repositories it also takes dataset writes (`crate::writes`: create, preupload, commit)
 //! and runs HF Jobs (`crate::jobs`), each job playing the simulated training pipeline
-//! (`crate::pipeline`); `PUT /_standin/jobs` sets their fault switches.
+//! (`crate::pipeline`); `PUT /_standin/jobs` sets their fault switches. A job that exposes a port
+//! and names an image served here with a `serve` command runs that command as a sandbox instead
+//! (`crate::sandbox`). With image descriptions (`STANDIN_IMAGES`) it serves Docker Hub and GHCR
+//! (`crate::registry`), and it can connect a simulated OpenEnv training cluster (`crate::cluster`).
 
 pub mod cluster;
 mod datasets;
@@ -44,6 +47,7 @@ pub mod pipeline;
 pub mod registry;
 pub mod relay;
 mod repos;
+pub mod sandbox;
 pub mod users;
 mod writes;
 

@@ -105,22 +105,36 @@ fn digest(bytes: &[u8]) -> String {
     format!("sha256:{}", Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect::<String>())
 }
 
-/// The documents a tag serves: (media type, bytes) by digest, and the tag's own document.
-fn documents(repo: &str, tag_name: &str, tag: &Tag) -> (BTreeMap<String, (&'static str, Vec<u8>)>, String) {
+/// The digest of the `n`th image manifest of a tag (what an arena pins).
+pub fn manifest_digest(repo: &str, tag_name: &str, tag: &Tag, n: usize) -> String {
+    documents(repo, tag_name, tag).2.get(n).cloned().unwrap_or_default()
+}
+
+fn config_of(image: &Image) -> Value {
+    json!({
+        "architecture": image.architecture, "os": image.os,
+        "config": {
+            "Entrypoint": (!image.entrypoint.is_empty()).then_some(&image.entrypoint),
+            "Cmd": (!image.cmd.is_empty()).then_some(&image.cmd),
+            "ExposedPorts": image.exposed_ports.iter().map(|p| (p.clone(), json!({}))).collect::<serde_json::Map<_, _>>(),
+            "Labels": image.labels,
+        },
+        "rootfs": {"type": "layers", "diff_ids": []},
+    })
+}
+
+/// The documents a tag serves: (media type, bytes) by digest, the tag's own document, and each
+/// image's manifest digest in order.
+#[allow(clippy::type_complexity)]
+fn documents(
+    repo: &str,
+    tag_name: &str,
+    tag: &Tag,
+) -> (BTreeMap<String, (&'static str, Vec<u8>)>, String, Vec<String>) {
     let mut docs = BTreeMap::new();
     let mut entries = Vec::new();
     for (n, image) in tag.images.iter().enumerate() {
-        let config = json!({
-            "architecture": image.architecture, "os": image.os,
-            "config": {
-                "Entrypoint": (!image.entrypoint.is_empty()).then_some(&image.entrypoint),
-                "Cmd": (!image.cmd.is_empty()).then_some(&image.cmd),
-                "ExposedPorts": image.exposed_ports.iter().map(|p| (p.clone(), json!({}))).collect::<serde_json::Map<_, _>>(),
-                "Labels": image.labels,
-            },
-            "rootfs": {"type": "layers", "diff_ids": []},
-        });
-        let config_bytes = serde_json::to_vec(&config).expect("JSON");
+        let config_bytes = serde_json::to_vec(&config_of(image)).expect("JSON");
         let config_digest = digest(&config_bytes);
         docs.insert(config_digest.clone(), (CONFIG, config_bytes.clone()));
         let layers: Vec<Value> = image
@@ -148,6 +162,8 @@ fn documents(repo: &str, tag_name: &str, tag: &Tag) -> (BTreeMap<String, (&'stat
             "platform": {"os": image.os, "architecture": image.architecture}}));
         docs.insert(d, (media, bytes));
     }
+    let per_image: Vec<String> =
+        entries.iter().filter_map(|e| e["digest"].as_str().map(String::from)).collect();
     let own = if tag.kind == "index" {
         let bytes =
             serde_json::to_vec(&json!({"schemaVersion": 2, "mediaType": INDEX, "manifests": entries}))
@@ -158,7 +174,7 @@ fn documents(repo: &str, tag_name: &str, tag: &Tag) -> (BTreeMap<String, (&'stat
     } else {
         entries.first().and_then(|e| e["digest"].as_str()).unwrap_or_default().to_string()
     };
-    (docs, own)
+    (docs, own, per_image)
 }
 
 pub fn router() -> Router<SharedHub> {
@@ -232,7 +248,7 @@ async fn content(
     let mut all = BTreeMap::new();
     let mut tags = BTreeMap::new();
     for (tag_name, tag) in &repo.tags {
-        let (docs, own) = documents(&name, tag_name, tag);
+        let (docs, own, _) = documents(&name, tag_name, tag);
         tags.insert(tag_name.clone(), own);
         all.extend(docs);
     }

@@ -25,6 +25,9 @@ pub struct JobSpec {
     pub flavor: String,
     pub timeout_seconds: u64,
     pub labels: BTreeMap<String, String>,
+    /// Ports the job's server listens on, reachable at the status's `exposeUrls` (sandboxes).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub expose: Vec<u16>,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
@@ -33,6 +36,9 @@ pub struct JobStatus {
     pub stage: String,
     #[serde(default)]
     pub message: Option<String>,
+    /// Where an exposed port is reached once the job runs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub expose_urls: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Deserialize, Serialize)]

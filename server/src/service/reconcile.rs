@@ -81,6 +81,7 @@ async fn inspect(s: &AppState, job_id: &str) -> Result<Job, String> {
             status: crate::ports::jobs::JobStatus {
                 stage: "DELETED".into(),
                 message: Some("HF no longer knows the job".into()),
+                expose_urls: Vec::new(),
             },
             command: Vec::new(),
             flavor: None,

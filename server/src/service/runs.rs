@@ -640,6 +640,7 @@ async fn create_job(s: &AppState, run: &Run) -> Result<(String, String), Step> {
         flavor: run.flavor.clone(),
         timeout_seconds: run.timeout_s as u64,
         labels,
+        expose: Vec::new(),
     };
     let job = s.deps.jobs.create(&spec).await.map_err(job_step)?;
     Ok((job.id, job.status.stage))

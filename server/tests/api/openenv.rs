@@ -294,3 +294,49 @@ async fn connect_again(app: &TestApp) {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// A pinned image the stand-in serves with a `serve` command runs as a sandbox job: the job exposes
+/// the server's port at a URL, and canceling the job stops the server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sandbox_job_serves_the_pinned_image_at_its_exposed_url() {
+    use server::ports::jobs::JobSpec;
+    let app = TestApp::new(Backend::Sqlite).await;
+    let image = domain::openenv::ImageRef::parse("ghcr.io/test/served:v1").unwrap();
+    let read = app.state.deps.registry.read(&image).await.unwrap();
+    let spec = JobSpec {
+        docker_image: image.pinned(&read.facts.digest),
+        command: Vec::new(),
+        arguments: Vec::new(),
+        environment: Default::default(),
+        secrets: Default::default(),
+        flavor: "cpu-basic".into(),
+        timeout_seconds: 60,
+        labels: [("arena-purpose".to_string(), "openenv-admission".to_string())].into(),
+        expose: vec![8000],
+    };
+    let job = app.state.deps.jobs.create(&spec).await.unwrap();
+    let start = Instant::now();
+    let url = loop {
+        let j = app.state.deps.jobs.inspect(&job.id).await.unwrap();
+        if let Some(url) = j.status.expose_urls.first() {
+            assert_eq!(j.status.stage, "RUNNING");
+            break url.clone();
+        }
+        assert!(start.elapsed() < Duration::from_secs(10), "{j:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let http = reqwest::Client::new();
+    let start = Instant::now();
+    while !http.get(&url).send().await.is_ok_and(|r| r.status().is_success()) {
+        assert!(start.elapsed() < Duration::from_secs(10), "the sandbox's server never answered at {url}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    app.state.deps.jobs.cancel(&job.id).await.unwrap();
+    assert_eq!(app.state.deps.jobs.inspect(&job.id).await.unwrap().status.stage, "CANCELED");
+    let start = Instant::now();
+    while http.get(&url).send().await.is_ok() {
+        assert!(start.elapsed() < Duration::from_secs(10), "canceling the job did not stop its server");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    app.finish().await;
+}
