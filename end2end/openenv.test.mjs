@@ -1,6 +1,7 @@
 // The OpenEnv section of the submissions app in Chromium: the form checks a submission in the
 // browser before anything is sent, submits it to the arena (the stand-in serves the image as GHCR
-// and a simulated cluster is connected), and the page then lists it with its pinned digest.
+// and a simulated cluster is connected), and the page then shows it admitted: its task passed in a
+// fresh sandbox running the image's echo server.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { BASE, launch, hydrated } from './support.mjs';
@@ -13,9 +14,11 @@ const submission = (rollout) => JSON.stringify({
   submission_id: `echo-${Date.now()}`,
   name: 'Echo (browser test)',
   image: 'ghcr.io/arena-demo/echo-env:v1',
-  schema: { action: { type: 'object', properties: { message: { type: 'string' } } }, observation: { type: 'object' } },
+  // What the echo image's server answers at /schema, so that admission passes it.
+  schema: { action: { type: 'object', properties: { message: { type: 'string' } }, required: ['message'], additionalProperties: false },
+    observation: { type: 'object' } },
   tasks: [{ task_id: 'echo-1', split: 'train', rollout_wall_s: rollout }],
-  example_actions: [{ message: 'hello' }],
+  example_actions: [{ message: 'hello' }, { message: 'done' }],
 }, null, 1);
 
 test('the OpenEnv form checks in the browser, submits, and the page lists the pinned submission', async () => {
@@ -42,10 +45,17 @@ test('the OpenEnv form checks in the browser, submits, and the page lists the pi
   await done.waitFor({ timeout: 30_000 });
   assert.match(await done.innerText(), /Accepted .*validating, slot held/);
   assert.match(await done.innerText(), /ghcr\.io\/arena-demo\/echo-env@sha256:[0-9a-f]{64}/);
-  await page.reload();
+  // Admission runs in the background: the page shows the task passed once its sandbox was probed.
   const card = page.locator('li.openenv-submission').first();
-  await card.waitFor({ timeout: 15_000 });
-  assert.match(await card.innerText(), /echo-1: pending/);
+  let text = '';
+  for (let i = 0; i < 60 && !/echo-1: passed/.test(text); i++) {
+    await page.reload();
+    await card.waitFor({ timeout: 15_000 });
+    text = await card.innerText();
+    if (!/echo-1: passed/.test(text)) await page.waitForTimeout(500);
+  }
+  assert.match(text, /echo-1: passed/);
+  assert.match(text, /validated · slot used/);
   assert.match(await card.locator('td.resolved').innerText(), /@sha256:/);
   await context.close();
 });

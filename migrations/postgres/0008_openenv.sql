@@ -17,6 +17,10 @@ CREATE TABLE openenv_submissions (
     report TEXT NOT NULL,
     error_origin TEXT CHECK (error_origin IN ('author', 'platform')),
     run_id TEXT,
+    -- Admission: each task's probes so far (JSON), and which server is probing, until when.
+    probes TEXT NOT NULL DEFAULT '[]',
+    lease_owner TEXT,
+    lease_until BIGINT,
     accepted_at TEXT NOT NULL,
     accepted_epoch BIGINT NOT NULL,
     updated_at TEXT NOT NULL,

@@ -62,6 +62,8 @@ pub struct OpenEnvSettings {
     pub admission_queue: i64,
     /// SHA-256 of the credential the training cluster connects with (none: it cannot connect).
     pub cluster_secret_hash: Option<String>,
+    /// How long an admission sandbox may take to answer `/health`.
+    pub health_wait: std::time::Duration,
 }
 
 impl AppState {
@@ -110,6 +112,7 @@ impl AppState {
                     .cluster_secret
                     .as_ref()
                     .map(|s| crate::identity::sha256_hex(&s.0)),
+                health_wait: std::time::Duration::from_secs(config.sandbox_health_s),
             }),
             registry,
             db,

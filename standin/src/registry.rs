@@ -91,6 +91,9 @@ pub fn load(dir: &Path) -> std::io::Result<BTreeMap<String, Repository>> {
                 stack.push(path);
             } else if path.extension().is_some_and(|e| e == "json") {
                 let text = std::fs::read_to_string(&path)?;
+                // `{dir}` in a serve command is the folder of the description (scripts beside it).
+                let folder = path.parent().unwrap_or(dir).canonicalize()?;
+                let text = text.replace("{dir}", &folder.to_string_lossy());
                 let repo: Repository = serde_json::from_str(&text).map_err(|e| {
                     std::io::Error::new(std::io::ErrorKind::InvalidData, format!("{}: {e}", path.display()))
                 })?;

@@ -19,13 +19,14 @@ pub struct Stored {
     pub report: String,
     pub error_origin: Option<String>,
     pub run_id: Option<String>,
+    pub probes: String,
     pub accepted_at: String,
     pub updated_at: String,
 }
 
 const COLUMNS: &str =
     "account_id, account, submission_id, body_hash, body, images, state, slot_state, report, \
-    error_origin, run_id, accepted_at, updated_at";
+    error_origin, run_id, probes, accepted_at, updated_at";
 
 fn stored(row: &AnyRow) -> Result<Stored, sqlx::Error> {
     Ok(Stored {
@@ -40,6 +41,7 @@ fn stored(row: &AnyRow) -> Result<Stored, sqlx::Error> {
         report: row.try_get("report")?,
         error_origin: row.try_get("error_origin")?,
         run_id: row.try_get("run_id")?,
+        probes: row.try_get("probes")?,
         accepted_at: row.try_get("accepted_at")?,
         updated_at: row.try_get("updated_at")?,
     })
@@ -207,5 +209,107 @@ pub async fn cluster_gone(db: &Db, holder: &str) -> Result<(), sqlx::Error> {
         .bind(holder)
         .execute(&db.writer)
         .await?;
+    Ok(())
+}
+
+/// Submissions waiting for admission: (account, submission id), oldest first.
+pub async fn validating_ids(db: &Db) -> Result<Vec<(String, String)>, sqlx::Error> {
+    sqlx::query("SELECT account_id, submission_id FROM openenv_submissions WHERE state = 'validating' ORDER BY seq LIMIT 50")
+        .fetch_all(&db.pool)
+        .await?
+        .iter()
+        .map(|r| Ok((r.try_get("account_id")?, r.try_get("submission_id")?)))
+        .collect()
+}
+
+/// Takes a submission's admission lease for `owner` until `until`; false while anyone else holds it.
+pub async fn lease(
+    db: &Db,
+    account_id: &str,
+    submission_id: &str,
+    owner: &str,
+    now: i64,
+    until: i64,
+) -> Result<bool, sqlx::Error> {
+    let done = sqlx::query(
+        "UPDATE openenv_submissions SET lease_owner = $3, lease_until = $5 \
+         WHERE account_id = $1 AND submission_id = $2 AND state = 'validating' \
+         AND (lease_owner IS NULL OR lease_until < $4)",
+    )
+    .bind(account_id)
+    .bind(submission_id)
+    .bind(owner)
+    .bind(now)
+    .bind(until)
+    .execute(&db.writer)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+pub async fn release(db: &Db, account_id: &str, submission_id: &str, owner: &str) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "UPDATE openenv_submissions SET lease_owner = NULL, lease_until = NULL \
+         WHERE account_id = $1 AND submission_id = $2 AND lease_owner = $3",
+    )
+    .bind(account_id)
+    .bind(submission_id)
+    .bind(owner)
+    .execute(&db.writer)
+    .await?;
+    Ok(())
+}
+
+/// Each task's probes so far (JSON), stored after every probe so a restart resumes after it.
+pub async fn save_probes(
+    db: &Db,
+    account_id: &str,
+    submission_id: &str,
+    probes: &str,
+) -> Result<(), sqlx::Error> {
+    sqlx::query("UPDATE openenv_submissions SET probes = $3 WHERE account_id = $1 AND submission_id = $2")
+        .bind(account_id)
+        .bind(submission_id)
+        .bind(probes)
+        .execute(&db.writer)
+        .await?;
+    Ok(())
+}
+
+/// Admission's verdict, in one transaction: a returned slot frees the account's quota.
+#[allow(clippy::too_many_arguments)]
+pub async fn decide(
+    db: &Db,
+    account_id: &str,
+    submission_id: &str,
+    state: &str,
+    slot: &str,
+    origin: Option<&str>,
+    report: &str,
+    probes: &str,
+    now: &str,
+) -> Result<(), sqlx::Error> {
+    let mut tx = db.writer.begin().await?;
+    sqlx::query(
+        "UPDATE openenv_submissions SET state = $3, slot_state = $4, error_origin = $5, report = $6, probes = $7, \
+         updated_at = $8 WHERE account_id = $1 AND submission_id = $2 AND state = 'validating'",
+    )
+    .bind(account_id)
+    .bind(submission_id)
+    .bind(state)
+    .bind(slot)
+    .bind(origin)
+    .bind(report)
+    .bind(probes)
+    .bind(now)
+    .execute(&mut *tx)
+    .await?;
+    if slot == "returned" {
+        sqlx::query("DELETE FROM openenv_quota WHERE account_id = $1 AND submission_id = $2")
+            .bind(account_id)
+            .bind(submission_id)
+            .execute(&mut *tx)
+            .await?;
+    }
+    tx.commit().await?;
     Ok(())
 }

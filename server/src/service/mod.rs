@@ -2,6 +2,7 @@
 //! work all call these, so a rule or a query lives in one place. Reads that many requests share
 //! are kept in memory per change version (`crate::changes`).
 
+pub mod admission;
 pub mod baselines;
 pub mod board;
 pub mod catalog;

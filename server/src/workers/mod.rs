@@ -1,6 +1,6 @@
 //! Work that outlives a request, started with the server and stopped with it: the launcher (it
 //! finishes launches a crash or an HF outage left unfinished), the reconciler (it follows each
-//! launched run to its end) and the re-check of collections judged by older gates. Each pass asks the
+//! launched run to its end), OpenEnv admission, and the re-check of collections judged by older gates. Each pass asks the
 //! database what is unfinished and takes it one step; a run is worked on by one server at a time
 //! (its lease), so several replicas on one PostgreSQL share the work without doing it twice, and a
 //! server that dies only loses its leases.
@@ -39,6 +39,15 @@ impl Workers {
                 }
             }
         }));
+        let admits = state.clone();
+        let admission = tokio::spawn(every(tick, stopped.clone(), move || {
+            let state = admits.clone();
+            async move {
+                if let Err(e) = service::admission::pass(&state).await {
+                    tracing::error!(error = ?e, "the admission pass failed");
+                }
+            }
+        }));
         // Gates change rarely; a pass that finds nothing to re-check is one query.
         let rechecker = tokio::spawn(every(tick * 10, stopped, move || {
             let state = state.clone();
@@ -48,7 +57,7 @@ impl Workers {
                 }
             }
         }));
-        Workers { stop, tasks: vec![launcher, reconciler, rechecker] }
+        Workers { stop, tasks: vec![launcher, reconciler, admission, rechecker] }
     }
 
     pub async fn stop(self) {

@@ -235,6 +235,7 @@ impl TestApp {
             registry_auth_origins: Vec::new(),
             cluster_secret: Some(Secret(CLUSTER_SECRET.into())),
             openenv_admission_queue: 20,
+            sandbox_health_s: 3,
         };
         let mut deps = server::ports::Deps::real(&config);
         if let Some(clock) = options.clock {

@@ -340,3 +340,65 @@ async fn a_sandbox_job_serves_the_pinned_image_at_its_exposed_url() {
     }
     app.finish().await;
 }
+
+fn echo_submission(id: &str, image: &str) -> Value {
+    json!({
+        "submission_id": id,
+        "name": "Echo (admission test)",
+        "image": image,
+        "schema": {
+            "action": {"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"], "additionalProperties": false},
+            "observation": {"type": "object"}
+        },
+        "tasks": [{"task_id": "echo-1", "split": "train"}, {"task_id": "echo-2", "split": "train"}],
+        "example_actions": [{"message": "hello"}, {"message": "done"}]
+    })
+}
+
+// Admission through the stand-in's sandboxes, on each broken variant of the echo server: the right
+// code and origin, the slot used or returned, and no sandbox left running.
+on_both_backends!(multi_thread, admission_probes_every_task_in_a_fresh_sandbox_and_decides, |app| {
+    let cluster = connect(app).await;
+    let cases = [
+        ("ok", "validated", "used", None, None),
+        ("schema-differs", "rejected", "used", Some("author"), Some("IMAGE_SCHEMA_MISMATCH")),
+        ("no-mcp", "rejected", "used", Some("author"), Some("OPENENV_ENDPOINT_INVALID")),
+        ("never-ends", "rejected", "used", Some("author"), Some("ADMISSION_EPISODE_FAILED")),
+        ("reward-too-high", "rejected", "used", Some("author"), Some("ADMISSION_EPISODE_FAILED")),
+        ("no-health", "rejected", "returned", Some("platform"), Some("SANDBOX_STARTUP_FAILED")),
+    ];
+    for (variant, state, slot, origin, code) in cases {
+        // Each case as a fresh day for the account.
+        app.exec("DELETE FROM openenv_quota").await.unwrap();
+        let id = format!("adm-{variant}");
+        let r = submit(app, &echo_submission(&id, &format!("ghcr.io/test/echo-{variant}:v1")), ALICE).await;
+        assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.text());
+        assert_eq!(server::service::admission::pass(&app.state).await.unwrap(), 1, "{variant}");
+        let v = app.get_as(&format!("/api/openenv/submissions/{id}"), ALICE).await.json();
+        let got = (v["state"].as_str(), v["slot"]["state"].as_str(), v["error_origin"].as_str());
+        assert_eq!(got, (Some(state), Some(slot), origin), "{variant}: {v:#}");
+        assert_eq!(v["report"]["errors"][0]["code"].as_str(), code, "{variant}: {v:#}");
+        if variant == "ok" {
+            assert_eq!(v["images"][0]["compatibility"]["echo-2"]["status"], "passed");
+        }
+        let quota =
+            app.scalar(&format!("SELECT COUNT(*) FROM openenv_quota WHERE submission_id = '{id}'")).await;
+        assert_eq!(quota, i64::from(slot == "used"), "{variant}: a returned slot frees the quota");
+    }
+    // Every sandbox was stopped; a platform failure got one more fresh sandbox.
+    let jobs = app.hub.jobs.jobs.lock().unwrap();
+    let sandboxes: Vec<_> = jobs
+        .iter()
+        .filter(|j| j.view.labels.get("arena-purpose").map(String::as_str) == Some("openenv-admission"))
+        .collect();
+    assert!(sandboxes.iter().all(|j| j.finished()), "a sandbox is still running");
+    let no_health = sandboxes
+        .iter()
+        .filter(|j| {
+            j.view.labels["arena-submission"] == "adm-no-health" && j.view.labels["arena-task"] == "echo-1"
+        })
+        .count();
+    assert_eq!(no_health, 2);
+    drop(jobs);
+    cluster.abort();
+});
