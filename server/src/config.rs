@@ -121,6 +121,9 @@ pub struct Config {
     /// How long an admission sandbox may take to answer `GET /health` (the guide: 120 s).
     #[arg(long, env = "ARENA_SANDBOX_HEALTH_S", default_value_t = 120)]
     pub sandbox_health_s: u64,
+    /// Admission sandboxes one server runs at once.
+    #[arg(long, env = "ARENA_SANDBOX_LIMIT", default_value_t = 8)]
+    pub sandbox_limit: usize,
 }
 
 impl Config {

@@ -64,6 +64,8 @@ pub struct OpenEnvSettings {
     pub cluster_secret_hash: Option<String>,
     /// How long an admission sandbox may take to answer `/health`.
     pub health_wait: std::time::Duration,
+    /// Admission sandboxes at once.
+    pub sandbox_limit: usize,
 }
 
 impl AppState {
@@ -113,6 +115,7 @@ impl AppState {
                     .as_ref()
                     .map(|s| crate::identity::sha256_hex(&s.0)),
                 health_wait: std::time::Duration::from_secs(config.sandbox_health_s),
+                sandbox_limit: config.sandbox_limit.max(1),
             }),
             registry,
             db,

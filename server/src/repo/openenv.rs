@@ -313,3 +313,17 @@ pub async fn decide(
     tx.commit().await?;
     Ok(())
 }
+
+/// Whether a probe of this submission id is under way (its lease is held and not expired).
+pub async fn probing(db: &Db, submission_id: &str, now: i64) -> Result<bool, sqlx::Error> {
+    let n: i64 = sqlx::query(
+        "SELECT COUNT(*) AS n FROM openenv_submissions WHERE submission_id = $1 AND lease_owner IS NOT NULL \
+         AND lease_until >= $2",
+    )
+    .bind(submission_id)
+    .bind(now)
+    .fetch_one(&db.writer)
+    .await?
+    .try_get("n")?;
+    Ok(n > 0)
+}

@@ -206,8 +206,38 @@ async fn exchange(socket: &mut Socket, message: Value) -> Result<Step, String> {
     }
 }
 
-/// One pass: each submission still validating gets its pending probes, then its verdict.
+/// Stops sandboxes no probe is using: those a crashed or restarted server left running (a probe
+/// holds its submission's lease while its sandbox runs).
+pub async fn sweep(s: &AppState) -> Result<usize, crate::http::ApiError> {
+    let jobs = match s.deps.jobs.find_by_label("arena-purpose", "openenv-admission").await {
+        Ok(jobs) => jobs,
+        Err(e) => {
+            tracing::warn!(error = %e, "listing admission sandboxes failed; the next pass tries again");
+            return Ok(0);
+        }
+    };
+    let (_, now) = super::runs::now(s);
+    let mut stopped = 0;
+    for job in jobs.iter().filter(|j| matches!(j.status.stage.as_str(), "SCHEDULING" | "RUNNING")) {
+        let submission = job.labels.get("arena-submission").map(String::as_str).unwrap_or_default();
+        if repo::openenv::probing(&s.db, submission, now).await? {
+            continue;
+        }
+        match s.deps.jobs.cancel(&job.id).await {
+            Ok(()) => {
+                tracing::info!(job = %job.id, submission, "stopped a sandbox no probe was using");
+                stopped += 1;
+            }
+            Err(e) => tracing::warn!(job = %job.id, error = %e, "stopping an orphaned sandbox failed"),
+        }
+    }
+    Ok(stopped)
+}
+
+/// One pass: sandboxes left running are stopped, then each submission still validating gets its
+/// pending probes and its verdict.
 pub async fn pass(s: &AppState) -> Result<usize, crate::http::ApiError> {
+    sweep(s).await?;
     let mut decided = 0;
     for (account_id, submission_id) in repo::openenv::validating_ids(&s.db).await? {
         let (_, now) = super::runs::now(s);
@@ -254,22 +284,39 @@ async fn admit(s: &AppState, account_id: &str, submission_id: &str) -> Result<bo
                 return Ok(true);
             }
         }
-        let Some(i) = probes.iter().position(|p| match &p.last {
-            None => true,
-            Some(Outcome::Platform { .. }) => p.attempts < admission::SANDBOX_ATTEMPTS,
-            _ => false,
-        }) else {
+        let pending: Vec<(usize, String)> = probes
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| match &p.last {
+                None => true,
+                Some(Outcome::Platform { .. }) => p.attempts < admission::SANDBOX_ATTEMPTS,
+                _ => false,
+            })
+            .map(|(i, p)| (i, p.task_id.clone()))
+            .collect();
+        if pending.is_empty() {
             return Ok(false);
-        };
-        let task = probes[i].task_id.clone();
-        let outcome = match image_of(&task) {
-            Some((image, port)) => probe_task(s, submission_id, &request, &task, &image, port).await,
-            None => platform(ErrorCode::AdmissionInfrastructureFailure, "no image recorded for the task"),
-        };
-        probes[i].attempts += 1;
-        probes[i].last = Some(outcome);
-        let text = serde_json::to_string(&probes).expect("JSON");
-        repo::openenv::save_probes(&s.db, account_id, submission_id, &text).await?;
+        }
+        // Several sandboxes at once; each outcome is stored as it comes in.
+        let request = &request;
+        let image_of = &image_of;
+        let mut running = futures_util::stream::iter(pending)
+            .map(|(i, task)| async move {
+                let outcome = match image_of(&task) {
+                    Some((image, port)) => probe_task(s, submission_id, request, &task, &image, port).await,
+                    None => {
+                        platform(ErrorCode::AdmissionInfrastructureFailure, "no image recorded for the task")
+                    }
+                };
+                (i, outcome)
+            })
+            .buffer_unordered(s.openenv.sandbox_limit);
+        while let Some((i, outcome)) = running.next().await {
+            probes[i].attempts += 1;
+            probes[i].last = Some(outcome);
+            let text = serde_json::to_string(&probes).expect("JSON");
+            repo::openenv::save_probes(&s.db, account_id, submission_id, &text).await?;
+        }
     }
 }
 

@@ -236,6 +236,7 @@ impl TestApp {
             cluster_secret: Some(Secret(CLUSTER_SECRET.into())),
             openenv_admission_queue: 20,
             sandbox_health_s: 3,
+            sandbox_limit: 4,
         };
         let mut deps = server::ports::Deps::real(&config);
         if let Some(clock) = options.clock {

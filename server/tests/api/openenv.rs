@@ -402,3 +402,83 @@ on_both_backends!(multi_thread, admission_probes_every_task_in_a_fresh_sandbox_a
     drop(jobs);
     cluster.abort();
 });
+
+/// Time from acceptance to `validated` for a 50-task submission on the stand-in, one sandbox at a
+/// time and eight at once (a fresh sandbox per task: a Python echo server started, health, the six
+/// reads, the example episode).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement: dev/bench-admission runs it"]
+async fn measure_admission_of_a_50_task_submission() {
+    let app = TestApp::new(Backend::Sqlite).await;
+    let cluster = connect(&app).await;
+    for limit in [1usize, 8] {
+        app.exec("DELETE FROM openenv_quota").await.unwrap();
+        let mut body = echo_submission(&format!("fifty-{limit}"), "ghcr.io/test/echo-ok:v1");
+        let tasks: Vec<Value> =
+            (0..50).map(|i| json!({"task_id": format!("t{i:02}"), "split": "train"})).collect();
+        body["tasks"] = json!(tasks);
+        let r = submit(&app, &body, ALICE).await;
+        assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.text());
+        let mut state = app.state.clone();
+        state.openenv = Arc::new(server::state::OpenEnvSettings {
+            admission_queue: 20,
+            cluster_secret_hash: None,
+            health_wait: Duration::from_secs(30),
+            sandbox_limit: limit,
+        });
+        let start = Instant::now();
+        assert_eq!(server::service::admission::pass(&state).await.unwrap(), 1);
+        let took = start.elapsed();
+        let v = app.get_as(&format!("/api/openenv/submissions/fifty-{limit}"), ALICE).await.json();
+        assert_eq!(v["state"], "validated", "{v:#}");
+        println!("BENCH admission of 50 tasks with {limit} sandbox(es) at once: {took:.1?} to validated");
+    }
+    cluster.abort();
+    app.finish().await;
+}
+
+/// A sandbox left running by a server that crashed mid-probe (no lease holds its submission) is
+/// stopped by the next admission pass; one under a live probe is not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sandboxes_left_by_a_crashed_server_are_stopped() {
+    use server::ports::jobs::JobSpec;
+    let app = TestApp::new(Backend::Postgres).await;
+    let image = domain::openenv::ImageRef::parse("ghcr.io/test/echo-ok:v1").unwrap();
+    let digest = app.state.deps.registry.read(&image).await.unwrap().facts.digest;
+    let sandbox = |submission: &str| JobSpec {
+        docker_image: image.pinned(&digest),
+        command: Vec::new(),
+        arguments: Vec::new(),
+        environment: Default::default(),
+        secrets: Default::default(),
+        flavor: "cpu-basic".into(),
+        timeout_seconds: 600,
+        labels: [
+            ("arena-purpose".to_string(), "openenv-admission".to_string()),
+            ("arena-submission".to_string(), submission.to_string()),
+            ("arena-task".to_string(), "echo-1".to_string()),
+        ]
+        .into(),
+        expose: vec![8000],
+    };
+    let orphan = app.state.deps.jobs.create(&sandbox("crashed-sub")).await.unwrap();
+    let live = app.state.deps.jobs.create(&sandbox("live-sub")).await.unwrap();
+    // A live probe of `live-sub` holds its lease.
+    app.exec(
+        "INSERT INTO openenv_submissions (account_id, account, submission_id, body_hash, body, images, state, slot_state, \
+         report, accepted_at, accepted_epoch, updated_at, lease_owner, lease_until) VALUES ('u-x', 'x', 'live-sub', 'h', \
+         '{}', '[]', 'validating', 'held', '{\"errors\":[]}', 't', 0, 't', 'another-server', 99999999999)",
+    )
+    .await
+    .unwrap();
+    let start = Instant::now();
+    while app.state.deps.jobs.inspect(&orphan.id).await.unwrap().status.stage != "RUNNING" {
+        assert!(start.elapsed() < Duration::from_secs(10));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(server::service::admission::sweep(&app.state).await.unwrap(), 1);
+    assert_eq!(app.state.deps.jobs.inspect(&orphan.id).await.unwrap().status.stage, "CANCELED");
+    assert_eq!(app.state.deps.jobs.inspect(&live.id).await.unwrap().status.stage, "RUNNING");
+    app.state.deps.jobs.cancel(&live.id).await.unwrap();
+    app.finish().await;
+}
