@@ -159,7 +159,8 @@ fn SubmissionCard(s: SubmissionView) -> impl IntoView {
     }
 }
 
-/// The parts of the answer to a submission the form shows.
+/// The parts of the answer to a submission the form shows (decoding the whole `SubmissionView` in
+/// the browser cost several KB of the pages' bundle).
 #[derive(serde::Deserialize, Clone)]
 struct Accepted {
     submission_id: String,

@@ -10,7 +10,6 @@ use axum::http::HeaderMap;
 use axum::response::Response;
 use domain::runs::follow::{stage_index, RelayKind, RelayMessage};
 use domain::ErrorCode;
-use sha2::{Digest, Sha256};
 
 use crate::http::ApiError;
 use crate::repo::runs::NewEvent;
@@ -18,11 +17,6 @@ use crate::{repo, service, AppState};
 
 /// The largest message a job may send.
 const MAX_MESSAGE: usize = 16 * 1024;
-
-fn same(a: &[u8], b: &[u8]) -> bool {
-    // Compared in full whatever differs first, so the time says nothing about the secret.
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
 
 pub async fn relay(
     State(s): State<AppState>,
@@ -36,9 +30,9 @@ pub async fn relay(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
         .ok_or_else(refused)?;
-    let hash: String = Sha256::digest(secret.trim().as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
+    let hash = crate::identity::sha256_hex(secret.trim());
     let stored = repo::runs::secret_hash(&s.db, &run_id).await?.unwrap_or_default();
-    if stored.is_empty() || !same(hash.as_bytes(), stored.as_bytes()) {
+    if stored.is_empty() || !crate::identity::same_bytes(hash.as_bytes(), stored.as_bytes()) {
         return Err(refused());
     }
     Ok(ws.max_message_size(MAX_MESSAGE).on_upgrade(move |socket| serve(s, run_id, socket)))

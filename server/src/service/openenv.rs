@@ -13,7 +13,6 @@ use domain::ErrorCode;
 use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
 use crate::http::ApiError;
 use crate::identity::Identity;
@@ -111,7 +110,7 @@ fn check_schemas(r: &SubmissionRequest) -> Result<(), ApiError> {
 fn body_hash(body: &Value) -> String {
     // serde_json's maps are ordered, so equal bodies serialize to equal bytes.
     let text = serde_json::to_string(body).expect("JSON");
-    Sha256::digest(text.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
+    crate::identity::sha256_hex(&text)
 }
 
 /// What the at-once checks that need no registry say of a body.

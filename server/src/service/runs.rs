@@ -21,7 +21,6 @@ use domain::runs::{
 };
 use domain::ErrorCode;
 use serde::Serialize;
-use sha2::{Digest, Sha256};
 
 use crate::http::ApiError;
 use crate::identity::Identity;
@@ -133,14 +132,6 @@ pub struct Launched {
     pub existing: bool,
     /// Whether the run's HF job exists.
     pub launched: bool,
-}
-
-fn secret_hash(secret: &str) -> String {
-    hex(&Sha256::digest(secret.as_bytes()))
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// `POST /api/challenges/{id}/runs`.
@@ -610,7 +601,7 @@ async fn create_job(s: &AppState, run: &Run) -> Result<(String, String), Step> {
     // The job reports back with this secret; only its hash is kept, and it is set before the job
     // exists so that the job and the row agree.
     let secret = crate::identity::random_secret();
-    repo::runs::set_secret(&s.db, &run.id, &secret_hash(&secret))
+    repo::runs::set_secret(&s.db, &run.id, &crate::identity::sha256_hex(&secret))
         .await
         .map_err(|e| Step::Unknown(e.to_string()))?;
     let labels = BTreeMap::from([

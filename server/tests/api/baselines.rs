@@ -66,6 +66,8 @@ on_both_backends!(local, an_editor_measures_the_base_model_and_the_challenge_sho
     assert_eq!((again.status, again.json()["run"]["run_id"].clone()), (StatusCode::OK, json!(run)));
     // One job at a time across the arena: a second measurement waits.
     assert_eq!(code(&launch(app, "baseline-req-2", EVE).await), (409, "ANOTHER_RUN_ACTIVE".into()));
+    assert_eq!(code(&collect(app, &run, EVE).await), (409, "RUN_NOT_SCORED".into()), "not yet measured");
+    assert_eq!(code(&app.get("/api/challenges/no-such/baseline").await), (404, "CHALLENGE_NOT_FOUND".into()));
 
     let d = ended(app, &run).await;
     assert_eq!(d["state"], "scored", "{d:#}");

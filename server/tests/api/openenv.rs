@@ -57,6 +57,8 @@ on_both_backends!(multi_thread, a_submission_is_checked_at_once_pinned_and_kept,
     assert_eq!(code(&r), (503, "OPENENV_DISCONNECTED".into()));
     assert!(r.json()["retry_after_s"].as_u64().is_some(), "{}", r.text());
     assert_eq!(code(&app.get_as("/api/openenv/submissions/echo-v1", ALICE).await).0, 503);
+    let check = app.post_as("/api/openenv/check", &submission("echo-v1", "echo").to_string(), ALICE).await;
+    assert_eq!(code(&check), (503, "OPENENV_DISCONNECTED".into()));
     // A wrong credential does not connect.
     let wrong = standin::cluster::connect(
         &app.state.public_url,
