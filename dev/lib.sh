@@ -57,6 +57,18 @@ ensure_test_tools() {
   python3 -c 'import pytest' 2>/dev/null || { log "installing pytest from PyPI"; python3 -m pip install -q pytest; }
 }
 
+# openenv-core 0.3.0 from PyPI, kept apart from the other Python packages (it pulls gradio and
+# fastmcp): the local OpenEnv images run on it, and admission is checked against its
+# `openenv validate`. Sets OPENENV_CORE to the folder (put it on PYTHONPATH).
+OPENENV_CORE="$HOME/.cache/arena-openenv-core"
+ensure_openenv_core() {
+  [ -f "$OPENENV_CORE/bin/openenv" ] && return
+  log "installing openenv-core 0.3.0 from PyPI into $OPENENV_CORE (about a minute, once)"
+  rm -rf "$OPENENV_CORE.partial"
+  python3 -m pip install -q --target "$OPENENV_CORE.partial" openenv-core==0.3.0
+  rm -rf "$OPENENV_CORE" && mv "$OPENENV_CORE.partial" "$OPENENV_CORE"
+}
+
 # wasm-bindgen and wasm-opt for one compiled crate, skipped when its wasm has not changed.
 wasm_module() {
   local crate=$1 name=$2

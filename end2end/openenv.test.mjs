@@ -1,9 +1,10 @@
 // The OpenEnv section of the submissions app in Chromium: the form checks a submission in the
 // browser before anything is sent, submits it to the arena (the stand-in serves the image as GHCR
 // and a simulated cluster is connected), and the page then shows it admitted: its task passed in a
-// fresh sandbox running the image's echo server.
+// fresh sandbox running the image's server (the echo environment `openenv init` generates).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { BASE, launch, hydrated } from './support.mjs';
 
 let browser;
@@ -14,9 +15,8 @@ const submission = (rollout) => JSON.stringify({
   submission_id: `echo-${Date.now()}`,
   name: 'Echo (browser test)',
   image: 'ghcr.io/arena-demo/echo-env:v1',
-  // What the echo image's server answers at /schema, so that admission passes it.
-  schema: { action: { type: 'object', properties: { message: { type: 'string' } }, required: ['message'], additionalProperties: false },
-    observation: { type: 'object' } },
+  // What the echo image's server answers at /schema (the demo submission's copy), so that admission passes it.
+  schema: JSON.parse(readFileSync(new URL('../dev/demo/openenv/submission.json', import.meta.url))).schema,
   tasks: [{ task_id: 'echo-1', split: 'train', rollout_wall_s: rollout }],
   example_actions: [{ message: 'hello' }, { message: 'done' }],
 }, null, 1);
@@ -48,7 +48,8 @@ test('the OpenEnv form checks in the browser, submits, and the page lists the pi
   // Admission runs in the background: the page shows the task passed once its sandbox was probed.
   const card = page.locator('li.openenv-submission').first();
   let text = '';
-  for (let i = 0; i < 60 && !/echo-1: passed/.test(text); i++) {
+  // The sandbox starts uvicorn and openenv-core: allow it the health limit dev/test sets.
+  for (let i = 0; i < 180 && !/echo-1: passed/.test(text); i++) {
     await page.reload();
     await card.waitFor({ timeout: 15_000 });
     text = await card.innerText();

@@ -104,6 +104,12 @@ pub enum ErrorCode {
     SandboxStartupFailed,
     /// Admission: the probe could not finish for the arena's reasons (platform; retried).
     AdmissionInfrastructureFailure,
+    /// An OpenEnv run's trainer did not start on a GPU within two hours of its assignment.
+    RunQueueTimeout,
+    /// An OpenEnv run's time could not fit even one optimizer step.
+    RunStepDoesNotFit,
+    /// An OpenEnv run stopped before it ended (the cluster lost it, or its trainer failed).
+    RunTrainerFailed,
     Internal,
 }
 
@@ -197,6 +203,9 @@ impl ErrorCode {
         ErrorCode::AdmissionEpisodeFailed,
         ErrorCode::SandboxStartupFailed,
         ErrorCode::AdmissionInfrastructureFailure,
+        ErrorCode::RunQueueTimeout,
+        ErrorCode::RunStepDoesNotFit,
+        ErrorCode::RunTrainerFailed,
         ErrorCode::Internal,
     ];
 
@@ -290,6 +299,9 @@ impl ErrorCode {
             ErrorCode::AdmissionEpisodeFailed => "ADMISSION_EPISODE_FAILED",
             ErrorCode::SandboxStartupFailed => "SANDBOX_STARTUP_FAILED",
             ErrorCode::AdmissionInfrastructureFailure => "ADMISSION_INFRASTRUCTURE_FAILURE",
+            ErrorCode::RunQueueTimeout => "RUN_QUEUE_TIMEOUT",
+            ErrorCode::RunStepDoesNotFit => "RUN_STEP_DOES_NOT_FIT",
+            ErrorCode::RunTrainerFailed => "RUN_TRAINER_FAILED",
             ErrorCode::Internal => "INTERNAL",
         }
     }
@@ -385,6 +397,8 @@ impl ErrorCode {
             ErrorCode::AdmissionEpisodeFailed => 422,
             ErrorCode::SandboxStartupFailed => 503,
             ErrorCode::AdmissionInfrastructureFailure => 503,
+            // Failure codes of a run, never an answer of their own.
+            ErrorCode::RunQueueTimeout | ErrorCode::RunStepDoesNotFit | ErrorCode::RunTrainerFailed => 500,
             ErrorCode::Internal => 500,
         }
     }

@@ -12,7 +12,9 @@ use serde_json::Value;
 use crate::ErrorCode;
 
 pub mod admission;
+pub mod episode;
 pub mod image;
+pub mod run;
 pub use image::{ImageRef, RegistryHost};
 
 #[cfg(test)]
@@ -464,6 +466,9 @@ pub struct Slot {
 pub struct RunRef {
     /// Null until the arena starts the submission's run.
     pub run_id: Option<String>,
+    /// The run's state once it exists.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<run::RunState>,
 }
 
 /// `GET /api/openenv/submissions/{id}`, and the answer to a submission.

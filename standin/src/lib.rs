@@ -48,6 +48,7 @@ pub mod registry;
 pub mod relay;
 mod repos;
 pub mod sandbox;
+pub mod trainer;
 pub mod users;
 mod writes;
 

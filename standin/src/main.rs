@@ -44,6 +44,9 @@ struct Args {
     cluster_url: Option<String>,
     #[arg(long, env = "STANDIN_CLUSTER_SECRET", hide_env_values = true)]
     cluster_secret: Option<String>,
+    /// How often the simulated cluster sends a heartbeat (and the arena its assignments).
+    #[arg(long, env = "STANDIN_CLUSTER_HEARTBEAT_MS", default_value_t = 2000)]
+    cluster_heartbeat_ms: u64,
 }
 
 #[tokio::main]
@@ -83,10 +86,15 @@ async fn main() -> anyhow::Result<()> {
     }
     if let (Some(url), Some(secret)) = (&args.cluster_url, &args.cluster_secret) {
         tracing::info!("a simulated OpenEnv training cluster connects to {url}");
+        let trainer = standin::trainer::Trainer {
+            images: std::sync::Arc::new(hub.images.clone()),
+            stage: std::time::Duration::from_millis(args.stage_ms),
+        };
         let cluster = standin::cluster::Cluster {
             gpus_free: 1,
             sandboxes_free: 16,
-            heartbeat: std::time::Duration::from_secs(10),
+            heartbeat: std::time::Duration::from_millis(args.cluster_heartbeat_ms),
+            trainer: Some(trainer),
         };
         standin::cluster::connect(url, secret, cluster);
     }

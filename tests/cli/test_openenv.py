@@ -1,7 +1,11 @@
 """Admission agrees with the real `openenv validate --url` (openenv-core 0.3.0 from PyPI, which
-dev/test installs beside the tests): on each local image variant, the arena admits the image
-exactly when the tool passes its server. The arena dev/test starts serves the fixture images and
-has a simulated training cluster connected; it runs the images' echo server in its sandboxes."""
+dev/test installs beside the tests) on every variant of the local OpenEnv image: the echo
+environment `openenv init` generates (dev/demo/openenv/arena_echo), served by the stand-in as
+`ghcr.io/test/arena-echo:VARIANT`. The arena refuses a server the tool fails
+(`OPENENV_ENDPOINT_INVALID`, or `SANDBOX_STARTUP_FAILED` when `/health` never answers) and passes
+the endpoints of every server the tool passes; the schema and episode variants pass the tool and are
+refused for their own reasons. The variants are submitted at once (admission probes them side by
+side), each by its own account: every account has one accepted submission a day."""
 
 import json
 import os
@@ -16,13 +20,24 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SERVER = ROOT / "tests" / "fixtures" / "images" / "echo_server.py"
-# One account per variant: each gets its one accepted submission of the day.
+ECHO_ENV = ROOT / "dev" / "demo" / "openenv" / "arena_echo"
+SCHEMA = json.loads((ROOT / "dev" / "demo" / "openenv" / "submission.json").read_text())["schema"]
+
+# variant: (account, the arena's verdict, its code, error_origin)
 VARIANTS = {
-    "ok": "hf_local_test_alice_7b1f0c",
-    "no-mcp": "hf_local_test_bob_91d2aa",
-    "no-health": "hf_local_test_dave_c0ffee",
+    "ok": ("frank", "validated", None, None),
+    "no-health": ("grace", "rejected", "SANDBOX_STARTUP_FAILED", "platform"),
+    "no-mcp": ("heidi", "rejected", "OPENENV_ENDPOINT_INVALID", "author"),
+    "schema-differs": ("ivan", "rejected", "IMAGE_SCHEMA_MISMATCH", "author"),
+    "never-ends": ("judy", "rejected", "ADMISSION_EPISODE_FAILED", "author"),
+    "reward-too-high": ("mallory", "rejected", "ADMISSION_EPISODE_FAILED", "author"),
 }
+ENDPOINT_CODES = {"OPENENV_ENDPOINT_INVALID", "SANDBOX_STARTUP_FAILED"}
+
+
+def token(variant):
+    users = json.loads(Path(os.environ["ARENA_TEST_USERS"]).read_text())
+    return next(u["token"] for u in users if u["name"] == VARIANTS[variant][0])
 
 
 def free_port():
@@ -31,16 +46,31 @@ def free_port():
         return s.getsockname()[1]
 
 
-def openenv_validate(variant):
-    """Whether `openenv validate --url` passes the variant's server."""
+def openenv_core():
     core = os.environ.get("ARENA_TEST_OPENENV_CORE")
     if not core:
         pytest.fail("ARENA_TEST_OPENENV_CORE is not set: run these tests through dev/test, which installs openenv-core")
+    return core
+
+
+def openenv_validate(variant):
+    """Whether `openenv validate --url` passes the variant's server, run here as the image runs it."""
+    core = openenv_core()
     port = free_port()
-    server = subprocess.Popen([sys.executable, str(SERVER), str(port), "--variant", variant])
+    env = dict(os.environ, PYTHONPATH=core, ARENA_ECHO_VARIANT=variant)
+    server = subprocess.Popen([sys.executable, "-m", "uvicorn", "server.app:app", "--host", "127.0.0.1",
+                               "--port", str(port)], cwd=ECHO_ENV, env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        time.sleep(0.8)
-        env = dict(os.environ, PYTHONPATH=core)
+        deadline = time.time() + 90
+        while True:  # up once it serves anything (`no-health` has no /health)
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/openapi.json", timeout=2).read()
+                break
+            except OSError:
+                assert server.poll() is None, f"the {variant} server exited"
+                assert time.time() < deadline, f"the {variant} server never started"
+                time.sleep(0.2)
         r = subprocess.run([sys.executable, f"{core}/bin/openenv", "validate", "--url", f"http://127.0.0.1:{port}"],
                            env=env, capture_output=True, text=True, timeout=120)
         report = json.loads(r.stdout)
@@ -51,9 +81,9 @@ def openenv_validate(variant):
         server.wait()
 
 
-def call(method, url, token, body=None):
+def call(method, url, tok, body=None):
     req = urllib.request.Request(url, method=method, data=None if body is None else json.dumps(body).encode(),
-                                 headers={"Authorization": "Bearer " + token, "Content-Type": "application/json"})
+                                 headers={"Authorization": "Bearer " + tok, "Content-Type": "application/json"})
     try:
         with urllib.request.urlopen(req, timeout=30) as r:
             return r.status, json.load(r)
@@ -61,33 +91,43 @@ def call(method, url, token, body=None):
         return e.code, json.load(e)
 
 
-def admitted(arena_url, variant, token):
-    """Whether the arena admits the variant's image (waits for admission's verdict)."""
-    sub_id = "agree-%s-%d" % (variant, int(time.time()))
-    body = {
-        "submission_id": sub_id,
-        "name": "Echo " + variant,
-        "image": "ghcr.io/test/echo-%s:v1" % variant,
-        "schema": {"action": {"type": "object", "properties": {"message": {"type": "string"}},
-                              "required": ["message"], "additionalProperties": False},
-                   "observation": {"type": "object"}},
-        "tasks": [{"task_id": "echo-1", "split": "train"}],
-        "example_actions": [{"message": "hello"}, {"message": "done"}],
-    }
-    status, answer = call("POST", arena_url + "/api/openenv/submissions", token, body)
-    assert status == 202, answer
-    deadline = time.time() + 90
-    while True:
-        status, answer = call("GET", arena_url + "/api/openenv/submissions/" + sub_id, token)
-        assert status == 200, answer
-        if answer["state"] != "validating":
-            return answer["state"] == "validated", answer
-        assert time.time() < deadline, answer
-        time.sleep(0.5)
+@pytest.fixture(scope="module")
+def verdicts(arena_url):
+    """Every variant submitted at once; the arena's final answer for each."""
+    stamp = int(time.time())
+    ids = {}
+    for variant in VARIANTS:
+        ids[variant] = "agree-%s-%d" % (variant, stamp)
+        body = {
+            "submission_id": ids[variant],
+            "name": "Arena echo " + variant,
+            "image": "ghcr.io/test/arena-echo:" + variant,
+            "schema": SCHEMA,
+            "tasks": [{"task_id": "echo-1", "split": "train"}],
+            "example_actions": [{"message": "hello"}, {"message": "done"}],
+        }
+        status, answer = call("POST", arena_url + "/api/openenv/submissions", token(variant), body)
+        assert status == 202, (variant, answer)
+    # `no-health` waits out the health limit twice (one more fresh sandbox); the others start uvicorn.
+    deadline = time.time() + 240
+    answers = {}
+    while len(answers) < len(VARIANTS):
+        for variant in set(VARIANTS) - set(answers):
+            status, answer = call("GET", arena_url + "/api/openenv/submissions/" + ids[variant], token(variant))
+            assert status == 200, answer
+            if answer["state"] != "validating":
+                answers[variant] = answer
+        assert time.time() < deadline, {v: a["state"] for v, a in answers.items()}
+        time.sleep(1)
+    return answers
 
 
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
-def test_admission_agrees_with_openenv_validate(arena_url, variant):
-    ours, answer = admitted(arena_url, variant, VARIANTS[variant])
+def test_admission_agrees_with_openenv_validate(verdicts, variant):
+    answer = verdicts[variant]
+    _, state, code, origin = VARIANTS[variant]
+    errors = answer["report"]["errors"]
+    assert (answer["state"], errors[0]["code"] if errors else None, answer["error_origin"]) == (state, code, origin), answer
     theirs = openenv_validate(variant)
+    ours = not errors or errors[0]["code"] not in ENDPOINT_CODES
     assert ours == theirs, (variant, answer)

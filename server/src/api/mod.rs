@@ -88,6 +88,9 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(openenv::submit, openenv::list))
         .routes(routes!(openenv::get))
         .routes(routes!(openenv::check))
+        .routes(routes!(openenv::run))
+        .routes(routes!(openenv::run_events))
+        .routes(routes!(openenv::cancel_run))
         .routes(routes!(runs::ledger))
         .routes(routes!(runs::hf_jobs))
         .merge(

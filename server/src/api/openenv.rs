@@ -8,7 +8,7 @@ use axum::response::Response;
 use axum::Json;
 use domain::openenv::SubmissionView;
 use domain::{ApiErrorBody, ErrorCode};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
@@ -84,18 +84,52 @@ pub async fn get(
     Ok(Json(service::openenv::get(&s, &me, &id).await?))
 }
 
-/// What the cluster sends: a hello, then heartbeats, each with what it has free.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ClusterMessage {
-    kind: String,
-    #[serde(default)]
-    gpus_free: u32,
-    #[serde(default)]
-    sandboxes_free: u32,
+#[utoipa::path(get, path = "/api/openenv/runs/{id}", tag = "openenv", params(("id" = String, Path)),
+    responses((status = 200, description = "the run: its state (in words too), optimizer steps taken (`policy_version`), its failure, the mean reward of each step", body = domain::openenv::run::OpenEnvRunView),
+        (status = 401, body = ApiErrorBody),
+        (status = 404, description = "RUN_NOT_FOUND: not yours (editors see every run), or none", body = ApiErrorBody),
+        (status = 503, description = "OPENENV_DISCONNECTED", body = ApiErrorBody)),
+    security(("hf_token" = [])))]
+pub async fn run(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+    User(me): User,
+) -> Result<Json<domain::openenv::run::OpenEnvRunView>, ApiError> {
+    service::openenv::require_connected(&s).await?;
+    Ok(Json(service::openenv_runs::view(&s, &me, &id).await?))
 }
 
-const MAX_MESSAGE: usize = 4 * 1024;
+#[utoipa::path(get, path = "/api/openenv/runs/{id}/events", tag = "openenv", params(("id" = String, Path)),
+    responses((status = 200, description = "every event in order: `state`, `policy_version`, `at`, and for `rolling`/`updating` the step's rewards", body = domain::openenv::run::RunEvents),
+        (status = 401, body = ApiErrorBody),
+        (status = 404, description = "RUN_NOT_FOUND", body = ApiErrorBody),
+        (status = 503, description = "OPENENV_DISCONNECTED", body = ApiErrorBody)),
+    security(("hf_token" = [])))]
+pub async fn run_events(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+    User(me): User,
+) -> Result<Json<domain::openenv::run::RunEvents>, ApiError> {
+    service::openenv::require_connected(&s).await?;
+    Ok(Json(service::openenv_runs::events(&s, &me, &id).await?))
+}
+
+#[utoipa::path(post, path = "/api/openenv/runs/{id}/cancel", tag = "openenv", params(("id" = String, Path)),
+    responses((status = 200, description = "the run, `cancelled` (or as it ended before); the cluster is told to stop it", body = domain::openenv::run::OpenEnvRunView),
+        (status = 401, body = ApiErrorBody),
+        (status = 403, description = "FORBIDDEN: only a BenchFlow editor stops a run", body = ApiErrorBody),
+        (status = 404, description = "RUN_NOT_FOUND", body = ApiErrorBody)),
+    security(("hf_token" = [])))]
+pub async fn cancel_run(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+    User(me): User,
+) -> Result<Json<domain::openenv::run::OpenEnvRunView>, ApiError> {
+    service::openenv::require_connected(&s).await?;
+    Ok(Json(service::openenv_runs::cancel(&s, &me, &id).await?))
+}
+
+const MAX_MESSAGE: usize = 64 * 1024;
 
 /// `GET /api/relay/cluster`: the training cluster connects with its own credential.
 pub async fn cluster(
@@ -125,30 +159,10 @@ async fn serve_cluster(s: AppState, mut socket: WebSocket) {
             Message::Close(_) => break,
             _ => continue,
         };
-        let answer = match serde_json::from_str::<ClusterMessage>(&text) {
-            Ok(m) if matches!(m.kind.as_str(), "hello" | "heartbeat") => {
-                let (_, epoch) = service::runs::now(&s);
-                match repo::openenv::cluster_seen(
-                    &s.db,
-                    &s.server_id,
-                    epoch,
-                    m.gpus_free.into(),
-                    m.sandboxes_free.into(),
-                )
-                .await
-                {
-                    Ok(()) => serde_json::json!({ "ack": m.kind }),
-                    Err(e) => {
-                        tracing::error!(error = %e, "recording the cluster's heartbeat failed");
-                        serde_json::json!({ "error": "the arena could not record it; send it again" })
-                    }
-                }
+        for out in service::openenv_runs::on_message(&s, &text).await {
+            if socket.send(Message::Text(out.to_string().into())).await.is_err() {
+                break;
             }
-            Ok(m) => serde_json::json!({ "error": format!("unknown kind `{}`: hello or heartbeat", m.kind) }),
-            Err(e) => serde_json::json!({ "error": format!("not a cluster message: {e}") }),
-        };
-        if socket.send(Message::Text(answer.to_string().into())).await.is_err() {
-            break;
         }
     }
     if let Err(e) = repo::openenv::cluster_gone(&s.db, &s.server_id).await {

@@ -6,5 +6,6 @@ pub mod board;
 pub mod budget;
 pub mod environments;
 pub mod openenv;
+pub mod openenv_runs;
 pub mod results;
 pub mod runs;

@@ -10,6 +10,7 @@ pub mod environments;
 pub mod gates;
 pub mod jobs;
 pub mod openenv;
+pub mod openenv_runs;
 pub mod reconcile;
 pub mod results;
 pub mod runs;

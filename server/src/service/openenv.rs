@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 
+use domain::openenv::run::RunState;
 use domain::openenv::{
     self, Compatibility, ImageFacts, ImageView, RunRef, Slot, SubmissionReport, SubmissionRequest,
     SubmissionView,
@@ -144,7 +145,8 @@ pub async fn submit(s: &AppState, me: &Identity, body: Value) -> Result<Submissi
     let hash = body_hash(&body);
     // A resend is answered from the record, whatever the registries do now.
     if let Some(stored) = repo::openenv::get(&s.db, &me.id, &r.submission_id).await? {
-        return resend(stored, &hash);
+        let state = run_state(s, &stored).await?;
+        return resend(stored, &hash, state);
     }
     if repo::openenv::validating(&s.db).await? >= s.openenv.admission_queue {
         return Err(ApiError::new(
@@ -194,8 +196,11 @@ pub async fn submit(s: &AppState, me: &Identity, body: Value) -> Result<Submissi
         epoch,
     };
     match repo::openenv::accept(&s.db, &new).await? {
-        Accepted::Stored(stored) => view(&stored, false),
-        Accepted::Repeat(stored) => resend(stored, &hash),
+        Accepted::Stored(stored) => view(&stored, false, None),
+        Accepted::Repeat(stored) => {
+            let state = run_state(s, &stored).await?;
+            resend(stored, &hash, state)
+        }
         Accepted::QuotaUsed { frees_epoch } => {
             let wait = (frees_epoch - epoch).max(1) as u64;
             Err(ApiError::new(
@@ -207,7 +212,14 @@ pub async fn submit(s: &AppState, me: &Identity, body: Value) -> Result<Submissi
     }
 }
 
-fn resend(stored: Stored, hash: &str) -> Result<SubmissionView, ApiError> {
+async fn run_state(s: &AppState, stored: &Stored) -> Result<Option<RunState>, ApiError> {
+    Ok(match &stored.run_id {
+        Some(id) => repo::openenv_runs::get(&s.db, id).await?.map(|r| r.state),
+        None => None,
+    })
+}
+
+fn resend(stored: Stored, hash: &str, run_state: Option<RunState>) -> Result<SubmissionView, ApiError> {
     if stored.body_hash != hash {
         return Err(ApiError::new(
             ErrorCode::SubmissionIdReused,
@@ -217,10 +229,10 @@ fn resend(stored: Stored, hash: &str) -> Result<SubmissionView, ApiError> {
             ),
         ));
     }
-    view(&stored, true)
+    view(&stored, true, run_state)
 }
 
-fn view(stored: &Stored, existing: bool) -> Result<SubmissionView, ApiError> {
+fn view(stored: &Stored, existing: bool, run_state: Option<RunState>) -> Result<SubmissionView, ApiError> {
     let request: SubmissionRequest = serde_json::from_str(&stored.body).map_err(ApiError::internal)?;
     let images: Vec<StoredImage> = serde_json::from_str(&stored.images).map_err(ApiError::internal)?;
     let report: SubmissionReport = serde_json::from_str(&stored.report).map_err(ApiError::internal)?;
@@ -251,7 +263,7 @@ fn view(stored: &Stored, existing: bool) -> Result<SubmissionView, ApiError> {
                 labels: i.labels,
             })
             .collect(),
-        run: RunRef { run_id: stored.run_id.clone() },
+        run: RunRef { run_id: stored.run_id.clone(), state: run_state },
         source: request.source,
         accepted_at: stored.accepted_at.clone(),
         updated_at: stored.updated_at.clone(),
@@ -265,7 +277,8 @@ pub async fn get(s: &AppState, me: &Identity, submission_id: &str) -> Result<Sub
     let stored = repo::openenv::get(&s.db, &me.id, submission_id).await?.ok_or_else(|| {
         ApiError::new(ErrorCode::SubmissionNotFound, format!("you have no submission `{submission_id}`"))
     })?;
-    view(&stored, true)
+    let state = run_state(s, &stored).await?;
+    view(&stored, true, state)
 }
 
 /// `GET /api/openenv/submissions`: yours, or every one for an editor (the organizer view).
@@ -276,6 +289,8 @@ pub async fn list(s: &AppState, me: &Identity) -> Result<Vec<SubmissionView>, Ap
 
 /// What the submissions app shows one person, connected or not.
 pub async fn visible_to(s: &AppState, me: &Identity) -> Result<Vec<SubmissionView>, ApiError> {
-    let rows = repo::openenv::list(&s.db, (!me.editor).then_some(me.id.as_str())).await?;
-    rows.iter().map(|r| view(r, true)).collect()
+    let account = (!me.editor).then_some(me.id.as_str());
+    let rows = repo::openenv::list(&s.db, account).await?;
+    let states = super::openenv_runs::states(s, account).await?;
+    rows.iter().map(|r| view(r, true, r.run_id.as_ref().and_then(|id| states.get(id).copied()))).collect()
 }

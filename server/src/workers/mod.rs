@@ -1,6 +1,6 @@
 //! Work that outlives a request, started with the server and stopped with it: the launcher (it
 //! finishes launches a crash or an HF outage left unfinished), the reconciler (it follows each
-//! launched run to its end), OpenEnv admission, and the re-check of collections judged by older gates. Each pass asks the
+//! launched run to its end), OpenEnv admission, the OpenEnv runs' queue timeout, and the re-check of collections judged by older gates. Each pass asks the
 //! database what is unfinished and takes it one step; a run is worked on by one server at a time
 //! (its lease), so several replicas on one PostgreSQL share the work without doing it twice, and a
 //! server that dies only loses its leases.
@@ -48,6 +48,15 @@ impl Workers {
                 }
             }
         }));
+        let sweeps = state.clone();
+        let openenv_runs = tokio::spawn(every(tick, stopped.clone(), move || {
+            let state = sweeps.clone();
+            async move {
+                if let Err(e) = service::openenv_runs::sweep(&state).await {
+                    tracing::error!(error = ?e, "the OpenEnv runs' sweep failed");
+                }
+            }
+        }));
         // Gates change rarely; a pass that finds nothing to re-check is one query.
         let rechecker = tokio::spawn(every(tick * 10, stopped, move || {
             let state = state.clone();
@@ -57,7 +66,7 @@ impl Workers {
                 }
             }
         }));
-        Workers { stop, tasks: vec![launcher, reconciler, admission, rechecker] }
+        Workers { stop, tasks: vec![launcher, reconciler, admission, openenv_runs, rechecker] }
     }
 
     pub async fn stop(self) {

@@ -80,6 +80,8 @@ pub struct TestApp {
     pub site_root: PathBuf,
     /// The stand-in's git repositories: `datasets/{owner}/{name}`, `github/{owner}/{repo}`.
     pub repos: PathBuf,
+    /// Where this server listens (a replica has its own address).
+    pub url: String,
     pg_database: Option<String>,
     config: Config,
     _configs: Option<std::sync::Arc<tempfile::TempDir>>,
@@ -212,7 +214,7 @@ impl TestApp {
             openid_provider_url: None,
             oauth_client_id: Some("arena-test".into()),
             oauth_client_secret: Some(Secret("arena-test-secret".into())),
-            public_url: Some(public_url),
+            public_url: Some(public_url.clone()),
             space_host: None,
             cookie_secure: true,
             editor_org: "benchflow".into(),
@@ -252,6 +254,7 @@ impl TestApp {
             state,
             site_root,
             repos,
+            url: public_url,
             pg_database,
             config,
             _configs: options.keep,
@@ -263,9 +266,11 @@ impl TestApp {
     pub async fn replica(&self) -> TestApp {
         let (router, state) = server::build(&self.config).await.expect("the replica builds");
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
         let served = router.clone();
         tokio::spawn(async move { axum::serve(listener, served).await });
         TestApp {
+            url,
             hub: self.hub.clone(),
             hub_url: self.hub_url.clone(),
             router,

@@ -11,6 +11,7 @@ mod harness;
 mod identity;
 mod logs;
 mod openenv;
+mod openenv_runs;
 mod pages;
 mod recheck;
 mod replicas;

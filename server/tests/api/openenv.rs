@@ -39,8 +39,12 @@ async fn submit(app: &TestApp, body: &Value, token: &str) -> crate::harness::Ans
 /// Connects the simulated cluster and waits until the arena says so.
 async fn connect(app: &TestApp) -> tokio::task::JoinHandle<()> {
     let url = app.state.public_url.clone();
-    let cluster =
-        standin::cluster::Cluster { gpus_free: 1, sandboxes_free: 8, heartbeat: Duration::from_millis(100) };
+    let cluster = standin::cluster::Cluster {
+        gpus_free: 1,
+        sandboxes_free: 8,
+        heartbeat: Duration::from_millis(100),
+        trainer: None,
+    };
     let handle = standin::cluster::connect(&url, CLUSTER_SECRET, cluster);
     let start = Instant::now();
     while app.get("/api/openenv").await.json()["connected"] != true {
@@ -63,7 +67,12 @@ on_both_backends!(multi_thread, a_submission_is_checked_at_once_pinned_and_kept,
     let wrong = standin::cluster::connect(
         &app.state.public_url,
         "not-the-credential",
-        standin::cluster::Cluster { gpus_free: 1, sandboxes_free: 1, heartbeat: Duration::from_millis(50) },
+        standin::cluster::Cluster {
+            gpus_free: 1,
+            sandboxes_free: 1,
+            heartbeat: Duration::from_millis(50),
+            trainer: None,
+        },
     );
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(app.get("/api/openenv").await.json()["connected"], false);

@@ -1,0 +1,247 @@
+//! OpenEnv runs through the API: an admitted submission is handed to the connected cluster, the
+//! stand-in's simulated trainer plays real episodes against the image's server and reports each
+//! step, and the submitter (and editors, no one else) follows the run to `completed`. Queue order
+//! and `RUN_QUEUE_TIMEOUT` on a fixed clock; the cluster disconnected mid-run and reconnected to
+//! another server on the same database (as after an arena restart); an editor's cancel.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::http::StatusCode;
+use serde_json::{json, Value};
+
+use crate::harness::{Backend, Options, TestApp, ALICE, BOB, CLUSTER_SECRET, EVE};
+use crate::on_both_backends;
+
+fn echo_submission(id: &str) -> Value {
+    json!({
+        "submission_id": id,
+        "name": "Echo (runs test)",
+        "image": "ghcr.io/test/echo-ok:v1",
+        "schema": {
+            "action": {"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"], "additionalProperties": false},
+            "observation": {"type": "object"}
+        },
+        "tasks": [{"task_id": "echo-1", "split": "train"}, {"task_id": "echo-2", "split": "train"}],
+        "example_actions": [{"message": "hello"}, {"message": "done"}],
+        // Every episode that does not end by itself is scored through it: each step trains.
+        "finish_action": {"message": "done"}
+    })
+}
+
+fn trainer(app: &TestApp) -> standin::trainer::Trainer {
+    standin::trainer::Trainer { images: Arc::new(app.hub.images.clone()), stage: Duration::from_millis(20) }
+}
+
+fn cluster(trainer: Option<standin::trainer::Trainer>) -> standin::cluster::Cluster {
+    standin::cluster::Cluster {
+        gpus_free: 1,
+        sandboxes_free: 8,
+        heartbeat: Duration::from_millis(100),
+        trainer,
+    }
+}
+
+async fn wait_connected(app: &TestApp) {
+    let start = Instant::now();
+    while app.get("/api/openenv").await.json()["connected"] != true {
+        assert!(start.elapsed() < Duration::from_secs(10), "the cluster never connected");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Submits and admits (one admission pass), answering the submission's view.
+async fn admitted(app: &TestApp, id: &str, token: &str) {
+    let r = app.post_as("/api/openenv/submissions", &echo_submission(id).to_string(), token).await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.text());
+    server::service::admission::pass(&app.state).await.unwrap();
+    let v = app.get_as(&format!("/api/openenv/submissions/{id}"), token).await.json();
+    assert_eq!(v["state"], "validated", "{v:#}");
+}
+
+/// Waits until the submission has a run, and answers its id.
+async fn run_of(app: &TestApp, id: &str, token: &str) -> String {
+    let start = Instant::now();
+    loop {
+        let v = app.get_as(&format!("/api/openenv/submissions/{id}"), token).await.json();
+        if let Some(run) = v["run"]["run_id"].as_str() {
+            return run.to_string();
+        }
+        assert!(start.elapsed() < Duration::from_secs(15), "no run was started: {v:#}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn wait_state(app: &TestApp, run: &str, pred: impl Fn(&str) -> bool) -> Value {
+    let start = Instant::now();
+    loop {
+        let v = app.get_as(&format!("/api/openenv/runs/{run}"), ALICE).await.json();
+        if v["state"].as_str().is_some_and(&pred) {
+            return v;
+        }
+        assert!(start.elapsed() < Duration::from_secs(90), "{v:#}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn events(app: &TestApp, run: &str) -> Vec<Value> {
+    app.get_as(&format!("/api/openenv/runs/{run}/events"), ALICE).await.json()["events"]
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+on_both_backends!(multi_thread, an_admitted_submission_trains_to_completed_and_is_followed, |app| {
+    let connection = standin::cluster::connect(&app.url, CLUSTER_SECRET, cluster(Some(trainer(app))));
+    wait_connected(app).await;
+    admitted(app, "train-me", ALICE).await;
+    let run = run_of(app, "train-me", ALICE).await;
+    let v = wait_state(app, &run, |s| matches!(s, "completed" | "failed" | "cancelled")).await;
+    // 120 s of loading, then 2,400 s a step (the default walls and a 300 s update): five fit in 14,400 s.
+    assert_eq!((v["state"].as_str(), v["policy_version"].as_i64()), (Some("completed"), Some(5)), "{v:#}");
+    assert_eq!(v["time_limit_s"], 14_400);
+    assert_eq!(v["reward_curve"].as_array().unwrap().len(), 5, "{v:#}");
+    assert!(v["started"].as_bool().unwrap() && v["error"].is_null());
+    let events = events(app, &run).await;
+    let states: Vec<&str> = events.iter().map(|e| e["state"].as_str().unwrap()).collect();
+    let mut expected = vec!["starting", "loading"];
+    for _ in 0..5 {
+        expected.extend(["rolling", "updating"]);
+    }
+    expected.extend(["cleanup", "completed"]);
+    assert_eq!(states, expected);
+    // Each step's training rewards: the first four valid ones, in [0, 1]; the version counts steps.
+    for (step, e) in events.iter().filter(|e| e["state"] == "updating").enumerate() {
+        let rewards = e["rewards"].as_array().unwrap();
+        assert_eq!(rewards.len(), 4, "{e}");
+        assert!(rewards.iter().all(|r| (0.0..=1.0).contains(&r.as_f64().unwrap())), "{e}");
+        assert_eq!(e["policy_version"], step as i64);
+        assert!(e["at"].as_str().unwrap().ends_with('Z'));
+    }
+    // The submission shows its run's state; only its submitter and editors see the run.
+    let s = app.get_as("/api/openenv/submissions/train-me", ALICE).await.json();
+    assert_eq!(s["run"], json!({"run_id": run, "state": "completed"}));
+    for uri in [format!("/api/openenv/runs/{run}"), format!("/api/openenv/runs/{run}/events")] {
+        let other = app.get_as(&uri, BOB).await;
+        assert_eq!(
+            (other.status, other.json()["code"].clone()),
+            (StatusCode::NOT_FOUND, json!("RUN_NOT_FOUND"))
+        );
+        assert_eq!(app.get_as(&uri, EVE).await.status, StatusCode::OK);
+    }
+    assert_eq!(app.get_as("/api/openenv/runs/oe-none", ALICE).await.status, StatusCode::NOT_FOUND);
+    // The trainer's sandboxes are gone with their episodes.
+    connection.abort();
+});
+
+/// Queue order is acceptance order, one assignment at a time; a run whose trainer has not started
+/// on a GPU two hours after its assignment fails `RUN_QUEUE_TIMEOUT` and the next one starts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runs_start_in_acceptance_order_and_time_out_in_the_queue() {
+    let clock =
+        Arc::new(server::ports::clock::FixedClock::new(time::macros::datetime!(2026-11-30 12:00 UTC)));
+    let app =
+        TestApp::with(Backend::Sqlite, Options { clock: Some(clock.clone()), ..Options::default() }).await;
+    // A cluster that has a GPU but never starts a trainer: what it is handed waits in `starting`.
+    let connection = standin::cluster::connect(&app.url, CLUSTER_SECRET, cluster(None));
+    wait_connected(&app).await;
+    for (id, token) in [("first", BOB), ("second", ALICE)] {
+        let r = app.post_as("/api/openenv/submissions", &echo_submission(id).to_string(), token).await;
+        assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.text());
+    }
+    // Admitted, as the admission pass would (its sandboxes run on real time).
+    app.exec("UPDATE openenv_submissions SET state = 'validated', slot_state = 'used'").await.unwrap();
+    let first = run_of(&app, "first", BOB).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let second = app.get_as("/api/openenv/submissions/second", ALICE).await.json();
+    assert!(second["run"]["run_id"].is_null(), "one assignment waits at a time: {second:#}");
+    let v = app.get_as(&format!("/api/openenv/runs/{first}"), BOB).await.json();
+    assert_eq!((v["state"].as_str(), v["started"].as_bool()), (Some("starting"), Some(false)));
+
+    clock.advance(time::Duration::seconds(7_199));
+    assert_eq!(server::service::openenv_runs::sweep(&app.state).await.unwrap(), 0);
+    clock.advance(time::Duration::seconds(1));
+    assert_eq!(server::service::openenv_runs::sweep(&app.state).await.unwrap(), 1);
+    wait_connected(&app).await;
+    let v = app.get_as(&format!("/api/openenv/runs/{first}"), BOB).await.json();
+    assert_eq!(v["state"], "failed");
+    assert_eq!(v["error"]["code"], "RUN_QUEUE_TIMEOUT", "{v:#}");
+    let last = app.get_as(&format!("/api/openenv/runs/{first}/events"), BOB).await.json()["events"]
+        .as_array()
+        .unwrap()
+        .last()
+        .cloned()
+        .unwrap();
+    assert_eq!((last["state"].as_str(), last["policy_version"].as_i64()), (Some("failed"), Some(0)));
+    // The next in line is handed over at the next heartbeat.
+    run_of(&app, "second", ALICE).await;
+    connection.abort();
+    app.finish().await;
+}
+
+/// The cluster loses its connection mid-run and connects again to another server on the same
+/// database (as after the arena restarted): the run goes on, and every event is stored once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_survives_a_lost_connection_and_an_arena_restart() {
+    let app = TestApp::new(Backend::Sqlite).await;
+    let shared = standin::cluster::Shared::default();
+    let slow = standin::trainer::Trainer { stage: Duration::from_millis(300), ..trainer(&app) };
+    let connection = standin::cluster::connect_shared(
+        &app.url,
+        CLUSTER_SECRET,
+        cluster(Some(slow.clone())),
+        shared.clone(),
+    );
+    wait_connected(&app).await;
+    admitted(&app, "resilient", ALICE).await;
+    let run = run_of(&app, "resilient", ALICE).await;
+    wait_state(&app, &run, |s| s == "rolling").await;
+    connection.abort();
+    // Events pile up in the cluster's outbox while no arena hears them.
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let restarted = app.replica().await;
+    let again = standin::cluster::connect_shared(&restarted.url, CLUSTER_SECRET, cluster(Some(slow)), shared);
+    let v = wait_state(&restarted, &run, |s| matches!(s, "completed" | "failed" | "cancelled")).await;
+    assert_eq!((v["state"].as_str(), v["policy_version"].as_i64()), (Some("completed"), Some(5)), "{v:#}");
+    let events = events(&restarted, &run).await;
+    let seqs: Vec<i64> = events.iter().map(|e| e["seq"].as_i64().unwrap()).collect();
+    assert_eq!(seqs, (0..seqs.len() as i64).collect::<Vec<_>>(), "each event once, none missing");
+    again.abort();
+    drop(restarted);
+    app.finish().await;
+}
+
+/// An editor stops a run: it ends `cancelled` at once, the cluster is told, and nothing it sends
+/// afterwards changes the run. The submitter cannot cancel; anyone else does not see it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_editor_cancels_a_run() {
+    let app = TestApp::new(Backend::Sqlite).await;
+    let shared = standin::cluster::Shared::default();
+    let slow = standin::trainer::Trainer { stage: Duration::from_millis(500), ..trainer(&app) };
+    let connection =
+        standin::cluster::connect_shared(&app.url, CLUSTER_SECRET, cluster(Some(slow)), shared.clone());
+    wait_connected(&app).await;
+    admitted(&app, "stop-me", ALICE).await;
+    let run = run_of(&app, "stop-me", ALICE).await;
+    wait_state(&app, &run, |s| s == "loading" || s == "rolling").await;
+    let uri = format!("/api/openenv/runs/{run}/cancel");
+    let by_submitter = app.post_as(&uri, "{}", ALICE).await;
+    assert_eq!(by_submitter.status, StatusCode::FORBIDDEN, "{}", by_submitter.text());
+    assert_eq!(app.post_as(&uri, "{}", BOB).await.status, StatusCode::NOT_FOUND);
+    let r = app.post_as(&uri, "{}", EVE).await;
+    assert_eq!((r.status, r.json()["state"].clone()), (StatusCode::OK, json!("cancelled")), "{}", r.text());
+    // Resent, the same answer.
+    assert_eq!(app.post_as(&uri, "{}", EVE).await.json()["state"], "cancelled");
+    // The cluster confirms the stop and drops the run.
+    let start = Instant::now();
+    while shared.held.lock().unwrap().runs.contains_key(&run) {
+        assert!(start.elapsed() < Duration::from_secs(10), "the cluster never got the stop");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let v = app.get_as(&format!("/api/openenv/runs/{run}"), ALICE).await.json();
+    assert_eq!(v["state"], "cancelled", "{v:#}");
+    assert_eq!(app.scalar(&format!("SELECT cancel_sent FROM openenv_runs WHERE run_id = '{run}'")).await, 1);
+    connection.abort();
+    app.finish().await;
+}

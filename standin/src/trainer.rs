@@ -1,0 +1,321 @@
+//! The simulated trainer of the local training cluster (a simulation: no model, no GPU). It takes
+//! an assignment and plays real episodes against the submission's images, each in a fresh local
+//! sandbox (`crate::sandbox`), through the servers' WebSocket protocol, under the episode contract
+//! of `domain::openenv::episode`. Its policy is scripted: the example actions, with a chance (that
+//! falls as the policy "learns") of seeded random actions valid under the schema or a malformed
+//! reply instead. The run's time is simulated: each optimizer step is charged its task's declared
+//! walls plus an update, so a demo run takes minutes yet ends as a 14,400 s run would.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use domain::openenv::episode::{
+    self, approx_tokens, score, step_fits, step_task, training_group, Episode, Turn, EPISODES_PER_STEP,
+};
+use domain::openenv::TaskSpec;
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{json, Value};
+use tokio_tungstenite::tungstenite::Message;
+
+use crate::cluster::Shared;
+use crate::registry::Repository;
+
+/// Simulated seconds the trainer charges for loading the model and for one policy update.
+pub const LOAD_S: u64 = 120;
+pub const UPDATE_S: u64 = 300;
+
+#[derive(Clone)]
+pub struct Trainer {
+    /// The images the stand-in serves (what the sandboxes run).
+    pub images: Arc<BTreeMap<String, Repository>>,
+    /// Real time between the run's stage changes, so that a follower sees each.
+    pub stage: Duration,
+}
+
+/// A small deterministic generator (the policy is seeded by run, step and episode).
+struct Rng(u64);
+
+impl Rng {
+    fn new(seed: &str) -> Rng {
+        Rng(seed.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3))
+            | 1)
+    }
+
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    fn chance(&mut self, p: f64) -> bool {
+        (self.next() % 10_000) as f64 / 10_000.0 < p
+    }
+}
+
+/// A random value valid under a simple JSON Schema (object, string, integer, number, boolean, enum).
+fn random_value(schema: &Value, rng: &mut Rng) -> Value {
+    if let Some(options) = schema["enum"].as_array().filter(|o| !o.is_empty()) {
+        return options[(rng.next() % options.len() as u64) as usize].clone();
+    }
+    match schema["type"].as_str() {
+        Some("object") => {
+            let required: Vec<&str> =
+                schema["required"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+            let mut out = serde_json::Map::new();
+            for (name, property) in schema["properties"].as_object().into_iter().flatten() {
+                if required.contains(&name.as_str()) {
+                    out.insert(name.clone(), random_value(property, rng));
+                }
+            }
+            Value::Object(out)
+        }
+        Some("integer") => json!(rng.next() % 100),
+        Some("number") => json!((rng.next() % 1000) as f64 / 10.0),
+        Some("boolean") => json!(rng.next().is_multiple_of(2)),
+        _ => json!(["echo", "hello", "try", "again", "maybe"][(rng.next() % 5) as usize]),
+    }
+}
+
+/// The event the run reports, with its sequence.
+struct Reporter {
+    shared: Shared,
+    run_id: String,
+    seq: i64,
+}
+
+impl Reporter {
+    fn emit(&mut self, state: &str, policy_version: i64, rewards: Option<Vec<Option<f64>>>, message: String) {
+        self.seq += 1;
+        let at = time::OffsetDateTime::now_utc()
+            .format(&time::format_description::well_known::Rfc3339)
+            .unwrap_or_default();
+        let mut event = json!({"seq": self.seq, "state": state, "policy_version": policy_version, "at": at,
+            "message": message});
+        if let Some(rewards) = rewards {
+            event["rewards"] = json!(rewards);
+        }
+        self.shared.emit(&self.run_id, event);
+    }
+}
+
+impl Trainer {
+    /// Trains one assignment to its end, reporting each stage.
+    pub async fn train(self, shared: Shared, run_id: String, assignment: Value) {
+        let mut report = Reporter { shared, run_id: run_id.clone(), seq: 0 };
+        let submission = &assignment["submission"];
+        let limit_s = assignment["time_limit_s"].as_u64().unwrap_or(episode::RUN_LIMIT_S);
+        let tasks: Vec<(TaskSpec, String)> = submission["tasks"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|t| {
+                let image = t["image"].as_str()?.to_string();
+                let mut spec = t.clone();
+                let o = spec.as_object_mut()?;
+                o.remove("port");
+                o.insert("image".into(), Value::String(image.clone()));
+                Some((serde_json::from_value(spec).ok()?, image))
+            })
+            .collect();
+        let specs: Vec<TaskSpec> = tasks.iter().map(|(t, _)| t.clone()).collect();
+        report.emit(
+            "loading",
+            0,
+            None,
+            "the trainer started on the GPU (simulation: no model is loaded)".into(),
+        );
+        tokio::time::sleep(self.stage).await;
+        let mut elapsed = LOAD_S;
+        let mut version = 0i64;
+        let mut step = 0u64;
+        while let Some(task) = step_task(&specs, step) {
+            if !step_fits(elapsed, task, UPDATE_S, limit_s) {
+                break;
+            }
+            report.emit(
+                "rolling",
+                version,
+                None,
+                format!("step {}: five episodes of `{}`", step + 1, task.task_id),
+            );
+            let scores = self.play_step(submission, task, &run_id, step, version).await;
+            let group = training_group(&scores);
+            let message = format!("episodes' rewards in the order they ended: {}", show(&scores));
+            match group {
+                Some(group) => {
+                    report.emit("updating", version, Some(group.into_iter().map(Some).collect()), message);
+                    tokio::time::sleep(self.stage).await;
+                    version += 1;
+                }
+                None => report.emit(
+                    "updating",
+                    version,
+                    Some(Vec::new()),
+                    format!("{message}; fewer than four ended with a valid reward: the step trains nothing"),
+                ),
+            }
+            elapsed += episode::step_allowance_s(task, UPDATE_S);
+            step += 1;
+        }
+        if step == 0 {
+            let why = match step_task(&specs, 0) {
+                None => "RUN_STEP_DOES_NOT_FIT: the submission has no train task".to_string(),
+                Some(t) => format!(
+                    "RUN_STEP_DOES_NOT_FIT: one step of `{}` needs {} s and the run has {} s",
+                    t.task_id,
+                    episode::step_allowance_s(t, UPDATE_S),
+                    limit_s - elapsed.min(limit_s)
+                ),
+            };
+            report.emit("failed", version, None, why);
+            return;
+        }
+        report.emit("cleanup", version, None, format!("{step} steps in {elapsed} simulated seconds"));
+        tokio::time::sleep(self.stage).await;
+        report.emit("completed", version, None, format!("{version} optimizer steps taken"));
+    }
+
+    /// Five episodes at once, each in a fresh sandbox; their scores in the order they ended.
+    async fn play_step(
+        &self,
+        submission: &Value,
+        task: &TaskSpec,
+        run_id: &str,
+        step: u64,
+        version: i64,
+    ) -> Vec<Option<f64>> {
+        let mut running = futures_util::stream::FuturesUnordered::new();
+        for n in 0..EPISODES_PER_STEP {
+            let seed = format!("{run_id}/{step}/{n}");
+            running.push(self.play_episode(submission, task, seed, version));
+        }
+        let mut scores = Vec::new();
+        while let Some(s) = running.next().await {
+            scores.push(s);
+        }
+        scores
+    }
+
+    async fn play_episode(
+        &self,
+        submission: &Value,
+        task: &TaskSpec,
+        seed: String,
+        version: i64,
+    ) -> Option<f64> {
+        let image = task.image.as_deref()?;
+        let serve = crate::sandbox::serve_of(&self.images, image)?;
+        let (child, port) = crate::sandbox::start(&serve).ok()?;
+        let result = tokio::time::timeout(
+            Duration::from_secs(task.reset_wall_s + task.rollout_wall_s + task.verifier_wall_s),
+            self.episode(submission, task, port, seed, version),
+        )
+        .await
+        .ok()
+        .flatten();
+        drop(child);
+        result
+    }
+
+    async fn episode(
+        &self,
+        submission: &Value,
+        task: &TaskSpec,
+        port: u16,
+        seed: String,
+        version: i64,
+    ) -> Option<f64> {
+        let started = Instant::now();
+        while !healthy(port).await {
+            if started.elapsed() > Duration::from_secs(task.reset_wall_s) {
+                return None;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://127.0.0.1:{port}/ws")).await.ok()?;
+        let schema = &submission["schema"]["action"];
+        let validator = jsonschema::validator_for(schema).ok()?;
+        let valid = |a: &Value| validator.validate(a).map_err(|e| e.to_string());
+        ws.send(Message::Text(episode::ws_reset(&task.task_id).to_string().into())).await.ok()?;
+        let (observation, _, _) = read_observation(&mut ws).await?;
+        let system = episode::system_prompt(schema);
+        let clock = Instant::now();
+        let mut e = Episode::start(
+            task,
+            schema,
+            &observation,
+            approx_tokens(&system),
+            approx_tokens(&observation.to_string()),
+            0,
+        );
+        let mut rng = Rng::new(&seed);
+        let examples = submission["example_actions"].as_array().cloned().unwrap_or_default();
+        // The policy "learns": it strays from the examples less at each version.
+        let stray = 0.6 / (1.0 + version as f64);
+        let mut turn = 0usize;
+        let end = loop {
+            if let Some(end) = e.ended() {
+                break end.clone();
+            }
+            let reply = if rng.chance(stray / 4.0) {
+                "Let me think about the echo first.".to_string()
+            } else if turn < examples.len() && !rng.chance(stray) {
+                examples[turn].to_string()
+            } else {
+                random_value(schema, &mut rng).to_string()
+            };
+            turn += 1;
+            let now = clock.elapsed().as_millis() as u64;
+            match e.reply(&reply, approx_tokens(&reply), &valid, now) {
+                Turn::End(end) => break end,
+                Turn::Call { action, at_ms } => {
+                    tokio::time::sleep(Duration::from_millis(at_ms.saturating_sub(now))).await;
+                    ws.send(Message::Text(episode::ws_step(&action).to_string().into())).await.ok()?;
+                    let (obs, reward, done) = read_observation(&mut ws).await?;
+                    e.observe(&obs, approx_tokens(&obs.to_string()), reward, done);
+                }
+            }
+        };
+        let finish_reward = match (&end, submission.get("finish_action").filter(|f| !f.is_null())) {
+            (end, Some(finish)) if !end.by_itself() => {
+                ws.send(Message::Text(episode::ws_step(finish).to_string().into())).await.ok()?;
+                read_observation(&mut ws).await.and_then(|(_, r, done)| r.filter(|_| done))
+            }
+            _ => None,
+        };
+        let _ = ws.send(Message::Text(json!({"type": "close"}).to_string().into())).await;
+        score(&end, finish_reward)
+    }
+}
+
+/// Whether the server answers `GET /health` with 200 (a bare HTTP/1.0 request: the stand-in has
+/// no HTTP client of its own).
+async fn healthy(port: u16) -> bool {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let Ok(mut stream) = tokio::net::TcpStream::connect(("127.0.0.1", port)).await else { return false };
+    if stream.write_all(b"GET /health HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").await.is_err() {
+        return false;
+    }
+    let mut head = [0u8; 12];
+    matches!(tokio::time::timeout(Duration::from_secs(5), stream.read_exact(&mut head)).await, Ok(Ok(_)))
+        && head.ends_with(b" 200")
+}
+
+type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+async fn read_observation(ws: &mut Ws) -> Option<(Value, Option<f64>, bool)> {
+    loop {
+        match ws.next().await? {
+            Ok(Message::Text(t)) => return episode::ws_observation(&serde_json::from_str(&t).ok()?),
+            Ok(Message::Close(_)) | Err(_) => return None,
+            Ok(_) => continue,
+        }
+    }
+}
+
+fn show(scores: &[Option<f64>]) -> String {
+    let parts: Vec<String> = scores.iter().map(|s| s.map_or("none".into(), |r| format!("{r}"))).collect();
+    format!("[{}]", parts.join(", "))
+}
