@@ -2,8 +2,9 @@
 """Before pushing the Space: is it safe to restart the arena now?
 
 A deploy restarts the process that holds every relay, so this exits 1 while any run's relay is
-connected or reconnecting, or while any PostTrain HF job is running or scheduling, and says which;
-it exits 0 otherwise. A connection that carries no run does not hold a deploy. It reads the arena's
+connected or reconnecting, while any PostTrain HF job is running or scheduling, or while any OpenEnv
+run is on the training cluster, and says which; it exits 0 otherwise. A connection that carries no
+run (the cluster's idle connection included) does not hold a deploy. It reads the arena's
 API (`GET /api/jobs`, BenchFlow editors only), so it works against a deployed Space: ARENA_URL and
 the token chain are the CLI's (HF_TOKEN, else the token `hf auth login` saved). When it cannot tell
 (no token, not an editor, no answer) it exits 1 too: a deploy is safe only when it is known to be.
@@ -36,6 +37,8 @@ def main():
     holding = []
     for relay in view.get("relays", []):
         holding.append("run %s: relay %s" % (relay.get("run_id"), relay.get("state")))
+    for run_id, state in view.get("openenv_runs", []):
+        holding.append("OpenEnv run %s: %s" % (run_id, state))
     for job in view.get("jobs", []):
         if job.get("stage") in BUSY:
             what = "run %s" % job["run_id"] if job.get("run_id") else job.get("purpose", "job")
@@ -43,7 +46,7 @@ def main():
     if holding:
         print("predeploy: not now; a deploy would cut:\n  " + "\n  ".join(holding), file=sys.stderr)
         return 1
-    print("predeploy: no relay is connected and no PostTrain job is running or scheduling; safe to deploy.",
+    print("predeploy: no relay is connected, no PostTrain job is running or scheduling and no OpenEnv run is on the cluster; safe to deploy.",
           file=sys.stderr)
     return 0
 

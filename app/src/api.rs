@@ -63,7 +63,17 @@ pub trait ArenaReads: Send + Sync + 'static {
         &'a self,
         request: &'a http::request::Parts,
     ) -> BoxFuture<'a, Read<(bool, Vec<domain::openenv::SubmissionView>)>>;
+    /// An OpenEnv run and its events, if the requester may see it (its submitter, or an editor);
+    /// `None` when not signed in.
+    fn openenv_run<'a>(
+        &'a self,
+        request: &'a http::request::Parts,
+        run_id: &'a str,
+    ) -> BoxFuture<'a, Read<Option<OpenEnvRun>>>;
 }
+
+/// An OpenEnv run as its page shows it: the run and its events.
+pub type OpenEnvRun = (domain::openenv::run::OpenEnvRunView, Vec<domain::openenv::run::RunEvent>);
 
 fn missing() -> ApiErrorBody {
     ApiErrorBody::new(ErrorCode::Internal, "the page was rendered without the arena's read service")

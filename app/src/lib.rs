@@ -81,6 +81,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/arena/runs/:id") view=RunPage ssr=SsrMode::Async/>
                     <Route path=path!("/arena/jobs") view=JobsPage ssr=SsrMode::Async/>
                     <Route path=path!("/arena/openenv") view=openenv::OpenEnvPage ssr=SsrMode::Async/>
+                    <Route path=path!("/arena/openenv/runs/:id") view=openenv::OpenEnvRunPage ssr=SsrMode::Async/>
                 </Routes>
             </main>
             <Footer/>

@@ -3,10 +3,12 @@
 //! words; and the submit form, which runs the at-once checks that need no registry in the browser
 //! before anything is sent.
 
+use domain::openenv::run::{OpenEnvRunView, RunEvent};
 use domain::openenv::SubmissionView;
 use domain::ApiErrorBody;
 use leptos::prelude::*;
-use leptos_meta::Title;
+use leptos_meta::{Meta, Title};
+use leptos_router::hooks::use_params_map;
 
 use crate::api::{self, reads, ReadError};
 use crate::board::AccountBox;
@@ -90,6 +92,7 @@ pub fn OpenEnvPage() -> impl IntoView {
                 };
                 let return_to = "/arena/openenv".to_string();
                 let csrf = session.viewer.as_ref().map(|v| v.csrf.clone());
+                let runs = submissions.clone();
                 view! {
                     <p class=if connected { "cluster connected" } else { "cluster disconnected" }>{status}</p>
                     <AccountBox session return_to/>
@@ -103,6 +106,7 @@ pub fn OpenEnvPage() -> impl IntoView {
                                     {submissions.into_iter().map(|s| view! { <SubmissionCard s/> }).collect_view()}
                                 </ul> }.into_any()
                             }}
+                            <RunList submissions=runs/>
                             <h2>"Submit"</h2>
                             <OpenEnvSubmitForm csrf/>
                         }.into_any(),
@@ -128,6 +132,13 @@ fn SubmissionCard(s: SubmissionView) -> impl IntoView {
                 s.accepted_at,
                 s.error_origin.as_ref().map(|o| format!(" · rejected ({o})")).unwrap_or_default()
             )}</p>
+            {s.run.run_id.clone().map(|id| view! {
+                <p class="run">"Run " <a href=format!("/arena/openenv/runs/{id}")><code>{id.clone()}</code></a>
+                    {s.run.state.map(|st| format!(": {}", st.words()))}</p>
+            })}
+            {(s.state == "validated" && s.run.run_id.is_none()).then(|| view! {
+                <p class="note">"Admitted: the arena starts its run as soon as a GPU and sandboxes are free."</p>
+            })}
             {(s.state == "validating").then(|| view! {
                 <p class="note">"Admission probes each task in a fresh sandbox; this page shows the outcome when it is in."</p>
             })}
@@ -249,4 +260,125 @@ fn OpenEnvSubmitForm(csrf: String) -> impl IntoView {
             Err(e) => view! { <p class="error openenv-submitted">{e}</p> }.into_any(),
         })}
     }
+}
+
+/// The runs of these submissions, newest first.
+#[component]
+fn RunList(submissions: Vec<SubmissionView>) -> impl IntoView {
+    let runs: Vec<(String, String, String)> = submissions
+        .into_iter()
+        .filter_map(|s| {
+            let id = s.run.run_id?;
+            let state = s.run.state.map(|st| st.as_str().to_string()).unwrap_or_default();
+            Some((id, s.submission_id, state))
+        })
+        .collect();
+    (!runs.is_empty()).then(|| {
+        view! {
+            <h2>"Runs"</h2>
+            <ul class="openenv-runs">
+                {runs.into_iter().map(|(id, submission, state)| view! {
+                    <li><a href=format!("/arena/openenv/runs/{id}")><code>{id.clone()}</code></a>
+                        {format!(" · {submission} · {state}")}</li>
+                }).collect_view()}
+            </ul>
+        }
+    })
+}
+
+/// `/arena/openenv/runs/:id`: one run, followed live (the page reloads itself until the run ends).
+#[component]
+pub fn OpenEnvRunPage() -> impl IntoView {
+    let id = use_params_map().read_untracked().get("id").unwrap_or_default();
+    let reads = reads();
+    let parts = api::request_parts();
+    let shown_id = id.clone();
+    let page = async move { reads?.openenv_run(&parts?, &id).await };
+    view! {
+        <Title text=format!("Open Env Arena · OpenEnv run {shown_id}")/>
+        <h1>"OpenEnv run " <code>{shown_id.clone()}</code></h1>
+        <Suspense fallback=|| view! { <p>"Loading…"</p> }>
+            {Suspend::new(async move {
+                match page.await {
+                    Err(error) => view! { <ReadError what="this run" error/> }.into_any(),
+                    Ok(None) => view! {
+                        <p>"Sign in on " <a href="/arena/openenv">"the OpenEnv page"</a> " to follow your runs."</p>
+                    }.into_any(),
+                    Ok(Some((run, events))) => view! { <RunDetail run events/> }.into_any(),
+                }
+            })}
+        </Suspense>
+    }
+}
+
+#[component]
+fn RunDetail(run: OpenEnvRunView, events: Vec<RunEvent>) -> impl IntoView {
+    let live = !run.state.terminal();
+    view! {
+        {live.then(|| view! { <Meta http_equiv="refresh" content="5"/> })}
+        <p class=format!("openenv-run-state state-{}", run.state.as_str())>
+            <strong>{run.state.as_str()}</strong> ": " {run.state_words.clone()}
+            {format!(" · {} optimizer step(s) taken", run.policy_version)}
+        </p>
+        <p class="meta">{format!(
+            "Submission {} by {} · handed to the cluster {} · at most {} s on one H200 from the trainer's start{}",
+            run.submission_id, run.account, run.assigned_at, run.time_limit_s,
+            run.ended_at.as_ref().map(|t| format!(" · ended {t}")).unwrap_or_default()
+        )}</p>
+        {run.error.clone().map(|e| view! {
+            <p class="error">{e.code.map(|c| view! { <code>{c}</code> " " })} {e.message}</p>
+        })}
+        {live.then(|| view! { <p class="note">"This page follows the run: it reloads every five seconds until the run ends."</p> })}
+        <h2>"Mean reward per optimizer step"</h2>
+        <RewardChart curve=run.reward_curve.clone()/>
+        <h2>"Events"</h2>
+        <table class="openenv-events">
+            <thead><tr><th>"#"</th><th>"State"</th><th>"Version"</th><th>"At"</th><th>"Rewards"</th><th>"Message"</th></tr></thead>
+            <tbody>
+                {events.into_iter().map(|e| view! {
+                    <tr class=format!("state-{}", e.state.as_str())>
+                        <td>{e.seq}</td><td>{e.state.as_str()}</td><td>{e.policy_version}</td><td>{e.at}</td>
+                        <td>{e.rewards.map(|r| r.iter().map(|x| x.map_or("none".to_string(), |v| format!("{v:.2}"))).collect::<Vec<_>>().join(", "))}</td>
+                        <td>{e.message}</td>
+                    </tr>
+                }).collect_view()}
+            </tbody>
+        </table>
+    }
+}
+
+/// The mean reward of each step, on [0, 1].
+#[component]
+fn RewardChart(curve: Vec<(i64, f64)>) -> impl IntoView {
+    const W: f64 = 480.0;
+    const H: f64 = 160.0;
+    if curve.is_empty() {
+        return view! { <p class="note">"No optimizer step yet."</p> }.into_any();
+    }
+    let n = curve.len().max(2) as f64 - 1.0;
+    let points: Vec<String> = curve
+        .iter()
+        .enumerate()
+        .map(|(i, (_, mean))| {
+            format!(
+                "{:.1},{:.1}",
+                20.0 + i as f64 * (W - 40.0) / n,
+                H - 10.0 - mean.clamp(0.0, 1.0) * (H - 20.0)
+            )
+        })
+        .collect();
+    let label = curve.iter().map(|(v, m)| format!("step {}: {m:.2}", v + 1)).collect::<Vec<_>>().join(", ");
+    view! {
+        <svg class="reward-curve" viewBox=format!("0 0 {W} {H}") role="img" aria-label=format!("mean reward per step: {label}")>
+            <line x1="20" y1="10" x2="20" y2=H - 10.0 class="axis"/>
+            <line x1="20" y1=H - 10.0 x2=W - 20.0 y2=H - 10.0 class="axis"/>
+            <polyline class="mean-reward" points=points.join(" ")/>
+            {points.iter().map(|p| {
+                let (x, y) = p.split_once(',').unwrap_or(("0", "0"));
+                view! { <circle cx=x.to_string() cy=y.to_string() r="3"/> }
+            }).collect_view()}
+        </svg>
+        <p class="meta">{label}</p>
+    }
+    .into_any()
 }

@@ -381,6 +381,10 @@ pub struct JobsView {
     pub prices_usd_per_hour: BTreeMap<String, f64>,
     /// Runs whose job is connected to this arena (or reconnecting): a deploy would cut them.
     pub relays: Vec<RelayRow>,
+    /// OpenEnv runs on the training cluster, not yet ended (`run_id`, `state`): a deploy would cut
+    /// their events (the cluster's idle connection does not count).
+    #[serde(default)]
+    pub openenv_runs: Vec<(String, String)>,
     /// Committed spend after each reservation, in the order they were made.
     pub committed_history: Vec<SpendPoint>,
 }

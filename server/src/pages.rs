@@ -127,19 +127,19 @@ impl ArenaReads for AppState {
     ) -> BoxFuture<'a, Read<(bool, Vec<domain::openenv::SubmissionView>)>> {
         Box::pin(async move {
             let connected = service::openenv::connected(self).await.map_err(shown)?;
-            let viewer = match request.extensions.get::<tower_sessions::Session>() {
-                Some(session) => crate::identity::session_user(session).await,
-                None => None,
-            };
-            let Some(u) = viewer else { return Ok((connected, Vec::new())) };
-            let me = Identity {
-                id: u.id,
-                name: u.name,
-                fullname: u.fullname,
-                editor: u.editor,
-                via: Via::Session,
-            };
+            let Some(me) = page_identity(request).await else { return Ok((connected, Vec::new())) };
             Ok((connected, service::openenv::visible_to(self, &me).await.map_err(shown)?))
+        })
+    }
+
+    fn openenv_run<'a>(
+        &'a self,
+        request: &'a axum::http::request::Parts,
+        run_id: &'a str,
+    ) -> BoxFuture<'a, Read<Option<app::api::OpenEnvRun>>> {
+        Box::pin(async move {
+            let Some(me) = page_identity(request).await else { return Ok(None) };
+            Ok(Some(service::openenv_runs::view_with_events(self, &me, run_id).await.map_err(shown)?))
         })
     }
 
@@ -248,4 +248,11 @@ pub fn router(state: &AppState) -> Router<AppState> {
             move || shell(options.clone())
         })
         .fallback(leptos_axum::file_and_error_handler_with_context::<AppState, _>(context, shell))
+}
+
+/// Who is signed in on the page's request, as the services see an identity.
+async fn page_identity(request: &axum::http::request::Parts) -> Option<Identity> {
+    let session = request.extensions.get::<tower_sessions::Session>()?;
+    let u = crate::identity::session_user(session).await?;
+    Some(Identity { id: u.id, name: u.name, fullname: u.fullname, editor: u.editor, via: Via::Session })
 }

@@ -92,8 +92,14 @@ def call(method, url, tok, body=None):
 
 
 @pytest.fixture(scope="module")
-def verdicts(arena_url):
+def verdicts():
     """Every variant submitted at once; the arena's final answer for each."""
+    arena_url = os.environ.get("ARENA_TEST_URL")
+    if not arena_url:
+        pytest.fail("ARENA_TEST_URL is not set: run these tests through dev/test, which starts the arena")
+    # The tool's verdicts first, one server at a time (each imports openenv-core and gradio: seconds
+    # of CPU that would otherwise slow the arena's sandboxes past their health limit).
+    theirs = {variant: openenv_validate(variant) for variant in VARIANTS}
     stamp = int(time.time())
     ids = {}
     for variant in VARIANTS:
@@ -103,8 +109,11 @@ def verdicts(arena_url):
             "name": "Arena echo " + variant,
             "image": "ghcr.io/test/arena-echo:" + variant,
             "schema": SCHEMA,
-            "tasks": [{"task_id": "echo-1", "split": "train"}],
+            # 3,600 s of walls: three steps fit in the run's time (fewer sandboxes than the defaults' five).
+            "tasks": [{"task_id": "echo-1", "split": "train", "rollout_wall_s": 3300}],
             "example_actions": [{"message": "hello"}, {"message": "done"}],
+            # Episodes that do not end by themselves are scored through it: each step trains.
+            "finish_action": {"message": "done"},
         }
         status, answer = call("POST", arena_url + "/api/openenv/submissions", token(variant), body)
         assert status == 202, (variant, answer)
@@ -119,15 +128,40 @@ def verdicts(arena_url):
                 answers[variant] = answer
         assert time.time() < deadline, {v: a["state"] for v, a in answers.items()}
         time.sleep(1)
-    return answers
+    return {variant: (answers[variant], theirs[variant]) for variant in VARIANTS}
+
+
+def test_the_admitted_variant_trains_to_completed(verdicts):
+    """The arena hands the admitted submission to the simulated cluster, whose trainer plays its
+    episodes against the image's server (a fresh sandbox each) until the run ends."""
+    arena_url = os.environ["ARENA_TEST_URL"]
+    tok = token("ok")
+    sub = verdicts["ok"][0]["submission_id"]
+    deadline = time.time() + 420
+    while True:
+        status, answer = call("GET", arena_url + "/api/openenv/submissions/" + sub, tok)
+        run_id = answer["run"]["run_id"]
+        if run_id:
+            status, run = call("GET", arena_url + "/api/openenv/runs/" + run_id, tok)
+            assert status == 200, run
+            if run["state"] in ("completed", "failed", "cancelled"):
+                break
+        assert time.time() < deadline, answer
+        time.sleep(2)
+    assert (run["state"], run["policy_version"]) == ("completed", 3), run
+    status, events = call("GET", arena_url + "/api/openenv/runs/%s/events" % run_id, tok)
+    states = [e["state"] for e in events["events"]]
+    assert states == ["starting", "loading"] + ["rolling", "updating"] * 3 + ["cleanup", "completed"], states
+    # Another account does not see it.
+    status, other = call("GET", arena_url + "/api/openenv/runs/" + run_id, token("never-ends"))
+    assert (status, other["code"]) == (404, "RUN_NOT_FOUND")
 
 
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
 def test_admission_agrees_with_openenv_validate(verdicts, variant):
-    answer = verdicts[variant]
+    answer, theirs = verdicts[variant]
     _, state, code, origin = VARIANTS[variant]
     errors = answer["report"]["errors"]
     assert (answer["state"], errors[0]["code"] if errors else None, answer["error_origin"]) == (state, code, origin), answer
-    theirs = openenv_validate(variant)
     ours = not errors or errors[0]["code"] not in ENDPOINT_CODES
     assert ours == theirs, (variant, answer)

@@ -49,6 +49,14 @@ def test_a_running_or_scheduling_job_holds_the_deploy(scripted_server):
         assert stage in r.stderr
 
 
+def test_an_openenv_run_on_the_cluster_holds_the_deploy(scripted_server):
+    view = dict(jobs(), openenv_runs=[["oe-1a2b", "rolling"]])
+    server, url = scripted_server([json_answer(view)])
+    r = run(url)
+    assert r.returncode == 1
+    assert "OpenEnv run oe-1a2b: rolling" in r.stderr
+
+
 def test_cannot_tell_is_not_safe(scripted_server):
     server, url = scripted_server([json_answer({"code": "FORBIDDEN", "message": "editors only"}, 403)])
     assert run(url).returncode == 1
@@ -56,7 +64,8 @@ def test_cannot_tell_is_not_safe(scripted_server):
 
 
 def test_against_the_arena_with_an_editors_token(arena_url, tokens):
-    # Nothing of this arena's runs is going on while the CLI tests run.
+    # Nothing of this arena's runs is going on while the CLI tests run (the OpenEnv tests wait for
+    # their run to end).
     r = run(arena_url, token=tokens["eve"])
     assert r.returncode == 0, r.stderr
     assert run(arena_url, token=tokens["bob"]).returncode == 1, "not an editor: cannot tell"

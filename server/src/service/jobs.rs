@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use domain::openenv::run::RunState;
 use domain::runs::follow::{self, RelayState};
 use domain::views::{JobRow, JobsView, RelayRow, SpendPoint};
 
@@ -96,7 +97,15 @@ pub async fn list(s: &AppState) -> Result<JobsView, ApiError> {
         .into_iter()
         .map(|(at, cents)| SpendPoint { at, committed_usd: domain::budget::dollars(cents) })
         .collect();
-    Ok(JobsView { jobs, budget, prices_usd_per_hour: prices, relays, committed_history })
+    let openenv_runs = repo::openenv_runs::in_states(
+        &s.db,
+        &[RunState::Starting, RunState::Loading, RunState::Rolling, RunState::Updating, RunState::Cleanup],
+    )
+    .await?
+    .into_iter()
+    .map(|r| (r.run_id, r.state.as_str().to_string()))
+    .collect();
+    Ok(JobsView { jobs, budget, prices_usd_per_hour: prices, relays, openenv_runs, committed_history })
 }
 
 fn follow_terminal(stage: &str) -> bool {

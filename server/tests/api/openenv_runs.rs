@@ -245,3 +245,115 @@ async fn an_editor_cancels_a_run() {
     connection.abort();
     app.finish().await;
 }
+
+/// Measurements (`dev/bench-openenv`): episodes a second the simulated trainer sustains against the
+/// local echo image (a fresh sandbox per episode, five at once), and the arena's cost per event
+/// with five runs streaming over one cluster connection (a scripted cluster that sends as fast as
+/// the acks come back, eight events in flight).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement: dev/bench-openenv runs it"]
+async fn measure_openenv_runs() {
+    use futures_util::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    use tokio_tungstenite::tungstenite::Message;
+
+    for backend in [Backend::Sqlite, Backend::Postgres] {
+        let app = TestApp::new(backend).await;
+        // 1. A whole run: 5 steps of 5 episodes.
+        let connection = standin::cluster::connect(&app.url, CLUSTER_SECRET, cluster(Some(trainer(&app))));
+        wait_connected(&app).await;
+        admitted(&app, "bench-run", ALICE).await;
+        let run = run_of(&app, "bench-run", ALICE).await;
+        wait_state(&app, &run, |s| s == "loading").await;
+        let start = Instant::now();
+        let v = wait_state(&app, &run, |s| matches!(s, "completed" | "failed")).await;
+        let episodes = 5 * v["policy_version"].as_i64().unwrap();
+        let secs = start.elapsed().as_secs_f64();
+        println!(
+            "BENCH {backend:?} trainer vs echo_server.py image: {episodes} episodes in {secs:.2} s = {:.1} episodes/s",
+            episodes as f64 / secs
+        );
+        connection.abort();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+
+        // 2. Five runs handed to a scripted cluster, then their events streamed.
+        for i in 0..5 {
+            app.exec("DELETE FROM openenv_quota").await.unwrap();
+            let id = format!("stream-{i}");
+            let r = app.post_as("/api/openenv/submissions", &echo_submission(&id).to_string(), ALICE).await;
+            assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.text());
+        }
+        app.exec(
+            "UPDATE openenv_submissions SET state = 'validated', slot_state = 'used' WHERE run_id IS NULL",
+        )
+        .await
+        .unwrap();
+        let url = format!("ws://{}/api/relay/cluster", app.url.trim_start_matches("http://"));
+        let mut request = url.into_client_request().unwrap();
+        request.headers_mut().insert("authorization", format!("Bearer {CLUSTER_SECRET}").parse().unwrap());
+        let (mut ws, _) = tokio_tungstenite::connect_async(request).await.unwrap();
+        let text = |v: Value| Message::Text(v.to_string().into());
+        let mut runs = Vec::new();
+        ws.send(text(json!({"kind": "hello", "gpus_free": 1, "sandboxes_free": 5, "runs": []})))
+            .await
+            .unwrap();
+        while runs.len() < 5 {
+            let Some(Ok(Message::Text(t))) = ws.next().await else { panic!("the arena closed") };
+            let m: Value = serde_json::from_str(&t).unwrap();
+            if m["kind"] == "assign" {
+                let id = m["run_id"].as_str().unwrap().to_string();
+                if !runs.contains(&id) {
+                    ws.send(text(json!({"kind": "accepted", "run_id": id}))).await.unwrap();
+                    runs.push(id);
+                }
+            } else if m["of"] == "accepted" || m["of"] == "hello" {
+                ws.send(text(json!({"kind": "heartbeat", "gpus_free": 1, "sandboxes_free": 5})))
+                    .await
+                    .unwrap();
+            }
+        }
+        const PER_RUN: i64 = 201;
+        let event = |run: &str, seq: i64| {
+            let (state, version) = match seq {
+                1 => ("loading", 0),
+                s if s % 2 == 0 => ("rolling", (s - 2) / 2),
+                s => ("updating", (s - 3) / 2),
+            };
+            let mut e =
+                json!({"seq": seq, "state": state, "policy_version": version, "at": "2026-11-30T12:00:00Z"});
+            if state == "updating" {
+                e["rewards"] = json!([0.5, 1.0, 0.25, 0.75]);
+            }
+            json!({"kind": "event", "run_id": run, "event": e})
+        };
+        let all: Vec<Value> = (1..=PER_RUN)
+            .flat_map(|seq| runs.iter().map(move |r| (r.clone(), seq)))
+            .map(|(r, s)| event(&r, s))
+            .collect();
+        let total = all.len();
+        let start = Instant::now();
+        let (mut sent, mut acked, window) = (0usize, 0usize, 8usize);
+        while acked < total {
+            while sent < total && sent - acked < window {
+                ws.send(text(all[sent].clone())).await.unwrap();
+                sent += 1;
+            }
+            let Some(Ok(Message::Text(t))) = ws.next().await else { panic!("the arena closed") };
+            let m: Value = serde_json::from_str(&t).unwrap();
+            if m["of"] == "event" {
+                assert!(m["error"].is_null(), "{m}");
+                acked += 1;
+            }
+        }
+        let secs = start.elapsed().as_secs_f64();
+        println!(
+            "BENCH {backend:?} 5 runs streaming: {total} events in {secs:.2} s = {:.0} events/s, {:.2} ms of the arena per event",
+            total as f64 / secs,
+            secs * 1000.0 / total as f64
+        );
+        let stored = app.scalar("SELECT COUNT(*) FROM openenv_run_events").await;
+        assert!(stored >= total as i64, "{stored}");
+        drop(ws);
+        app.finish().await;
+    }
+}
