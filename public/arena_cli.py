@@ -12,9 +12,9 @@ Environment:
 
 Exit status: 0 success, 1 an error answer or a network failure, 2 a usage error, 3 a preflight
 that says the run is not allowed, 4 a command that needs your identity found no token. `validate`
-exits 1 when the arena answers but says the collection is not valid (`"valid": false`), and
-`submit` then exits 1 without submitting; `"valid": true` exits 0 even when no task is eligible,
-so read `eligible_tasks`.
+exits 0 on any validation answer: `"valid": false` is an answer, its findings on stderr (read
+`valid` and `eligible_tasks`); `submit` exits 1 without submitting when the collection is not
+valid.
 """
 
 import argparse
@@ -270,9 +270,10 @@ def cmd_validate(args):
     emit(report)
     lines = report_lines(report)
     if not is_valid(report):
+        # An answer, not an error (the guide's exit codes keep 1 for error answers and network failures).
         lines.append("Next: fix every error, upload the collection again and run validate again.")
         summary("\n".join(lines))
-        return EXIT_ERROR
+        return EXIT_OK
     if report.get("eligible_tasks") == 0:
         lines.append("Next: no task is eligible yet; fix the findings that exclude tasks, upload and validate again.")
     else:
@@ -284,7 +285,8 @@ def cmd_validate(args):
 
 
 def pinned_path(path):
-    return path + ".pinned.json"
+    # A pinned file submitted again is its own pinned copy.
+    return path if path.endswith(".pinned.json") else path + ".pinned.json"
 
 
 def write_pinned(path, body):
@@ -314,7 +316,8 @@ def cmd_submit(args):
     revision = str(body.get("revision") or "")
     if COMMIT_RE.match(revision):
         pinned = body
-        summary("%s is already pinned to commit %s." % (args.file, revision))
+        write_pinned(pinned_path(args.file), pinned)
+        summary("%s is already pinned to commit %s; saved the request as %s." % (args.file, revision, pinned_path(args.file)))
     else:
         commit = str((report.get("source") or {}).get("commit") or "")
         if not COMMIT_RE.match(commit):
@@ -770,7 +773,7 @@ def build_parser():
     p.set_defaults(func=cmd_board_post)
     env_help = ('environment.json: {"agent_id", "challenge_id", "repo_type": "dataset"|"github", "repo_id", '
                 '"revision", "entry_path", "title", "notes"}')
-    p = sub.add_parser("validate", help="check a published collection without storing it (exit 1 when not valid)")
+    p = sub.add_parser("validate", help="check a published collection without storing it (exit 0 with `valid: false` too: read the answer)")
     p.add_argument("--file", required=True, help=env_help)
     p.set_defaults(func=cmd_validate)
     p = sub.add_parser(

@@ -43,6 +43,24 @@ pub struct EnvironmentRecord {
     pub legacy: bool,
     pub created_at: String,
     pub source_url: String,
+    /// What validation recorded of each task: `static.task_identity`, task directory → `sha256:`
+    /// content hash, so a result names exactly which task content it trained on.
+    #[serde(default)]
+    pub quality_gates: RecordGates,
+}
+
+/// The part of the validation report a stored record carries.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct RecordGates {
+    #[serde(rename = "static", default)]
+    pub static_: RecordStaticGates,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct RecordStaticGates {
+    pub task_identity: std::collections::BTreeMap<String, String>,
 }
 
 impl EnvironmentRecord {

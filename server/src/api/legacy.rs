@@ -44,3 +44,22 @@ pub async fn results(ApiQuery(p): ApiQuery<LegacyParams>) -> Result<Json<LegacyL
 pub async fn verification(ApiQuery(p): ApiQuery<LegacyParams>) -> Result<Json<LegacyList>, ApiError> {
     Ok(answer(p))
 }
+
+/// The legacy competitions catalogue: retired, and empty.
+#[derive(serde::Serialize, utoipa::ToSchema)]
+pub struct Competitions {
+    /// Always empty: there is no competition to enter.
+    #[schema(value_type = Vec<Object>)]
+    pub competitions: Vec<serde_json::Value>,
+    pub note: String,
+}
+
+#[utoipa::path(get, path = "/api/arena/competitions", tag = "legacy",
+    responses((status = 200, description = "the legacy catalogue for uploading trained adapters to a practice track: retired, and empty (see /AGENTS-legacy.md)", body = Competitions)))]
+pub async fn competitions() -> Json<Competitions> {
+    Json(Competitions {
+        competitions: Vec::new(),
+        note: "The competitions catalogue is retired and empty; it is unrelated to challenges and tracks. See /AGENTS-legacy.md."
+            .into(),
+    })
+}

@@ -102,6 +102,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(legacy::experiment_groups))
         .routes(routes!(legacy::results))
         .routes(routes!(legacy::verification))
+        .routes(routes!(legacy::competitions))
         // The jobs' relay: a WebSocket, authenticated by each run's own secret.
         .route("/api/relay/runs/{run_id}", axum::routing::get(relay::relay))
         .route("/api/relay/cluster", axum::routing::get(openenv::cluster))

@@ -1,7 +1,7 @@
 //! Submitted collections. `(author_id, track, repo_type, repo_id, commit_sha, entry_path)` is
 //! unique, so a repeated submit (even concurrent ones) finds the first record instead of a second.
 
-use domain::collection::record::{EnvironmentRecord, TRACK};
+use domain::collection::record::{EnvironmentRecord, RecordGates, RecordStaticGates, TRACK};
 use domain::collection::request::Source;
 use domain::collection::Report;
 use sqlx::any::AnyRow;
@@ -11,7 +11,7 @@ use crate::db::Db;
 
 const COLUMNS: &str = "id, author, agent_id, challenge_id, track, repo_type, repo_id, revision, commit_sha, \
     entry_path, title, notes, valid, tasks, eligible_tasks, gates_version, legacy, created_at, \
-    first_gates_version, rechecked_at, recheck_error";
+    first_gates_version, rechecked_at, recheck_error, task_identity";
 
 fn record(row: &AnyRow) -> Result<EnvironmentRecord, sqlx::Error> {
     let repo_type: String = row.try_get("repo_type")?;
@@ -55,6 +55,12 @@ fn record(row: &AnyRow) -> Result<EnvironmentRecord, sqlx::Error> {
         legacy: row.try_get::<i64, _>("legacy")? != 0,
         created_at: row.try_get("created_at")?,
         source_url,
+        quality_gates: RecordGates {
+            static_: RecordStaticGates {
+                task_identity: serde_json::from_str(&row.try_get::<String, _>("task_identity")?)
+                    .map_err(|e| sqlx::Error::Decode(e.into()))?,
+            },
+        },
     })
 }
 
@@ -78,8 +84,9 @@ pub async fn submit(db: &Db, n: NewEnvironment<'_>) -> Result<(bool, Environment
     let report_json = serde_json::to_string(n.report).map_err(|e| sqlx::Error::Encode(Box::new(e)))?;
     let inserted = sqlx::query(
         "INSERT INTO environments (id, author, author_id, agent_id, challenge_id, track, repo_type, repo_id, \
-         revision, commit_sha, entry_path, title, notes, valid, tasks, eligible_tasks, gates_version, report, created_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19) \
+         revision, commit_sha, entry_path, title, notes, valid, tasks, eligible_tasks, gates_version, report, created_at, \
+         task_identity) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20) \
          ON CONFLICT DO NOTHING",
     )
     .bind(n.id)
@@ -101,6 +108,7 @@ pub async fn submit(db: &Db, n: NewEnvironment<'_>) -> Result<(bool, Environment
     .bind(&n.report.quality_gates.static_.version)
     .bind(report_json)
     .bind(n.now)
+    .bind(identities(n.report)?)
     .execute(&db.writer)
     .await?
     .rows_affected()
@@ -211,7 +219,7 @@ pub async fn rechecked(
     let done = sqlx::query(
         "UPDATE environments SET report = $3, valid = $4, tasks = $5, eligible_tasks = $6, gates_version = $7, \
          first_gates_version = COALESCE(first_gates_version, gates_version), rechecked_at = $8, \
-         recheck_error = NULL, recheck_epoch = $9 WHERE id = $1 AND gates_version = $2",
+         recheck_error = NULL, recheck_epoch = $9, task_identity = $10 WHERE id = $1 AND gates_version = $2",
     )
     .bind(id)
     .bind(from)
@@ -222,6 +230,7 @@ pub async fn rechecked(
     .bind(&report.quality_gates.static_.version)
     .bind(now)
     .bind(epoch)
+    .bind(identities(report)?)
     .execute(&db.writer)
     .await?;
     Ok(done.rows_affected() == 1)
@@ -236,4 +245,9 @@ pub async fn recheck_failed(db: &Db, id: &str, error: &str, epoch: i64) -> Resul
         .execute(&db.writer)
         .await?;
     Ok(())
+}
+
+fn identities(report: &Report) -> Result<String, sqlx::Error> {
+    serde_json::to_string(&report.quality_gates.static_.task_identity)
+        .map_err(|e| sqlx::Error::Encode(Box::new(e)))
 }

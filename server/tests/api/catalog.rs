@@ -132,6 +132,10 @@ on_both_backends!(legacy_results_answer_empty, |app| {
         let json = app.get(&format!("{route}?legacy=true")).await.json();
         assert_eq!(json["legacy"], true);
     }
+    // The legacy competitions catalogue answers, empty, and points at /AGENTS-legacy.md.
+    let json = app.get("/api/arena/competitions").await.json();
+    assert_eq!(json["competitions"], serde_json::json!([]));
+    assert!(json["note"].as_str().unwrap().contains("/AGENTS-legacy.md"));
 });
 
 /// Health reads the live state: a connected challenge refuses while a run holds a reservation.

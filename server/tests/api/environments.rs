@@ -90,10 +90,14 @@ on_both_backends!(multi_thread, submit_pins_the_commit_and_repeats_find_the_firs
     assert_eq!(list["environments"].as_array().unwrap().len(), 2);
     let one = app.get(&format!("/api/environments/{id}")).await;
     assert_eq!(one.status, StatusCode::OK);
-    assert_eq!(
-        one.json()["validation"]["quality_gates"]["static"]["task_identity"].as_object().unwrap().len(),
-        2
-    );
+    let identities = one.json()["validation"]["quality_gates"]["static"]["task_identity"].clone();
+    assert_eq!(identities.as_object().unwrap().len(), 2);
+    // The stored record carries them too, in the listing and the submit's answer.
+    let listed =
+        list["environments"].as_array().unwrap().iter().find(|e| e["environment_id"] == id.as_str()).unwrap();
+    assert_eq!(listed["quality_gates"]["static"]["task_identity"], identities);
+    assert_eq!(f["environment"]["quality_gates"]["static"]["task_identity"], identities);
+    assert!(identities.as_object().unwrap().values().all(|h| h.as_str().unwrap().starts_with("sha256:")));
     let page = app.get(&format!("/api/app/submissions/{id}")).await.json();
     let pt = &page["posttrain"];
     assert!(pt["commands"][0].as_str().unwrap().contains(&commit), "{pt:#}");
