@@ -315,6 +315,11 @@ pub struct VersionView {
     pub started_at: String,
     /// True when served files changed on disk after the server started.
     pub files_changed: bool,
+    /// Held-out suites a challenge scores on that this deployment has no fingerprint of
+    /// (`challenge/suite`): validation could not check overlap with them. A deployment matter, said
+    /// here once, not a warning on every collection (a participant cannot fix it).
+    #[serde(default)]
+    pub heldout_unchecked: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -41,6 +41,7 @@ impl BuildInfo {
             build_time: self.build_time.clone(),
             started_at: self.started_at.clone(),
             files_changed: snapshot(&self.site_root) != self.snapshot,
+            heldout_unchecked: Vec::new(),
         }
     }
 }

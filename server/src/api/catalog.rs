@@ -60,5 +60,11 @@ pub async fn budget(State(s): State<AppState>) -> Result<Response, ApiError> {
 
 #[utoipa::path(get, path = "/api/version", tag = "arena", responses((status = 200, body = VersionView)))]
 pub async fn version(State(s): State<AppState>) -> Json<VersionView> {
-    Json(s.build.view())
+    let mut view = s.build.view();
+    for c in &s.registry.challenges {
+        for suite in crate::heldout::unchecked(&s.fingerprints, c) {
+            view.heldout_unchecked.push(format!("{}/{suite}", c.id()));
+        }
+    }
+    Json(view)
 }

@@ -1,7 +1,6 @@
 //! Reads of submitted collections.
 
 use domain::collection::record::{posttrain, EnvironmentRecord, SubmissionDetail};
-use domain::collection::report::Warning;
 use domain::collection::request::Source;
 use domain::collection::Report;
 use domain::gates::GATES_VERSION;
@@ -64,22 +63,12 @@ pub async fn submission(s: &AppState, id: &str) -> Result<SubmissionDetail, ApiE
 }
 
 /// Validates a source for a challenge: the static gates against the challenge's held-out
-/// fingerprints, warning about any suite this arena has no fingerprint of.
+/// fingerprints. A suite this deployment has no fingerprint of is not the participant's to fix: it
+/// is said once, by `/api/version` (`heldout_unchecked`), and each report lists the suites it was
+/// compared with (`quality_gates.static.heldout`).
 pub async fn validate(s: &AppState, source: &Source, challenge: &Challenge) -> Result<Fetched, SourceError> {
     let held = heldout::for_challenge(&s.fingerprints, Some(challenge));
-    let mut fetched = s.sources.validate(source, held).await?;
-    for suite in heldout::unchecked(&s.fingerprints, challenge) {
-        fetched.report.warnings.push(Warning {
-            code: "W-HELDOUT-UNCHECKED".into(),
-            field: None,
-            count: None,
-            tasks: Vec::new(),
-            message: format!(
-                "this arena has no fingerprint of the held-out suite `{suite}`: overlap with it was not checked"
-            ),
-        });
-    }
-    Ok(fetched)
+    s.sources.validate(source, held).await
 }
 
 /// How many collections one re-check pass takes (each reads its repository again).

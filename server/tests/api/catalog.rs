@@ -120,9 +120,50 @@ on_both_backends!(version_reports_the_build_and_notices_changed_files, |app| {
     assert!(json["commit"].as_str().is_some_and(|c| !c.is_empty()));
     assert!(json["build_time"].as_str().unwrap().contains('T'));
     assert_eq!(json["files_changed"], false);
+    assert_eq!(json["heldout_unchecked"], serde_json::json!([]), "every suite has its fingerprint here");
     std::fs::write(app.site_root.join("pkg/arena.css"), "body { color: red }").unwrap();
     assert_eq!(app.get("/api/version").await.json()["files_changed"], true);
 });
+
+/// A suite the challenge scores on without a fingerprint here is the deployment's to fix: said
+/// once by /api/version, not as a warning on each collection's validation.
+#[tokio::test]
+async fn a_suite_without_a_fingerprint_is_said_once_by_the_version() {
+    let configs = copy_configs(|path, text| match path {
+        "challenges/openenv-9b.toml" => text
+            .replace(r#"suites = ["openenv-heldout"]"#, r#"suites = ["openenv-heldout", "extra-heldout"]"#),
+        _ => text,
+    });
+    let suite = std::fs::read_to_string(configs.path().join("suites/openenv-heldout.toml")).unwrap();
+    std::fs::write(
+        configs.path().join("suites/extra-heldout.toml"),
+        suite
+            .replace(r#"id = "openenv-heldout""#, r#"id = "extra-heldout""#)
+            .replace("default = true", "default = false"),
+    )
+    .unwrap();
+    let app = TestApp::with(
+        crate::harness::Backend::Sqlite,
+        Options {
+            configs_dir: configs.path().to_path_buf(),
+            keep: None,
+            limits: crate::harness::LIMITS,
+            clock: None,
+        },
+    )
+    .await;
+    let json = app.get("/api/version").await.json();
+    assert_eq!(json["heldout_unchecked"], serde_json::json!(["openenv-9b/extra-heldout"]));
+    let commit = app.publish("datasets", "alice/pack", &crate::harness::fixture("good"));
+    let body = serde_json::json!({"challenge_id": "openenv-9b", "repo_type": "dataset", "repo_id": "alice/pack",
+        "revision": commit, "entry_path": "", "title": "t", "notes": ""});
+    let report =
+        app.post_as("/api/environments/validate", &body.to_string(), crate::harness::ALICE).await.json();
+    let codes: Vec<&str> =
+        report["warnings"].as_array().unwrap().iter().filter_map(|w| w["code"].as_str()).collect();
+    assert!(!codes.contains(&"W-HELDOUT-UNCHECKED"), "{codes:?}");
+    app.finish().await;
+}
 
 on_both_backends!(legacy_results_answer_empty, |app| {
     for route in ["/api/experiment-groups", "/api/results", "/api/verification"] {
