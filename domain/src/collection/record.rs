@@ -21,8 +21,16 @@ pub struct EnvironmentRecord {
     pub agent_id: Option<String>,
     /// The HF user who submitted it: the collection's author and contact.
     pub author: String,
+    /// The open challenge it was submitted for, or the track (`environments`) when submitted to
+    /// the track alone.
     pub challenge_id: String,
+    /// Where the record is stored: the collections' track.
     pub track: String,
+    /// The challenge named at submission (null when the request named the track): the glossary's
+    /// "stored under the track, with the challenge kept as `target_challenge_id`". Any validated
+    /// collection can run on any open challenge.
+    #[serde(default)]
+    pub target_challenge_id: Option<String>,
     pub repo_type: String,
     pub repo_id: String,
     /// The revision as asked; `commit` is what it resolved to and what is pinned.

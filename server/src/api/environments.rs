@@ -88,21 +88,29 @@ fn source_error(e: SourceError, source: &Source) -> ApiError {
     }
 }
 
-/// Checks the request, the challenge and the agent; answers the source to read.
+/// Checks the request, the challenge (or the track: `challenge_id` may name the collections'
+/// track, `environments`, instead of an open challenge) and the agent; answers the source to read.
 async fn prepare<'a>(
     s: &'a AppState,
     me: &Identity,
     req: &EnvironmentRequest,
-) -> Result<(Source, &'a Challenge), ApiError> {
+) -> Result<(Source, Option<&'a Challenge>), ApiError> {
     let source =
         req.source().map_err(|problems| ApiError::new(ErrorCode::InvalidEnvironment, problems.join("; ")))?;
-    let challenge = s.registry.challenge(&req.challenge_id).ok_or_else(|| {
-        ApiError::new(
-            ErrorCode::ChallengeNotFound,
-            format!("no challenge `{}`; `challenges` lists them", req.challenge_id),
-        )
-    })?;
-    if challenge.spec.challenge.status != ChallengeStatus::Open {
+    let challenge = if req.challenge_id == domain::collection::record::TRACK {
+        None
+    } else {
+        Some(s.registry.challenge(&req.challenge_id).ok_or_else(|| {
+            ApiError::new(
+                ErrorCode::ChallengeNotFound,
+                format!(
+                    "no challenge `{}`; `challenges` lists them (or name the track, `environments`)",
+                    req.challenge_id
+                ),
+            )
+        })?)
+    };
+    if let Some(challenge) = challenge.filter(|c| c.spec.challenge.status != ChallengeStatus::Open) {
         return Err(ApiError::new(
             ErrorCode::InvalidEnvironment,
             format!(
@@ -133,7 +141,7 @@ async fn run_validation(
     s: &AppState,
     req: &EnvironmentRequest,
     source: Source,
-    challenge: &Challenge,
+    challenge: Option<&Challenge>,
 ) -> Result<ValidationView, ApiError> {
     let fetched =
         service::environments::validate(s, &source, challenge).await.map_err(|e| source_error(e, &source))?;
@@ -239,7 +247,7 @@ pub async fn submit(
             author: &me.name,
             author_id: &me.id,
             agent_id: req.agent_id.as_deref(),
-            challenge_id: challenge.id(),
+            challenge_id: challenge.map(|c| c.id()).unwrap_or(domain::collection::record::TRACK),
             source: &source,
             commit: &commit,
             title: &title,

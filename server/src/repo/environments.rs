@@ -38,6 +38,7 @@ fn record(row: &AnyRow) -> Result<EnvironmentRecord, sqlx::Error> {
         notes: row.try_get("notes")?,
         agent_id: row.try_get("agent_id")?,
         author: row.try_get("author")?,
+        target_challenge_id: Some(row.try_get::<String, _>("challenge_id")?).filter(|c| c != TRACK),
         challenge_id: row.try_get("challenge_id")?,
         track: row.try_get("track")?,
         repo_type,
@@ -162,7 +163,7 @@ pub async fn list(
     limit: i64,
 ) -> Result<Vec<EnvironmentRecord>, sqlx::Error> {
     let rows = sqlx::query(&format!(
-        "SELECT {COLUMNS} FROM environments WHERE ($1 = '' OR challenge_id = $1) AND (legacy = 0 OR $2 = 1) \
+        "SELECT {COLUMNS} FROM environments WHERE ($1 = '' OR challenge_id = $1 OR track = $1) AND (legacy = 0 OR $2 = 1) \
          ORDER BY seq DESC LIMIT $3"
     ))
     .bind(challenge_id.unwrap_or(""))

@@ -66,8 +66,12 @@ pub async fn submission(s: &AppState, id: &str) -> Result<SubmissionDetail, ApiE
 /// fingerprints. A suite this deployment has no fingerprint of is not the participant's to fix: it
 /// is said once, by `/api/version` (`heldout_unchecked`), and each report lists the suites it was
 /// compared with (`quality_gates.static.heldout`).
-pub async fn validate(s: &AppState, source: &Source, challenge: &Challenge) -> Result<Fetched, SourceError> {
-    let held = heldout::for_challenge(&s.fingerprints, Some(challenge));
+pub async fn validate(
+    s: &AppState,
+    source: &Source,
+    challenge: Option<&Challenge>,
+) -> Result<Fetched, SourceError> {
+    let held = heldout::for_challenge(&s.fingerprints, challenge);
     s.sources.validate(source, held).await
 }
 
@@ -87,10 +91,17 @@ pub async fn recheck_pass(s: &AppState) -> Result<usize, ApiError> {
         let Some((record, _)) = repo::environments::get(&s.db, &id).await? else { continue };
         // When the next try is due: `retry_in` seconds from now.
         let retry = |retry_in: i64| epoch - DAY_S + retry_in;
-        let Some(challenge) = s.registry.challenge(&record.challenge_id) else {
-            let error = format!("the challenge `{}` is no longer in the registry", record.challenge_id);
-            repo::environments::recheck_failed(&s.db, &id, &error, retry(DAY_S)).await?;
-            continue;
+        // A record stored under the track alone is compared with every suite as not evaluated.
+        let challenge = match record.target_challenge_id.as_deref() {
+            None => None,
+            Some(c) => match s.registry.challenge(c) {
+                Some(c) => Some(c),
+                None => {
+                    let error = format!("the challenge `{c}` is no longer in the registry");
+                    repo::environments::recheck_failed(&s.db, &id, &error, retry(DAY_S)).await?;
+                    continue;
+                }
+            },
         };
         let Some(source) = record.pinned_source() else { continue };
         match validate(s, &source, challenge).await {

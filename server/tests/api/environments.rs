@@ -421,3 +421,49 @@ async fn a_planned_challenge_takes_no_collections() {
     assert!(r.json()["message"].as_str().unwrap().contains("planned"));
     app.finish().await;
 }
+
+// The glossary: `validate` and `submit` take a track id in `challenge_id` as well as an open
+// challenge; a record submitted with a challenge is stored under the track with the challenge kept
+// as `target_challenge_id`; the listing filters by either.
+on_both_backends!(a_collection_is_submitted_to_the_track_or_a_challenge, |app| {
+    app.publish("datasets", "alice/pack", &fixture("good"));
+    app.publish("datasets", "bob/pack", &fixture("good"));
+    let to = |challenge: &str, repo: &str| {
+        json!({"agent_id": null, "challenge_id": challenge, "repo_type": "dataset", "repo_id": repo,
+            "revision": "main", "entry_path": "", "title": repo, "notes": ""})
+        .to_string()
+    };
+    let checked = app.post_as("/api/environments/validate", &to("environments", "alice/pack"), ALICE).await;
+    assert_eq!(
+        (checked.status, checked.json()["valid"].clone()),
+        (StatusCode::OK, json!(true)),
+        "{}",
+        checked.text()
+    );
+    let track = app.post_as("/api/environments", &to("environments", "alice/pack"), ALICE).await;
+    assert_eq!(track.status, StatusCode::CREATED, "{}", track.text());
+    let t = track.json()["environment"].clone();
+    assert_eq!(
+        (t["track"].as_str(), t["challenge_id"].as_str(), t["target_challenge_id"].clone()),
+        (Some("environments"), Some("environments"), Value::Null)
+    );
+    let challenge = app.post_as("/api/environments", &to("openenv-9b", "bob/pack"), BOB).await;
+    assert_eq!(challenge.status, StatusCode::CREATED, "{}", challenge.text());
+    let c = challenge.json()["environment"].clone();
+    assert_eq!(
+        (c["track"].as_str(), c["target_challenge_id"].as_str()),
+        (Some("environments"), Some("openenv-9b"))
+    );
+    let ids = |v: Value| -> Vec<String> {
+        v["environments"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["repo_id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(ids(app.get("/api/environments?challenge=environments").await.json()).len(), 2);
+    assert_eq!(ids(app.get("/api/environments?challenge=openenv-9b").await.json()), ["bob/pack"]);
+    let unknown = app.post_as("/api/environments/validate", &to("no-such", "alice/pack"), ALICE).await;
+    assert_eq!(unknown.json()["code"], "CHALLENGE_NOT_FOUND");
+});
