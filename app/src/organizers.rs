@@ -48,6 +48,12 @@ fn Jobs(v: JobsView) -> impl IntoView {
             <dt>"Remaining"</dt><dd>{format!("${:.2}", b.remaining_usd)}</dd>
             <dt>"Relays"</dt><dd>{if v.relays.is_empty() { "none connected: a deploy cuts nothing".to_string() } else {
                 v.relays.iter().map(|r| format!("{} ({})", r.run_id, r.state.as_str())).collect::<Vec<_>>().join(", ") }}</dd>
+            <dt>"OpenEnv runs"</dt><dd>{if v.openenv_runs.is_empty() { "none on the cluster".to_string() } else {
+                v.openenv_runs.iter().map(|(id, state)| format!("{id} ({state})")).collect::<Vec<_>>().join(", ") }}</dd>
+            <dt>"Held-out suites unchecked"</dt><dd class="heldout-unchecked">{if v.heldout_unchecked.is_empty() {
+                "none: every suite a challenge scores on has its fingerprint here".to_string() } else {
+                format!("{}: validation cannot check overlap with them until their fingerprints are in the private overlay",
+                    v.heldout_unchecked.join(", ")) }}</dd>
         </dl>
         <h2>"Committed spend"</h2>
         <SpendChart points=v.committed_history.clone() cap=b.cap_usd/>

@@ -390,6 +390,9 @@ pub struct JobsView {
     /// their events (the cluster's idle connection does not count).
     #[serde(default)]
     pub openenv_runs: Vec<(String, String)>,
+    /// Held-out suites a challenge scores on without a fingerprint here (`challenge/suite`).
+    #[serde(default)]
+    pub heldout_unchecked: Vec<String>,
     /// Committed spend after each reservation, in the order they were made.
     pub committed_history: Vec<SpendPoint>,
 }

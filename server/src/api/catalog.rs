@@ -61,10 +61,6 @@ pub async fn budget(State(s): State<AppState>) -> Result<Response, ApiError> {
 #[utoipa::path(get, path = "/api/version", tag = "arena", responses((status = 200, body = VersionView)))]
 pub async fn version(State(s): State<AppState>) -> Json<VersionView> {
     let mut view = s.build.view();
-    for c in &s.registry.challenges {
-        for suite in crate::heldout::unchecked(&s.fingerprints, c) {
-            view.heldout_unchecked.push(format!("{}/{suite}", c.id()));
-        }
-    }
+    view.heldout_unchecked = service::jobs::heldout_unchecked(&s);
     Json(view)
 }

@@ -105,7 +105,28 @@ pub async fn list(s: &AppState) -> Result<JobsView, ApiError> {
     .into_iter()
     .map(|r| (r.run_id, r.state.as_str().to_string()))
     .collect();
-    Ok(JobsView { jobs, budget, prices_usd_per_hour: prices, relays, openenv_runs, committed_history })
+    let heldout_unchecked = heldout_unchecked(s);
+    Ok(JobsView {
+        jobs,
+        budget,
+        prices_usd_per_hour: prices,
+        relays,
+        openenv_runs,
+        heldout_unchecked,
+        committed_history,
+    })
+}
+
+/// Held-out suites a challenge scores on that this deployment has no fingerprint of, as
+/// `challenge/suite` (the deployment's matter: said by `/api/version` and the organizer page).
+pub fn heldout_unchecked(s: &AppState) -> Vec<String> {
+    let mut out = Vec::new();
+    for c in &s.registry.challenges {
+        for suite in crate::heldout::unchecked(&s.fingerprints, c) {
+            out.push(format!("{}/{suite}", c.id()));
+        }
+    }
+    out
 }
 
 fn follow_terminal(stage: &str) -> bool {

@@ -154,6 +154,9 @@ async fn a_suite_without_a_fingerprint_is_said_once_by_the_version() {
     .await;
     let json = app.get("/api/version").await.json();
     assert_eq!(json["heldout_unchecked"], serde_json::json!(["openenv-9b/extra-heldout"]));
+    // The organizers' jobs view says it too.
+    let jobs = app.get_as("/api/jobs", crate::harness::EVE).await.json();
+    assert_eq!(jobs["heldout_unchecked"], serde_json::json!(["openenv-9b/extra-heldout"]), "{jobs:#}");
     let commit = app.publish("datasets", "alice/pack", &crate::harness::fixture("good"));
     let body = serde_json::json!({"challenge_id": "openenv-9b", "repo_type": "dataset", "repo_id": "alice/pack",
         "revision": commit, "entry_path": "", "title": "t", "notes": ""});
