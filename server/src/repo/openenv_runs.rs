@@ -185,18 +185,25 @@ pub enum Recorded {
     OutOfOrder(RunState),
 }
 
+/// The run as its transaction sees it.
+async fn run_in(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    run_id: &str,
+) -> Result<Option<RunRow>, sqlx::Error> {
+    sqlx::query(&format!("SELECT {COLUMNS} FROM openenv_runs WHERE run_id = $1"))
+        .bind(run_id)
+        .fetch_optional(&mut **tx)
+        .await?
+        .as_ref()
+        .map(run_row)
+        .transpose()
+}
+
 /// Stores one event once, by its sequence, and moves the run to its state. The run's row is
 /// updated only from the state it was read in, so two servers recording at once cannot both apply.
 pub async fn record(db: &Db, run_id: &str, e: &RunEvent, epoch: i64) -> Result<Recorded, sqlx::Error> {
     let mut tx = db.writer.begin().await?;
-    let Some(run) = sqlx::query(&format!("SELECT {COLUMNS} FROM openenv_runs WHERE run_id = $1"))
-        .bind(run_id)
-        .fetch_optional(&mut *tx)
-        .await?
-        .as_ref()
-        .map(run_row)
-        .transpose()?
-    else {
+    let Some(run) = run_in(&mut tx, run_id).await? else {
         return Ok(Recorded::UnknownRun);
     };
     let known = sqlx::query("SELECT 1 AS one FROM openenv_run_events WHERE run_id = $1 AND seq = $2")
@@ -273,14 +280,7 @@ pub async fn end(
     at: &str,
 ) -> Result<bool, sqlx::Error> {
     let mut tx = db.writer.begin().await?;
-    let Some(run) = sqlx::query(&format!("SELECT {COLUMNS} FROM openenv_runs WHERE run_id = $1"))
-        .bind(run_id)
-        .fetch_optional(&mut *tx)
-        .await?
-        .as_ref()
-        .map(run_row)
-        .transpose()?
-    else {
+    let Some(run) = run_in(&mut tx, run_id).await? else {
         return Ok(false);
     };
     if run.state.terminal() {
