@@ -8,7 +8,7 @@ export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/arena-target}
 SITE="$ROOT/target/site"
 # The commit the binary reports at /api/version; set for every cargo call so builds agree.
 export ARENA_BUILD_COMMIT
-ARENA_BUILD_COMMIT=$(git rev-parse HEAD 2>/dev/null || echo unknown)
+ARENA_BUILD_COMMIT=${ARENA_BUILD_COMMIT:-$(git rev-parse HEAD 2>/dev/null || echo unknown)}
 
 log() { printf '\033[1m[dev]\033[0m %s\n' "$*" >&2; }
 
@@ -95,6 +95,8 @@ build_site() {
   cp style/main.css "$SITE/pkg/arena.css"
   node dev/precompress.mjs "$SITE/pkg"
   cp -R public/. "$SITE/"
+  # The agent quickstart lives at the repository root (as on the Space repository) and is served too.
+  cp README.agent-example.md "$SITE/"
   check_bundle
 }
 

@@ -207,7 +207,12 @@ pub fn allocation(registry: &Registry, challenge: &Challenge) -> AllocationView 
 
 fn health(challenge: &Challenge, allocation: &AllocationView, live: &LiveState) -> Health {
     let runs = live.launched_runs.get(challenge.id()).copied().unwrap_or(0);
-    let refuse = |reason: String| Health { accepting_runs: false, reason: Some(reason), runs };
+    let refuse = |reason: String| Health {
+        accepting_runs: false,
+        reason: Some(reason),
+        runs,
+        heldout_unchecked: Vec::new(),
+    };
     if let Some(reason) = &challenge.spec.challenge.runs_paused {
         return refuse(format!("runs are paused: {reason}"));
     }
@@ -223,7 +228,7 @@ fn health(challenge: &Challenge, allocation: &AllocationView, live: &LiveState) 
             live.budget.remaining_usd
         ));
     }
-    Health { accepting_runs: true, reason: None, runs }
+    Health { accepting_runs: true, reason: None, runs, heldout_unchecked: Vec::new() }
 }
 
 pub fn recipe_view(registry: &Registry, method_id: &str) -> RecipeView {

@@ -68,6 +68,10 @@ pub struct Health {
     pub reason: Option<String>,
     /// Launched runs on this challenge.
     pub runs: u64,
+    /// Suites this challenge scores on that this deployment has no fingerprint of: overlap with
+    /// them is not checked at validation (the deployment's matter, said here and by `/api/version`).
+    #[serde(default)]
+    pub heldout_unchecked: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -320,6 +324,18 @@ pub struct VersionView {
     /// here once, not a warning on every collection (a participant cannot fix it).
     #[serde(default)]
     pub heldout_unchecked: Vec<String>,
+    /// The private overlay this process read at start from its private dataset
+    /// (`ARENA_PRIVATE_REPO`); null when it reads a local directory or none.
+    #[serde(default)]
+    pub private_overlay: Option<OverlaySource>,
+}
+
+/// A dataset at a commit.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct OverlaySource {
+    pub repo: String,
+    pub revision: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -18,6 +18,13 @@ pub struct Config {
     /// The private overlay: private suites' task lists and domain maps.
     #[arg(long, env = "ARENA_PRIVATE_OVERLAY")]
     pub private_overlay: Option<PathBuf>,
+    /// On a Space: the private dataset holding the private overlay, read at start with `HF_TOKEN`
+    /// into `private-overlay/` in the data dir (instead of `ARENA_PRIVATE_OVERLAY`).
+    #[arg(long, env = "ARENA_PRIVATE_REPO")]
+    pub private_repo: Option<String>,
+    /// Where the overlay in use was read from: set at start, not a setting.
+    #[arg(skip)]
+    pub overlay_source: Option<domain::views::OverlaySource>,
     /// The built site: `pkg/` (wasm, JS, CSS) and the public files.
     #[arg(long, env = "ARENA_SITE_ROOT", default_value = "target/site")]
     pub site_root: PathBuf,

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use domain::gates::fingerprint::{HeldOut, SuiteFingerprint};
-use domain::registry::Challenge;
+use domain::registry::{Challenge, Registry};
 
 pub fn load(dir: Option<&Path>) -> anyhow::Result<Vec<Arc<SuiteFingerprint>>> {
     let Some(dir) = dir else { return Ok(Vec::new()) };
@@ -28,6 +28,38 @@ pub fn load(dir: Option<&Path>) -> anyhow::Result<Vec<Arc<SuiteFingerprint>>> {
         out.push(Arc::new(fp));
     }
     Ok(out)
+}
+
+/// Every fingerprint: the ones in `dir` (the private overlay's, or `ARENA_FINGERPRINTS_DIR`) and
+/// each public suite's that its `[meta]` names beside its task list in the registry.
+pub fn load_all(
+    dir: Option<&Path>,
+    registry: &Registry,
+    configs_dir: &Path,
+) -> anyhow::Result<Vec<Arc<SuiteFingerprint>>> {
+    let mut all = load(dir)?;
+    for suite in registry.suites.values() {
+        let Some(name) = &suite.meta.fingerprints else { continue };
+        let path = configs_dir.join("fixture/task-lists").join(name);
+        let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+        let fp: SuiteFingerprint = serde_json::from_str(&text)
+            .with_context(|| format!("{} is not a suite fingerprint", path.display()))?;
+        anyhow::ensure!(
+            fp.suite == suite.id(),
+            "{} fingerprints suite `{}`, not `{}`",
+            path.display(),
+            fp.suite,
+            suite.id()
+        );
+        anyhow::ensure!(
+            !all.iter().any(|f| f.suite == fp.suite),
+            "suite `{}` has two fingerprints: {} and one in the fingerprints directory",
+            fp.suite,
+            path.display()
+        );
+        all.push(Arc::new(fp));
+    }
+    Ok(all)
 }
 
 /// The suites a collection for `challenge` is compared with.

@@ -11,6 +11,7 @@ pub mod http;
 pub mod hub;
 pub mod identity;
 pub mod local;
+pub mod overlay;
 mod pages;
 pub mod ports;
 pub mod registry_files;
@@ -47,7 +48,8 @@ pub async fn build_with(config: &Config, deps: ports::Deps) -> anyhow::Result<(R
     db.migrate().await?;
     let sessions = identity::sessions::SqlStore::open(&url, db.backend).await?;
     sessions.spawn_cleanup();
-    let fingerprints = heldout::load(config.fingerprints_dir().as_deref())?;
+    let fingerprints =
+        heldout::load_all(config.fingerprints_dir().as_deref(), &registry, &config.configs_dir)?;
     let state = AppState::new(Arc::new(registry), db, config, fingerprints, deps)?;
     if state.db.backend == db::Backend::Postgres {
         state.changes.spawn_listener(url.clone());

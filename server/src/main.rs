@@ -130,7 +130,20 @@ async fn main() -> anyhow::Result<()> {
     }
 }
 
-async fn serve(config: Config) -> anyhow::Result<()> {
+async fn serve(mut config: Config) -> anyhow::Result<()> {
+    if let Some(repo) = config.private_repo.clone() {
+        if config.private_overlay.is_some() {
+            anyhow::bail!(
+                "set ARENA_PRIVATE_REPO (a Space) or ARENA_PRIVATE_OVERLAY (a directory), not both"
+            );
+        }
+        std::fs::create_dir_all(&config.data_dir)?;
+        let dest = config.data_dir.join("private-overlay");
+        let source =
+            server::overlay::fetch(&config.hf_endpoint, config.hf_token.as_ref(), &repo, &dest).await?;
+        config.private_overlay = Some(dest);
+        config.overlay_source = Some(source);
+    }
     let (app, state) = server::build(&config).await?;
     let listener = tokio::net::TcpListener::bind(config.addr).await?;
     tracing::info!("Open Env Arena listening on http://{}", listener.local_addr()?);

@@ -119,7 +119,7 @@ impl AppState {
             }),
             registry,
             db,
-            build: Arc::new(BuildInfo::capture(&config.site_root)),
+            build: Arc::new(BuildInfo::capture(&config.site_root, config.overlay_source.clone())),
             leptos,
             hub: Arc::new(CachedHub::new(
                 HfHub::new(&config.hf_endpoint),

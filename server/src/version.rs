@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use domain::views::VersionView;
+use domain::views::{OverlaySource, VersionView};
 use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
 
@@ -18,10 +18,11 @@ pub struct BuildInfo {
     started_at: String,
     site_root: PathBuf,
     snapshot: Snapshot,
+    overlay: Option<OverlaySource>,
 }
 
 impl BuildInfo {
-    pub fn capture(site_root: &Path) -> BuildInfo {
+    pub fn capture(site_root: &Path, overlay: Option<OverlaySource>) -> BuildInfo {
         let epoch: i64 = env!("ARENA_BUILD_EPOCH").parse().unwrap_or(0);
         BuildInfo {
             commit: option_env!("ARENA_BUILD_COMMIT").unwrap_or("unknown").to_string(),
@@ -31,6 +32,7 @@ impl BuildInfo {
             started_at: rfc3339(OffsetDateTime::now_utc()),
             site_root: site_root.to_path_buf(),
             snapshot: snapshot(site_root),
+            overlay,
         }
     }
 
@@ -42,6 +44,7 @@ impl BuildInfo {
             started_at: self.started_at.clone(),
             files_changed: snapshot(&self.site_root) != self.snapshot,
             heldout_unchecked: Vec::new(),
+            private_overlay: self.overlay.clone(),
         }
     }
 }

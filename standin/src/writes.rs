@@ -2,6 +2,8 @@
 //! check, and `POST /api/datasets/{owner}/{name}/commit/main` with an NDJSON body (a `header`
 //! line, then `file` lines with base64 or UTF-8 content). Writing needs the token of a user who
 //! may write in the namespace. LFS uploads are not spoken: every file is committed inline.
+//! `POST /api/validate-yaml` (which `upload_folder` asks about a `README.md` before uploading it)
+//! checks only that a card's front matter is closed and is a YAML mapping of `key: value` lines.
 
 use axum::body::Bytes;
 use axum::extract::{Path, State};
@@ -22,6 +24,36 @@ pub(crate) fn router() -> Router<SharedHub> {
         .route("/api/repos/create", post(create))
         .route("/api/datasets/{owner}/{name}/preupload/{rev}", post(preupload))
         .route("/api/datasets/{owner}/{name}/commit/{*rev}", post(commit))
+        .route("/api/validate-yaml", post(validate_yaml))
+}
+
+#[derive(Deserialize)]
+struct CardRequest {
+    content: String,
+}
+
+/// HF's answer shape: `{errors, warnings}` of `{message}`, 400 when there are errors.
+async fn validate_yaml(Json(req): Json<CardRequest>) -> Response {
+    let message = |m: &str| json!({ "message": m });
+    let Some(rest) = req.content.strip_prefix("---\n") else {
+        let warnings = [message("empty or missing yaml metadata in repo card")];
+        return Json(json!({ "errors": [], "warnings": warnings })).into_response();
+    };
+    let Some((front, _)) = rest.split_once("\n---") else {
+        let errors = [message("the card's YAML front matter is not closed by `---`")];
+        return (StatusCode::BAD_REQUEST, Json(json!({ "errors": errors, "warnings": [] }))).into_response();
+    };
+    let bad = front.lines().find(|l| {
+        let l = l.trim_end();
+        !(l.is_empty() || l.starts_with('#') || l.starts_with(' ') || l.starts_with('-') || l.contains(':'))
+    });
+    match bad {
+        Some(line) => {
+            let errors = [message(&format!("not a YAML mapping line: `{line}`"))];
+            (StatusCode::BAD_REQUEST, Json(json!({ "errors": errors, "warnings": [] }))).into_response()
+        }
+        None => Json(json!({ "errors": [], "warnings": [] })).into_response(),
+    }
 }
 
 #[derive(Deserialize)]

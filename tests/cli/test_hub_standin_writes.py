@@ -88,3 +88,19 @@ def test_jobs_need_a_member_of_the_namespace(api):
 
     with pytest.raises(HfHubHTTPError):
         api.run_job(image="x", command=["true"], namespace="benchflow", token=BOB)
+
+
+def test_a_folder_with_a_card_is_uploaded_after_its_yaml_is_checked(api, tmp_path):
+    """upload_folder asks /api/validate-yaml about a README.md first, as the `hf upload` of the
+    quickstart does; a card whose front matter is not closed is refused before anything is sent."""
+    repo = "eve/card-" + uuid.uuid4().hex[:10]
+    api.create_repo(repo, repo_type="dataset", token=EVE)
+    folder = tmp_path / "collection"
+    folder.mkdir()
+    (folder / "README.md").write_text("---\nlicense: apache-2.0\ntags:\n  - rl\n---\n# Tasks\n")
+    (folder / "submission.yaml").write_text("team_name: t\n")
+    api.upload_folder(folder_path=str(folder), repo_id=repo, repo_type="dataset", token=EVE)
+    assert set(api.list_repo_files(repo, repo_type="dataset", token=EVE)) == {"README.md", "submission.yaml"}
+    (folder / "README.md").write_text("---\nlicense: apache-2.0\n# never closed\n")
+    with pytest.raises(ValueError, match="not closed"):
+        api.upload_folder(folder_path=str(folder), repo_id=repo, repo_type="dataset", token=EVE)

@@ -143,6 +143,18 @@ pub fn check_task(task: &Task, heldout: &HeldOut) -> Vec<Finding> {
         .collect();
     let verifier_reads =
         |path: &str| verifier.paths.iter().any(|p| names::basename(p) == names::basename(path));
+    // The verifier's copy of an input, byte for byte (the same git blob).
+    let verifier_keeps_copy = |path: &str| {
+        let Some(blob) = task.files.iter().find(|f| f.path == path).map(|f| f.blob.as_str()) else {
+            return false;
+        };
+        task.files.iter().any(|f| {
+            f.path.starts_with(verifier_dir)
+                && f.path.as_bytes().get(verifier_dir.len()) == Some(&b'/')
+                && names::basename(&f.path) == names::basename(path)
+                && f.blob == blob
+        })
+    };
 
     // --- the agent image, from the Dockerfile ---
     let docker_path = task.path("environment/Dockerfile");
@@ -253,6 +265,11 @@ pub fn check_task(task: &Task, heldout: &HeldOut) -> Vec<Finding> {
             continue;
         }
         if verifier_names.contains(names::basename(path)) {
+            // An input the prompt names, or one the verifier keeps an identical copy of to
+            // recompute the answer, is the normal shape of a task, not a leak.
+            if mentioned(path) || verifier_keeps_copy(path) {
+                continue;
+            }
             out.push(
                 "R-VERIFIER-FILE-IN-IMAGE",
                 Severity::Review,

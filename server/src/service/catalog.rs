@@ -16,7 +16,16 @@ async fn live(s: &AppState) -> Result<LiveState, ApiError> {
 pub async fn challenges(s: &AppState) -> Result<Snapshot<ChallengeList>, ApiError> {
     s.caches
         .challenges
-        .get(&s.changes, (), async { Ok(catalog::challenge_list(&s.registry, &live(s).await?)) })
+        .get(&s.changes, (), async {
+            let mut list = catalog::challenge_list(&s.registry, &live(s).await?);
+            for view in &mut list.challenges {
+                if let (Some(health), Some(c)) = (view.health.as_mut(), s.registry.challenge(&view.id)) {
+                    health.heldout_unchecked =
+                        crate::heldout::unchecked(&s.fingerprints, c).into_iter().map(String::from).collect();
+                }
+            }
+            Ok(list)
+        })
         .await
 }
 

@@ -1,7 +1,7 @@
 //! HF datasets: `GET /api/datasets/{repo}/revision/{rev}` resolves a revision,
 //! `GET /api/datasets/{repo}/tree/{sha}/{dir}?recursive=true` lists files with their git blob ids
-//! (paged by `Link: rel="next"`), `GET /datasets/{repo}/resolve/{sha}/{path}` reads one. No token
-//! is sent: collections must be public.
+//! (paged by `Link: rel="next"`), `GET /datasets/{repo}/resolve/{sha}/{path}` reads one. Collections
+//! are read without a token (they must be public); the private overlay with the arena's own.
 
 use domain::collection::request::Source;
 use domain::collection::Entry;
@@ -9,6 +9,7 @@ use reqwest::StatusCode;
 use serde::Deserialize;
 
 use super::{bounded_body, encode_path, RepoReader, SourceError};
+use crate::config::Secret;
 use crate::hub::http_client;
 
 /// At most this many listing pages (HF pages by 1,000).
@@ -18,11 +19,28 @@ const MAX_PAGES: u32 = 30;
 pub struct HfDatasets {
     client: reqwest::Client,
     endpoint: String,
+    token: Option<Secret>,
 }
 
 impl HfDatasets {
     pub fn new(endpoint: &str) -> Self {
-        HfDatasets { client: http_client(), endpoint: endpoint.trim_end_matches('/').to_string() }
+        HfDatasets {
+            client: http_client(),
+            endpoint: endpoint.trim_end_matches('/').to_string(),
+            token: None,
+        }
+    }
+
+    /// Reads with the arena's own token (sent to HF only): the private overlay.
+    pub fn with_token(endpoint: &str, token: &Secret) -> Self {
+        HfDatasets { token: Some(token.clone()), ..HfDatasets::new(endpoint) }
+    }
+
+    fn get(&self, url: String) -> reqwest::RequestBuilder {
+        match &self.token {
+            Some(t) => self.client.get(url).bearer_auth(&t.0),
+            None => self.client.get(url),
+        }
     }
 }
 
@@ -103,7 +121,7 @@ impl RepoReader for HfDatasets {
             encode_path(&source.repo_id()),
             encode_path(&source.revision).replace('/', "%2F")
         );
-        let resp = self.client.get(url).send().await.map_err(transport)?;
+        let resp = self.get(url).send().await.map_err(transport)?;
         if !resp.status().is_success() {
             return Err(error_for(resp.status(), resp.headers(), &source.revision));
         }
@@ -135,7 +153,7 @@ impl RepoReader for HfDatasets {
             if pages > MAX_PAGES {
                 return Err(SourceError::TooLarge(format!("the listing is longer than {MAX_PAGES} pages")));
             }
-            let resp = self.client.get(u).send().await.map_err(transport)?;
+            let resp = self.get(u).send().await.map_err(transport)?;
             if resp.status() == StatusCode::NOT_FOUND
                 && resp.headers().get("x-error-code").is_some_and(|v| v == "EntryNotFound")
             {
@@ -175,7 +193,7 @@ impl RepoReader for HfDatasets {
             encode_path(&source.repo_id()),
             encode_path(&super::in_repo(source, path))
         );
-        let resp = self.client.get(url).send().await.map_err(transport)?;
+        let resp = self.get(url).send().await.map_err(transport)?;
         // LFS files redirect to a CDN; redirects are never followed.
         if resp.status().is_redirection() {
             return Err(SourceError::Unreadable(format!(

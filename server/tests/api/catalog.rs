@@ -157,6 +157,13 @@ async fn a_suite_without_a_fingerprint_is_said_once_by_the_version() {
     // The organizers' jobs view says it too.
     let jobs = app.get_as("/api/jobs", crate::harness::EVE).await.json();
     assert_eq!(jobs["heldout_unchecked"], serde_json::json!(["openenv-9b/extra-heldout"]), "{jobs:#}");
+    // And the challenge's health, where a participant reads whether runs are taken.
+    let challenge = app.get("/api/challenges/openenv-9b").await.json();
+    assert_eq!(
+        challenge["health"]["heldout_unchecked"],
+        serde_json::json!(["extra-heldout"]),
+        "{challenge:#}"
+    );
     let commit = app.publish("datasets", "alice/pack", &crate::harness::fixture("good"));
     let body = serde_json::json!({"challenge_id": "openenv-9b", "repo_type": "dataset", "repo_id": "alice/pack",
         "revision": commit, "entry_path": "", "title": "t", "notes": ""});
@@ -165,6 +172,50 @@ async fn a_suite_without_a_fingerprint_is_said_once_by_the_version() {
     let codes: Vec<&str> =
         report["warnings"].as_array().unwrap().iter().filter_map(|w| w["code"].as_str()).collect();
     assert!(!codes.contains(&"W-HELDOUT-UNCHECKED"), "{codes:?}");
+    app.finish().await;
+}
+
+#[tokio::test]
+async fn a_public_suite_brings_its_fingerprint_beside_its_task_list() {
+    let configs = copy_configs(|path, text| match path {
+        "challenges/openenv-9b.toml" => {
+            text.replace(r#"suites = ["openenv-heldout"]"#, r#"suites = ["openenv-heldout", "meta-bench"]"#)
+        }
+        _ => text,
+    });
+    let bench = crate::harness::repo_root().join("tests/fixtures/heldout/public-bench");
+    let fingerprint = server::local::fingerprint_dir(&bench, "meta-bench", false).unwrap();
+    let lists = configs.path().join("fixture/task-lists");
+    std::fs::create_dir_all(&lists).unwrap();
+    let mut names: Vec<String> = std::fs::read_dir(bench.join("envs"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    std::fs::write(lists.join("meta-bench.txt"), names.join("\n") + "\n").unwrap();
+    std::fs::write(lists.join("meta-bench.json"), serde_json::to_string(&fingerprint).unwrap()).unwrap();
+    std::fs::write(
+        configs.path().join("suites/meta-bench.toml"),
+        "[suite]\nid = \"meta-bench\"\nname = \"Meta bench\"\ndescription = \"A public benchmark.\"\n\n\
+         [meta]\ntask_list = \"meta-bench.txt\"\nfingerprints = \"meta-bench.json\"\n",
+    )
+    .unwrap();
+    let app = TestApp::with(
+        crate::harness::Backend::Sqlite,
+        Options {
+            configs_dir: configs.path().to_path_buf(),
+            keep: None,
+            limits: crate::harness::LIMITS,
+            clock: None,
+        },
+    )
+    .await;
+    // The harness has no fingerprint of `meta-bench`: it came from beside the task list, so
+    // nothing the challenge scores on is unchecked.
+    let json = app.get("/api/version").await.json();
+    assert_eq!(json["heldout_unchecked"], serde_json::json!([]), "{json:#}");
+    let challenge = app.get("/api/challenges/openenv-9b").await.json();
+    assert_eq!(challenge["health"]["heldout_unchecked"], serde_json::json!([]), "{challenge:#}");
     app.finish().await;
 }
 

@@ -208,6 +208,8 @@ impl TestApp {
             database_url: Some(Secret(url)),
             configs_dir: options.configs_dir,
             private_overlay: None,
+            private_repo: None,
+            overlay_source: None,
             site_root: site_root.clone(),
             frame_ancestors: "https://huggingface.co https://*.huggingface.co".into(),
             hf_endpoint: hub_url.clone(),
