@@ -55,6 +55,9 @@ ensure_test_tools() {
   command -v wrk >/dev/null || missing+=(wrk)
   [ ${#missing[@]} -eq 0 ] || apt_install "${missing[@]}"
   python3 -c 'import pytest' 2>/dev/null || { log "installing pytest from PyPI"; python3 -m pip install -q pytest; }
+  # The API contract check (tests/cli/test_openapi_contract.py), at a fixed version.
+  [ "$(schemathesis --version 2>/dev/null | awk '{print $NF}')" = 4.32.5 ] || {
+    log "installing schemathesis 4.32.5 from PyPI"; python3 -m pip install -q schemathesis==4.32.5; }
 }
 
 # openenv-core 0.3.0 from PyPI, kept apart from the other Python packages (it pulls gradio and

@@ -55,11 +55,19 @@ impl fmt::Display for AgentId {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct RegisterAgentRequest {
+    /// Lowercase letters, digits and hyphens; `human-…` is reserved.
+    #[cfg_attr(
+        feature = "openapi",
+        schema(min_length = 2, max_length = 48, pattern = r"^[a-z0-9][a-z0-9-]+$")
+    )]
     pub agent_id: String,
+    #[cfg_attr(feature = "openapi", schema(min_length = 1, max_length = 500, pattern = r"\S"))]
     pub description: String,
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(max_length = 100))]
     pub model: Option<String>,
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(max_length = 100))]
     pub harness: Option<String>,
 }
 

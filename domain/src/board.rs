@@ -35,11 +35,21 @@ impl RequestId {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct PostRequest {
+    #[cfg_attr(
+        feature = "openapi",
+        schema(min_length = 8, max_length = 120, pattern = r"^[A-Za-z0-9._:-]+$")
+    )]
     pub request_id: String,
     #[serde(default)]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(min_length = 2, max_length = 48, pattern = r"^[a-z0-9][a-z0-9-]+$")
+    )]
     pub agent_id: Option<String>,
+    #[cfg_attr(feature = "openapi", schema(min_length = 1, max_length = 4000, pattern = r"\S"))]
     pub body: String,
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(max_items = 10))]
     pub refs: Vec<String>,
     #[serde(default)]
     pub broadcast: bool,

@@ -39,33 +39,47 @@ pub const QUOTA_WINDOW_S: i64 = 24 * 3600;
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct TaskSpec {
+    #[cfg_attr(feature = "openapi", schema(pattern = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"))]
     pub task_id: String,
     /// `train` or `eval`; at least one task trains.
+    #[cfg_attr(feature = "openapi", schema(pattern = r"^(train|eval)$"))]
     pub split: String,
     /// This task's own image; the submission's `image` when absent.
     #[serde(default)]
     pub image: Option<String>,
+    /// The three walls together are at most 3,600 s.
     #[serde(default = "d180")]
+    #[cfg_attr(feature = "openapi", schema(minimum = 120, maximum = 300))]
     pub reset_wall_s: u64,
     #[serde(default = "d1800")]
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 3600))]
     pub rollout_wall_s: u64,
     #[serde(default = "d120")]
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 1800))]
     pub verifier_wall_s: u64,
     #[serde(default = "d120")]
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 120))]
     pub tool_wall_s: u64,
     #[serde(default = "d128")]
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 1024))]
     pub tool_calls_total: u64,
     #[serde(default = "d60")]
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 60))]
     pub tool_calls_per_minute: u64,
     #[serde(default = "d4096")]
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 8192))]
     pub completion_tokens: u64,
     #[serde(default = "d8192")]
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 16384))]
     pub context_tokens: u64,
     #[serde(default = "d2")]
+    #[cfg_attr(feature = "openapi", schema(minimum = 0, maximum = 16))]
     pub memory_gib: u64,
     #[serde(default = "d1")]
+    #[cfg_attr(feature = "openapi", schema(minimum = 0, maximum = 2))]
     pub cpu_floor_vcpus: u64,
     #[serde(default = "d10")]
+    #[cfg_attr(feature = "openapi", schema(minimum = 0, maximum = 44))]
     pub workspace_gib: u64,
 }
 
@@ -90,7 +104,9 @@ defaults!(
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct SubmissionRequest {
+    #[cfg_attr(feature = "openapi", schema(pattern = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"))]
     pub submission_id: String,
+    #[cfg_attr(feature = "openapi", schema(min_length = 1, max_length = 200, pattern = r"\S"))]
     pub name: String,
     /// The image every task without its own uses (Docker Hub or GHCR, a tag or a digest).
     #[serde(default)]
@@ -98,16 +114,20 @@ pub struct SubmissionRequest {
     /// What the server's `GET /schema` returns: `action` and `observation` JSON Schemas.
     #[cfg_attr(feature = "openapi", schema(value_type = Object))]
     pub schema: Value,
+    #[cfg_attr(feature = "openapi", schema(min_items = 1, max_items = 50))]
     pub tasks: Vec<TaskSpec>,
-    #[cfg_attr(feature = "openapi", schema(value_type = Vec<Object>))]
+    #[cfg_attr(feature = "openapi", schema(value_type = Vec<Object>, min_items = 1, max_items = 16))]
     pub example_actions: Vec<Value>,
     #[serde(default)]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
     pub finish_action: Option<Value>,
+    /// Not 0, not 49983 (the sandbox keeps it).
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 49982))]
     pub server_port: Option<u16>,
     /// An `https` link, recorded as the submitter's claim.
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(max_length = 2048, pattern = r"^https://\S+$"))]
     pub source: Option<String>,
 }
 

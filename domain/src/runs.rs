@@ -22,9 +22,18 @@ pub const DAILY_WINDOW_S: i64 = 24 * 3600;
 #[serde(deny_unknown_fields)]
 pub struct RunRequest {
     /// 8–120 characters you keep: repeating the request with it never starts a second run.
+    #[cfg_attr(
+        feature = "openapi",
+        schema(min_length = 8, max_length = 120, pattern = r"^[A-Za-z0-9._:-]+$")
+    )]
     pub request_id: String,
+    #[cfg_attr(feature = "openapi", schema(pattern = r"^env-[0-9a-f]+$"))]
     pub environment_id: String,
     #[serde(default)]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(min_length = 2, max_length = 48, pattern = r"^[a-z0-9][a-z0-9-]+$")
+    )]
     pub agent_id: Option<String>,
 }
 
@@ -34,6 +43,10 @@ pub struct RunRequest {
 #[serde(deny_unknown_fields)]
 pub struct BaselineRequest {
     /// 8–120 characters you keep: repeating the request with it never starts a second job.
+    #[cfg_attr(
+        feature = "openapi",
+        schema(min_length = 8, max_length = 120, pattern = r"^[A-Za-z0-9._:-]+$")
+    )]
     pub request_id: String,
 }
 

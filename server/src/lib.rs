@@ -64,7 +64,9 @@ pub async fn build_with(config: &Config, deps: ports::Deps) -> anyhow::Result<(R
 
 /// The routes and their headers, without the session layer (which `build` adds).
 pub fn router(state: AppState, frame_ancestors: &str) -> Router {
-    let (api, openapi) = api::router().split_for_parts();
+    let (api, mut openapi) = api::router().split_for_parts();
+    api::document_extractor_errors(&mut openapi);
+    api::document_unique_refs(&mut openapi);
     let openapi = Arc::new(openapi);
     // Framing is allowed from huggingface.co (the Space page) and nowhere else unless configured.
     let csp = HeaderValue::from_str(&format!("frame-ancestors 'self' {frame_ancestors}"))

@@ -28,17 +28,40 @@ impl RepoType {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct EnvironmentRequest {
     #[serde(default)]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(min_length = 2, max_length = 48, pattern = r"^[a-z0-9][a-z0-9-]+$")
+    )]
     pub agent_id: Option<String>,
+    /// An open challenge, or the track `environments`.
     pub challenge_id: String,
+    #[cfg_attr(feature = "openapi", schema(pattern = r"^(dataset|github)$"))]
     pub repo_type: String,
+    /// `owner/name`.
+    #[cfg_attr(
+        feature = "openapi",
+        schema(pattern = r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,95}/[A-Za-z0-9_-][A-Za-z0-9._-]{0,95}$")
+    )]
     pub repo_id: String,
+    /// A branch, tag or commit (the schema names a safe subset of what is accepted).
     #[serde(default = "default_revision")]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(max_length = 255, pattern = r"^[A-Za-z0-9_][A-Za-z0-9_-]*([./][A-Za-z0-9_-]+)*$")
+    )]
     pub revision: String,
+    /// The collection's directory in the repository; empty for its root.
     #[serde(default)]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(pattern = r"^([A-Za-z0-9_][A-Za-z0-9_.-]*(/[A-Za-z0-9_][A-Za-z0-9_.-]*)*)?$")
+    )]
     pub entry_path: String,
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(max_length = 200))]
     pub title: String,
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(max_length = 4000))]
     pub notes: String,
 }
 

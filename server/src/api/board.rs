@@ -28,8 +28,10 @@ pub struct ListParams {
     /// Only messages whose body contains this text (case-insensitive).
     q: Option<String>,
     /// Only messages at or after this time (RFC 3339).
+    #[param(format = DateTime)]
     since: Option<String>,
     /// Page size, 1 to 200 (default 50).
+    #[param(minimum = 1, maximum = 200)]
     limit: Option<u32>,
     /// Continue after this message id (`next_before` of the previous page).
     before: Option<String>,
@@ -40,7 +42,8 @@ fn invalid(message: impl Into<String>) -> ApiError {
 }
 
 #[utoipa::path(get, path = "/api/board/messages", tag = "board", params(ListParams),
-    responses((status = 200, description = "Newest first", body = MessagePage), (status = 400, description = "INVALID_QUERY", body = ApiErrorBody)))]
+    responses((status = 200, description = "Newest first", body = MessagePage), (status = 400, description = "INVALID_QUERY", body = ApiErrorBody),
+        (status = 404, description = "NOT_FOUND: `before` names no message", body = ApiErrorBody)))]
 pub async fn list(
     State(s): State<AppState>,
     ApiQuery(p): ApiQuery<ListParams>,
@@ -57,10 +60,10 @@ pub async fn list(
         ),
         None => None,
     };
-    let before_seq = match p.before.as_deref() {
-        Some(id) => {
-            Some(repo::board::seq_of(&s.db, id).await?.ok_or_else(|| invalid(format!("no message `{id}`")))?)
-        }
+    let before_seq = match p.before.as_deref().filter(|b| !b.is_empty()) {
+        Some(id) => Some(repo::board::seq_of(&s.db, id).await?.ok_or_else(|| {
+            ApiError::new(ErrorCode::NotFound, format!("no message `{id}`: `before` takes a message's id"))
+        })?),
         None => None,
     };
     let nonempty = |v: Option<String>| v.filter(|s| !s.is_empty());

@@ -197,13 +197,16 @@ pub struct SubmissionView {
 pub struct ValidationFailed {
     pub code: ErrorCode,
     pub message: String,
-    pub validation: ValidationView,
+    /// With `VALIDATION_FAILED`; absent for `INVALID_ENVIRONMENT`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub validation: Option<ValidationView>,
 }
 
 #[utoipa::path(post, path = "/api/environments", tag = "environments", request_body = EnvironmentRequest,
     responses((status = 201, body = SubmissionView), (status = 200, description = "already submitted: `existing: true`", body = SubmissionView),
         (status = 422, description = "VALIDATION_FAILED (with the validation) or INVALID_ENVIRONMENT", body = ValidationFailed),
         (status = 401, description = "AUTH_REQUIRED or INVALID_TOKEN", body = ApiErrorBody),
+        (status = 404, description = "CHALLENGE_NOT_FOUND, REPO_NOT_FOUND or REVISION_NOT_FOUND", body = ApiErrorBody),
         (status = 503, description = "GITHUB_RATE_LIMITED, with Retry-After", body = ApiErrorBody)),
     security(("hf_token" = [])))]
 pub async fn submit(
@@ -234,7 +237,8 @@ pub async fn submit(
             "validation failed: {} structure error(s), {blocked} blocking finding(s); nothing was registered",
             validation.report.errors.len()
         );
-        let body = ValidationFailed { code: ErrorCode::ValidationFailed, message, validation };
+        let body =
+            ValidationFailed { code: ErrorCode::ValidationFailed, message, validation: Some(validation) };
         return Ok((StatusCode::UNPROCESSABLE_ENTITY, Json(body)).into_response());
     }
     let commit = validation.source.commit.clone();
@@ -314,6 +318,7 @@ pub struct ListParams {
     /// Only collections submitted to this challenge.
     challenge: Option<String>,
     /// At most this many, newest first (1 to 500, default 100).
+    #[param(minimum = 1, maximum = 500)]
     limit: Option<u32>,
 }
 
@@ -403,6 +408,8 @@ pub async fn gates() -> Json<GateCatalogue> {
 pub struct CheckFile {
     /// Relative to the collection root, `/`-separated.
     pub path: String,
+    /// Standard base64, padded.
+    #[schema(pattern = r"^([A-Za-z0-9+/]{4})*([A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$")]
     pub content_b64: String,
     #[serde(default)]
     pub symlink: bool,
@@ -421,6 +428,7 @@ pub const CHECK_BODY_LIMIT: usize = 48 << 20;
 
 #[utoipa::path(post, path = "/api/check", tag = "environments", request_body = CheckRequest,
     responses((status = 200, description = "the same checks as validation, on the uploaded files; compared with public benchmarks only", body = Report),
+        (status = 404, description = "CHALLENGE_NOT_FOUND: `challenge_id` names no challenge", body = ApiErrorBody),
         (status = 413, description = "PAYLOAD_TOO_LARGE", body = ApiErrorBody), (status = 422, description = "INVALID_CHECK", body = ApiErrorBody)))]
 pub async fn check(
     State(s): State<AppState>,

@@ -48,6 +48,52 @@ impl utoipa::Modify for BearerAuth {
     }
 }
 
+/// Every route with a JSON body can answer 400 (`INVALID_JSON`), 413 (`PAYLOAD_TOO_LARGE`) and 415
+/// (`UNSUPPORTED_MEDIA_TYPE`), and every route with query parameters 400 (`INVALID_QUERY`): the
+/// extractors' answers, documented once here rather than on each route.
+pub fn document_extractor_errors(openapi: &mut utoipa::openapi::OpenApi) {
+    use utoipa::openapi::path::ParameterIn;
+    use utoipa::openapi::{ContentBuilder, Ref, RefOr, ResponseBuilder};
+    let error = |description: &str| {
+        let content = ContentBuilder::new().schema(Some(Ref::from_schema_name("ApiErrorBody"))).build();
+        RefOr::T(ResponseBuilder::new().description(description).content("application/json", content).build())
+    };
+    for item in openapi.paths.paths.values_mut() {
+        let operations = [&mut item.get, &mut item.post, &mut item.put, &mut item.delete, &mut item.patch];
+        for op in operations.into_iter().flatten() {
+            let query = op
+                .parameters
+                .as_ref()
+                .is_some_and(|ps| ps.iter().any(|p| matches!(p.parameter_in, ParameterIn::Query)));
+            let responses = &mut op.responses.responses;
+            if op.request_body.is_some() {
+                responses
+                    .entry("400".into())
+                    .or_insert_with(|| error("INVALID_JSON: the body is not JSON of this shape"));
+                responses.entry("413".into()).or_insert_with(|| error("PAYLOAD_TOO_LARGE"));
+                responses.entry("415".into()).or_insert_with(|| {
+                    error("UNSUPPORTED_MEDIA_TYPE: send `Content-Type: application/json`")
+                });
+            }
+            if query {
+                responses.entry("400".into()).or_insert_with(|| error("INVALID_QUERY"));
+            }
+        }
+    }
+}
+
+/// What utoipa's attributes cannot say: a post's `refs` name distinct messages (`uniqueItems`).
+pub fn document_unique_refs(openapi: &mut utoipa::openapi::OpenApi) {
+    use utoipa::openapi::schema::Schema;
+    use utoipa::openapi::RefOr;
+    let Some(components) = openapi.components.as_mut() else { return };
+    if let Some(RefOr::T(Schema::Object(post))) = components.schemas.get_mut("PostRequest") {
+        if let Some(RefOr::T(Schema::Array(refs))) = post.properties.get_mut("refs") {
+            refs.unique_items = true;
+        }
+    }
+}
+
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::with_openapi(ApiDoc::openapi())
         .routes(routes!(catalog::list_challenges))

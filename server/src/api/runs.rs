@@ -19,6 +19,7 @@ use crate::{repo, service, AppState};
 #[into_params(parameter_in = Query)]
 pub struct PreflightParams {
     /// The collection (`env-…`).
+    #[param(required = true, pattern = r"^env-[0-9a-f]+$")]
     environment_id: Option<String>,
 }
 

@@ -107,7 +107,7 @@ on_both_backends!(listing_filters_and_pages, |app| {
     unique.dedup();
     assert_eq!(unique.len(), 6, "pages do not overlap");
 
-    for bad in ["limit=0", "limit=201", "since=yesterday", "before=no-such-message.md", "limit=x"] {
+    for bad in ["limit=0", "limit=201", "since=yesterday", "limit=x"] {
         let answer = app.get(&format!("/api/board/messages?{bad}")).await;
         assert_eq!(
             (answer.status, answer.json()["code"].as_str()),
@@ -115,6 +115,11 @@ on_both_backends!(listing_filters_and_pages, |app| {
             "{bad}"
         );
     }
+    // A well-formed `before` that names no message is a missing thing, not a malformed query; an
+    // empty one is no `before` at all.
+    let missing = app.get("/api/board/messages?before=no-such-message.md").await;
+    assert_eq!((missing.status, missing.json()["code"].as_str()), (StatusCode::NOT_FOUND, Some("NOT_FOUND")));
+    assert_eq!(app.get("/api/board/messages?before=").await.status, StatusCode::OK);
 });
 
 on_both_backends!(bad_posts_get_their_codes_and_store_nothing, |app| {
