@@ -494,6 +494,7 @@ pub struct RunRef {
 /// `GET /api/openenv/submissions/{id}`, and the answer to a submission.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "openapi", schema(as = OpenEnvSubmission))]
 pub struct SubmissionView {
     pub submission_id: String,
     pub name: String,

@@ -4,6 +4,7 @@ ARENA_TEST_URL) and tiny local servers that misbehave in the ways the CLI must h
 import http.server
 import json
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -20,6 +21,20 @@ def arena_url():
     if not url:
         pytest.fail("ARENA_TEST_URL is not set: run these tests through dev/test, which starts the arena")
     return url
+
+
+def hub_url():
+    """The HF stand-in dev/test started."""
+    url = os.environ.get("ARENA_TEST_HUB_URL")
+    if not url:
+        pytest.fail("ARENA_TEST_HUB_URL is not set: run these tests through dev/test")
+    return url
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def run_cli(args, url, token=None, home=None, extra_env=None, timeout=60):

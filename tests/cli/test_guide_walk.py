@@ -17,7 +17,6 @@ The guide's code blocks split `--challenge` from its value across two lines (a s
 the service."""
 
 import json
-import os
 import shutil
 import time
 import urllib.request
@@ -25,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import hub_url
 from docwalk import DEMO, Walk, sections, stand_in_github_example
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -56,10 +56,7 @@ def read_json(path, key):
 
 @pytest.fixture
 def walk(arena_url, tmp_path):
-    hub = os.environ.get("ARENA_TEST_HUB_URL")
-    if not hub:
-        pytest.fail("ARENA_TEST_HUB_URL is not set: run these tests through dev/test")
-    return Walk(tmp_path, arena_url, {"HF_ENDPOINT": hub, "HF_TOKEN": TOKEN}, {
+    return Walk(tmp_path, arena_url, {"HF_ENDPOINT": hub_url(), "HF_TOKEN": TOKEN}, {
         "HF_USER": USER, "AGENT_ID": USER + "-agent", "openenv-9b": "local-demo", "TITLE": "Guide walk",
         "DATASET": USER + "/" + USER + "-agent-tasks", "TASK_NAME": "expense-report",
         "ENVIRONMENT_ID": read_json(tmp_path / "environment-receipt.json", "environment_id"),

@@ -9,27 +9,17 @@ submissions/team-dogfood, at its own commit instead of bcbaffb…. Starting a ru
 is left out: it would spend the test arena's one active run."""
 
 import json
-import os
 import shutil
 import urllib.request
 from pathlib import Path
 
-import pytest
-
-from docwalk import Walk, sections, stand_in_github_example
+from conftest import hub_url
+from docwalk import DEMO, Walk, sections, stand_in_github_example
 
 ROOT = Path(__file__).resolve().parents[2]
 QUICKSTART = ROOT / "README.agent-example.md"
-DEMO = ROOT / "dev" / "demo" / "collection"
 USER, TOKEN = "quinn", "hf_local_test_quinn_9a71c4"
 PIN = "bcbaffb58a19829d05fa483662c358e6ed5ba353"
-
-
-def hub_url():
-    url = os.environ.get("ARENA_TEST_HUB_URL")
-    if not url:
-        pytest.fail("ARENA_TEST_HUB_URL is not set: run these tests through dev/test")
-    return url
 
 
 def receipt_id(workdir):

@@ -21,18 +21,12 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_cli
+from conftest import free_port, hub_url, run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 RUPERT = "hf_local_test_rupert_3be2d8"
 ARENA_BOT = "hf_local_test_arena_bot_5a5a5a"
 PG = "postgres://postgres@127.0.0.1:5432/"
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Proxy:
@@ -114,9 +108,7 @@ def request(url, method="GET", body=None, headers=None, form=None):
 
 @pytest.fixture(scope="module")
 def replicas(tmp_path_factory):
-    hub = os.environ.get("ARENA_TEST_HUB_URL")
-    if not hub:
-        pytest.fail("ARENA_TEST_HUB_URL is not set: run these tests through dev/test")
+    hub = hub_url()
     work = tmp_path_factory.mktemp("replicas")
     db = "arena_replicas_%s" % uuid.uuid4().hex[:8]
     subprocess.run(["psql", "-h", "127.0.0.1", "-U", "postgres", "-d", "test", "-qc", "CREATE DATABASE " + db],

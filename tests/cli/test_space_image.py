@@ -7,7 +7,6 @@ the release build the Dockerfile makes."""
 
 import json
 import os
-import socket
 import subprocess
 import time
 import urllib.error
@@ -17,24 +16,13 @@ from pathlib import Path
 
 import pytest
 
+from conftest import free_port, hub_url
+
 ROOT = Path(__file__).resolve().parents[2]
 SPACE_IMAGE = ROOT / "dev" / "space-image"
 SEALED = ROOT / "tests" / "fixtures" / "heldout" / "sealed-suite"
 ARENA_BOT = "hf_local_test_arena_bot_5a5a5a"
 SPACE_HOST = "openenvarena-arena.hf.space"
-
-
-def hub_url():
-    url = os.environ.get("ARENA_TEST_HUB_URL")
-    if not url:
-        pytest.fail("ARENA_TEST_HUB_URL is not set: run these tests through dev/test")
-    return url
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class NoRedirect(urllib.request.HTTPRedirectHandler):

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "openapi", schema(as = OpenEnvRunState))]
 pub enum RunState {
     Starting,
     Loading,
@@ -82,6 +83,7 @@ impl RunState {
 /// `rolling`/`updating` the step's rewards (`null` for an episode without a valid reward).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "openapi", schema(as = OpenEnvRunEvent))]
 pub struct RunEvent {
     pub seq: i64,
     pub state: RunState,

@@ -180,6 +180,7 @@ pub async fn validate(
 }
 
 #[derive(Serialize, ToSchema)]
+#[schema(as = EnvironmentSubmission)]
 pub struct SubmissionView {
     pub environment_id: String,
     /// True when this pinned source was already submitted by you: the first title, notes and agent are kept.

@@ -144,18 +144,8 @@ pub async fn launch(
     let launch = Launch::parse(req).map_err(|e| ApiError::new(ErrorCode::InvalidRunRequest, e))?;
     let body = launch.body_key(challenge_id);
     // A repeat is answered before the checks: its own run would fail them.
-    if let Some(run) = repo::runs::by_request(&s.db, &me.id, launch.request_id.as_str()).await? {
-        if run.request_body != body {
-            return Err(ApiError::new(
-                ErrorCode::RequestIdReused,
-                format!(
-                    "request_id `{}` already launched {} for another collection or agent; reuse a request id only with its original file",
-                    launch.request_id.as_str(),
-                    run.id
-                ),
-            ));
-        }
-        return finish(s, run, true).await;
+    if let Some(repeat) = repeat_of(s, me, &launch.request_id, &body).await? {
+        return Ok(repeat);
     }
     if let Some(agent) = &launch.agent_id {
         let record = repo::agents::get(&s.db, agent.as_str()).await?.ok_or_else(|| {
@@ -170,6 +160,11 @@ pub async fn launch(
     }
     let (preflight, refusal, _, _) = check(s, challenge_id, &launch.environment_id, Some(me)).await?;
     if let Some(r) = refusal {
+        // The same request, stored a moment ago by another replica or a retry: its own run is what
+        // the checks refuse now, and it is the answer.
+        if let Some(repeat) = repeat_of(s, me, &launch.request_id, &body).await? {
+            return Ok(repeat);
+        }
         let mut e = ApiError::new(r.code, r.message);
         if let Some(wait) = r.retry_after_s {
             e = e.retry_after(wait);
@@ -201,6 +196,30 @@ pub async fn launch(
         now_epoch,
     };
     store(s, &new, &launch.request_id).await
+}
+
+/// The stored run of an earlier request with this id: the answer when its body is the same, a
+/// refusal when the id was used for something else, `None` when there is none.
+async fn repeat_of(
+    s: &AppState,
+    me: &Identity,
+    request_id: &RequestId,
+    body: &str,
+) -> Result<Option<Launched>, ApiError> {
+    let Some(run) = repo::runs::by_request(&s.db, &me.id, request_id.as_str()).await? else {
+        return Ok(None);
+    };
+    if run.request_body != body {
+        return Err(ApiError::new(
+            ErrorCode::RequestIdReused,
+            format!(
+                "request_id `{}` already launched {} for another collection, agent or purpose; reuse a request id only with its original file",
+                request_id.as_str(),
+                run.id
+            ),
+        ));
+    }
+    finish(s, run, true).await.map(Some)
 }
 
 /// Stores a checked launch (run, reservation, first event) and carries it on.
@@ -235,18 +254,8 @@ pub async fn launch_baseline(
     let request_id = RequestId::parse(&req.request_id)
         .map_err(|e| ApiError::new(ErrorCode::InvalidRunRequest, e.to_string()))?;
     let body = format!("{challenge_id}\nbaseline");
-    if let Some(run) = repo::runs::by_request(&s.db, &me.id, request_id.as_str()).await? {
-        if run.request_body != body {
-            return Err(ApiError::new(
-                ErrorCode::RequestIdReused,
-                format!(
-                    "request_id `{}` already launched {} for something else",
-                    request_id.as_str(),
-                    run.id
-                ),
-            ));
-        }
-        return finish(s, run, true).await;
+    if let Some(repeat) = repeat_of(s, me, &request_id, &body).await? {
+        return Ok(repeat);
     }
     let c = challenge(s, challenge_id)?;
     let live = repo::budget::live_state(&s.db, &s.registry).await?;
@@ -262,6 +271,9 @@ pub async fn launch_baseline(
         remaining_cents: domain::budget::cents_ceil(live.budget.remaining_usd),
     };
     if let Some(r) = runs::baseline_refusal(&facts) {
+        if let Some(repeat) = repeat_of(s, me, &request_id, &body).await? {
+            return Ok(repeat);
+        }
         return Err(ApiError::new(r.code, r.message));
     }
     let (now_text, now_epoch) = now(s);

@@ -127,6 +127,17 @@ on_both_backends!(version_reports_the_build_and_notices_changed_files, |app| {
 
 /// A suite the challenge scores on without a fingerprint here is the deployment's to fix: said
 /// once by /api/version, not as a warning on each collection's validation.
+/// A test app on a copy of the registry.
+async fn app_on(backend: crate::harness::Backend, configs: &tempfile::TempDir) -> TestApp {
+    let options = Options {
+        configs_dir: configs.path().to_path_buf(),
+        keep: None,
+        limits: crate::harness::LIMITS,
+        clock: None,
+    };
+    TestApp::with(backend, options).await
+}
+
 #[tokio::test]
 async fn a_suite_without_a_fingerprint_is_said_once_by_the_version() {
     let configs = copy_configs(|path, text| match path {
@@ -142,16 +153,7 @@ async fn a_suite_without_a_fingerprint_is_said_once_by_the_version() {
             .replace("default = true", "default = false"),
     )
     .unwrap();
-    let app = TestApp::with(
-        crate::harness::Backend::Sqlite,
-        Options {
-            configs_dir: configs.path().to_path_buf(),
-            keep: None,
-            limits: crate::harness::LIMITS,
-            clock: None,
-        },
-    )
-    .await;
+    let app = app_on(crate::harness::Backend::Sqlite, &configs).await;
     let json = app.get("/api/version").await.json();
     assert_eq!(json["heldout_unchecked"], serde_json::json!(["openenv-9b/extra-heldout"]));
     // The organizers' jobs view says it too.
@@ -200,16 +202,7 @@ async fn a_public_suite_brings_its_fingerprint_beside_its_task_list() {
          [meta]\ntask_list = \"meta-bench.txt\"\nfingerprints = \"meta-bench.json\"\n",
     )
     .unwrap();
-    let app = TestApp::with(
-        crate::harness::Backend::Sqlite,
-        Options {
-            configs_dir: configs.path().to_path_buf(),
-            keep: None,
-            limits: crate::harness::LIMITS,
-            clock: None,
-        },
-    )
-    .await;
+    let app = app_on(crate::harness::Backend::Sqlite, &configs).await;
     // The harness has no fingerprint of `meta-bench`: it came from beside the task list, so
     // nothing the challenge scores on is unchecked.
     let json = app.get("/api/version").await.json();
@@ -248,16 +241,7 @@ async fn health_reflects_an_active_run_on_both_backends() {
         )
     });
     for backend in BACKENDS {
-        let app = TestApp::with(
-            backend,
-            Options {
-                configs_dir: configs.path().to_path_buf(),
-                keep: None,
-                limits: crate::harness::LIMITS,
-                clock: None,
-            },
-        )
-        .await;
+        let app = app_on(backend, &configs).await;
         let c = app.get("/api/challenges/openenv-9b").await.json();
         assert_eq!(c["health"]["accepting_runs"], true, "{backend:?}");
         assert_eq!(c["per_run_allocation"]["usd"], 200.0);

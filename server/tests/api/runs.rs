@@ -273,6 +273,31 @@ async fn fifty_concurrent_launches_make_one_run_on_both_backends() {
     }
 }
 
+/// The same request sent many times at once (retries, or two replicas): one run, and every answer
+/// is that run, never a refusal by the checks its own run now fails.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_request_sent_at_once_many_times_is_one_run_in_every_answer() {
+    for backend in [Backend::Sqlite, Backend::Postgres] {
+        let app = TestApp::with(backend, Options::local()).await;
+        let env = submitted(&app, "good", "alice/pack", ALICE).await;
+        let answers = futures_util::future::join_all((0..20).map(|_| {
+            let app = &app;
+            let env = env.clone();
+            async move { launch(app, "alice-same-0001", &env, ALICE).await }
+        }))
+        .await;
+        let created = answers.iter().filter(|a| a.status == StatusCode::CREATED).count();
+        assert_eq!(created, 1, "{backend:?}");
+        let ids: std::collections::BTreeSet<String> = answers
+            .iter()
+            .map(|a| a.json()["run"]["run_id"].as_str().unwrap_or(&a.text()).to_string())
+            .collect();
+        assert_eq!(ids.len(), 1, "{backend:?}: {ids:?}");
+        assert_eq!(rows(&app).await, (1, 1), "{backend:?}");
+        app.finish().await;
+    }
+}
+
 on_both_backends!(
     local,
     no_prepaid_credit_fails_the_run_releases_its_reservation_and_does_not_count,
