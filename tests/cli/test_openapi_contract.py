@@ -14,6 +14,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "tests" / "contract" / "schemathesis.toml"
 TRENT = "hf_local_test_trent_8c4e21"
+# One worker: schemathesis's threads race in CPython 3.11's `ast` (hypothesis describes its lambdas
+# by parsing source), which failed a run with "AST constructor recursion depth mismatch".
 
 
 def test_schemathesis_finds_no_failure(arena_url, tmp_path):
@@ -23,7 +25,7 @@ def test_schemathesis_finds_no_failure(arena_url, tmp_path):
     env = dict(os.environ, NO_COLOR="1")
     done = subprocess.run(
         [st, "--config-file", str(CONFIG), "run", arena_url + "/openapi.json", "--checks", "all", "--seed", "1",
-         "--max-examples", "20", "--workers", "2", "--phases", "examples,coverage,fuzzing",
+         "--max-examples", "20", "--workers", "1", "--phases", "examples,coverage,fuzzing",
          "--header", "Authorization: Bearer " + TRENT],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     failures = done.stdout.find("FAILURES")

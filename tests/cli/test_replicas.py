@@ -26,6 +26,9 @@ from conftest import free_port, hub_url, run_cli
 ROOT = Path(__file__).resolve().parents[2]
 RUPERT = "hf_local_test_rupert_3be2d8"
 ARENA_BOT = "hf_local_test_arena_bot_5a5a5a"
+EVE = "hf_local_test_eve_e11e11"
+# dev/test's STANDIN_STAGE_MS, put back after the slower run this module makes.
+STAGE_MS = 300
 PG = "postgres://postgres@127.0.0.1:5432/"
 
 
@@ -228,7 +231,21 @@ def test_one_launch_from_two_replicas_and_a_run_that_outlives_a_killed_replica(r
     run_file = tmp_path / "run.json"
     run_file.write_text(json.dumps({"request_id": "rupert-replica-run"}))
     launched = []
+    # Slower simulated stages, so that the run is still under way when a replica is killed.
+    request(replicas["hub"] + "/_standin/jobs", "PUT", {"stage_ms": 1500})
+    try:
+        run_the_race(replicas, environment_id, run_file, launched)
+    finally:
+        request(replicas["hub"] + "/_standin/jobs", "PUT", {"stage_ms": STAGE_MS})
 
+
+def relays(url):
+    status, _, body = request(url + "/api/jobs", headers={"Authorization": "Bearer " + EVE})
+    assert status == 200, body
+    return {r["run_id"]: r["state"] for r in json.loads(body)["relays"]}
+
+
+def run_the_race(replicas, environment_id, run_file, launched):
     def launch(i):
         launched.append(run_cli(["run", "--challenge", "local-demo", "--id", environment_id, "--file", str(run_file),
                                  "--execute"], direct(replicas, i), token=RUPERT))
@@ -244,8 +261,14 @@ def test_one_launch_from_two_replicas_and_a_run_that_outlives_a_killed_replica(r
     run_id = run_ids.pop()
     listed = json.loads(run_cli(["runs", "--challenge", "local-demo"], direct(replicas, 1)).stdout)
     assert [x["run_id"] for x in listed["runs"]] == [run_id]
-    # Kill the first replica once the run is under way; the other takes its leases over.
-    wait_state(replicas["address"], run_id, ("running", "scored", "failed"), 90)
+    # The run's relay is held by one replica (whichever the proxy gave its WebSocket) and seen by both.
+    deadline = time.time() + 60
+    while run_id not in relays(direct(replicas, 1)):
+        assert time.time() < deadline, "the run's relay never connected"
+        time.sleep(0.2)
+    assert run_id in relays(direct(replicas, 0))
+    # Kill the first replica while the run is under way; the other takes its leases over.
+    assert wait_state(replicas["address"], run_id, ("running", "scored", "failed"), 90) == "running"
     replicas["servers"][0].send_signal(signal.SIGKILL)
     replicas["servers"][0].wait()
     assert wait_state(direct(replicas, 1), run_id, ("scored", "failed", "canceled"), 240) == "scored"
