@@ -101,7 +101,7 @@ pub const MAX_TITLE: usize = 200;
 pub const MAX_NOTES: usize = 4_000;
 
 /// A name part of `owner/name`: letters, digits, `-`, `_`, `.`; not `.` or `..`.
-fn repo_part(s: &str) -> bool {
+pub fn repo_part(s: &str) -> bool {
     (1..=96).contains(&s.len())
         && s != "."
         && s != ".."
