@@ -1,4 +1,4 @@
-//! The arena's rules: the challenge registry, run-config composition, budget arithmetic and the wire
+//! The arena's rules: the challenge registry, the pipeline's config and bundle, budget arithmetic and the wire
 //! types the API and the pages share. No I/O lives here: callers hand in file contents and clock
 //! readings, so the same code runs in the server, in tests and in the browser (wasm32).
 
@@ -7,11 +7,11 @@ pub mod board;
 pub mod budget;
 pub mod catalog;
 pub mod collection;
-pub mod compose;
 pub mod error;
 pub mod gates;
 pub mod identity;
 pub mod openenv;
+pub mod pipeline;
 pub mod registry;
 pub mod results;
 pub mod runs;

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use crate::score::{self, Arm, BaselineReport, Outcomes, Reference, ScoreReport, SuiteTasks};
+use crate::score::{self, Arm, BaselineReport, Dataset, Reference, ScoreV2, SuiteCells, TaskOutcomes};
 
 /// Why collected evidence is refused; each has its own code at the API.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -16,187 +16,188 @@ pub enum Evidence {
     Mismatch(String),
 }
 
-/// What the challenge scores on: its suites and their tasks, the trials per run, and the arms
-/// evaluated (both for a collection's run, the baseline alone for a measurement of the base model).
+/// A held-out suite as the run's own bundle names it: its dataset (`[[eval_suites]]` of
+/// `config.toml`) and its tasks (`task-lists/eval_suite-{name}.txt`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExpectedSuite {
+    pub name: String,
+    pub dataset: Dataset,
+    pub task_ids: Vec<String>,
+}
+
+/// What the run evaluated: its suites and tasks, the trials (`evaluation.trials`), and the arms
+/// (both for a collection's run, the baseline alone for a measurement of the base model).
 #[derive(Debug, Clone)]
 pub struct Expected {
-    pub suites: Vec<SuiteTasks>,
+    pub run_id: String,
+    pub suites: Vec<ExpectedSuite>,
     pub trials: u32,
     pub arms: Vec<Arm>,
 }
 
-/// The cells cover the suites exactly: every suite, every task (none missing, none extra), every
-/// expected arm and no other, every trial once (scored, or marked an infrastructure error).
-pub fn check_coverage(o: &Outcomes, want: &Expected) -> Result<(), Evidence> {
+/// Where a container path of the run lands in the runs dataset: the pipeline writes absolute
+/// paths inside its job (`/tmp/posttrainarena-job-…/job-inputs/RUN/runs/RUN/jobs/…`); the
+/// published copy is `runs/RUN/jobs/…`. `None` for a path outside the run's folder.
+pub fn dataset_path(container_path: &str, run_id: &str) -> Option<String> {
+    let marker = format!("/runs/{run_id}/");
+    let at = container_path.find(&marker)?;
+    let rest = &container_path[at + marker.len()..];
+    (!rest.split('/').any(|p| p == ".." || p.is_empty())).then(|| format!("runs/{run_id}/{rest}"))
+}
+
+/// The cells cover the suites exactly (every expected arm and no other, every suite and trial
+/// once, every task of the suite in each and no other, each outcome well formed, each jobs folder
+/// inside the run) and answer them as the score's inputs, suite by suite.
+pub fn check_coverage(o: &TaskOutcomes, want: &Expected) -> Result<Vec<SuiteCells>, Evidence> {
     let cov = |m: String| Err(Evidence::Coverage(m));
-    if o.trials != want.trials {
-        return cov(format!("{} trials reported; the challenge runs {}", o.trials, want.trials));
+    if o.pass_threshold != score::PASS_THRESHOLD {
+        return cov(format!("the pass threshold is {}, not the pipeline's 1.0", o.pass_threshold));
     }
-    let named: BTreeSet<&str> = o.suites.iter().map(|s| s.name.as_str()).collect();
-    let expected: BTreeSet<&str> = want.suites.iter().map(|s| s.name.as_str()).collect();
-    if named != expected {
-        return cov(format!(
-            "suites {} reported; the challenge scores {}",
-            named.iter().copied().collect::<Vec<_>>().join(", "),
-            expected.iter().copied().collect::<Vec<_>>().join(", ")
-        ));
-    }
-    let mut seen: BTreeMap<(&str, &str, Arm, u32), usize> = BTreeMap::new();
-    for c in &o.cells {
-        if c.scored == c.reward.is_none() {
-            return cov(format!(
-                "cell {}/{} trial {} is neither scored with a reward nor an infrastructure error",
-                c.suite, c.task_id, c.trial
-            ));
+    let mut out: Vec<SuiteCells> = want
+        .suites
+        .iter()
+        .map(|s| SuiteCells {
+            name: s.name.clone(),
+            dataset: s.dataset.clone(),
+            task_ids: s.task_ids.clone(),
+            baseline: None,
+            final_: None,
+        })
+        .collect();
+    for arm in [Arm::Baseline, Arm::Final] {
+        let name = if arm == Arm::Baseline { "baseline" } else { "final" };
+        let Some(cells) = o.arm(arm) else {
+            if want.arms.contains(&arm) {
+                return cov(format!("the {name} arm is missing"));
+            }
+            continue;
+        };
+        if !want.arms.contains(&arm) {
+            return cov(format!("the {name} arm is there, but this run evaluates only the baseline"));
         }
-        if !want.arms.contains(&c.arm) {
-            return cov(format!(
-                "cell {}/{} trial {} is in the {:?} arm, which this run does not evaluate",
-                c.suite, c.task_id, c.trial, c.arm
-            )
-            .to_lowercase());
+        let mut seen: BTreeMap<(&str, u32), &BTreeMap<String, score::Outcome>> = BTreeMap::new();
+        for c in &cells.cells {
+            let Some(suite) = want.suites.iter().find(|s| s.name == c.suite) else {
+                return cov(format!("a {name} cell is of suite `{}`, which the run does not evaluate", c.suite));
+            };
+            if c.trial < 1 || c.trial > want.trials {
+                return cov(format!("{name} cell {}/trial {} is outside trials 1..={}", c.suite, c.trial, want.trials));
+            }
+            if dataset_path(&c.jobs_dir, &want.run_id).is_none_or(|p| !p.starts_with(&format!("runs/{}/jobs/", want.run_id))) {
+                return cov(format!("{name} cell {}/trial {}: its jobs folder is not inside the run", c.suite, c.trial));
+            }
+            let Some(outcomes) = &c.outcomes else {
+                return cov(format!("{name} cell {}/trial {} has no outcomes (a dry run)", c.suite, c.trial));
+            };
+            let tasks: BTreeSet<&str> = suite.task_ids.iter().map(String::as_str).collect();
+            let reported: BTreeSet<&str> = outcomes.keys().map(String::as_str).collect();
+            if let Some(missing) = tasks.difference(&reported).next() {
+                return cov(format!("task {missing} of {} has no {name} outcome in trial {}", c.suite, c.trial));
+            }
+            if let Some(extra) = reported.difference(&tasks).next() {
+                return cov(format!("task {extra} is not in {} ({name} trial {})", c.suite, c.trial));
+            }
+            if let Some((task, _)) = outcomes.iter().find(|(_, x)| !x.consistent()) {
+                return cov(format!(
+                    "{}/{task} {name} trial {}: an outcome is neither a scored reward nor an infrastructure error",
+                    c.suite, c.trial
+                ));
+            }
+            if seen.insert((c.suite.as_str(), c.trial), outcomes).is_some() {
+                return cov(format!("{name} trial {} of {} is reported twice", c.trial, c.suite));
+            }
         }
-        *seen.entry((c.suite.as_str(), c.task_id.as_str(), c.arm, c.trial)).or_insert(0) += 1;
-    }
-    for suite in &want.suites {
-        let tasks: BTreeSet<&str> = suite.task_ids.iter().map(String::as_str).collect();
-        let reported: BTreeSet<&str> =
-            o.cells.iter().filter(|c| c.suite == suite.name).map(|c| c.task_id.as_str()).collect();
-        if let Some(missing) = tasks.difference(&reported).next() {
-            return cov(format!("task {missing} of {} has no cell", suite.name));
-        }
-        if let Some(extra) = reported.difference(&tasks).next() {
-            return cov(format!("task {extra} is not in {}", suite.name));
-        }
-        for task in &tasks {
-            for &arm in &want.arms {
-                for trial in 0..want.trials {
-                    match seen.get(&(suite.name.as_str(), task, arm, trial)).copied().unwrap_or(0) {
-                        1 => {}
-                        0 => {
-                            return cov(format!(
-                                "{}/{task} has no {arm:?} cell for trial {trial}",
-                                suite.name
-                            )
-                            .to_lowercase())
-                        }
-                        n => {
-                            return cov(format!(
-                                "{}/{task} has {n} {arm:?} cells for trial {trial}",
-                                suite.name
-                            )
-                            .to_lowercase())
-                        }
-                    }
+        for suite in out.iter_mut() {
+            let mut trials = Vec::new();
+            for trial in 1..=want.trials {
+                match seen.get(&(suite.name.as_str(), trial)) {
+                    Some(o) => trials.push((*o).clone()),
+                    None => return cov(format!("{} has no {name} cell for trial {trial}", suite.name)),
                 }
+            }
+            match arm {
+                Arm::Baseline => suite.baseline = Some(trials),
+                Arm::Final => suite.final_ = Some(trials),
             }
         }
     }
-    if let Some(c) = o.cells.iter().find(|c| c.trial >= want.trials) {
-        return cov(format!(
-            "{}/{} has a cell for trial {}, beyond the {} trials",
-            c.suite, c.task_id, c.trial, want.trials
-        ));
-    }
-    Ok(())
+    Ok(out)
 }
 
 const TOLERANCE: f64 = 1e-9;
 
-fn differ(path: &str, reported: f64, recomputed: f64) -> Result<(), Evidence> {
-    if (reported - recomputed).abs() > TOLERANCE {
-        Err(Evidence::Mismatch(format!("{path}: the report says {reported}, the cells give {recomputed}")))
-    } else {
-        Ok(())
-    }
-}
-
-/// The pipeline's report equals what the cells give; the error names the first difference.
-pub fn check_report(reported: &ScoreReport, cells: &Outcomes) -> Result<ScoreReport, Evidence> {
-    let ours = score::score(cells);
-    if reported.trials != ours.trials {
-        return Err(Evidence::Mismatch(format!(
-            "trials: the report says {}, the cells {}",
-            reported.trials, ours.trials
-        )));
-    }
-    if reported.suites.len() != ours.suites.len() {
-        return Err(Evidence::Mismatch(format!(
-            "the report scores {} suites, the cells {}",
-            reported.suites.len(),
-            ours.suites.len()
-        )));
-    }
-    for (r, o) in reported.suites.iter().zip(&ours.suites) {
-        if r.name != o.name {
-            return Err(Evidence::Mismatch(format!("suite `{}` where the cells have `{}`", r.name, o.name)));
+/// The first place two JSON values differ, numbers within `TOLERANCE`. A dataset's `task_list`
+/// is the container's absolute path in the report: it only has to end with the bundle's.
+fn first_difference(path: &str, reported: &serde_json::Value, ours: &serde_json::Value) -> Option<String> {
+    use serde_json::Value;
+    match (reported, ours) {
+        (Value::Number(a), Value::Number(b)) => {
+            let (a, b) = (a.as_f64().unwrap_or(f64::NAN), b.as_f64().unwrap_or(f64::NAN));
+            ((a - b).abs() > TOLERANCE || a.is_nan() != b.is_nan())
+                .then(|| format!("{path}: the report says {a}, the cells give {b}"))
         }
-        let p = |field: &str| format!("suites[{}].{field}", r.name);
-        for (field, a, b) in [
-            ("baseline.pass_rate", r.baseline.pass_rate, o.baseline.pass_rate),
-            ("baseline.stderr", r.baseline.stderr, o.baseline.stderr),
-            ("final.pass_rate", r.final_.pass_rate, o.final_.pass_rate),
-            ("final.stderr", r.final_.stderr, o.final_.stderr),
-            ("delta.delta", r.delta.delta, o.delta.delta),
-            ("delta.stderr", r.delta.stderr, o.delta.stderr),
-        ] {
-            differ(&p(field), a, b)?;
-        }
-        for (field, a, b) in [
-            ("baseline.scored_cells", r.baseline.scored_cells, o.baseline.scored_cells),
-            ("baseline.infra_error_cells", r.baseline.infra_error_cells, o.baseline.infra_error_cells),
-            ("final.scored_cells", r.final_.scored_cells, o.final_.scored_cells),
-            ("final.infra_error_cells", r.final_.infra_error_cells, o.final_.infra_error_cells),
-            ("delta.paired_task_count", r.delta.paired_task_count, o.delta.paired_task_count),
-        ] {
-            if a != b {
-                return Err(Evidence::Mismatch(format!(
-                    "{}: the report says {a}, the cells give {b}",
-                    p(field)
-                )));
+        (Value::Object(a), Value::Object(b)) => {
+            for (k, bv) in b {
+                if k == "stderr_method" {
+                    continue;
+                }
+                let here = format!("{path}.{k}");
+                let Some(av) = a.get(k) else { return Some(format!("{here}: missing from the report")) };
+                if k == "task_list" {
+                    if let (Some(x), Some(y)) = (av.as_str(), bv.as_str()) {
+                        if x == y || x.ends_with(&format!("/{y}")) {
+                            continue;
+                        }
+                    }
+                }
+                if let Some(d) = first_difference(&here, av, bv) {
+                    return Some(d);
+                }
             }
+            None
         }
+        (Value::Array(a), Value::Array(b)) => {
+            if a.len() != b.len() {
+                return Some(format!("{path}: the report has {} entries, the cells give {}", a.len(), b.len()));
+            }
+            a.iter().zip(b).enumerate().find_map(|(i, (x, y))| first_difference(&format!("{path}[{i}]"), x, y))
+        }
+        (a, b) if a == b => None,
+        (a, b) => Some(format!("{path}: the report says {a}, the cells give {b}")),
     }
-    let (r, o) = (&reported.pooled, &ours.pooled);
-    for (field, a, b) in [
-        ("pooled.baseline_pass_rate", r.baseline_pass_rate, o.baseline_pass_rate),
-        ("pooled.final_pass_rate", r.final_pass_rate, o.final_pass_rate),
-        ("pooled.delta", r.delta, o.delta),
-        ("pooled.stderr", r.stderr, o.stderr),
-    ] {
-        differ(field, a, b)?;
-    }
-    if r.paired_task_count != o.paired_task_count {
-        return Err(Evidence::Mismatch(format!(
-            "pooled.paired_task_count: the report says {}, the cells give {}",
-            r.paired_task_count, o.paired_task_count
-        )));
-    }
-    Ok(ours)
 }
 
-/// The pipeline's baseline report equals what the cells give; the error names the first difference.
-pub fn check_reference(reported: &BaselineReport, cells: &Outcomes) -> Result<Reference, Evidence> {
-    let ours = score::reference(cells);
-    let r = &reported.reference;
-    let count = |field: &str, a: u64, b: u64| {
-        if a == b {
-            Ok(())
-        } else {
-            Err(Evidence::Mismatch(format!("{field}: the report says {a}, the cells give {b}")))
-        }
-    };
-    count("trials", r.trials.into(), ours.trials.into())?;
-    count("tasks", r.tasks, ours.tasks)?;
-    count("scored_cells", r.scored_cells, ours.scored_cells)?;
-    count("infra_error_cells", r.infra_error_cells, ours.infra_error_cells)?;
-    for (i, (a, b)) in r.per_trial.iter().zip(&ours.per_trial).enumerate() {
-        differ(&format!("per_trial[{i}]"), *a, *b)?;
+/// The pipeline's `score_v2` equals what the cells give; the error names the first difference.
+/// `stages` are the arms' stages as the outcomes file names them. Answers the recomputed score.
+pub fn check_report(
+    reported: &ScoreV2,
+    cells: &[SuiteCells],
+    trials: u32,
+    stages: (&str, Option<&str>),
+) -> Result<ScoreV2, Evidence> {
+    let ours = score::score_v2(cells, trials, stages.0, stages.1);
+    let (a, b) = (
+        serde_json::to_value(reported).expect("JSON"),
+        serde_json::to_value(&ours).expect("JSON"),
+    );
+    match first_difference("score_v2", &a, &b) {
+        Some(d) => Err(Evidence::Mismatch(d)),
+        None => Ok(ours),
     }
-    count("per_trial length", r.per_trial.len() as u64, ours.per_trial.len() as u64)?;
-    differ("pass_rate", r.pass_rate, ours.pass_rate)?;
-    differ("stderr", r.stderr, ours.stderr)?;
-    Ok(ours)
+}
+
+/// A baseline run's own measurement equals what the cells give; the error names the first
+/// difference.
+pub fn check_reference(reported: &BaselineReport, cells: &TaskOutcomes) -> Result<Reference, Evidence> {
+    let ours = score::reference(cells);
+    let (a, b) = (
+        serde_json::to_value(&reported.reference).expect("JSON"),
+        serde_json::to_value(&ours).expect("JSON"),
+    );
+    match first_difference("baseline", &a, &b) {
+        Some(d) => Err(Evidence::Mismatch(d)),
+        None => Ok(ours),
+    }
 }
 
 /// One suite's change, in percentage points.
@@ -205,7 +206,8 @@ pub fn check_reference(reported: &BaselineReport, cells: &Outcomes) -> Result<Re
 pub struct SuiteResult {
     pub suite: String,
     pub delta_pp: f64,
-    pub stderr_pp: f64,
+    /// Null when fewer than two tasks paired (the pipeline's `null`).
+    pub stderr_pp: Option<f64>,
     pub paired_tasks: u64,
 }
 
@@ -220,8 +222,8 @@ pub struct ResultView {
     pub status: String,
     #[serde(flatten)]
     pub measured: Measured,
-    /// Δ ± 1.96 standard errors (pp).
-    pub ci95_pp: [f64; 2],
+    /// Δ ± 1.96 standard errors (pp); null when the standard error is.
+    pub ci95_pp: Option<[f64; 2]>,
     /// The task content it trained on (`sha256:` identities).
     pub task_identities: Vec<String>,
     /// The runs dataset commit the evidence was read at.
@@ -249,37 +251,49 @@ pub struct Measured {
     pub baseline_pass_rate: f64,
     pub after_pass_rate: f64,
     pub delta_pp: f64,
-    pub stderr_pp: f64,
+    /// Null when fewer than two tasks paired: the pipeline gives no standard error then.
+    pub stderr_pp: Option<f64>,
     pub trials: u32,
     pub suites: Vec<SuiteResult>,
     pub paired_tasks: u64,
     pub infra_error_cells: u64,
 }
 
-pub fn measured(s: &ScoreReport) -> Measured {
-    Measured {
-        baseline_pass_rate: s.pooled.baseline_pass_rate,
-        after_pass_rate: s.pooled.final_pass_rate,
-        delta_pp: s.pooled.delta * 100.0,
-        stderr_pp: s.pooled.stderr * 100.0,
+/// The stored result of a recomputed score: pooled over suites; refused when no task was scored
+/// in both arms (there is no Δ to rank).
+pub fn measured(s: &ScoreV2) -> Result<Measured, Evidence> {
+    let none = || Evidence::Coverage("no held-out task was scored in both arms: there is no Δ".into());
+    let pooled = s.pooled.delta.as_ref().ok_or_else(none)?;
+    let delta = pooled.delta.ok_or_else(none)?;
+    let pp = |x: f64| x * 100.0;
+    Ok(Measured {
+        baseline_pass_rate: pooled.baseline_pass_rate.ok_or_else(none)?,
+        after_pass_rate: pooled.final_pass_rate.ok_or_else(none)?,
+        delta_pp: pp(delta),
+        stderr_pp: pooled.stderr.map(pp),
         trials: s.trials,
         suites: s
             .suites
             .iter()
-            .map(|x| SuiteResult {
-                suite: x.name.clone(),
-                delta_pp: x.delta.delta * 100.0,
-                stderr_pp: x.delta.stderr * 100.0,
-                paired_tasks: x.delta.paired_task_count,
+            .filter_map(|x| {
+                let d = x.delta.as_ref()?;
+                Some(SuiteResult {
+                    suite: x.name.clone(),
+                    delta_pp: pp(d.delta?),
+                    stderr_pp: d.stderr.map(pp),
+                    paired_tasks: d.paired_task_count,
+                })
             })
             .collect(),
-        paired_tasks: s.pooled.paired_task_count,
+        paired_tasks: pooled.paired_task_count,
         infra_error_cells: s
             .suites
             .iter()
-            .map(|x| x.baseline.infra_error_cells + x.final_.infra_error_cells)
+            .map(|x| {
+                x.baseline.as_ref().map_or(0, |a| a.infra_error_cells) + x.final_.as_ref().map_or(0, |a| a.infra_error_cells)
+            })
             .sum(),
-    }
+    })
 }
 
 /// The shortest factual note a review takes.
@@ -312,9 +326,10 @@ pub struct RankedRun {
     pub environment_id: String,
     pub run_id: String,
     pub accepted: bool,
-    /// The run's Δ and its own evaluation standard error (pp), on what is ranked.
+    /// The run's Δ and its own evaluation standard error (pp), on what is ranked; the error is
+    /// null for a run with one paired task.
     pub delta_pp: f64,
-    pub stderr_pp: f64,
+    pub stderr_pp: Option<f64>,
     /// Order of review: the latest accepted run gives the row's other fields.
     pub order: i64,
 }
@@ -324,7 +339,7 @@ pub struct Row {
     pub environment_id: String,
     pub rank: u32,
     pub delta_pp: f64,
-    pub stderr_pp: f64,
+    pub stderr_pp: Option<f64>,
     pub verified_runs: u32,
     pub rejected_runs: u32,
     pub run_deltas_pp: Vec<f64>,
@@ -341,8 +356,10 @@ pub fn shown(pp: f64) -> f64 {
 /// sqrt(v / n), v the run-to-run variance pooled over every collection with two or more accepted
 /// runs, never less than a run's own evaluation variance (the row's mean of its runs' squared
 /// standard errors); before any collection has repeat runs, v is that evaluation variance, so a
-/// single run keeps its own standard error. Ties (equal Δ as shown) share a rank. Answers the rows
-/// and the pooled per-run standard deviation.
+/// single run keeps its own standard error. A run with no standard error (one paired task) adds
+/// no evaluation variance; a row none of whose runs has one, before any repeat exists anywhere,
+/// has no standard error either, and is still ranked by its Δ. Ties (equal Δ as shown) share a
+/// rank. Answers the rows and the pooled per-run standard deviation.
 pub fn rank(runs: &[RankedRun]) -> (Vec<Row>, Option<f64>) {
     let mut by_env: BTreeMap<&str, Vec<&RankedRun>> = BTreeMap::new();
     for r in runs {
@@ -369,13 +386,17 @@ pub fn rank(runs: &[RankedRun]) -> (Vec<Row>, Option<f64>) {
             accepted.sort_by_key(|r| r.order);
             let n = accepted.len() as f64;
             let mean = accepted.iter().map(|r| r.delta_pp).sum::<f64>() / n;
-            let eval_var = accepted.iter().map(|r| r.stderr_pp.powi(2)).sum::<f64>() / n;
-            let v = pooled.map_or(eval_var, |p| p.max(eval_var));
+            let known: Vec<f64> = accepted.iter().filter_map(|r| r.stderr_pp).map(|s| s.powi(2)).collect();
+            let eval_var = (!known.is_empty()).then(|| known.iter().sum::<f64>() / known.len() as f64);
+            let v = match (pooled, eval_var) {
+                (Some(p), Some(e)) => Some(p.max(e)),
+                (p, e) => p.or(e),
+            };
             Some(Row {
                 environment_id: env.to_string(),
                 rank: 0,
                 delta_pp: mean,
-                stderr_pp: (v / n).sqrt(),
+                stderr_pp: v.map(|v| (v / n).sqrt()),
                 verified_runs: accepted.len() as u32,
                 rejected_runs: rs.iter().filter(|r| !r.accepted).count() as u32,
                 run_deltas_pp: accepted.iter().map(|r| r.delta_pp).collect(),
@@ -397,10 +418,11 @@ pub fn rank(runs: &[RankedRun]) -> (Vec<Row>, Option<f64>) {
     (rows, pooled.map(f64::sqrt))
 }
 
-/// Whether a row's 95% interval overlaps the leader's: the difference is not clear.
-pub fn tied_with_leader(row: (f64, f64), leader: (f64, f64)) -> bool {
+/// Whether a row's 95% interval overlaps the leader's: the difference is not clear. An unknown
+/// standard error is no width.
+pub fn tied_with_leader(row: (f64, Option<f64>), leader: (f64, Option<f64>)) -> bool {
     let z = crate::score::Z95;
-    row.0 + z * row.1 >= leader.0 - z * leader.1
+    row.0 + z * row.1.unwrap_or(0.0) >= leader.0 - z * leader.1.unwrap_or(0.0)
 }
 
 #[cfg(test)]

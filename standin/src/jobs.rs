@@ -4,9 +4,13 @@
 //! list with prices (`GET /api/jobs/hardware`). Creating or reading jobs needs the token of a user
 //! who may write in the namespace.
 //!
-//! Each job runs the simulated training pipeline (`crate::pipeline`) inside the stand-in: it is
-//! labelled a simulation in its logs and results. `PUT /_standin/jobs` sets fault switches for the
-//! jobs created next (see [`JobFaults`]).
+//! A job of the uv image runs its command as a local process with the simulated pipeline on its
+//! `PATH` (`crate::runner`); a job of an image the stand-in serves, with a port to expose, runs
+//! that image's server (`crate::sandbox`); any other image cannot run here and errs at once.
+//! `GET …/{id}/logs?tail=N` starts N lines from the end; `GET …/{id}/metrics` streams a sample a
+//! second (CPU, memory and each GPU's utilisation; GPUs sit idle while the job's processes are
+//! stopped) and answers 406 once the job has ended. `PUT /_standin/jobs` sets fault switches for
+//! the jobs created next (see [`JobFaults`]).
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -40,9 +44,12 @@ pub const HARDWARE: &[(&str, &str, f64)] = &[
 /// What the next jobs do wrong.
 ///
 /// `create_status` answers that many creates (`create_count`, default 1) with the status instead
-/// (402: no prepaid credit; 5xx: HF down). The pipeline faults apply to the next `count` jobs
-/// (default 1): fail at a stage with a reason, hang at a stage (no more logs, never finishes), exit
-/// without results, or write a report that disagrees with its cells.
+/// (402: no prepaid credit; 5xx: HF down). The other faults apply to the next `count` jobs
+/// (default 1). The stand-in plays those of the world around the container (`scheduling_ms`,
+/// `crash_at`, `relay_off`, `relay_drop_at`: see `crate::runner`); the simulated programs read the
+/// rest from the job's `STANDIN_JOB_FAULTS` (`standin/sim`): fail, hang or die at a stage, end
+/// without results, write a disagreeing report, scripted cells, scored timeouts and infrastructure
+/// errors, a silent evaluation, a flood of log.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct JobFaults {
     #[serde(default)]
@@ -68,20 +75,45 @@ pub struct JobFaults {
     /// Drop the relay's connection when this stage starts (it reconnects and resends).
     #[serde(default)]
     pub relay_drop_at: Option<String>,
+    /// Kill the first attempt's processes when this stage starts (a lost node).
+    #[serde(default)]
+    pub crash_at: Option<String>,
+    /// `publish`: the container is killed before the pipeline publishes anything.
+    #[serde(default)]
+    pub die_at: Option<String>,
+    /// Keep the first baseline evaluation silent this many seconds.
+    #[serde(default)]
+    pub silent_s: Option<f64>,
+    /// Print this many MiB of log during training.
+    #[serde(default)]
+    pub log_mib: Option<f64>,
+    /// Cell outcomes by task and arm: `{task: {baseline: [outcome per trial], final: […]}}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub script: Option<serde_json::Value>,
+    /// `STEP:TASK` cells that time out with a scored verifier result.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub timeout: Vec<String>,
+    /// `STEP:TASK` cells with an infrastructure error (no scored row).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub infra: Vec<String>,
     #[serde(default)]
     pub count: Option<u32>,
 }
 
 impl JobFaults {
     fn pipeline(&self) -> bool {
-        self.fail_at.is_some()
-            || self.hang_at.is_some()
-            || self.no_results
-            || self.mismatch
-            || self.scheduling_ms.is_some()
-            || self.relay_off
-            || self.relay_drop_at.is_some()
+        self != &JobFaults { create_status: self.create_status, create_count: self.create_count, ..Default::default() }
     }
+}
+
+/// A job's ports, as HF takes them: `portsPublic` is reachable without an HF token.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Expose {
+    #[serde(default)]
+    pub ports: Vec<u16>,
+    #[serde(default)]
+    pub ports_public: Vec<u16>,
 }
 
 /// A job, as HF describes it.
@@ -102,6 +134,10 @@ pub struct JobView {
     pub flavor: String,
     pub labels: BTreeMap<String, String>,
     pub timeout: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attempts: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expose: Option<Expose>,
     pub status: Value,
     pub durations: Value,
     pub owner: Value,
@@ -109,8 +145,16 @@ pub struct JobView {
     pub kind: &'static str,
 }
 
+impl JobView {
+    pub fn expose_ports(&self) -> Vec<u16> {
+        self.expose.as_ref().map(|e| e.ports.clone()).unwrap_or_default()
+    }
+}
+
 pub struct Job {
     pub view: JobView,
+    /// The job's main process while a command runs (`crate::runner`).
+    pub pid: Option<u32>,
     pub namespace: String,
     /// The secret values, for the simulated pipeline only.
     pub secrets: BTreeMap<String, String>,
@@ -150,7 +194,7 @@ pub struct Jobs {
     pub jobs: std::sync::Mutex<Vec<Job>>,
     pub faults: std::sync::Mutex<JobFaults>,
     next: AtomicU64,
-    /// How long each simulated stage takes, in ms.
+    /// How long each simulated step takes, in ms (`STANDIN_STEP_MS` of a job's programs).
     pub stage_ms: AtomicU64,
 }
 
@@ -214,6 +258,7 @@ pub(crate) fn router() -> Router<SharedHub> {
         .route("/api/jobs/{namespace}/{id}", get(inspect))
         .route("/api/jobs/{namespace}/{id}/cancel", post(cancel))
         .route("/api/jobs/{namespace}/{id}/logs", get(logs))
+        .route("/api/jobs/{namespace}/{id}/metrics", get(metrics))
 }
 
 pub(crate) fn control() -> Router<SharedHub> {
@@ -240,9 +285,11 @@ struct CreateJob {
     timeout_seconds: Option<u64>,
     #[serde(default)]
     labels: BTreeMap<String, String>,
+    #[serde(default)]
+    attempts: Option<u32>,
     /// Ports to expose; an image the stand-in serves with a `serve` command then runs as a sandbox.
     #[serde(default)]
-    expose: Vec<u16>,
+    expose: Option<Expose>,
 }
 
 async fn hardware() -> Json<Value> {
@@ -332,6 +379,8 @@ async fn create(
         flavor,
         labels: req.labels,
         timeout: req.timeout_seconds.unwrap_or(1800),
+        attempts: req.attempts,
+        expose: req.expose.clone(),
         status: json!({"stage": "SCHEDULING", "message": null}),
         durations: json!({}),
         owner: json!({"id": format!("org-{namespace}"), "name": namespace, "type": "org"}),
@@ -339,6 +388,7 @@ async fn create(
     };
     let job = Job {
         view: view.clone(),
+        pid: None,
         namespace,
         secrets: req.secrets,
         logs: Vec::new(),
@@ -349,14 +399,24 @@ async fn create(
         cancel: Arc::new(tokio::sync::Notify::new()),
     };
     jobs.jobs.lock().unwrap().push(job);
-    let sandbox = match (&view.docker_image, req.expose.is_empty()) {
-        (Some(image), false) => crate::sandbox::serve_command(&hub, image),
-        _ => None,
+    let image = view.docker_image.clone().unwrap_or_default();
+    let sandbox = match view.expose_ports().is_empty() {
+        false => crate::sandbox::serve_command(&hub, &image),
+        true => None,
     };
     match sandbox {
-        Some(command) => tokio::spawn(crate::sandbox::run(hub.clone(), id, command)),
-        None => tokio::spawn(crate::pipeline::run(hub.clone(), id)),
-    };
+        Some(command) => {
+            tokio::spawn(crate::sandbox::run(hub.clone(), id, command));
+        }
+        None if crate::runner::runs_command(&image) => {
+            tokio::spawn(crate::runner::run(hub.clone(), id));
+        }
+        None => {
+            let message = format!("the local stand-in cannot run image `{image}`: it runs the uv image's commands and the sandbox images it serves");
+            hub.jobs.log(&id, message.clone());
+            hub.jobs.set_stage(&id, "ERROR", Some(message));
+        }
+    }
     Json(view).into_response()
 }
 
@@ -495,11 +555,19 @@ async fn cancel(
     StatusCode::OK.into_response()
 }
 
-/// The log as server-sent events: every line so far, then new ones until the job ends.
+#[derive(Deserialize)]
+struct LogQuery {
+    #[serde(default)]
+    tail: Option<usize>,
+}
+
+/// The log as server-sent events: every line so far (the last `tail` of them when asked), then
+/// new ones until the job ends.
 async fn logs(
     State(hub): State<SharedHub>,
     Path((namespace, id)): Path<(String, String)>,
     headers: HeaderMap,
+    axum::extract::Query(q): axum::extract::Query<LogQuery>,
 ) -> Response {
     if let Some(r) = crate::write_refusal(&hub, &headers, &namespace) {
         return r;
@@ -507,12 +575,64 @@ async fn logs(
     if view_of(&hub, &namespace, &id).is_none() {
         return hf_error(StatusCode::NOT_FOUND, None, "Job not found");
     }
-    let stream = log_stream(hub, id);
+    let start = match q.tail {
+        Some(n) => hub.jobs.with(&id, |j| j.logs.len().saturating_sub(n)).unwrap_or(0),
+        None => 0,
+    };
+    let stream = log_stream(hub, id, start);
     Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(30))).into_response()
 }
 
-fn log_stream(hub: SharedHub, id: String) -> impl Stream<Item = Result<Event, Infallible>> {
-    stream::unfold((hub, id, 0usize, false), |(hub, id, sent, done)| async move {
+/// GPU utilisation a job shows: busy while its processes run, idle while they are stopped (a hung
+/// job) or before its command starts.
+fn gpu_busy(pid: Option<u32>) -> bool {
+    let Some(pid) = pid else { return false };
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state follows the command name in parentheses: `T` is stopped.
+        Ok(stat) => stat.rsplit_once(") ").is_some_and(|(_, rest)| !rest.starts_with('T')),
+        Err(_) => false,
+    }
+}
+
+/// The job's metrics as HF streams them: one `event: metric` a second, 406 once the job ended.
+async fn metrics(
+    State(hub): State<SharedHub>,
+    Path((namespace, id)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Response {
+    if let Some(r) = crate::write_refusal(&hub, &headers, &namespace) {
+        return r;
+    }
+    let Some(finished) = hub.jobs.with(&id, |j| (j.namespace == namespace).then(|| j.finished())).flatten() else {
+        return hf_error(StatusCode::NOT_FOUND, None, "Job not found");
+    };
+    if finished {
+        return hf_error(StatusCode::NOT_ACCEPTABLE, None, "Job is not running");
+    }
+    let stream = stream::unfold((hub, id, true), |(hub, id, first)| async move {
+        if !first {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+        let (pid, flavor, finished) = hub.jobs.with(&id, |j| (j.pid, j.view.flavor.clone(), j.finished()))?;
+        if finished {
+            return None;
+        }
+        let gpus = domain::registry::serving::flavor_gpus(&flavor).unwrap_or(0);
+        let busy = gpu_busy(pid);
+        let util = if busy { 87 } else { 0 };
+        let sample = json!({
+            "cpu_usage_pct": if busy { 35.0 } else { 0.0 }, "cpu_millicores": if busy { 2800 } else { 0 },
+            "memory_used_bytes": 12u64 << 30, "memory_total_bytes": 192u64 << 30, "rx_bps": 0, "tx_bps": 0,
+            "gpus": (0..gpus).map(|g| (g.to_string(), json!({"utilization": util, "memory_used_bytes": if busy { 70u64 << 30 } else { 0 }, "memory_total_bytes": 141u64 << 30}))).collect::<serde_json::Map<String, Value>>(),
+            "replica": 0,
+        });
+        Some((Ok::<_, Infallible>(Event::default().event("metric").data(sample.to_string())), (hub, id, false)))
+    });
+    Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(30))).into_response()
+}
+
+fn log_stream(hub: SharedHub, id: String, start: usize) -> impl Stream<Item = Result<Event, Infallible>> {
+    stream::unfold((hub, id, start, false), |(hub, id, sent, done)| async move {
         if done {
             return None;
         }

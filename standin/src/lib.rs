@@ -43,10 +43,10 @@ pub mod faults;
 mod github;
 pub mod jobs;
 mod oauth;
-pub mod pipeline;
 pub mod registry;
 pub mod relay;
 mod repos;
+pub mod runner;
 pub mod sandbox;
 pub mod trainer;
 pub mod users;
@@ -193,6 +193,20 @@ impl Hub {
     /// Like the other `with_` settings, call it before the hub is shared.
     pub fn with_repos(self: SharedHub, root: PathBuf) -> SharedHub {
         self.configure(|hub| hub.repos = Some(repos::Repos::new(root)))
+    }
+
+    /// Serves a dataset made from a folder (`owner/name`), with a commit id that is the same on
+    /// every machine (see `Repos::seed`); needs `with_repos` first. Answers the hub and the commit.
+    pub fn with_seed_dataset(
+        self: SharedHub,
+        id: &str,
+        src: &std::path::Path,
+    ) -> anyhow::Result<(SharedHub, String)> {
+        let (owner, name) = id.split_once('/').ok_or_else(|| anyhow::anyhow!("`{id}` is not owner/name"))?;
+        let name = repos::RepoName::parse(owner, name).ok_or_else(|| anyhow::anyhow!("`{id}` is not a repository name"))?;
+        let repos = self.repos.as_ref().ok_or_else(|| anyhow::anyhow!("seed datasets need the repositories' folder"))?;
+        let commit = repos.seed(repos::Kind::Dataset, &name, src, "A dataset seeded by the local stand-in")?;
+        Ok((self, commit))
     }
 
     /// Tree listings' page size when the request gives no `limit` (default 1000).

@@ -36,6 +36,10 @@ struct Args {
     #[arg(long, env = "STANDIN_STAGE_MS", default_value_t = 2000)]
     stage_ms: u64,
     /// A directory of container image descriptions to serve as Docker Hub and GHCR (`/registry/…`).
+    /// Datasets made from folders, `OWNER/NAME=DIR[,…]`, each committed with a fixed author and
+    /// date so its commit is the same everywhere (the local demo's held-out suite).
+    #[arg(long, env = "STANDIN_SEED_DATASETS")]
+    seed_datasets: Option<String>,
     #[arg(long, env = "STANDIN_IMAGES")]
     images: Option<PathBuf>,
     /// Connect a simulated OpenEnv training cluster to the arena at this URL
@@ -78,6 +82,12 @@ async fn main() -> anyhow::Result<()> {
         anyhow::ensure!(dir.is_dir(), "ARENA_HUB_REPOS {} is not a directory", dir.display());
         tracing::info!("serving the git repositories under {}", dir.display());
         hub = hub.with_repos(dir);
+    }
+    for seed in args.seed_datasets.iter().flat_map(|s| s.split(',')).filter(|s| !s.is_empty()) {
+        let (id, dir) = seed.split_once('=').ok_or_else(|| anyhow::anyhow!("STANDIN_SEED_DATASETS: `{seed}` is not OWNER/NAME=DIR"))?;
+        let (h, commit) = hub.with_seed_dataset(id, std::path::Path::new(dir))?;
+        hub = h;
+        tracing::info!("serving the dataset {id} made from {dir} at {commit}");
     }
     if let Some(dir) = args.images {
         let images = standin::registry::load(&dir)?;

@@ -15,6 +15,10 @@ use std::time::{Duration, SystemTime};
 use tokio::process::Command;
 use tokio::sync::OnceCell;
 
+/// The `.gitattributes` of a new repository (HF's sends large binary files to LFS; the stand-in
+/// commits everything inline, so this only keeps the first commit's shape).
+const GITATTRIBUTES: &str = "*.bin filter=lfs diff=lfs merge=lfs -text\n*.parquet filter=lfs diff=lfs merge=lfs -text\n*.safetensors filter=lfs diff=lfs merge=lfs -text\n";
+
 /// No git call may take longer than this; the process is killed when it does.
 const GIT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Cached trees beyond this many are dropped all at once (the stand-in serves few repositories).
@@ -256,7 +260,42 @@ impl Repos {
         if private {
             repo.git_ok(&["config", "--local", "standin.visibility", "private"]).await?;
         }
+        // HF makes a repository with a first commit holding `.gitattributes`: `main` always exists.
+        drop(_one);
+        let attributes = RepoPath::parse(".gitattributes").expect("a plain path");
+        repo.write_on(None, "initial commit", &[(attributes, GITATTRIBUTES.as_bytes().to_vec())]).await?;
         Ok(true)
+    }
+
+    /// Makes a repository from a folder's files unless one exists, committed by a fixed author at
+    /// a fixed date, so that its commit id is the same on every machine; answers that commit.
+    pub fn seed(&self, kind: Kind, name: &RepoName, src: &std::path::Path, message: &str) -> anyhow::Result<String> {
+        let dir = self.root.join(kind.dir()).join(&name.owner).join(&name.name);
+        let git = |args: &[&str]| -> anyhow::Result<String> {
+            let out = std::process::Command::new("git")
+                .arg("-C")
+                .arg(&dir)
+                .args(["-c", "user.name=arena-demo", "-c", "user.email=demo@localhost", "-c", "commit.gpgsign=false"])
+                .args(args)
+                .env("GIT_CONFIG_GLOBAL", "/dev/null")
+                .env("GIT_CONFIG_NOSYSTEM", "1")
+                .env("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z")
+                .env("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z")
+                .output()?;
+            anyhow::ensure!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+            Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+        };
+        if !dir.join(".git").is_dir() {
+            let partial = dir.with_extension("partial");
+            let _ = std::fs::remove_dir_all(&partial);
+            copy_files(src, &partial)?;
+            std::fs::create_dir_all(dir.parent().expect("a repository has an owner folder"))?;
+            std::fs::rename(&partial, &dir)?;
+            git(&["init", "-q", "-b", "main"])?;
+            git(&["add", "-A"])?;
+            git(&["commit", "-q", "-m", message])?;
+        }
+        git(&["rev-parse", "HEAD"])
     }
 
     /// The repository, if one exists under that name.
@@ -274,6 +313,25 @@ impl Repos {
         repo.visibility = repo.read_visibility().await?;
         Ok(Some(repo))
     }
+}
+
+/// Copies a folder's files (their bytes and permissions), skipping caches.
+fn copy_files(src: &std::path::Path, dest: &std::path::Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dest)?;
+    for entry in std::fs::read_dir(src)? {
+        let entry = entry?;
+        let name = entry.file_name();
+        if name == "__pycache__" || name == ".pytest_cache" {
+            continue;
+        }
+        let to = dest.join(&name);
+        if entry.file_type()?.is_dir() {
+            copy_files(&entry.path(), &to)?;
+        } else {
+            std::fs::copy(entry.path(), &to)?;
+        }
+    }
+    Ok(())
 }
 
 pub struct Repo<'a> {
@@ -305,10 +363,19 @@ impl Repo<'_> {
     }
 
     /// Commits `files` on top of `main` (a new branch when the repository is empty) in one
-    /// `git fast-import`; answers the new commit.
-    pub async fn write(&self, summary: &str, files: &[(RepoPath, Vec<u8>)]) -> Result<String, GitError> {
+    /// `git fast-import`, when `main` is still at `expected` (HF's `parentCommit`, when given);
+    /// answers the new commit, or `None` when `main` moved on.
+    pub async fn write_on(
+        &self,
+        expected: Option<&str>,
+        summary: &str,
+        files: &[(RepoPath, Vec<u8>)],
+    ) -> Result<Option<String>, GitError> {
         let _one = self.repos.writing.lock().await;
         let parent = self.rev_parse("refs/heads/main^{commit}").await?;
+        if expected.is_some_and(|e| parent.as_deref() != Some(e)) {
+            return Ok(None);
+        }
         let now = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
         let mut stream = Vec::new();
         stream.extend(
@@ -332,7 +399,7 @@ impl Repo<'_> {
                 stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
             });
         }
-        self.rev_parse("refs/heads/main^{commit}").await?.ok_or_else(|| GitError::Parse("fast-import".into()))
+        self.rev_parse("refs/heads/main^{commit}").await?.ok_or_else(|| GitError::Parse("fast-import".into())).map(Some)
     }
 
     async fn git_input(&self, args: &[&str], input: Vec<u8>) -> Result<Output, GitError> {
@@ -374,6 +441,17 @@ impl Repo<'_> {
             });
         }
         Ok(out.stdout)
+    }
+
+    /// Makes the repository private or public (a gated one stays gated when made private).
+    pub async fn set_private(&self, private: bool) -> Result<(), GitError> {
+        if private {
+            self.git_ok(&["config", "--local", "standin.visibility", "private"]).await?;
+        } else {
+            // Unsetting a value that is not set exits 5: public either way.
+            let _ = self.git(&["config", "--local", "--unset", "standin.visibility"]).await?;
+        }
+        Ok(())
     }
 
     async fn read_visibility(&self) -> Result<Visibility, GitError> {

@@ -25,6 +25,36 @@ pub(crate) fn router() -> Router<SharedHub> {
         .route("/api/datasets/{owner}/{name}/preupload/{rev}", post(preupload))
         .route("/api/datasets/{owner}/{name}/commit/{*rev}", post(commit))
         .route("/api/validate-yaml", post(validate_yaml))
+        .route("/api/datasets/{owner}/{name}/settings", axum::routing::put(settings))
+}
+
+#[derive(Deserialize)]
+struct Settings {
+    #[serde(default)]
+    private: Option<bool>,
+}
+
+/// `PUT /api/datasets/{repo}/settings` (`update_repo_settings`): the visibility.
+async fn settings(
+    State(hub): State<SharedHub>,
+    headers: HeaderMap,
+    Path((owner, name)): Path<(String, String)>,
+    Json(req): Json<Settings>,
+) -> Response {
+    let result = async {
+        if let Some(r) = crate::write_refusal(&hub, &headers, &owner) {
+            return Err(r);
+        }
+        let (Some(repos), Some(id)) = (hub.repos.as_ref(), RepoName::parse(&owner, &name)) else {
+            return Err(repo_not_found());
+        };
+        let repo = repos.open(Kind::Dataset, &id).await.map_err(internal)?.ok_or_else(repo_not_found)?;
+        if let Some(private) = req.private {
+            repo.set_private(private).await.map_err(internal)?;
+        }
+        Ok(Json(json!({})).into_response())
+    };
+    result.await.unwrap_or_else(|r| r)
 }
 
 #[derive(Deserialize)]
@@ -131,12 +161,13 @@ fn invalid(message: &str) -> String {
     message.to_string()
 }
 
-/// A commit's summary and files.
-type Commit = (String, Vec<(RepoPath, Vec<u8>)>);
+/// A commit's summary, the commit it must follow (`parentCommit`) and its files.
+type Commit = (String, Option<String>, Vec<(RepoPath, Vec<u8>)>);
 
 /// The files of an NDJSON commit body; the error is the message of a 400.
 fn parse_commit(body: &[u8]) -> Result<Commit, String> {
     let mut summary = String::from("Upload files");
+    let mut parent = None;
     let mut files = Vec::new();
     for line in body.split(|b| *b == b'\n').filter(|l| !l.iter().all(u8::is_ascii_whitespace)) {
         let op: Value = serde_json::from_slice(line).map_err(|_| invalid("Invalid NDJSON line"))?;
@@ -146,6 +177,7 @@ fn parse_commit(body: &[u8]) -> Result<Commit, String> {
                 if let Some(s) = value["summary"].as_str() {
                     summary = s.to_string();
                 }
+                parent = value["parentCommit"].as_str().map(String::from);
             }
             Some("file") => {
                 let path = value["path"]
@@ -167,7 +199,7 @@ fn parse_commit(body: &[u8]) -> Result<Commit, String> {
             None => return Err(invalid("Each line needs a key")),
         }
     }
-    Ok((summary, files))
+    Ok((summary, parent, files))
 }
 
 async fn commit(
@@ -187,8 +219,14 @@ async fn commit(
             return Err(repo_not_found());
         };
         let repo = repos.open(Kind::Dataset, &id).await.map_err(internal)?.ok_or_else(repo_not_found)?;
-        let (summary, files) = parse_commit(&body).map_err(|m| bad(&m))?;
-        let oid = repo.write(&summary, &files).await.map_err(internal)?;
+        let (summary, parent, files) = parse_commit(&body).map_err(|m| bad(&m))?;
+        let Some(oid) = repo.write_on(parent.as_deref(), &summary, &files).await.map_err(internal)? else {
+            return Err(hf_error(
+                StatusCode::PRECONDITION_FAILED,
+                None,
+                "A commit has happened since. Please refresh and try again.",
+            ));
+        };
         let url = format!("{}/datasets/{}/commit/{oid}", hub.public_url.lock().unwrap(), id.id());
         Ok(Json(json!({"commitUrl": url, "commitOid": oid, "pullRequestUrl": null})).into_response())
     };

@@ -76,6 +76,11 @@ pub struct Compute {
     /// Price of the node per hour; the allocation is this times the hard limit.
     #[serde(default)]
     pub hourly_price_usd: Option<f64>,
+    /// How many times the job's command may start: HF Jobs starts it again, in the same job,
+    /// after a crash (a kill, a lost node), and the job script then resumes the run from the
+    /// state it checkpointed. Leave out for one attempt.
+    #[serde(default)]
+    pub attempts: Option<u32>,
     pub layout: Layout,
 }
 

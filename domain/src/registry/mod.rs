@@ -20,7 +20,7 @@ pub use error::{ConfigError, ConfigErrors};
 pub use method::{Eval, Method, MethodFile, MethodMeta, Rollout, Training};
 pub use model::{Model, ModelFile, ModelMeta};
 pub use serving::{MethodServing, ModelServing, ServingLayout};
-pub use suite::{Suite, SuiteFile, SuiteHeader, SuiteMeta, SuiteTasks};
+pub use suite::{Suite, SuiteDataset, SuiteFile, SuiteHeader, SuiteMeta, SuiteTasks};
 
 /// A file handed to the loader: its path relative to the configs (or overlay) root, and its text.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -157,9 +157,14 @@ impl Registry {
                     if let Some(s) = parse::<SuiteFile>(file, &mut errors) {
                         check_id(file, "suite.id", &s.suite.id, stem, &mut errors);
                         let tasks = public_suite_tasks(file, &s, &fixtures, &mut errors);
-                        registry
-                            .suites
-                            .insert(s.suite.id.clone(), Suite { header: s.suite, meta: s.meta, tasks });
+                        if let Some(d) = &s.meta.dataset {
+                            check_dataset(&file.path, "meta.dataset", d, &mut errors);
+                        }
+                        let dataset = s.meta.dataset.clone();
+                        registry.suites.insert(
+                            s.suite.id.clone(),
+                            Suite { header: s.suite, meta: s.meta, tasks, dataset },
+                        );
                     }
                 }
                 "challenges" => {
@@ -264,19 +269,102 @@ fn check_id(file: &SourceFile, field: &str, id: &str, stem: &str, errors: &mut V
     }
 }
 
+/// The recipe's own rules: what the pipeline's loader would refuse, said here with the fragment's
+/// field names, so that a bad recipe fails at start rather than in a paid run.
 fn check_method(file: &SourceFile, m: &MethodFile, errors: &mut Vec<ConfigError>) {
+    let mut err = |field: &str, reason: String| errors.push(ConfigError::new(&file.path, field, reason));
+    let one_of = |value: &str, allowed: &[&str]| allowed.contains(&value);
+    // The pipeline runs these; anything else has no recipe the arena can compose.
+    for (field, value, want) in [
+        ("method.algorithm", &m.method.algorithm, "GRPO"),
+        ("method.adapter", &m.method.adapter, "LoRA"),
+        ("method.trainer", &m.method.trainer, "TRL"),
+        ("method.rollout_harness", &m.method.rollout_harness, "OpenCode"),
+    ] {
+        if value != want {
+            err(field, format!("`{value}`: the pipeline the arena launches runs `{want}` only"));
+        }
+    }
+    let t = &m.training;
     if m.eval.trials == 0 {
-        errors.push(ConfigError::new(&file.path, "eval.trials", "must be at least 1"));
+        err("eval.trials", "must be at least 1".into());
     }
     if m.eval.sandbox_concurrency == 0 {
-        errors.push(ConfigError::new(&file.path, "eval.sandbox_concurrency", "must be at least 1"));
+        err("eval.sandbox_concurrency", "must be at least 1".into());
     }
-    if !["always", "gate"].contains(&m.training.run_policy.as_str()) {
-        errors.push(ConfigError::new(
-            &file.path,
-            "training.run_policy",
-            format!("`{}` is not `always` or `gate`", m.training.run_policy),
-        ));
+    if m.eval.max_infra_error_fraction.is_some_and(|f| !(0.0..=0.5).contains(&f)) {
+        err("eval.max_infra_error_fraction", "must be between 0 and 0.5".into());
+    }
+    if !one_of(&t.run_policy, &["always", "on_reward"]) {
+        err("training.run_policy", format!("`{}` is not `always` or `on_reward`", t.run_policy));
+    }
+    if t.gate_threshold.is_some_and(|v| !(0.0..=1.0).contains(&v)) {
+        err("training.gate_threshold", "must be between 0 and 1".into());
+    }
+    if t.generations_per_task < 2 {
+        err("training.generations_per_task", "GRPO compares at least 2 rollouts per task".into());
+    }
+    for (field, v) in
+        [("training.lora_rank", t.lora_rank), ("training.lora_alpha", t.lora_alpha), ("training.max_steps", t.max_steps)]
+    {
+        if v == 0 {
+            err(field, "must be at least 1".into());
+        }
+    }
+    if t.gate_task_count == 0 {
+        err("training.gate_task_count", "must be at least 1".into());
+    }
+    if !(t.learning_rate.is_finite() && t.learning_rate > 0.0) {
+        err("training.learning_rate", "must be a positive number".into());
+    }
+    if t.lora_dropout.is_some_and(|d| !(0.0..1.0).contains(&d)) {
+        err("training.lora_dropout", "must be at least 0 and below 1".into());
+    }
+    if let Some(batch) = t.generation_batch_size {
+        if batch == 0 || !batch.is_multiple_of(t.generations_per_task.max(1)) {
+            err(
+                "training.generation_batch_size",
+                format!("{batch} is not a positive multiple of generations_per_task ({})", t.generations_per_task),
+            );
+        }
+    }
+    if t.gradient_accumulation_steps == Some(0) {
+        err("training.gradient_accumulation_steps", "must be at least 1".into());
+    }
+    if let Some(sampler) = &t.task_sampler {
+        if !one_of(sampler, &["trl", "cover"]) {
+            err("training.task_sampler", format!("`{sampler}` is not `trl` or `cover`"));
+        } else if sampler == "cover" {
+            let batch = t.generation_batch_size.unwrap_or(t.generations_per_task * m.eval.sandbox_concurrency);
+            if t.gradient_accumulation_steps != Some(batch) {
+                err(
+                    "training.gradient_accumulation_steps",
+                    format!("task_sampler `cover` needs it equal to the generation batch ({batch}): one optimizer step per batch"),
+                );
+            }
+        }
+    }
+    if let Some(policy) = &t.rollout_failure_policy {
+        if !one_of(policy, &["raise", "mask"]) {
+            err("training.rollout_failure_policy", format!("`{policy}` is not `raise` or `mask`"));
+        }
+    }
+    let r = &m.rollout;
+    if !one_of(&r.sandbox, &["daytona", "docker"]) {
+        err("rollout.sandbox", format!("`{}` is not `daytona` or `docker`", r.sandbox));
+    }
+    if r.sandbox_user.as_deref().is_some_and(|u| u.trim().is_empty()) {
+        err("rollout.sandbox_user", "name a user, or leave it out for the pipeline's `agent`".into());
+    }
+    for (field, v) in [
+        ("rollout.per_attempt_timeout_s", r.per_attempt_timeout_s),
+        ("rollout.idle_timeout_s", r.idle_timeout_s),
+        ("rollout.sandbox_setup_timeout_s", r.sandbox_setup_timeout_s),
+        ("rollout.completion_tokens", r.completion_tokens),
+    ] {
+        if v == 0 {
+            err(field, "must be at least 1".into());
+        }
     }
 }
 
@@ -345,16 +433,17 @@ fn public_suite_tasks(
 ) -> Option<SuiteTasks> {
     let meta = &s.meta;
     if meta.private {
-        for (field, value) in [
-            ("meta.task_list", &meta.task_list),
-            ("meta.domains", &meta.domains),
-            ("meta.fingerprints", &meta.fingerprints),
+        for (field, present) in [
+            ("meta.task_list", meta.task_list.is_some()),
+            ("meta.domains", meta.domains.is_some()),
+            ("meta.fingerprints", meta.fingerprints.is_some()),
+            ("meta.dataset", meta.dataset.is_some()),
         ] {
-            if value.is_some() {
+            if present {
                 errors.push(ConfigError::new(
                     &file.path,
                     field,
-                    "a private suite keeps its task list, domains and fingerprints in the private overlay, not in this repository",
+                    "a private suite keeps its task list, domains, fingerprints and dataset in the private overlay, not in this repository",
                 ));
             }
         }
@@ -394,8 +483,37 @@ fn public_suite_tasks(
     Some(SuiteTasks { names, domains })
 }
 
-/// The overlay holds `suites/{id}/tasks.txt` and optionally `suites/{id}/domains.json` for each
-/// private suite.
+/// A suite's dataset: an `owner/name` HF dataset at a full commit.
+fn check_dataset(file: &str, field: &str, d: &SuiteDataset, errors: &mut Vec<ConfigError>) {
+    let key = |k: &str| if field.is_empty() { k.to_string() } else { format!("{field}.{k}") };
+    let parts: Vec<&str> = d.repo_id.split('/').collect();
+    let name_ok = |p: &str| {
+        !p.is_empty()
+            && p.len() <= 96
+            && p.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+            && !p.starts_with('.')
+    };
+    if parts.len() != 2 || !parts.iter().all(|p| name_ok(p)) {
+        errors.push(ConfigError::new(
+            file,
+            key("repo_id"),
+            format!("`{}` is not an HF dataset id (owner/name)", d.repo_id),
+        ));
+    }
+    if !is_hex(&d.revision, 40, 40) {
+        errors.push(ConfigError::new(
+            file,
+            key("revision"),
+            "must be a full 40-hex commit: a run's held-out tasks never move",
+        ));
+    }
+    if d.path.starts_with('/') || d.path.split('/').any(|p| p == "..") {
+        errors.push(ConfigError::new(file, key("path"), "must be a relative folder of the dataset"));
+    }
+}
+
+/// The overlay holds `suites/{id}/tasks.txt`, and optionally `suites/{id}/domains.json` and
+/// `suites/{id}/dataset.toml` (`repo_id`, `revision`, `path`), for each private suite.
 fn apply_overlay(
     suites: &mut BTreeMap<String, Suite>,
     overlay: &[SourceFile],
@@ -437,6 +555,16 @@ fn apply_overlay(
         let domains = files.get("domains.json").and_then(|f| parse_domain_map(&f.path, &f.contents, errors));
         check_tasks(&list.path, "tasks.txt", &names, domains.as_ref(), errors);
         suite.tasks = Some(SuiteTasks { names, domains });
+        if let Some(file) = files.get("dataset.toml") {
+            let origin = format!("overlay:{}", file.path);
+            match toml::from_str::<SuiteDataset>(&file.contents) {
+                Ok(d) => {
+                    check_dataset(&origin, "", &d, errors);
+                    suite.dataset = Some(d);
+                }
+                Err(e) => errors.push(ConfigError::new(origin, "", e.message().to_string())),
+            }
+        }
     }
 }
 
@@ -538,6 +666,13 @@ fn bind_challenge(
     }
     if compute.max_wall_s == 0 {
         err("compute.max_wall_s", "must be positive".into());
+    }
+    // One HF job on one node runs the whole pipeline: the job script has no multi-node launcher.
+    if compute.nodes != 1 {
+        err("compute.nodes", format!("{}: a run is one job on one node", compute.nodes));
+    }
+    if compute.attempts == Some(0) {
+        err("compute.attempts", "must be at least 1 (the job's first attempt)".into());
     }
     let method_file = format!("methods/{}.toml", method.method.id);
     for (field, reason) in serving::check_layout(

@@ -43,6 +43,21 @@ pub struct SuiteMeta {
     /// Prompt 13-grams and file blob ids beside the task list, written by `fingerprint_suite`.
     #[serde(default)]
     pub fingerprints: Option<String>,
+    /// Where a run snapshots the suite's tasks (public suites; a private suite's is in the overlay).
+    #[serde(default)]
+    pub dataset: Option<SuiteDataset>,
+}
+
+/// The HF dataset a run evaluates a suite from: `[[eval_suites]]`'s `repo_id`, `revision` and
+/// `path` in the pipeline's config (the task list is the suite's own).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SuiteDataset {
+    pub repo_id: String,
+    /// A full 40-hex commit: a run's held-out tasks never move.
+    pub revision: String,
+    /// The folder of the task packages in the dataset (`""` for its root).
+    pub path: String,
 }
 
 /// What the registry knows of a suite's tasks, from the repository (public) or the overlay (private).
@@ -60,6 +75,8 @@ pub struct Suite {
     pub meta: SuiteMeta,
     /// `None` for a private suite whose overlay this deployment does not have.
     pub tasks: Option<SuiteTasks>,
+    /// Where runs snapshot its tasks; `None` when neither `[meta.dataset]` nor the overlay says.
+    pub dataset: Option<SuiteDataset>,
 }
 
 impl Suite {

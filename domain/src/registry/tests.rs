@@ -1,6 +1,5 @@
 use super::*;
 use crate::catalog;
-use crate::compose;
 
 const CHALLENGE: &str = include_str!("../../../configs/challenges/openenv-9b.toml");
 const MODEL: &str = include_str!("../../../configs/models/qwen3.5-9b.toml");
@@ -79,18 +78,11 @@ fn every_number_of_the_placeholder_recipe_is_marked_owner_set() {
 }
 
 #[test]
-fn composes_the_run_config() {
+fn the_private_suite_cannot_be_composed_without_its_overlay() {
     let registry = Registry::load(&shipped(), &[]).unwrap();
-    let config = compose::compose(&registry, registry.challenge("openenv-9b").unwrap());
-    assert_eq!(config.model.revision, "c202236");
-    assert_eq!(config.recipe.eval.trials, 3);
-    assert_eq!(config.suites.len(), 1);
-    assert!(config.suites[0].private);
-    assert_eq!(config.suites[0].trials, 3);
-    assert_eq!(config.serving.vllm_gpus + config.serving.trainer_gpus, 8);
-    let toml_text = compose::render_toml(&config);
-    let back: compose::RunConfig = toml::from_str(&toml_text).unwrap();
-    assert_eq!(back, config);
+    let e = crate::pipeline::config::compose(&registry, registry.challenge("openenv-9b").unwrap(), None)
+        .unwrap_err();
+    assert!(e.to_string().contains("`openenv-heldout` names no dataset"), "{e}");
 }
 
 #[test]

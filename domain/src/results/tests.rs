@@ -1,5 +1,5 @@
 use super::*;
-use crate::score::Cell;
+use crate::score::{ArmCells, Arms, Cell, Outcome};
 
 fn run(env: &str, id: &str, accepted: bool, delta: f64, se: f64, order: i64) -> RankedRun {
     RankedRun {
@@ -7,13 +7,13 @@ fn run(env: &str, id: &str, accepted: bool, delta: f64, se: f64, order: i64) -> 
         run_id: id.into(),
         accepted,
         delta_pp: delta,
-        stderr_pp: se,
+        stderr_pp: Some(se),
         order,
     }
 }
 
-fn close(a: f64, b: f64) -> bool {
-    (a - b).abs() < 1e-4
+fn close(a: impl Into<Option<f64>>, b: f64) -> bool {
+    a.into().is_some_and(|a| (a - b).abs() < 1e-4)
 }
 
 /// Worked by hand: A one run (4.0 ± 2), B three runs (2, 4, 6; ± 1 each), C two accepted (5, 4;
@@ -56,123 +56,159 @@ fn before_any_repeat_a_single_run_keeps_its_own_error_and_rejected_only_collecti
 
 #[test]
 fn intervals_that_overlap_the_leaders_are_tied_with_it() {
-    assert!(tied_with_leader((3.0, 1.0), (5.0, 1.0)));
-    assert!(!tied_with_leader((0.0, 0.5), (5.0, 0.5)));
+    assert!(tied_with_leader((3.0, Some(1.0)), (5.0, Some(1.0))));
+    assert!(!tied_with_leader((0.0, Some(0.5)), (5.0, Some(0.5))));
+    assert!(!tied_with_leader((4.0, None), (5.0, None)), "no error, no width");
 }
 
-fn outcomes(cells: Vec<Cell>) -> Outcomes {
-    Outcomes {
-        schema_version: 2,
-        run_id: "r".into(),
-        metric: "pass@1".into(),
+#[test]
+fn a_run_without_a_standard_error_is_ranked_by_its_delta_and_adds_no_variance() {
+    let none = RankedRun { stderr_pp: None, ..run("N", "n1", true, 7.0, 0.0, 1) };
+    let (rows, _) = rank(&[none.clone(), run("A", "a1", true, 3.0, 2.0, 2)]);
+    assert_eq!(rows[0].environment_id, "N");
+    assert_eq!(rows[0].stderr_pp, None);
+    let (rows, _) = rank(&[none, RankedRun { order: 3, ..run("N", "n2", true, 5.0, 1.0, 3) }]);
+    assert!(close(rows[0].stderr_pp, (2.0f64 / 2.0).sqrt()), "the pooled run-to-run variance (2) over its two runs");
+}
+
+const RUN: &str = "run-1";
+
+fn expected(arms: Vec<Arm>) -> Expected {
+    Expected {
+        run_id: RUN.into(),
+        suites: vec![ExpectedSuite {
+            name: "s".into(),
+            dataset: Dataset { repo_id: "o/s".into(), revision: "c".into(), task_list: "task-lists/eval_suite-s.txt".into(), path: "tasks".into() },
+            task_ids: vec!["t1".into(), "t2".into()],
+        }],
         trials: 1,
-        suites: vec![SuiteTasks { name: "s".into(), task_ids: vec!["t1".into(), "t2".into()] }],
-        cells,
+        arms,
     }
 }
 
-fn cell(task: &str, arm: Arm, trial: u32, reward: Option<f64>) -> Cell {
+fn cell(stage: &str, rewards: &[(&str, Option<f64>)]) -> Cell {
     Cell {
         suite: "s".into(),
-        task_id: task.into(),
-        arm,
-        trial,
-        reward,
-        scored: reward.is_some(),
-        error_category: None,
+        trial: 1,
+        stage: stage.into(),
+        jobs_dir: format!("/tmp/posttrainarena-job-x/job-inputs/{RUN}/runs/{RUN}/jobs/{stage}"),
+        score: Some(0.0),
+        outcomes: Some(rewards.iter().map(|(t, r)| (t.to_string(), r.map_or(Outcome::INFRA, Outcome::scored))).collect()),
     }
 }
 
-fn full() -> Vec<Cell> {
-    let mut c = Vec::new();
-    for t in ["t1", "t2"] {
-        c.push(cell(t, Arm::Baseline, 0, Some(0.0)));
-        c.push(cell(t, Arm::Final, 0, Some(1.0)));
+fn outcomes(baseline: Vec<Cell>, final_: Option<Vec<Cell>>) -> TaskOutcomes {
+    TaskOutcomes {
+        schema_version: 1,
+        pass_threshold: 1.0,
+        arms: Arms {
+            baseline: Some(ArmCells { stage: "baseline_eval".into(), cells: baseline }),
+            final_: final_.map(|cells| ArmCells { stage: "posttrain_eval".into(), cells }),
+        },
     }
-    c
+}
+
+fn full() -> TaskOutcomes {
+    outcomes(
+        vec![cell("baseline", &[("t1", Some(0.0)), ("t2", Some(0.0))])],
+        Some(vec![cell("posttrain", &[("t1", Some(1.0)), ("t2", Some(1.0))])]),
+    )
+}
+
+fn coverage_error(o: &TaskOutcomes, want: &Expected) -> String {
+    match check_coverage(o, want) {
+        Err(Evidence::Coverage(m)) => m,
+        other => panic!("expected a coverage error, got {other:?}"),
+    }
 }
 
 #[test]
 fn coverage_must_be_exact() {
-    let want = Expected {
-        suites: vec![SuiteTasks { name: "s".into(), task_ids: vec!["t1".into(), "t2".into()] }],
-        trials: 1,
-        arms: vec![Arm::Baseline, Arm::Final],
-    };
-    assert_eq!(check_coverage(&outcomes(full()), &want), Ok(()));
+    let want = expected(vec![Arm::Baseline, Arm::Final]);
+    let cells = check_coverage(&full(), &want).unwrap();
+    assert_eq!(cells[0].baseline.as_ref().unwrap().len(), 1);
     let mut missing = full();
-    missing.pop();
-    assert!(
-        matches!(check_coverage(&outcomes(missing), &want), Err(Evidence::Coverage(m)) if m.contains("t2 has no final cell"))
-    );
+    missing.arms.final_.as_mut().unwrap().cells[0].outcomes.as_mut().unwrap().remove("t2");
+    assert!(coverage_error(&missing, &want).contains("task t2 of s has no final outcome"));
     let mut extra = full();
-    extra.push(cell("t9", Arm::Final, 0, Some(1.0)));
-    assert!(
-        matches!(check_coverage(&outcomes(extra), &want), Err(Evidence::Coverage(m)) if m.contains("t9 is not in s"))
-    );
+    extra.arms.final_.as_mut().unwrap().cells[0].outcomes.as_mut().unwrap().insert("t9".into(), Outcome::scored(1.0));
+    assert!(coverage_error(&extra, &want).contains("task t9 is not in s"));
     let mut twice = full();
-    twice.push(cell("t1", Arm::Final, 0, Some(1.0)));
-    assert!(
-        matches!(check_coverage(&outcomes(twice), &want), Err(Evidence::Coverage(m)) if m.contains("2 final cells"))
-    );
+    let again = twice.arms.final_.as_ref().unwrap().cells[0].clone();
+    twice.arms.final_.as_mut().unwrap().cells.push(again);
+    assert!(coverage_error(&twice, &want).contains("reported twice"));
+    let mut no_final = full();
+    no_final.arms.final_ = None;
+    assert!(coverage_error(&no_final, &want).contains("the final arm is missing"));
     let mut infra = full();
-    infra[0] = Cell {
-        reward: None,
-        scored: false,
-        error_category: Some("sandbox_start_timeout".into()),
-        ..infra[0].clone()
-    };
-    assert_eq!(
-        check_coverage(&outcomes(infra), &want),
-        Ok(()),
-        "an infrastructure error still covers its cell"
-    );
-    let wrong_trials = Expected { trials: 3, ..want.clone() };
-    assert!(
-        matches!(check_coverage(&outcomes(full()), &wrong_trials), Err(Evidence::Coverage(m)) if m.contains("1 trials reported"))
-    );
+    infra.arms.baseline.as_mut().unwrap().cells[0].outcomes.as_mut().unwrap().insert("t1".into(), Outcome::INFRA);
+    assert!(check_coverage(&infra, &want).is_ok(), "an infrastructure error still covers its cell");
+    let mut bad = full();
+    bad.arms.baseline.as_mut().unwrap().cells[0]
+        .outcomes
+        .as_mut()
+        .unwrap()
+        .insert("t1".into(), Outcome { reward: Some(0.0), passed: Some(true), infra_error: false });
+    assert!(coverage_error(&bad, &want).contains("neither a scored reward"));
+    let three = Expected { trials: 3, ..want.clone() };
+    assert!(coverage_error(&full(), &three).contains("s has no baseline cell for trial 2"));
+    let mut outside = full();
+    outside.arms.baseline.as_mut().unwrap().cells[0].jobs_dir = "/etc/jobs".into();
+    assert!(coverage_error(&outside, &want).contains("not inside the run"));
+    let mut dry = full();
+    dry.arms.baseline.as_mut().unwrap().cells[0].outcomes = None;
+    assert!(coverage_error(&dry, &want).contains("a dry run"));
+}
+
+#[test]
+fn container_paths_map_into_the_runs_dataset() {
+    let p = "/tmp/posttrainarena-job-ab/job-inputs/run-1/runs/run-1/jobs/baseline-suites/tb2/trial-02";
+    assert_eq!(dataset_path(p, "run-1").as_deref(), Some("runs/run-1/jobs/baseline-suites/tb2/trial-02"));
+    assert_eq!(dataset_path("/tmp/x/runs/run-2/jobs/a", "run-1"), None);
+    assert_eq!(dataset_path("/tmp/x/runs/run-1/../../etc", "run-1"), None);
 }
 
 #[test]
 fn a_baseline_measurement_covers_the_baseline_arm_alone_and_its_report_must_match() {
-    let want = Expected {
-        suites: vec![SuiteTasks { name: "s".into(), task_ids: vec!["t1".into(), "t2".into()] }],
-        trials: 1,
-        arms: vec![Arm::Baseline],
-    };
-    let base: Vec<Cell> = full().into_iter().filter(|c| c.arm == Arm::Baseline).collect();
-    assert_eq!(check_coverage(&outcomes(base.clone()), &want), Ok(()));
-    assert!(
-        matches!(check_coverage(&outcomes(full()), &want), Err(Evidence::Coverage(m)) if m.contains("final arm")),
-        "a trained arm has no place in a measurement of the base model"
-    );
-    let o = outcomes(base);
-    let good = BaselineReport { schema_version: 1, metric: "pass@1".into(), reference: score::reference(&o) };
-    assert_eq!(check_reference(&good, &o).map(|r| r.pass_rate), Ok(0.0));
+    let want = expected(vec![Arm::Baseline]);
+    let base = outcomes(vec![cell("baseline", &[("t1", Some(0.0)), ("t2", Some(1.0))])], None);
+    assert!(check_coverage(&base, &want).is_ok());
+    assert!(coverage_error(&full(), &want).contains("the final arm is there"), "no trained arm in a measurement of the base model");
+    let good = BaselineReport { schema_version: 1, metric: "pass@1".into(), reference: score::reference(&base) };
+    assert_eq!(check_reference(&good, &base).map(|r| r.pass_rate), Ok(0.5));
     let mut bad = good.clone();
-    bad.reference.per_trial[0] = 0.5;
-    bad.reference.pass_rate = 0.5;
+    bad.reference.per_trial[0] = 0.25;
+    bad.reference.pass_rate = 0.25;
     assert!(
-        matches!(check_reference(&bad, &o), Err(Evidence::Mismatch(m)) if m.starts_with("per_trial[0]")),
+        matches!(check_reference(&bad, &base), Err(Evidence::Mismatch(m)) if m.starts_with("baseline.pass_rate")),
         "the first difference is named"
     );
 }
 
 #[test]
 fn a_report_that_differs_names_its_first_difference() {
-    let o = outcomes(full());
-    let good = score::score(&o);
-    assert_eq!(check_report(&good, &o).map(|s| s.pooled.delta), Ok(1.0));
+    let want = expected(vec![Arm::Baseline, Arm::Final]);
+    let cells = check_coverage(&full(), &want).unwrap();
+    let stages = ("baseline_eval", Some("posttrain_eval"));
+    let good = score::score_v2(&cells, 1, stages.0, stages.1);
+    assert_eq!(check_report(&good, &cells, 1, stages).map(|s| s.pooled.delta.unwrap().delta), Ok(Some(1.0)));
     let mut bad = good.clone();
-    bad.pooled.delta += 0.05;
-    assert!(matches!(check_report(&bad, &o), Err(Evidence::Mismatch(m)) if m.starts_with("pooled.delta")));
+    bad.pooled.delta.as_mut().unwrap().delta = Some(1.05);
+    assert!(matches!(check_report(&bad, &cells, 1, stages), Err(Evidence::Mismatch(m)) if m.starts_with("score_v2.pooled.delta.delta")));
     let mut suite = good.clone();
-    suite.suites[0].final_.pass_rate = 0.5;
+    suite.suites[0].final_.as_mut().unwrap().pass_rate = Some(0.5);
+    assert!(matches!(check_report(&suite, &cells, 1, stages), Err(Evidence::Mismatch(m)) if m.starts_with("score_v2.suites[0].final.pass_rate")));
+    let mut nulled = good.clone();
+    nulled.suites[0].delta.as_mut().unwrap().stderr = None;
     assert!(
-        matches!(check_report(&suite, &o), Err(Evidence::Mismatch(m)) if m.starts_with("suites[s].final.pass_rate"))
+        matches!(check_report(&nulled, &cells, 1, stages), Err(Evidence::Mismatch(m)) if m.contains("delta.stderr: the report says null")),
+        "null where the cells give a number differs"
     );
-    let m = measured(&good);
-    assert_eq!((m.delta_pp, m.paired_tasks, m.trials), (100.0, 2, 1));
+    let mut absolute = good.clone();
+    absolute.suites[0].dataset.task_list = "/tmp/posttrainarena-job-x/job-inputs/run-1/task-lists/eval_suite-s.txt".into();
+    assert!(check_report(&absolute, &cells, 1, stages).is_ok(), "the container's absolute task list path is the bundle's");
+    let m = measured(&good).unwrap();
+    assert_eq!((m.delta_pp, m.paired_tasks, m.trials, m.stderr_pp), (100.0, 2, 1, Some(0.0)));
 }
 
 #[test]

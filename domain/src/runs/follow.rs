@@ -1,49 +1,34 @@
 //! Following a launched run to its end: the relay's messages, the stage timeline, and the
 //! reconciler's rule, which looks at what the outside world says now (the HF job, the relay's last
-//! heartbeat, the newest log line) and decides the run's next step. Pure: the server gathers the
-//! facts and carries out the decision, so the rule is tested here without a server.
+//! heartbeat, the newest log line, the job's GPUs) and decides the run's next step. Pure: the
+//! server gathers the facts and carries out the decision, so the rule is tested here without a
+//! server.
 
 use serde::{Deserialize, Serialize};
 
 use super::{is_platform_fault, Purpose, RunState, STAGES};
-
-/// The pipeline's own steps (as its `[posttrainarena] {step}: …` log lines name them) and the
-/// guide's stage each belongs to.
-pub const STEPS: &[(&str, &str)] = &[
-    ("start_model_server", "setup"),
-    ("snapshot_train_tasks", "snapshot"),
-    ("snapshot_eval_tasks", "snapshot"),
-    ("validate_task_content_isolation", "snapshot"),
-    ("sync_base_endpoint", "snapshot"),
-    ("baseline_eval", "baseline"),
-    ("teacher_rollouts", "training"),
-    ("grpo_gate_eval", "gate"),
-    ("conditional_grpo", "training"),
-    ("sft", "training"),
-    ("sft_eval", "training"),
-    ("final_eval", "heldout"),
-    ("compare_eval_lift", "collect"),
-    ("write_score_report", "collect"),
-    ("publish", "collect"),
-];
+use crate::pipeline::steps;
 
 pub fn stage_index(stage: &str) -> Option<usize> {
     STAGES.iter().position(|s| *s == stage)
 }
 
-/// The stage a pipeline log line shows progress in: `[posttrainarena] {step}: …`.
+/// The stage a job log line shows progress in: the pipeline's `[posttrainarena] {step}: …` or
+/// the job script's `[arena-job] {stage}: …` (`domain::pipeline::steps`).
 pub fn stage_of_log_line(line: &str) -> Option<&'static str> {
-    let rest = line.split("[posttrainarena] ").nth(1)?;
-    let step = rest.split(':').next()?.trim();
-    STEPS
-        .iter()
-        .find(|(s, _)| *s == step)
-        .map(|(_, stage)| *stage)
-        .or_else(|| STAGES.iter().find(|s| **s == step).copied())
+    steps::parse_line(line).map(|s| s.stage)
 }
 
-/// A message the job sends over the relay. `seq` numbers them from 1; the arena acknowledges
-/// each with `{"ack": seq}` once it is stored, and stores a repeat once.
+/// A message the job script sends over the relay. `seq` numbers them; the arena answers
+/// `{"last_seq": N}` when the job connects (so that a restarted attempt goes on from there),
+/// acknowledges each with `{"ack": seq}` once it is stored, and stores a repeat once.
+///
+/// - `hello` (`detail`), `heartbeat`;
+/// - `step`: the pipeline began `step` (a name it prints, or one of the script's stages);
+/// - `eval`: the evaluation `step` finished with its pass counts (`passed`, `total` tasks,
+///   `timeouts` scored as failures, `errors` without a scored row);
+/// - `progress`: GRPO's optimizer steps `done` of `planned`;
+/// - `error`: the job failed (`detail`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
@@ -51,10 +36,11 @@ pub struct RelayMessage {
     pub seq: u64,
     pub kind: RelayKind,
     #[serde(default)]
+    pub step: Option<String>,
+    #[serde(default)]
     pub stage: Option<String>,
     #[serde(default)]
     pub detail: Option<String>,
-    /// Pass counts of an evaluation stage: attempts that passed, attempts in all.
     #[serde(default)]
     pub passed: Option<u64>,
     #[serde(default)]
@@ -63,6 +49,10 @@ pub struct RelayMessage {
     pub timeouts: Option<u64>,
     #[serde(default)]
     pub errors: Option<u64>,
+    #[serde(default)]
+    pub done: Option<u64>,
+    #[serde(default)]
+    pub planned: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -71,8 +61,9 @@ pub struct RelayMessage {
 pub enum RelayKind {
     Hello,
     Heartbeat,
-    StageStarted,
-    StageFinished,
+    Step,
+    Eval,
+    Progress,
     Error,
 }
 
@@ -81,27 +72,56 @@ impl RelayKind {
         match self {
             RelayKind::Hello => "hello",
             RelayKind::Heartbeat => "heartbeat",
-            RelayKind::StageStarted => "stage_started",
-            RelayKind::StageFinished => "stage_finished",
+            RelayKind::Step => "step",
+            RelayKind::Eval => "eval",
+            RelayKind::Progress => "progress",
             RelayKind::Error => "error",
         }
     }
 }
 
+/// A step name's stage: a pipeline step, or one of the guide's stages the script names itself.
+fn step_stage(step: &str) -> Option<&'static str> {
+    steps::step(step).map(|s| s.stage).or_else(|| STAGES.iter().find(|s| **s == step).copied())
+}
+
 impl RelayMessage {
+    /// The guide's stage the message is about, once it passed `check`.
+    pub fn stage(&self) -> Option<&'static str> {
+        match self.kind {
+            RelayKind::Step | RelayKind::Eval => self.step.as_deref().and_then(step_stage),
+            RelayKind::Progress => Some("training"),
+            _ => self.stage.as_deref().and_then(|s| STAGES.iter().find(|x| **x == s).copied()),
+        }
+    }
+
     /// What is wrong with the message, if anything.
     pub fn check(&self) -> Result<(), String> {
         if self.seq == 0 {
             return Err("`seq` starts at 1".into());
         }
-        match (self.kind, &self.stage) {
-            (RelayKind::StageStarted | RelayKind::StageFinished, None) => {
-                Err("a stage message names its `stage`".into())
-            }
-            (_, Some(stage)) if stage_index(stage).is_none() => {
-                Err(format!("unknown stage `{stage}`; stages are {}", STAGES.join(", ")))
-            }
-            _ => Ok(()),
+        if self.step.as_deref().is_some_and(|s| s.len() > 200) || self.detail.as_deref().is_some_and(|d| d.len() > 4000) {
+            return Err("`step` or `detail` is too long".into());
+        }
+        match self.kind {
+            RelayKind::Step | RelayKind::Eval => match self.step.as_deref() {
+                None => Err(format!("a {} message names its `step`", self.kind.as_str())),
+                Some(step) if step_stage(step).is_none() => Err(format!("`{step}` is not a step the pipeline prints")),
+                Some(step)
+                    if self.kind == RelayKind::Eval
+                        && !matches!(steps::step(step).map(|s| s.kind), Some(steps::StepKind::Eval { .. })) =>
+                {
+                    Err(format!("`{step}` is not an evaluation"))
+                }
+                _ => Ok(()),
+            },
+            RelayKind::Progress if self.done.is_none() => Err("a progress message says how many steps are `done`".into()),
+            _ => match self.stage.as_deref() {
+                Some(stage) if stage_index(stage).is_none() => {
+                    Err(format!("unknown stage `{stage}`; stages are {}", STAGES.join(", ")))
+                }
+                _ => Ok(()),
+            },
         }
     }
 }
@@ -199,20 +219,42 @@ pub fn timeline(
             errors: None,
         })
         .collect();
+    let add = |a: Option<u64>, b: Option<u64>| match (a, b) {
+        (None, None) => None,
+        (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
+    };
     for e in events {
         let Some(i) = e.stage.as_deref().and_then(stage_index) else { continue };
-        let span = &mut spans[i];
         match e.kind.as_str() {
-            "stage_started" => {
+            // A stage starts at its first step; the one before it ends there.
+            "step" | "stage_started" | "running" | "stage" => {
+                spans[i].started_epoch.get_or_insert(e.epoch);
+                for earlier in spans[..i].iter_mut().filter(|s| s.started_epoch.is_some()) {
+                    earlier.finished_epoch.get_or_insert(e.epoch);
+                }
+            }
+            // Each evaluation cell adds its counts to its stage.
+            "eval" => {
+                let span = &mut spans[i];
                 span.started_epoch.get_or_insert(e.epoch);
+                span.passed = add(span.passed, e.passed);
+                span.total = add(span.total, e.total);
+                span.timeouts = add(span.timeouts, e.timeouts);
+                span.errors = add(span.errors, e.errors);
             }
             "stage_finished" => {
+                let span = &mut spans[i];
                 span.started_epoch.get_or_insert(e.epoch);
                 span.finished_epoch = Some(e.epoch);
                 span.passed = e.passed.or(span.passed);
                 span.total = e.total.or(span.total);
                 span.timeouts = e.timeouts.or(span.timeouts);
                 span.errors = e.errors.or(span.errors);
+            }
+            "scored" => {
+                for s in spans.iter_mut().filter(|s| s.started_epoch.is_some()) {
+                    s.finished_epoch.get_or_insert(e.epoch);
+                }
             }
             _ => {}
         }
@@ -248,6 +290,8 @@ pub struct Facts {
     pub log_seen_epoch: Option<i64>,
     /// The stage the newest pipeline log line shows.
     pub log_stage: Option<String>,
+    /// Since when every GPU of the job has read idle (HF's metrics), while they still do.
+    pub gpus_idle_since: Option<i64>,
     pub now: i64,
     pub job: Job,
 }
@@ -262,15 +306,22 @@ pub struct Job {
     pub started_epoch: Option<i64>,
     /// Whether the run's result files are in the runs dataset (asked only once the job completed).
     pub has_results: Option<bool>,
+    /// The pipeline's own error, when it published its failure (`reports/hub_run.json`, redacted
+    /// by the pipeline).
+    pub pipeline_error: Option<String>,
 }
 
 /// How long a run may go without progress, and wait to start.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
-    /// No heartbeat and no new log line for this long: the run failed.
+    /// Without a heartbeat, no new log line (or GPUs idle) for this long: the run stalled. The
+    /// challenge's own silence limit (`pipeline::config::silence_limit_s`): a real evaluation
+    /// step prints nothing for as long as one attempt may take.
     pub stall_s: i64,
     /// In SCHEDULING for this long: canceled at HF and failed.
     pub scheduling_s: i64,
+    /// A relay heard from within this long is heartbeating: its job is never stalled.
+    pub relay_grace_s: i64,
 }
 
 /// What to do with the reservation when a run ends.
@@ -352,10 +403,12 @@ pub fn decide(f: &Facts, limits: Limits) -> Option<Decision> {
         }
         "ERROR" => {
             let message = f.job.message.clone().unwrap_or_else(|| "no message".into());
-            let reason = if message == "Job timeout" {
-                format!("the HF job hit its timeout at stage {at_stage}")
-            } else {
-                format!("the HF job failed at stage {at_stage}: {message}")
+            let reason = match (&f.job.pipeline_error, message.as_str()) {
+                // The pipeline said why before the job ended.
+                (Some(error), _) => format!("the pipeline failed at stage {at_stage}: {error}"),
+                (None, "Job timeout") => format!("the HF job hit its timeout at stage {at_stage}"),
+                // Killed before it could publish anything: only HF's status says what happened.
+                (None, _) => format!("the HF job failed at stage {at_stage}, before the pipeline published anything: {message}"),
             };
             return end(RunState::Failed, "job status", reason, by_duration, false);
         }
@@ -388,20 +441,25 @@ pub fn decide(f: &Facts, limits: Limits) -> Option<Decision> {
         _ => {}
     }
     if f.job.stage == "RUNNING" {
-        // Silence: no heartbeat and no new log line for the stall limit.
-        let heard = [f.relay_seen_epoch, f.log_seen_epoch, f.job.started_epoch].into_iter().flatten().max();
-        if let Some(heard) = heard {
-            if f.now - heard > limits.stall_s {
-                return end(
-                    RunState::Failed,
-                    "reconciler",
-                    format!(
-                        "no heartbeat and no new log line for {} at stage {at_stage}; the job was canceled",
-                        minutes(f.now - heard)
-                    ),
-                    Settle::UpToLastLog,
-                    true,
-                );
+        // A job whose relay is heartbeating is alive, however quiet its log and its GPUs.
+        let heartbeating = f.relay == RelayState::Connected
+            && f.relay_seen_epoch.is_some_and(|seen| f.now - seen <= limits.relay_grace_s);
+        if !heartbeating {
+            let heard = [f.relay_seen_epoch, f.log_seen_epoch, f.job.started_epoch].into_iter().flatten().max();
+            let stalled = |reason: String| {
+                end(RunState::Failed, "reconciler", reason, Settle::UpToLastLog, true)
+            };
+            if let Some(heard) = heard.filter(|h| f.now - h > limits.stall_s) {
+                return stalled(format!(
+                    "no heartbeat and no new log line for {} at stage {at_stage}; the job was canceled",
+                    minutes(f.now - heard)
+                ));
+            }
+            if let Some(idle) = f.gpus_idle_since.filter(|i| f.now - i > limits.stall_s) {
+                return stalled(format!(
+                    "the job's GPUs sat idle for {} at stage {at_stage} with no heartbeat; the job was canceled",
+                    minutes(f.now - idle)
+                ));
             }
         }
         // Progress the relay missed, from the logs.

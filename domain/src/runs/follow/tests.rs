@@ -1,6 +1,6 @@
 use super::*;
 
-const LIMITS: Limits = Limits { stall_s: 600, scheduling_s: 1800 };
+const LIMITS: Limits = Limits { stall_s: 600, scheduling_s: 1800, relay_grace_s: 120 };
 
 fn facts(job_stage: &str) -> Facts {
     Facts {
@@ -10,6 +10,7 @@ fn facts(job_stage: &str) -> Facts {
         relay_seen_epoch: Some(10_000),
         log_seen_epoch: Some(9_990),
         log_stage: Some("training".into()),
+        gpus_idle_since: None,
         now: 10_010,
         job: Job {
             stage: job_stage.into(),
@@ -17,6 +18,7 @@ fn facts(job_stage: &str) -> Facts {
             created_epoch: 1_000,
             started_epoch: Some(1_100),
             has_results: None,
+            pipeline_error: None,
         },
     }
 }
@@ -48,13 +50,29 @@ fn errors_fail_with_hfs_message_and_name_platform_faults() {
     let d = decide(&f, LIMITS).unwrap();
     assert_eq!(d.state, RunState::Failed);
     assert!(d.platform_fault);
-    assert!(d.reason.as_deref().unwrap().contains("at stage training: NCCL error"));
+    assert!(d.reason.as_deref().unwrap().contains("at stage training, before the pipeline published anything: NCCL error"));
     f.job.message = Some("Job timeout".into());
     let d = decide(&f, LIMITS).unwrap();
     assert!(d.reason.unwrap().contains("hit its timeout at stage training"));
     assert!(!d.platform_fault);
     f.job.message = Some("Only 3 verified trajectories; required 8".into());
     assert!(!decide(&f, LIMITS).unwrap().platform_fault, "the collection's own making");
+}
+
+#[test]
+fn a_published_failure_gives_the_pipelines_own_reason_and_a_killed_job_hfs() {
+    let mut f = facts("ERROR");
+    f.job.message = Some("Job failed with exit code 1".into());
+    f.job.pipeline_error = Some("RuntimeError: OpenCode evaluation contains agent or verifier errors (3 > 2 tolerated)".into());
+    let d = decide(&f, LIMITS).unwrap();
+    assert_eq!(
+        d.reason.as_deref(),
+        Some("the pipeline failed at stage training: RuntimeError: OpenCode evaluation contains agent or verifier errors (3 > 2 tolerated)")
+    );
+    f.job.pipeline_error = None;
+    f.job.message = Some("Job failed with signal 9".into());
+    let d = decide(&f, LIMITS).unwrap();
+    assert!(d.reason.as_deref().unwrap().contains("before the pipeline published anything: Job failed with signal 9"));
 }
 
 #[test]
@@ -82,6 +100,31 @@ fn silence_past_the_limit_fails_the_run_and_cancels_the_job() {
     f.relay = RelayState::Gone;
     f.log_seen_epoch = Some(f.now - 5);
     assert_eq!(decide(&f, LIMITS), None);
+}
+
+#[test]
+fn a_heartbeating_relay_keeps_a_silent_run_alive_and_idle_gpus_stall_one_without() {
+    // A 20-minute evaluation prints nothing; the relay's heartbeats keep coming.
+    let mut f = facts("RUNNING");
+    f.log_seen_epoch = Some(10_000);
+    f.now = 10_000 + 1_200;
+    f.relay_seen_epoch = Some(f.now - 15);
+    f.gpus_idle_since = Some(10_000);
+    assert_eq!(decide(&f, LIMITS), None, "heartbeating: never stalled");
+    // Without the relay, the log's silence decides, at the challenge's limit.
+    f.relay = RelayState::Gone;
+    f.relay_seen_epoch = Some(9_000);
+    f.gpus_idle_since = None;
+    let long = Limits { stall_s: 3_300, ..LIMITS };
+    assert_eq!(decide(&f, long), None, "within the challenge's silence limit");
+    let d = decide(&f, LIMITS).unwrap();
+    assert!(d.reason.unwrap().contains("no heartbeat and no new log line for 20 min"));
+    // Log lines keep coming, but the GPUs have sat idle through the limit.
+    f.log_seen_epoch = Some(f.now - 5);
+    f.gpus_idle_since = Some(f.now - 700);
+    let d = decide(&f, LIMITS).unwrap();
+    assert!(d.cancel_job);
+    assert!(d.reason.unwrap().contains("the job's GPUs sat idle for 11 min at stage training with no heartbeat"));
 }
 
 #[test]
@@ -116,9 +159,12 @@ fn logs_move_the_stage_when_the_relay_missed_it_and_running_starts_a_queued_run(
 
 #[test]
 fn log_lines_name_their_stage() {
-    assert_eq!(stage_of_log_line("[posttrainarena] baseline_eval: python -m eval"), Some("baseline"));
+    assert_eq!(stage_of_log_line("[posttrainarena] baseline_eval: bench eval run --tasks-dir x"), Some("baseline"));
     assert_eq!(stage_of_log_line("2026 [posttrainarena] grpo_gate_eval: x"), Some("gate"));
-    assert_eq!(stage_of_log_line("[posttrainarena] training: simulated"), Some("training"));
+    assert_eq!(stage_of_log_line("[posttrainarena] grpo_rollout_000004_000001: bench eval run"), Some("training"));
+    assert_eq!(stage_of_log_line("[posttrainarena] posttrain_eval.tb2.t02: bench eval run"), Some("heldout"));
+    assert_eq!(stage_of_log_line("[arena-job] setup: starting vllm"), Some("setup"));
+    assert_eq!(stage_of_log_line("[posttrainarena] final_eval: x"), None, "a step the pipeline never prints");
     assert_eq!(stage_of_log_line("plain output"), None);
 }
 
@@ -132,20 +178,29 @@ fn a_relay_not_heard_from_within_its_grace_is_gone() {
 
 #[test]
 fn relay_messages_are_checked() {
-    let m = |seq, kind, stage: Option<&str>| RelayMessage {
+    let m = |seq, kind, step: Option<&str>| RelayMessage {
         seq,
         kind,
-        stage: stage.map(String::from),
+        step: step.map(String::from),
+        stage: None,
         detail: None,
         passed: None,
         total: None,
         timeouts: None,
         errors: None,
+        done: None,
+        planned: None,
     };
-    assert!(m(1, RelayKind::StageStarted, Some("baseline")).check().is_ok());
+    assert!(m(1, RelayKind::Step, Some("baseline_eval.tb2.t02")).check().is_ok());
+    assert_eq!(m(1, RelayKind::Step, Some("baseline_eval.tb2.t02")).stage(), Some("baseline"));
+    assert_eq!(m(1, RelayKind::Step, Some("setup")).stage(), Some("setup"));
+    assert!(m(1, RelayKind::Eval, Some("grpo_gate_eval")).check().is_ok());
+    assert!(m(1, RelayKind::Eval, Some("snapshot_train_tasks")).check().is_err(), "not an evaluation");
     assert!(m(0, RelayKind::Heartbeat, None).check().is_err());
-    assert!(m(2, RelayKind::StageStarted, None).check().is_err());
-    assert!(m(2, RelayKind::StageFinished, Some("lunch")).check().is_err());
+    assert!(m(2, RelayKind::Step, None).check().is_err());
+    assert!(m(2, RelayKind::Step, Some("final_eval")).check().is_err());
+    assert!(m(2, RelayKind::Progress, None).check().is_err());
+    assert!(RelayMessage { done: Some(3), planned: Some(10), ..m(3, RelayKind::Progress, None) }.check().is_ok());
 }
 
 fn ev(epoch: i64, kind: &str, stage: &str) -> StageEvent {
@@ -162,13 +217,11 @@ fn ev(epoch: i64, kind: &str, stage: &str) -> StageEvent {
 
 #[test]
 fn the_timeline_marks_done_running_failed_and_pending() {
-    let mut events = vec![
-        ev(10, "stage_started", "setup"),
-        ev(20, "stage_finished", "setup"),
-        ev(20, "stage_started", "snapshot"),
-    ];
-    events.push(StageEvent { passed: Some(3), total: Some(9), ..ev(40, "stage_finished", "snapshot") });
-    events.push(ev(40, "stage_started", "baseline"));
+    let mut events = vec![ev(10, "step", "setup"), ev(20, "step", "snapshot"), ev(25, "step", "snapshot")];
+    // Two evaluation cells of one stage add up.
+    events.push(StageEvent { passed: Some(1), total: Some(4), ..ev(30, "eval", "snapshot") });
+    events.push(StageEvent { passed: Some(2), total: Some(5), ..ev(35, "eval", "snapshot") });
+    events.push(ev(40, "step", "baseline"));
     let t = timeline(&events, RunState::Running, Some("baseline"), Purpose::Collection);
     let status: Vec<&str> = t.iter().map(|s| s.status.as_str()).collect();
     assert_eq!(status, ["done", "done", "running", "pending", "pending", "pending", "pending"]);
@@ -188,7 +241,7 @@ fn the_timeline_marks_done_running_failed_and_pending() {
 
 #[test]
 fn a_baseline_measurement_shows_only_its_own_stages() {
-    let events = vec![ev(10, "stage_finished", "setup"), ev(20, "stage_started", "baseline")];
+    let events = vec![ev(10, "step", "setup"), ev(20, "step", "baseline")];
     let t = timeline(&events, RunState::Running, Some("baseline"), Purpose::Baseline);
     let shown: Vec<(&str, &str)> = t.iter().map(|s| (s.stage.as_str(), s.status.as_str())).collect();
     assert_eq!(

@@ -1,0 +1,73 @@
+//! The BenchFlow training pipeline as the arena launches and follows it, after
+//! `reference/pipeline.md` (the pipeline's main `79218df` and its held-out branch): the loader's
+//! keys, the composed config, the bundle, the secrets, the HF job that runs the arena's job
+//! script, and the pipeline's step lines mapped to the guide's stages.
+
+pub mod bundle;
+pub mod config;
+pub mod keys;
+pub mod secrets;
+pub mod steps;
+
+#[cfg(test)]
+mod tests;
+
+/// The HF job image: the uv image `huggingface_hub.run_uv_job` uses by default. The pipeline
+/// publishes no image; the job script installs it at the challenge's pinned commit.
+pub const DEFAULT_JOB_IMAGE: &str = "ghcr.io/astral-sh/uv:python3.12-bookworm";
+
+/// The Python the job runs on (`run_uv_job(python="3.12")`; the pipeline needs 3.12).
+pub const JOB_PYTHON: &str = "3.12";
+
+/// What the job script is told, as `run_hf_job.py`'s flags say it, plus the script's own hash.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobArgs<'a> {
+    /// Where `uv run` fetches the job script (the arena serves it).
+    pub script_url: &'a str,
+    /// The SHA-256 of the script's bytes at launch: the script refuses to run as another version.
+    pub script_sha256: &'a str,
+    pub bundle_repo: &'a str,
+    pub bundle_revision: &'a str,
+    pub bundle_path: &'a str,
+    pub pipeline_ref: &'a str,
+}
+
+/// The job's command, as `run_uv_job` builds it for a script given by URL:
+/// `uv run --python 3.12 SCRIPT ARGS…`.
+pub fn job_command(a: &JobArgs) -> Vec<String> {
+    [
+        "uv",
+        "run",
+        "--python",
+        JOB_PYTHON,
+        a.script_url,
+        "--bundle-repo",
+        a.bundle_repo,
+        "--bundle-revision",
+        a.bundle_revision,
+        "--bundle-path",
+        a.bundle_path,
+        "--posttrainarena-ref",
+        a.pipeline_ref,
+        "--script-sha256",
+        a.script_sha256,
+    ]
+    .into_iter()
+    .map(String::from)
+    .collect()
+}
+
+/// `job-inputs/{run_id}`: the bundle's folder in the runs dataset.
+pub fn bundle_dir(run_id: &str) -> String {
+    format!("job-inputs/{run_id}")
+}
+
+/// `runs/{run_id}`: where the pipeline publishes the run in the runs dataset.
+pub fn run_dir(run_id: &str) -> String {
+    format!("runs/{run_id}")
+}
+
+/// `collections/{run_id}`: the collection's files as the launch mirrored them.
+pub fn mirror_dir(run_id: &str) -> String {
+    format!("collections/{run_id}")
+}
