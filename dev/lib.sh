@@ -60,6 +60,20 @@ ensure_test_tools() {
     log "installing schemathesis 4.32.5 from PyPI"; python3 -m pip install -q schemathesis==4.32.5; }
 }
 
+# What the stand-in's HF jobs run on this machine's Python (the arena's job script and the simulated
+# pipeline, standin/sim): huggingface_hub and websockets from PyPI.
+ensure_job_python() {
+  python3 -c 'import huggingface_hub, websockets.sync.client' 2>/dev/null && return
+  log "installing huggingface_hub and websockets from PyPI (what the arena's job script needs)"
+  python3 -m pip install -q huggingface_hub "websockets>=13,<16"
+}
+
+# The datasets the stand-in makes from folders, with commits fixed by their content: the local demo's
+# held-out suite (dev/local-challenge/suites/local-heldout.toml pins its commit).
+seed_datasets() {
+  printf 'arena-demo/local-heldout=%s' "$ROOT/dev/local-challenge/heldout"
+}
+
 # openenv-core 0.3.0 from PyPI, kept apart from the other Python packages (it pulls gradio and
 # fastmcp): the local OpenEnv images run on it, and admission is checked against its
 # `openenv validate`. Sets OPENENV_CORE to the folder (put it on PYTHONPATH).

@@ -124,9 +124,9 @@ class Relay:
                     return
             except Exception:  # noqa: BLE001 - a dropped connection is retried
                 pass
-            if self.stopping.wait(backoff):
-                if self.outbox.empty() and not self.unacked:
-                    return
+            # Ending, and the arena cannot be reached: what is left unsent stays in the log.
+            if self.stopping.is_set() or self.stopping.wait(backoff):
+                return
             backoff = min(backoff * 2, 30.0)
 
     def session(self, ws) -> None:
@@ -167,7 +167,7 @@ class Relay:
             if self.stopping.is_set() and self.outbox.empty() and not self.unacked:
                 return
 
-    def close(self, wait_s: float = 20.0) -> None:
+    def close(self, wait_s: float = 10.0) -> None:
         self.stopping.set()
         if self.thread.is_alive():
             self.thread.join(wait_s)
@@ -203,19 +203,23 @@ class Server:
     def __init__(self, name: str, command: list[str], env: dict) -> None:
         self.name = name
         say("setup", f"starting {name}: {' '.join(command)}")
-        self.process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                        start_new_session=True)
+        self.process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.last = ""
         threading.Thread(target=self.copy, daemon=True).start()
 
     def copy(self) -> None:
         for line in self.process.stdout:
             print(f"[{self.name}] {line}", end="", flush=True)
+            if line.strip():
+                self.last = line.strip()
 
     def wait_for(self, url: str) -> None:
         deadline = time.monotonic() + SERVER_WAIT_S
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise Failure(f"setup: {self.name} exited with {self.process.returncode} before it answered")
+                time.sleep(0.2)  # the last lines it printed
+                raise Failure(f"setup: {self.name} exited with {self.process.returncode} before it answered"
+                              + (f": {self.last[:300]}" if self.last else ""))
             if answers(url):
                 say("setup", f"{self.name} answers at {url}")
                 return
@@ -224,11 +228,11 @@ class Server:
 
     def stop(self) -> None:
         if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
+            self.process.terminate()
             try:
                 self.process.wait(10)
             except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.kill()
 
 
 def public_url(port: int) -> str:
@@ -359,9 +363,15 @@ class Follower:
         self.close_eval()
 
 
+class CommandFailed(Exception):
+    """A command of the job exited non-zero; the message carries the last error it printed."""
+
+
 def tee(command: list[str], log_path: Path, env: dict, follower: Follower | None) -> None:
     """Runs a command with its output (stderr merged) copied line by line to the job's log and
-    to `log_path`; raises when it fails."""
+    to `log_path`; raises when it fails, with the last `SomeError: …` line it printed (a
+    Python traceback's last line: the cause, where the exit status alone says nothing)."""
+    last_error = ""
     with log_path.open("a", encoding="utf-8") as log:
         process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
         for line in process.stdout:
@@ -370,11 +380,14 @@ def tee(command: list[str], log_path: Path, env: dict, follower: Follower | None
             log.flush()
             if follower is not None:
                 follower.line(line)
+            head = line.split(":", 1)[0]
+            if head.endswith(("Error", "Exception")) and head.replace(".", "").replace("_", "").isalnum():
+                last_error = line.strip()
         code = process.wait()
     if follower is not None:
         follower.end()
     if code:
-        raise subprocess.CalledProcessError(code, command)
+        raise CommandFailed(f"{' '.join(command[:2])} exited with {code}" + (f": {last_error}" if last_error else ""))
 
 
 # ---------------------------------------------------------------- the baseline measurement
@@ -504,7 +517,11 @@ def main() -> int:
     relay = Relay()
     relay.send("hello", detail=f"arena_job.py {own[:12]} on job {os.environ.get('JOB_ID', '?')}")
     relay.send("step", step="setup")
-    workspace = Path(tempfile.mkdtemp(prefix="posttrainarena-job-"))
+    # The pipeline's resume compares the run's plan, absolute paths included, with the one an
+    # earlier attempt wrote: a workspace fixed by the run (not a random one) lets it resume.
+    workspace = Path(tempfile.gettempdir()) / f"posttrainarena-job-{hashlib.sha256(args.bundle_path.encode()).hexdigest()[:12]}"
+    shutil.rmtree(workspace, ignore_errors=True)
+    workspace.mkdir(parents=True)
     servers: list[Server] = []
     manifest: dict = {}
     env = dict(os.environ)
@@ -563,24 +580,25 @@ def main() -> int:
         visibility = ["--public-artifacts" if manifest.get("private_artifacts") is False else "--private-artifacts"]
         syncing = threading.Lock()
         api = HfApi(token=token)
+        pending = threading.Event()
 
-        def checkpoint() -> None:
-            """The run folder so far, to the runs dataset, so that a crashed attempt resumes; one
-            at a time, in the background, without the task snapshots."""
-            if not syncing.acquire(blocking=False):
-                return
-
-            def upload() -> None:
+        def upload_checkpoints() -> None:
+            """The run folder so far, to the runs dataset, so that a crashed attempt resumes from it:
+            in the background, the newest state once the upload in flight is done, without the
+            task snapshots."""
+            while True:
+                pending.wait()
+                pending.clear()
                 try:
-                    api.upload_folder(repo_id=manifest["artifact_repo"], repo_type="dataset", folder_path=str(run_dir),
-                                      path_in_repo=f"runs/{run_id}", ignore_patterns=["data/**"],
-                                      commit_message=f"Checkpoint running PostTrain Arena run {run_id}")
+                    with syncing:
+                        api.upload_folder(repo_id=manifest["artifact_repo"], repo_type="dataset", folder_path=str(run_dir),
+                                          path_in_repo=f"runs/{run_id}", ignore_patterns=["data/**"],
+                                          commit_message=f"Checkpoint running PostTrain Arena run {run_id}")
                 except Exception as e:  # noqa: BLE001 - a checkpoint is best effort
                     say("checkpoint", f"not saved ({type(e).__name__})")
-                finally:
-                    syncing.release()
 
-            threading.Thread(target=upload, daemon=True).start()
+        threading.Thread(target=upload_checkpoints, daemon=True).start()
+        checkpoint = pending.set
 
         if setup["purpose"] == "baseline":
             baseline(bundle, run_dir, relay, env, log_path)
@@ -598,6 +616,7 @@ def main() -> int:
         command = ["posttrainarena-train", "run", "--config", str(bundle / manifest["config"]), "--run-name", run_id]
         if resume:
             command.append("--resume")
+        say("pipeline", " ".join(command))
         tee(command, log_path, env, Follower(relay, run_dir, checkpoint))
         relay.send("step", step="collect")
         (run_dir / "reports").mkdir(parents=True, exist_ok=True)

@@ -208,7 +208,7 @@ fn ChallengeDetail(c: ChallengeView) -> impl IntoView {
                 {r.placeholder.then(|| view! { <p class="warn">"Its numbers are placeholders the organizers will set."</p> })}
                 <dl class="facts">
                     <dt>"Per attempt"</dt>
-                    <dd>{format!("{} s, {} turns", r.rollout.per_attempt_timeout_s, r.rollout.max_turns)}</dd>
+                    <dd>{format!("{} s ({} s without output), its sandbox ready within {} s, on {}", r.rollout.per_attempt_timeout_s, r.rollout.idle_timeout_s, r.rollout.sandbox_setup_timeout_s, r.rollout.sandbox)}</dd>
                     <dt>"Tokens"</dt>
                     <dd>{format!("{} completion in a {} context", r.rollout.completion_tokens, r.rollout.context_tokens)}</dd>
                     <dt>"Gate"</dt>

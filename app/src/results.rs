@@ -9,6 +9,17 @@ use leptos::prelude::*;
 
 use crate::api::{reads, ReadError};
 
+/// A Δ's 95% interval; a null standard error (one paired task) gives none, only the point.
+fn interval(delta: f64, stderr: Option<f64>) -> (f64, f64) {
+    let se = stderr.unwrap_or(0.0);
+    (delta - Z95 * se, delta + Z95 * se)
+}
+
+/// "± SE", or that there is none.
+fn pm(stderr: Option<f64>) -> String {
+    stderr.map_or_else(|| "± n/a (one paired task)".to_string(), |se| format!("± {se:.2}"))
+}
+
 /// The axis the intervals are drawn on: symmetric around 0, wide enough for every interval.
 fn axis(intervals: impl Iterator<Item = (f64, f64)>) -> f64 {
     intervals.map(|(lo, hi)| lo.abs().max(hi.abs())).fold(1.0, f64::max) * 1.1
@@ -16,11 +27,15 @@ fn axis(intervals: impl Iterator<Item = (f64, f64)>) -> f64 {
 
 /// Δ with its 95% interval as a bar on an axis from −`half` to +`half` percentage points.
 #[component]
-pub fn IntervalBar(delta: f64, stderr: f64, half: f64) -> impl IntoView {
+pub fn IntervalBar(delta: f64, stderr: Option<f64>, half: f64) -> impl IntoView {
     let pct = |x: f64| ((x + half) / (2.0 * half) * 100.0).clamp(0.0, 100.0);
-    let (lo, hi) = (delta - Z95 * stderr, delta + Z95 * stderr);
+    let (lo, hi) = interval(delta, stderr);
+    let label = match stderr {
+        Some(_) => format!("{delta:+.2} pp, 95% interval {lo:+.2} to {hi:+.2}"),
+        None => format!("{delta:+.2} pp, no standard error (one paired task)"),
+    };
     view! {
-        <span class="interval" role="img" aria-label=format!("{delta:+.2} pp, 95% interval {lo:+.2} to {hi:+.2}")>
+        <span class="interval" role="img" aria-label=label>
             <span class="zero" style=format!("left:{:.1}%", pct(0.0))></span>
             <span class="ci" style=format!("left:{:.1}%;width:{:.1}%", pct(lo), (pct(hi) - pct(lo)).max(0.5))></span>
             <span class="point" style=format!("left:{:.1}%", pct(delta))></span>
@@ -31,16 +46,20 @@ pub fn IntervalBar(delta: f64, stderr: f64, half: f64) -> impl IntoView {
 #[component]
 pub fn ResultCard(result: ResultView) -> impl IntoView {
     let r = result;
-    let half = axis(std::iter::once((r.ci95_pp[0], r.ci95_pp[1])).chain(
-        r.measured.suites.iter().map(|s| (s.delta_pp - Z95 * s.stderr_pp, s.delta_pp + Z95 * s.stderr_pp)),
-    ));
+    let half = axis(
+        std::iter::once(interval(r.measured.delta_pp, r.measured.stderr_pp))
+            .chain(r.measured.suites.iter().map(|s| interval(s.delta_pp, s.stderr_pp))),
+    );
+    let ci = r
+        .ci95_pp
+        .map_or_else(|| "no interval".to_string(), |[lo, hi]| format!("95%: {lo:+.2} to {hi:+.2}"));
     let m = r.measured.clone();
     view! {
         <section class="card result" data-status=r.status.clone()>
             <h2>"Result " <span class=format!("badge result-{}", r.status)>{r.status.clone()}</span></h2>
             <p>
-                {format!("Held-out before {:.1}%, after {:.1}%: Δ {:+.2} pp ± {:.2} (95%: {:+.2} to {:+.2}), {} trial(s) on {} paired tasks, {} infrastructure-error cells left out.",
-                    100.0 * m.baseline_pass_rate, 100.0 * m.after_pass_rate, m.delta_pp, m.stderr_pp, r.ci95_pp[0], r.ci95_pp[1], m.trials, m.paired_tasks, m.infra_error_cells)}
+                {format!("Held-out before {:.1}%, after {:.1}%: Δ {:+.2} pp {} ({ci}), {} trial(s) on {} paired tasks, {} infrastructure-error cells left out.",
+                    100.0 * m.baseline_pass_rate, 100.0 * m.after_pass_rate, m.delta_pp, pm(m.stderr_pp), m.trials, m.paired_tasks, m.infra_error_cells)}
             </p>
             <div class="intervals">
                 <div class="interval-row"><span class="label">"pooled"</span><IntervalBar delta=m.delta_pp stderr=m.stderr_pp half/></div>
@@ -62,8 +81,7 @@ pub fn ResultCard(result: ResultView) -> impl IntoView {
 /// A challenge's leaderboard, server-rendered.
 #[component]
 pub fn LeaderboardView(board: Leaderboard) -> impl IntoView {
-    let half =
-        axis(board.rows.iter().map(|r| (r.delta_pp - Z95 * r.stderr_pp, r.delta_pp + Z95 * r.stderr_pp)));
+    let half = axis(board.rows.iter().map(|r| interval(r.delta_pp, r.stderr_pp)));
     let (tied, apart): (Vec<LeaderboardRow>, Vec<LeaderboardRow>) =
         board.rows.into_iter().partition(|r| r.tied_with_leader);
     let group = move |rows: Vec<LeaderboardRow>, caption: &'static str| {
@@ -74,7 +92,7 @@ pub fn LeaderboardView(board: Leaderboard) -> impl IntoView {
                     <tr class="lb-row" data-env=r.environment_id.clone()>
                         <td class="rank">{r.rank}</td>
                         <td><a href=format!("/arena/submissions/{}", r.environment_id)>{r.title.clone()}</a> <span class="meta">{format!(" {}", r.author)}</span></td>
-                        <td class="num">{format!("{:+.2} ± {:.2}", r.delta_pp, r.stderr_pp)}</td>
+                        <td class="num">{format!("{:+.2} {}", r.delta_pp, pm(r.stderr_pp))}</td>
                         <td class="bar-cell"><IntervalBar delta=r.delta_pp stderr=r.stderr_pp half/></td>
                         <td class="num">{format!("{} accepted, {} rejected", r.verified_runs, r.rejected_runs)}</td>
                     </tr>

@@ -130,7 +130,7 @@ pub fn RunList(runs: Vec<(RunView, Option<ResultView>)>) -> impl IntoView {
                             <td>{r.stage.clone().unwrap_or_else(|| "—".into())}</td>
                             <td>{r.status.clone()}</td>
                             <td>{r.reason.clone().unwrap_or_default()}{r.platform_fault.then_some(" (platform fault)")}</td>
-                            <td class="num">{result.map(|x| format!("{:+.2} ± {:.2} pp ({})", x.measured.delta_pp, x.measured.stderr_pp, x.status))}</td>
+                            <td class="num">{result.map(|x| format!("{:+.2} pp {} ({})", x.measured.delta_pp, x.measured.stderr_pp.map_or_else(|| "± n/a".to_string(), |se| format!("± {se:.2}")), x.status))}</td>
                         </tr>
                     }).collect_view()}
                 </tbody>

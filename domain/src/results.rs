@@ -472,3 +472,106 @@ pub struct BaselineAnswer {
     /// Newest first.
     pub measurements: Vec<BaselineMeasurement>,
 }
+
+/// A run's evidence, as read from the runs dataset (or a local copy of it): its bundle's config
+/// and held-out task lists, and the pipeline's result files.
+#[derive(Debug, Clone, Default)]
+pub struct RunEvidence {
+    /// `job-inputs/{run}/config.toml`.
+    pub config_toml: String,
+    /// `job-inputs/{run}/task-lists/eval_suite-{name}.txt`, by the path the config names.
+    pub task_lists: BTreeMap<String, String>,
+    /// `runs/{run}/reports/eval_task_outcomes.json`.
+    pub outcomes: Vec<u8>,
+    /// `runs/{run}/reports/score.json`, or `baseline.json` for a baseline measurement.
+    pub report: Vec<u8>,
+}
+
+/// Why evidence cannot be read as the pipeline writes it.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{file} is not what the pipeline writes: {reason}")]
+pub struct Unreadable {
+    pub file: String,
+    pub reason: String,
+}
+
+/// What a verification found wrong.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Refused {
+    #[error(transparent)]
+    Unreadable(#[from] Unreadable),
+    #[error(transparent)]
+    Evidence(#[from] Evidence),
+}
+
+/// The held-out suites of a run's bundle: each `[[eval_suites]]` entry's name, dataset and task
+/// list path, and `evaluation.trials`.
+pub fn bundle_suites(config_toml: &str) -> Result<(Vec<(String, Dataset)>, u32), Unreadable> {
+    let bad = |reason: String| Unreadable { file: "config.toml".into(), reason };
+    let c: crate::pipeline::config::PipelineConfig = toml::from_str(config_toml).map_err(|e| bad(e.message().to_string()))?;
+    if c.eval_suites.is_empty() {
+        return Err(bad("it names no held-out suite".into()));
+    }
+    let suites = c
+        .eval_suites
+        .into_iter()
+        .map(|s| {
+            let dataset = Dataset { repo_id: s.repo_id, revision: s.revision, task_list: s.task_list, path: s.path };
+            (s.name, dataset)
+        })
+        .collect();
+    Ok((suites, c.evaluation.trials))
+}
+
+/// One task id a line, as the pipeline's `read_task_ids` reads a list.
+pub fn read_task_ids(text: &str) -> Vec<String> {
+    let mut seen = Vec::new();
+    for line in text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
+        if !seen.iter().any(|s: &String| s == line) {
+            seen.push(line.to_string());
+        }
+    }
+    seen
+}
+
+/// What a verified run measured.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Verified {
+    /// A collection's run: the recomputed `score_v2` and the result it gives.
+    Scored { score: ScoreV2, measured: Measured },
+    /// A baseline measurement.
+    Reference(Reference),
+}
+
+/// Every check `result collect` makes of a run's evidence, without I/O: the bundle says what was
+/// evaluated; the cells must cover it exactly; the pipeline's report must be what the cells give.
+pub fn verify(run_id: &str, baseline: bool, e: &RunEvidence) -> Result<Verified, Refused> {
+    let (suites, trials) = bundle_suites(&e.config_toml)?;
+    let mut expected = Vec::new();
+    for (name, dataset) in suites {
+        let text = e.task_lists.get(&dataset.task_list).ok_or_else(|| Unreadable {
+            file: dataset.task_list.clone(),
+            reason: "the bundle lacks this task list".into(),
+        })?;
+        expected.push(ExpectedSuite { name, task_ids: read_task_ids(text), dataset });
+    }
+    let outcomes: TaskOutcomes = serde_json::from_slice(&e.outcomes)
+        .map_err(|x| Unreadable { file: "eval_task_outcomes.json".into(), reason: x.to_string() })?;
+    let arms = if baseline { vec![Arm::Baseline] } else { vec![Arm::Baseline, Arm::Final] };
+    let want = Expected { run_id: run_id.to_string(), suites: expected, trials, arms };
+    let cells = check_coverage(&outcomes, &want)?;
+    if baseline {
+        let report: BaselineReport = serde_json::from_slice(&e.report)
+            .map_err(|x| Unreadable { file: "baseline.json".into(), reason: x.to_string() })?;
+        return Ok(Verified::Reference(check_reference(&report, &outcomes)?));
+    }
+    let report: score::ScoreFile =
+        serde_json::from_slice(&e.report).map_err(|x| Unreadable { file: "score.json".into(), reason: x.to_string() })?;
+    let stages = (
+        outcomes.arms.baseline.as_ref().map_or("baseline_eval", |a| a.stage.as_str()),
+        outcomes.arms.final_.as_ref().map(|a| a.stage.as_str()),
+    );
+    let score = check_report(&report.score_v2, &cells, trials, stages)?;
+    let measured = measured(&score)?;
+    Ok(Verified::Scored { score, measured })
+}

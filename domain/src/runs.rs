@@ -229,6 +229,8 @@ pub struct Facts<'a> {
     pub remaining_cents: i64,
     /// Task names of the challenge's held-out suites.
     pub heldout_names: &'a BTreeSet<String>,
+    /// What keeps the challenge's job from starting (`pipeline::job_problems`).
+    pub job_problems: Vec<String>,
 }
 
 pub mod check {
@@ -312,20 +314,8 @@ pub fn preflight(f: &Facts) -> Preflight {
     }
 
     let hw = hardware(f.challenge);
-    push(
-        check::LAYOUT,
-        Some(true),
-        format!(
-            "{} on {}: {} GPU(s), vLLM on {} and the trainer on {}, context {} tokens, timeout {} s",
-            hw.flavor,
-            hw.provider,
-            hw.gpus,
-            hw.vllm_gpus,
-            hw.trainer_gpus,
-            hw.max_context_tokens,
-            hw.timeout_s
-        ),
-    );
+    let (ok, detail) = layout_check(&hw, &f.job_problems);
+    push(check::LAYOUT, Some(ok), detail);
 
     match &f.active_run {
         Some(run) => push(
@@ -383,6 +373,19 @@ pub fn preflight(f: &Facts) -> Preflight {
     }
 }
 
+/// The layout check: the hardware it shows, and what keeps the job from starting.
+fn layout_check(hw: &Hardware, problems: &[String]) -> (bool, String) {
+    let shown = format!(
+        "{} on {}: {} GPU(s), vLLM on {} and the trainer on {}, context {} tokens, timeout {} s",
+        hw.flavor, hw.provider, hw.gpus, hw.vllm_gpus, hw.trainer_gpus, hw.max_context_tokens, hw.timeout_s
+    );
+    if problems.is_empty() {
+        (true, shown)
+    } else {
+        (false, format!("{shown}; the job cannot start: {}", problems.join("; ")))
+    }
+}
+
 fn retry_after_daily(last: i64, now: i64) -> i64 {
     (last + DAILY_WINDOW_S - now).max(1)
 }
@@ -422,6 +425,8 @@ pub struct BaselineFacts<'a> {
     pub caller: Option<Caller>,
     pub active_run: Option<String>,
     pub remaining_cents: i64,
+    /// What keeps the challenge's job from starting (`pipeline::job_problems`).
+    pub job_problems: Vec<String>,
 }
 
 /// A baseline measurement is launched under a run's rules, in the same order, with two
@@ -455,6 +460,10 @@ pub fn baseline_refusal(f: &BaselineFacts) -> Option<Refusal> {
             ErrorCode::Forbidden,
             format!("{} is not a BenchFlow editor: editors measure the base model", caller.name),
         );
+    }
+    let (layout_ok, layout) = layout_check(&hardware(f.challenge), &f.job_problems);
+    if !layout_ok {
+        return no(ErrorCode::LayoutInvalid, format!("{}: {layout}", check::LAYOUT));
     }
     if let Some(run) = &f.active_run {
         return no(
@@ -518,6 +527,9 @@ pub struct RunView {
     pub report_url: Option<String>,
     /// The reason names serving, sandboxes or the agent handshake: the arena's side failed.
     pub platform_fault: bool,
+    /// GRPO's optimizer steps taken and planned, as the job reported them.
+    pub training_steps_done: Option<i64>,
+    pub training_steps_planned: Option<i64>,
     pub launched: bool,
     pub max_compute_usd: f64,
     pub flavor: String,
@@ -535,6 +547,8 @@ pub struct RunEvent {
     /// Where the change came from: launch, job status, logs, relay, reconciler.
     pub source: String,
     pub kind: String,
+    /// The stage it is about, when it is about one.
+    pub stage: Option<String>,
     pub detail: String,
 }
 
@@ -551,7 +565,19 @@ pub struct RunDetail {
     pub created_epoch: i64,
     /// The arena's clock when it answered, for drawing the running stage.
     pub now_epoch: i64,
+    /// The job's GPUs as HF's metrics last showed them, oldest first (a sample per reconciler
+    /// pass, the newest 60).
+    pub gpu: Vec<GpuSample>,
     pub events: Vec<RunEvent>,
+}
+
+/// One reading of the job's GPUs: the mean utilisation over them (0–100) and the memory in use.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct GpuSample {
+    pub epoch: i64,
+    pub utilization: f64,
+    pub memory_used_gib: f64,
 }
 
 #[cfg(test)]

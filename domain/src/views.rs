@@ -234,7 +234,8 @@ pub struct LeaderboardRow {
     pub delta_pp: f64,
     /// sqrt(v / n): v the run-to-run variance pooled over collections with repeat runs, never
     /// below one run's own evaluation variance.
-    pub stderr_pp: f64,
+    /// Null when no run of the row has a standard error and no collection has repeats (see `results::rank`).
+    pub stderr_pp: Option<f64>,
     pub verified_runs: u32,
     pub rejected_runs: u32,
     pub run_deltas_pp: Vec<f64>,
@@ -409,8 +410,22 @@ pub struct JobsView {
     /// Held-out suites a challenge scores on without a fingerprint here (`challenge/suite`).
     #[serde(default)]
     pub heldout_unchecked: Vec<String>,
+    /// The secrets the open challenges' jobs need from the arena, and whether it has each (a
+    /// launch is refused naming the missing ones). Names only: values never leave the server.
+    #[serde(default)]
+    pub job_secrets: Vec<JobSecretRow>,
     /// Committed spend after each reservation, in the order they were made.
     pub committed_history: Vec<SpendPoint>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct JobSecretRow {
+    pub name: String,
+    /// The open challenges whose jobs need it.
+    pub needed_by: Vec<String>,
+    /// Whether the arena has a value for it.
+    pub configured: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -84,23 +84,41 @@ pub struct Config {
     /// The private dataset runs are mirrored into and report back to.
     #[arg(long, env = "ARENA_RUNS_DATASET", default_value = "openenvarena/arena-runs")]
     pub runs_dataset: String,
-    /// The image each run's job starts (it runs `posttrainarena-train run`); the challenge's
-    /// pipeline commit is passed to it.
-    #[arg(long, env = "ARENA_PIPELINE_IMAGE", default_value = "ghcr.io/benchflow-ai/posttrainarena:latest")]
-    pub pipeline_image: String,
+    /// The dataset the pipeline's publish commands keep its leaderboard records in; the arena
+    /// creates it private before the first launch (the pipeline would create it public).
+    #[arg(long, env = "ARENA_LEADERBOARD_DATASET", default_value = "openenvarena/arena-leaderboard")]
+    pub leaderboard_dataset: String,
+    /// The image each run's job starts: the uv image `run_uv_job` uses. The job installs the
+    /// pipeline at the challenge's pinned commit.
+    #[arg(long, env = "ARENA_JOB_IMAGE", default_value = domain::pipeline::DEFAULT_JOB_IMAGE)]
+    pub job_image: String,
+    /// Where a run's job fetches the arena's job script; default `ARENA_PUBLIC_URL/arena_job.py`
+    /// (this server serves it, and the job checks its SHA-256).
+    #[arg(long, env = "ARENA_JOB_SCRIPT_URL")]
+    pub job_script_url: Option<String>,
+    /// Values of the secrets a run's job needs from the arena (`HF_TOKEN`, `DAYTONA_API_KEY`, …):
+    /// `ARENA_JOB_SECRET_{NAME}`, else `{NAME}`, from the environment (the job's `HF_TOKEN` falls
+    /// back to the arena's own). Read at start by `Config::read_job_secrets`.
+    #[arg(skip)]
+    pub job_secrets: std::collections::BTreeMap<String, Secret>,
     /// Seconds between passes of the background work (launches left unfinished, and later the
     /// reconciler).
     #[arg(long, env = "ARENA_WORKER_TICK_S", default_value_t = 5)]
     pub worker_tick_s: u64,
-    /// A running job with no heartbeat and no new log line for this long fails (seconds).
-    #[arg(long, env = "ARENA_STALL_S", default_value_t = 600)]
-    pub stall_s: i64,
+    /// Overrides every challenge's silence limit (seconds): a running job without a heartbeat and
+    /// with no new log line (or idle GPUs) this long is stalled. Unset: each challenge's own, the
+    /// longest step its recipe allows (`domain::pipeline::config::silence_limit_s`).
+    #[arg(long, env = "ARENA_SILENCE_LIMIT_S")]
+    pub silence_limit_s: Option<i64>,
     /// A job still in SCHEDULING after this long is canceled and its run fails (seconds).
     #[arg(long, env = "ARENA_SCHEDULING_LIMIT_S", default_value_t = 1800)]
     pub scheduling_limit_s: i64,
     /// A relay not heard from for this long is gone (seconds).
     #[arg(long, env = "ARENA_RELAY_GRACE_S", default_value_t = 120)]
     pub relay_grace_s: i64,
+    /// How often a run's job sends a heartbeat over its relay (seconds; given to the job).
+    #[arg(long, env = "ARENA_RELAY_HEARTBEAT_S", default_value_t = 15.0)]
+    pub relay_heartbeat_s: f64,
     /// How long the reconciler reads a running job's log stream each pass (milliseconds).
     #[arg(long, env = "ARENA_LOG_READ_MS", default_value_t = 1500)]
     pub log_read_ms: u64,
@@ -134,6 +152,25 @@ pub struct Config {
 }
 
 impl Config {
+    /// Reads the job secrets' values from the environment (see `job_secrets`).
+    pub fn read_job_secrets(&mut self) {
+        for name in domain::pipeline::secrets::FORWARDABLE {
+            let value = std::env::var(format!("ARENA_JOB_SECRET_{name}"))
+                .or_else(|_| std::env::var(name))
+                .ok()
+                .filter(|v| !v.trim().is_empty())
+                .map(Secret)
+                .or_else(|| (*name == "HF_TOKEN").then(|| self.hf_token.clone()).flatten());
+            if let Some(v) = value {
+                self.job_secrets.insert(name.to_string(), v);
+            }
+        }
+    }
+
+    pub fn job_script_url(&self) -> String {
+        self.job_script_url.clone().unwrap_or_else(|| format!("{}/arena_job.py", self.public_url()))
+    }
+
     pub fn fingerprints_dir(&self) -> Option<PathBuf> {
         self.fingerprints_dir
             .clone()

@@ -77,6 +77,12 @@ pub fn router(state: AppState, frame_ancestors: &str) -> Router {
         .route("/openapi.json", get(move || async move { axum::Json(openapi.as_ref().clone()) }))
         // A bare route, for health checks and as the baseline of the load measurements.
         .route("/healthz", get(|| async { "ok" }))
+        // The job script this build's runs pin by hash: served from the binary, so the bytes a
+        // job fetches are the ones the arena hashed.
+        .route(
+            "/arena_job.py",
+            get(|| async { ([(header::CONTENT_TYPE, "text/x-python; charset=utf-8")], state::JOB_SCRIPT) }),
+        )
         .merge(pages::router(&state))
         .method_not_allowed_fallback(api::method_not_allowed)
         // JSON bodies here are small; anything larger is refused before it is read.

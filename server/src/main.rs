@@ -109,14 +109,26 @@ async fn main() -> anyhow::Result<()> {
                     std::process::exit(1);
                 }
             };
+            // A placeholder stands for the collection a launch mirrors.
+            let train = domain::pipeline::config::TrainDataset {
+                repo_id: "ARENA_RUNS_DATASET/placeholder".into(),
+                revision: "0".repeat(40),
+                path: "collections/RUN_ID/envs".into(),
+            };
             for challenge in &registry.challenges {
-                let config = domain::compose::compose(&registry, challenge);
-                println!(
-                    "# {} ({})\n{}",
-                    challenge.id(),
-                    challenge.file_path,
-                    domain::compose::render_toml(&config)
-                );
+                let pin = &challenge.spec.pipeline.commit;
+                match domain::pipeline::config::compose(&registry, challenge, Some(&train)) {
+                    Ok(config) => {
+                        let suites = domain::pipeline::config::eval_suites(&registry, challenge)
+                            .map(|s| s.into_iter().map(|(t, ids)| (t.task_list, ids)).collect::<Vec<_>>())
+                            .unwrap_or_default();
+                        let lists = serde_json::to_string(&suites)?;
+                        println!("# {} ({}) pipeline {pin} task-lists {lists}\n{}", challenge.id(), challenge.file_path, config.to_toml())
+                    }
+                    // A challenge whose private suite's overlay is not here cannot be composed
+                    // on this machine; it is no problem of the registry's.
+                    Err(e) => println!("# {} ({}) pipeline {pin} not composed: {e}", challenge.id(), challenge.file_path),
+                }
             }
             eprintln!(
                 "ok: {} challenge(s), {} model(s), {} method(s), {} suite(s)",
@@ -131,6 +143,7 @@ async fn main() -> anyhow::Result<()> {
 }
 
 async fn serve(mut config: Config) -> anyhow::Result<()> {
+    config.read_job_secrets();
     if let Some(repo) = config.private_repo.clone() {
         if config.private_overlay.is_some() {
             anyhow::bail!(

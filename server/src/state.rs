@@ -5,7 +5,7 @@ use domain::Registry;
 use leptos::config::LeptosOptions;
 
 use crate::changes::Changes;
-use crate::config::Config;
+use crate::config::{Config, Secret};
 use crate::db::Db;
 use crate::hub::HfHub;
 use crate::identity::cache::CachedHub;
@@ -46,14 +46,32 @@ pub struct AppState {
     pub deps: Deps,
     /// This process, as the owner of the leases it takes.
     pub server_id: String,
-    /// Where runs are mirrored and report to, the image their jobs start, and the arena's own
-    /// public address (the jobs report back to it).
+    /// Where runs are mirrored and report to, and the arena's own public address (the jobs
+    /// report back to it).
     pub runs_dataset: String,
-    pub pipeline_image: String,
     pub public_url: String,
+    /// What a run's job is made of: its image, the job script, the secrets the arena gives it.
+    pub jobs: Arc<JobSettings>,
     /// How long runs may stall or wait to start, and a relay's grace period.
     pub reconcile: crate::service::reconcile::Settings,
     pub openenv: Arc<OpenEnvSettings>,
+}
+
+/// The arena's job script, as this build serves it at `/arena_job.py`.
+pub const JOB_SCRIPT: &str = include_str!("../../public/arena_job.py");
+
+/// How the arena makes a run's HF job.
+pub struct JobSettings {
+    pub image: String,
+    pub script_url: String,
+    /// SHA-256 of `JOB_SCRIPT`: the job checks it runs this version.
+    pub script_sha256: String,
+    pub namespace: String,
+    pub leaderboard_dataset: String,
+    /// Values of the secrets the arena forwards, by name (never logged; sent to HF only).
+    pub secrets: std::collections::BTreeMap<String, Secret>,
+    /// How often the job heartbeats over its relay (seconds).
+    pub heartbeat_s: f64,
 }
 
 /// The OpenEnv track's settings.
@@ -98,13 +116,19 @@ impl AppState {
             deps,
             server_id: format!("server-{}", crate::identity::random_hex(6)),
             runs_dataset: config.runs_dataset.clone(),
-            pipeline_image: config.pipeline_image.clone(),
             public_url: config.public_url(),
+            jobs: Arc::new(JobSettings {
+                image: config.job_image.clone(),
+                script_url: config.job_script_url(),
+                script_sha256: crate::identity::sha256_hex(JOB_SCRIPT),
+                namespace: config.jobs_namespace.clone(),
+                leaderboard_dataset: config.leaderboard_dataset.clone(),
+                secrets: config.job_secrets.clone(),
+                heartbeat_s: config.relay_heartbeat_s,
+            }),
             reconcile: crate::service::reconcile::Settings {
-                limits: domain::runs::follow::Limits {
-                    stall_s: config.stall_s,
-                    scheduling_s: config.scheduling_limit_s,
-                },
+                silence_limit_s: config.silence_limit_s,
+                scheduling_s: config.scheduling_limit_s,
                 relay_grace_s: config.relay_grace_s,
                 log_read: std::time::Duration::from_millis(config.log_read_ms),
             },

@@ -92,8 +92,12 @@ pub async fn run(hub: SharedHub, id: String) {
     hub.jobs.log(&id, format!("===== Job started at {} =====", crate::jobs::now_rfc3339()));
     let attempts = view.attempts.unwrap_or(1).max(1);
     let proxy = RelayProxy::start(&view, &faults).await;
+    // The container's filesystem: the same paths for every attempt, emptied before each; apart
+    // from every other job's, of this stand-in or another one on the machine.
+    let root = std::env::temp_dir().join(format!("standin-job-{id}-{}", crate::random_token(6).replace(['-', '_'], "x")));
     for attempt in 1..=attempts {
-        let end = attempt_once(&hub, &id, &view, &secrets, &faults, &cancel, deadline, stage_ms, attempt, &proxy).await;
+        let end =
+            attempt_once(&hub, &id, &view, &secrets, &faults, &cancel, deadline, stage_ms, attempt, &proxy, &root).await;
         match end {
             End::Canceled => return,
             End::TimedOut => {
@@ -134,11 +138,12 @@ async fn attempt_once(
     stage_ms: u64,
     attempt: u32,
     proxy: &Option<RelayProxy>,
+    root: &std::path::Path,
 ) -> End {
-    let Ok(root) = tempfile_dir() else {
+    if fresh_dirs(root).is_err() {
         hub.jobs.log(id, "the stand-in could not make the job's working directory");
         return End::Exited(Some(125), None);
-    };
+    }
     let sim = sim_dir();
     let mut path = vec![sim.join("bin")];
     path.extend(python_dir());
@@ -156,6 +161,7 @@ async fn attempt_once(
         .env("ACCELERATOR", if view.flavor.starts_with("cpu") { "none" } else { "gpu" })
         .env("PATH", std::env::join_paths(&path).unwrap_or_default())
         .env("HOME", root.join("home"))
+        .env("TMPDIR", root.join("tmp"))
         .env("HF_HOME", root.join("hf"))
         .env("HF_ENDPOINT", &hub_url)
         .env("HF_HUB_DISABLE_TELEMETRY", "1")
@@ -229,16 +235,16 @@ async fn attempt_once(
         let _ = tokio::time::timeout(Duration::from_secs(2), r).await;
     }
     hub.jobs.with(id, |j| j.pid = None);
-    let _ = std::fs::remove_dir_all(&root);
+    let _ = std::fs::remove_dir_all(root);
     end
 }
 
-fn tempfile_dir() -> std::io::Result<PathBuf> {
-    let root = std::env::temp_dir().join(format!("standin-job-{}", crate::random_token(6).replace(['-', '_'], "x")));
-    for sub in ["home", "hf", "work"] {
+fn fresh_dirs(root: &std::path::Path) -> std::io::Result<()> {
+    let _ = std::fs::remove_dir_all(root);
+    for sub in ["home", "hf", "work", "tmp"] {
         std::fs::create_dir_all(root.join(sub))?;
     }
-    Ok(root)
+    Ok(())
 }
 
 /// The job's network path to the arena, when a fault plays with it: `ARENA_URL` points here and

@@ -1,7 +1,8 @@
 """The organizer commands under the guide's names: `python dev/fingerprint_suite.py SUITE` and
 `python dev/check_pipeline_configs.py PATH_TO_CLONE`. The pipeline clone here is a local git
-repository whose two commits carry a config loader written for this test (an older one that does
-not know `recipe.eval.trials`, and a newer one that does), standing in for posttrainarena."""
+repository whose two commits carry a config loader written for this test, standing in for
+posttrainarena: an older one, like the pipeline's main, that does not know `evaluation.trials`,
+and a newer one, like its held-out branch, that does."""
 
 import json
 import os
@@ -78,17 +79,24 @@ def test_fingerprint_suite_says_where_a_private_fingerprint_goes(tmp_path):
     assert r.returncode != 0 and "no suite no-such-suite" in r.stderr
 
 
-OLD_LOADER = '''"""Config loader of an older pipeline: it knows no evaluation trials."""
-import tomllib
-KNOWN_EVAL = {"sandbox_concurrency"}
+OLD_LOADER = '''"""Config loader of an older pipeline: its evaluation table knows no trials."""
+import os, tomllib
+KNOWN_EVAL = {"sync_base_to_vllm"}
 def load_config(path):
     data = tomllib.loads(open(path).read())
-    unknown = set(data["recipe"]["eval"]) - KNOWN_EVAL
+    for table in ("harness", "evaluation"):
+        if table not in data:
+            raise ValueError("Missing required [%s] table" % table)
+    unknown = sorted(set(data["evaluation"]) - KNOWN_EVAL)
     if unknown:
-        raise ValueError("unknown recipe.eval fields: %s" % ", ".join(sorted(unknown)))
+        raise TypeError("EvaluationConfig.__init__() got an unexpected keyword argument '%s'" % unknown[0])
+    base = os.path.dirname(path)
+    for entry in [data["train_dataset"], *data["eval_suites"]]:
+        if not os.path.isfile(os.path.join(base, entry["task_list"])):
+            raise ValueError("task_list does not exist: %s" % entry["task_list"])
     return data
 '''
-NEW_LOADER = OLD_LOADER.replace('{"sandbox_concurrency"}', '{"sandbox_concurrency", "trials"}')
+NEW_LOADER = OLD_LOADER.replace('{"sync_base_to_vllm"}', '{"sync_base_to_vllm", "trials"}')
 
 
 @pytest.fixture
@@ -106,10 +114,15 @@ def pipeline_clone(tmp_path):
 
 
 def configs_pinned_to(tmp_path, commit):
+    """The registry dev/run serves (configs/ and the local demo), every challenge pinned to `commit`."""
     configs = tmp_path / ("configs-" + commit[:7])
     shutil.copytree(ROOT / "configs", configs)
-    challenge = configs / "challenges" / "openenv-9b.toml"
-    challenge.write_text(challenge.read_text().replace(PIN, commit))
+    for sub in ("challenges", "methods", "suites", "fixture/task-lists"):
+        (configs / sub).mkdir(parents=True, exist_ok=True)
+        for f in (ROOT / "dev" / "local-challenge" / sub).iterdir():
+            shutil.copy(f, configs / sub / f.name)
+    for challenge in (configs / "challenges").iterdir():
+        challenge.write_text(challenge.read_text().replace(PIN, commit))
     return configs
 
 
@@ -117,17 +130,19 @@ def test_check_pipeline_configs_loads_with_the_pinned_pipeline(tmp_path, pipelin
     repo, commits = pipeline_clone
     ok = run(CHECK_CONFIGS, [str(repo), "--configs-dir", str(configs_pinned_to(tmp_path, commits["new"]))])
     assert ok.returncode == 0, ok.stderr
-    assert "openenv-9b: loaded by the config loader of pipeline commit %s" % commits["new"] in ok.stderr
+    assert "local-demo: loaded by the config loader of pipeline commit %s" % commits["new"] in ok.stderr
+    # The private suite's dataset and tasks are in the overlay, which is not here.
+    assert "openenv-9b: not loaded (held-out suite `openenv-heldout` names no dataset" in ok.stderr
     # A recipe that needs a newer pipeline fails at the older pin, naming the loader's reason.
     old = run(CHECK_CONFIGS, [str(repo), "--configs-dir", str(configs_pinned_to(tmp_path, commits["old"]))])
     assert old.returncode == 1
-    assert "refused it: ValueError: unknown recipe.eval fields: trials" in old.stderr
+    assert "refused it: TypeError: EvaluationConfig.__init__() got an unexpected keyword argument 'trials'" in old.stderr
     assert git(repo, "worktree", "list").count("\n") == 0, "the worktrees are removed afterwards"
 
 
 def test_check_pipeline_configs_refuses_a_clone_without_the_pin(tmp_path, pipeline_clone):
     repo, _ = pipeline_clone
-    r = run(CHECK_CONFIGS, [str(repo)])
+    r = run(CHECK_CONFIGS, [str(repo), "--configs-dir", str(configs_pinned_to(tmp_path, PIN))])
     assert r.returncode == 1
     assert "does not hold the pinned pipeline commit %s" % PIN in r.stderr
     # Without a clone it checks and composes the registry only.

@@ -74,10 +74,11 @@ pub struct Bridge {
 }
 
 /// The exposed port of a run's model bridge: any port works in a job's container; one drawn from
-/// the run id keeps runs on one machine (the local stand-in) apart.
+/// the run id keeps runs on one machine (the local stand-in) apart, below the ports Linux hands
+/// out to outgoing connections (32768 and up).
 pub fn bridge_port(run_id: &str) -> u16 {
     let h = run_id.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
-    20_000 + (h % 30_000) as u16
+    20_000 + (h % 12_000) as u16
 }
 
 pub fn setup(registry: &Registry, challenge: &Challenge, run_id: &str, purpose: Purpose) -> JobSetup {

@@ -57,6 +57,31 @@ pub fn job_command(a: &JobArgs) -> Vec<String> {
     .collect()
 }
 
+/// What keeps a challenge's job from starting, in words (empty when nothing does): a held-out
+/// suite without its dataset or task list, or secrets the job needs that the arena has no value
+/// for (`have` names those it has).
+pub fn job_problems(
+    registry: &crate::registry::Registry,
+    challenge: &crate::registry::Challenge,
+    have: &std::collections::BTreeSet<String>,
+) -> Vec<String> {
+    let placeholder = config::TrainDataset { repo_id: "o/n".into(), revision: "0".repeat(40), path: String::new() };
+    match config::compose(registry, challenge, Some(&placeholder)) {
+        Err(e) => vec![e.to_string()],
+        Ok(c) => {
+            let missing: Vec<&str> = secrets::forwarded(&c).into_iter().filter(|n| !have.contains(*n)).collect();
+            if missing.is_empty() {
+                Vec::new()
+            } else {
+                vec![format!(
+                    "the arena has no value for the job secret(s) {} the pipeline needs (an organizer sets them on the Space)",
+                    missing.join(", ")
+                )]
+            }
+        }
+    }
+}
+
 /// `job-inputs/{run_id}`: the bundle's folder in the runs dataset.
 pub fn bundle_dir(run_id: &str) -> String {
     format!("job-inputs/{run_id}")

@@ -26,11 +26,12 @@ fn registry(edit: impl Fn(String) -> String) -> Registry {
 struct World {
     registry: Registry,
     heldout: BTreeSet<String>,
+    job_problems: Vec<String>,
 }
 
 impl World {
     fn new() -> World {
-        World { registry: registry(|s| s), heldout: ["sealed-task".to_string()].into() }
+        World { registry: registry(|s| s), heldout: ["sealed-task".to_string()].into(), job_problems: Vec::new() }
     }
 
     fn facts(&self) -> Facts<'_> {
@@ -55,6 +56,7 @@ impl World {
             active_run: None,
             remaining_cents: 500_000,
             heldout_names: &self.heldout,
+            job_problems: self.job_problems.clone(),
         }
     }
 }
@@ -184,8 +186,24 @@ impl<'a> Facts<'a> {
             active_run: self.active_run.clone(),
             remaining_cents: self.remaining_cents,
             heldout_names: heldout,
+            job_problems: Vec::new(),
         }
     }
+}
+
+#[test]
+fn a_job_that_cannot_start_fails_the_layout_check_naming_why() {
+    let mut w = World::new();
+    w.job_problems = vec!["the arena has no value for the job secret(s) DAYTONA_API_KEY the pipeline needs".into()];
+    let f = w.facts();
+    let p = preflight(&f);
+    assert!(!p.allowed);
+    let layout = p.checks.iter().find(|c| c.name == check::LAYOUT).unwrap();
+    assert_eq!(layout.ok, Some(false));
+    assert!(layout.detail.contains("the job cannot start: the arena has no value for the job secret(s) DAYTONA_API_KEY"));
+    let r = refusal(&p, &f).unwrap();
+    assert_eq!(r.code, ErrorCode::LayoutInvalid);
+    assert!(r.message.contains("DAYTONA_API_KEY"));
 }
 
 #[test]
@@ -237,6 +255,7 @@ fn a_baseline_measurement_ignores_paused_runs_but_needs_an_editor_a_free_slot_an
         caller: Some(editor),
         active_run: None,
         remaining_cents: 500_000,
+        job_problems: Vec::new(),
     };
     assert_eq!(baseline_refusal(&f), None, "paused runs wait for this measurement");
     let code = |f: &BaselineFacts| baseline_refusal(f).map(|r| r.code);

@@ -30,6 +30,8 @@ pub enum DatasetError {
 pub trait DatasetWriter: Send + Sync {
     /// Creates the private dataset unless it exists.
     async fn ensure(&self, repo: &str) -> Result<(), DatasetError>;
+    /// Whether the dataset is private (`NotFound` when it does not exist).
+    async fn is_private(&self, repo: &str) -> Result<bool, DatasetError>;
     /// The commit `main` points at.
     async fn head(&self, repo: &str) -> Result<String, DatasetError>;
     /// Commits `files` (path, bytes) to `main`; answers the new commit.
@@ -122,6 +124,18 @@ impl DatasetWriter for HfDatasetWriter {
             Ok(_) | Err(DatasetError::Refused { status: 409, .. }) => Ok(()),
             Err(e) => Err(e),
         }
+    }
+
+    async fn is_private(&self, repo: &str) -> Result<bool, DatasetError> {
+        #[derive(Deserialize)]
+        struct Info {
+            #[serde(default)]
+            private: bool,
+        }
+        let url = format!("{}/api/datasets/{}", self.endpoint, encode_path(repo));
+        let resp = Self::send(self.request(reqwest::Method::GET, &url)?).await?;
+        let info: Info = resp.json().await.map_err(|e| DatasetError::Unavailable(e.without_url().to_string()))?;
+        Ok(info.private)
     }
 
     async fn head(&self, repo: &str) -> Result<String, DatasetError> {

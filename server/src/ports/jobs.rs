@@ -25,9 +25,42 @@ pub struct JobSpec {
     pub flavor: String,
     pub timeout_seconds: u64,
     pub labels: BTreeMap<String, String>,
-    /// Ports the job's server listens on, reachable at the status's `exposeUrls` (sandboxes).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub expose: Vec<u16>,
+    /// How many times HF starts the command (again, in the same job, after a crash).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attempts: Option<u32>,
+    /// Ports the job's servers listen on, reachable at the status's `exposeUrls`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expose: Option<Expose>,
+}
+
+/// HF's `expose`: the ports reachable from outside the job; `portsPublic` (a subset) without an
+/// HF token (sandboxes reach a run's model bridge with the bridge's own key, not an HF token).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Expose {
+    pub ports: Vec<u16>,
+    pub ports_public: Vec<u16>,
+}
+
+impl Expose {
+    pub fn public(port: u16) -> Expose {
+        Expose { ports: vec![port], ports_public: vec![port] }
+    }
+}
+
+/// One sample of HF's job metrics: each GPU's utilisation (0–100) and memory.
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+pub struct Metrics {
+    #[serde(default)]
+    pub gpus: BTreeMap<String, GpuMetrics>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Default, Deserialize)]
+pub struct GpuMetrics {
+    #[serde(default)]
+    pub utilization: f64,
+    #[serde(default)]
+    pub memory_used_bytes: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
@@ -95,6 +128,11 @@ pub fn parse_log_events(text: &str) -> Vec<LogLine> {
         .collect()
 }
 
+/// The first complete `data:` line of a metrics event stream.
+pub fn first_metric(text: &str) -> Option<Metrics> {
+    text.lines().filter_map(|l| l.strip_prefix("data:")).find_map(|d| serde_json::from_str::<Metrics>(d.trim()).ok())
+}
+
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum JobError {
     /// HF refused for lack of prepaid credit (402): definite, nothing was created.
@@ -117,9 +155,12 @@ pub trait JobLauncher: Send + Sync {
     /// Jobs carrying the label `key=value`, every page.
     async fn find_by_label(&self, key: &str, value: &str) -> Result<Vec<Job>, JobError>;
     async fn cancel(&self, id: &str) -> Result<(), JobError>;
-    /// The job's log so far: what its server-sent event stream gives within `wait` (a running
-    /// job's stream does not end), as (timestamp, line).
-    async fn logs(&self, id: &str, wait: Duration) -> Result<Vec<LogLine>, JobError>;
+    /// The job's log: the newest `tail` lines, then what follows within `wait` (a running job's
+    /// stream does not end), as (timestamp, line); at most `max_bytes` are read.
+    async fn logs(&self, id: &str, tail: Option<usize>, wait: Duration, max_bytes: usize) -> Result<Vec<LogLine>, JobError>;
+    /// The job's current metrics sample (HF streams one a second; the first is read). `None`
+    /// when none came within `wait`; HF answers 406 for a job that has ended.
+    async fn metrics(&self, id: &str, wait: Duration) -> Result<Option<Metrics>, JobError>;
     /// Every job in the namespace, every page.
     async fn list(&self) -> Result<Vec<Job>, JobError>;
     /// HF's hardware list: each flavor's price per hour (USD).
@@ -238,14 +279,16 @@ impl JobLauncher for HfJobs {
         self.send(self.request(reqwest::Method::POST, &url)?).await.map(|_| ())
     }
 
-    async fn logs(&self, id: &str, wait: Duration) -> Result<Vec<LogLine>, JobError> {
-        let url =
+    async fn logs(&self, id: &str, tail: Option<usize>, wait: Duration, max_bytes: usize) -> Result<Vec<LogLine>, JobError> {
+        let mut url =
             format!("{}/api/jobs/{}/{}/logs", self.endpoint, self.namespace, crate::sources::encode_path(id));
+        if let Some(n) = tail {
+            url.push_str(&format!("?tail={n}"));
+        }
         let mut resp = self.send(self.request(reqwest::Method::GET, &url)?).await?;
         let deadline = tokio::time::Instant::now() + wait;
         let mut body = Vec::new();
-        // At most 4 MiB of log per read: the arena needs the newest progress, not the whole log.
-        while body.len() < 4 << 20 {
+        while body.len() < max_bytes {
             match tokio::time::timeout_at(deadline, resp.chunk()).await {
                 Ok(Ok(Some(chunk))) => body.extend_from_slice(&chunk),
                 Ok(Ok(None)) | Err(_) => break,
@@ -258,6 +301,28 @@ impl JobLauncher for HfJobs {
             }
         }
         Ok(parse_log_events(&String::from_utf8_lossy(&body)))
+    }
+
+    async fn metrics(&self, id: &str, wait: Duration) -> Result<Option<Metrics>, JobError> {
+        let url =
+            format!("{}/api/jobs/{}/{}/metrics", self.endpoint, self.namespace, crate::sources::encode_path(id));
+        let mut resp = match self.send(self.request(reqwest::Method::GET, &url)?).await {
+            Err(JobError::Refused { status: 406, .. }) => return Ok(None),
+            other => other?,
+        };
+        let deadline = tokio::time::Instant::now() + wait;
+        let mut body = Vec::new();
+        // One sample is enough; a sample is a few hundred bytes.
+        while body.len() < 64 << 10 {
+            match tokio::time::timeout_at(deadline, resp.chunk()).await {
+                Ok(Ok(Some(chunk))) => body.extend_from_slice(&chunk),
+                _ => break,
+            }
+            if let Some(sample) = first_metric(&String::from_utf8_lossy(&body)) {
+                return Ok(Some(sample));
+            }
+        }
+        Ok(first_metric(&String::from_utf8_lossy(&body)))
     }
 
     async fn list(&self) -> Result<Vec<Job>, JobError> {

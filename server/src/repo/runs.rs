@@ -77,12 +77,26 @@ pub struct Run {
     pub finished_at: Option<String>,
     /// The runs dataset commit where the reconciler found the result files.
     pub results_commit: Option<String>,
+    /// The commit of the collection's mirror (the bundle's `[train_dataset]` revision).
+    pub mirror_commit: Option<String>,
+    /// SHA-256 of the job script the job was created to run.
+    pub job_script_sha256: Option<String>,
+    /// GRPO's optimizer steps taken and planned, as the job reported them.
+    pub steps_done: Option<i64>,
+    pub steps_planned: Option<i64>,
+    /// The newest log line read, `timestamp line`: the next read starts after it.
+    pub log_last_line: Option<String>,
+    /// The job's GPU readings, oldest first (JSON of `GpuSample`s).
+    pub gpu_samples: String,
+    /// Since when every GPU has read idle, while they still do.
+    pub gpus_idle_since: Option<i64>,
 }
 
 const COLUMNS: &str = "id, challenge_id, purpose, environment_id, author, author_id, agent_id, request_key, request_body, \
     state, stage, reason, platform_fault, launch, bundle_commit, job_id, job_status, flavor, timeout_s, \
     reserved_cents, eligible_tasks, excluded_task_count, created_at, created_epoch, updated_at, relay_state, \
-    relay_seen_epoch, log_lines, log_seen_epoch, log_last_at, log_stage, job_created_epoch, job_started_epoch, finished_at, results_commit";
+    relay_seen_epoch, log_lines, log_seen_epoch, log_last_at, log_stage, job_created_epoch, job_started_epoch, finished_at, results_commit, \
+    mirror_commit, job_script_sha256, steps_done, steps_planned, log_last_line, gpu_samples, gpus_idle_since";
 
 fn decode_error(what: &str, value: &str) -> sqlx::Error {
     sqlx::Error::Decode(format!("runs.{what} holds unknown value `{value}`").into())
@@ -128,6 +142,13 @@ fn run(row: &AnyRow) -> Result<Run, sqlx::Error> {
         job_started_epoch: row.try_get("job_started_epoch")?,
         finished_at: row.try_get("finished_at")?,
         results_commit: row.try_get("results_commit")?,
+        mirror_commit: row.try_get("mirror_commit")?,
+        job_script_sha256: row.try_get("job_script_sha256")?,
+        steps_done: row.try_get("steps_done")?,
+        steps_planned: row.try_get("steps_planned")?,
+        log_last_line: row.try_get("log_last_line")?,
+        gpu_samples: row.try_get("gpu_samples")?,
+        gpus_idle_since: row.try_get("gpus_idle_since")?,
     })
 }
 
@@ -373,6 +394,42 @@ pub async fn set_secret(db: &Db, id: &str, secret_hash: &str) -> Result<(), sqlx
 }
 
 /// Records the bundle's commit: the launch is mirrored.
+/// Records the collection's mirror (the first half of the launch's dataset step).
+pub async fn collection_mirrored(db: &Db, id: &str, commit: &str, now: &str, epoch: i64) -> Result<(), sqlx::Error> {
+    let mut tx = db.writer.begin().await?;
+    let changed = sqlx::query("UPDATE runs SET mirror_commit = $2, updated_at = $3 WHERE id = $1 AND mirror_commit IS NULL")
+        .bind(id)
+        .bind(commit)
+        .bind(now)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+    if changed == 1 {
+        let detail = format!("the collection mirrored into the runs dataset at {commit}");
+        event_in(&mut tx, &launch_event(id, now, epoch, "collection mirrored", &detail)).await?;
+    }
+    tx.commit().await
+}
+
+/// The job script a run's job is created with (set before the job exists, as its secret is).
+pub async fn set_job_script(db: &Db, id: &str, sha256: &str) -> Result<(), sqlx::Error> {
+    sqlx::query("UPDATE runs SET job_script_sha256 = $2 WHERE id = $1").bind(id).bind(sha256).execute(&db.writer).await?;
+    Ok(())
+}
+
+/// GRPO's progress, as the job reports it.
+pub async fn set_progress(db: &Db, id: &str, done: i64, planned: Option<i64>) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "UPDATE runs SET steps_done = $2, steps_planned = COALESCE($3, steps_planned)          WHERE id = $1 AND state IN ('queued', 'running')",
+    )
+    .bind(id)
+    .bind(done)
+    .bind(planned)
+    .execute(&db.writer)
+    .await?;
+    Ok(())
+}
+
 pub async fn mirrored(db: &Db, id: &str, commit: &str, now: &str, epoch: i64) -> Result<(), sqlx::Error> {
     let mut tx = db.writer.begin().await?;
     sqlx::query("UPDATE runs SET launch = 'mirrored', bundle_commit = $2, updated_at = $3 WHERE id = $1 AND launch = 'reserved'")
@@ -484,13 +541,25 @@ pub async fn events(db: &Db, run_id: &str) -> Result<Vec<Event>, sqlx::Error> {
 }
 
 /// The secret's hash the run's relay must present.
+/// The hash of a run's relay secret while the run has not ended: a finished run's secret no
+/// longer opens the relay.
 pub async fn secret_hash(db: &Db, id: &str) -> Result<Option<String>, sqlx::Error> {
-    sqlx::query("SELECT secret_hash FROM runs WHERE id = $1")
+    sqlx::query("SELECT secret_hash FROM runs WHERE id = $1 AND state IN ('queued', 'running')")
         .bind(id)
         .fetch_optional(&db.pool)
         .await?
         .map(|r| r.try_get("secret_hash"))
         .transpose()
+}
+
+/// The highest sequence number of the run's stored relay messages: a job that connects (again, or
+/// in a new attempt of its command) numbers its messages from here.
+pub async fn last_relay_seq(db: &Db, id: &str) -> Result<i64, sqlx::Error> {
+    let row = sqlx::query("SELECT COALESCE(MAX(relay_seq), 0) AS seq FROM run_events WHERE run_id = $1")
+        .bind(id)
+        .fetch_one(&db.pool)
+        .await?;
+    row.try_get("seq")
 }
 
 /// Stores a relay message as an event (a repeat is stored once), marks the relay heard from, and
@@ -595,16 +664,21 @@ pub struct Observed<'a> {
     pub job_status: &'a str,
     pub job_created_epoch: Option<i64>,
     pub job_started_epoch: Option<i64>,
+    /// Log lines read so far (each pass reads only new ones).
     pub log_lines: i64,
     pub log_seen_epoch: Option<i64>,
     pub log_last_at: Option<&'a str>,
     pub log_stage: Option<&'a str>,
+    pub log_last_line: Option<&'a str>,
+    pub gpu_samples: &'a str,
+    pub gpus_idle_since: Option<i64>,
 }
 
 pub async fn observe(db: &Db, id: &str, o: &Observed<'_>) -> Result<(), sqlx::Error> {
     sqlx::query(
         "UPDATE runs SET job_status = $2, job_created_epoch = $3, job_started_epoch = $4, log_lines = $5, \
-         log_seen_epoch = $6, log_last_at = $7, log_stage = $8 WHERE id = $1",
+         log_seen_epoch = $6, log_last_at = $7, log_stage = $8, log_last_line = $9, gpu_samples = $10, \
+         gpus_idle_since = $11 WHERE id = $1",
     )
     .bind(id)
     .bind(o.job_status)
@@ -614,6 +688,9 @@ pub async fn observe(db: &Db, id: &str, o: &Observed<'_>) -> Result<(), sqlx::Er
     .bind(o.log_seen_epoch)
     .bind(o.log_last_at)
     .bind(o.log_stage)
+    .bind(o.log_last_line)
+    .bind(o.gpu_samples)
+    .bind(o.gpus_idle_since)
     .execute(&db.writer)
     .await?;
     Ok(())

@@ -56,7 +56,8 @@ pub async fn probe_task(
             ("arena-submission".to_string(), submission.to_string()),
             ("arena-task".to_string(), task_id.to_string()),
         ]),
-        expose: vec![port],
+        attempts: None,
+        expose: Some(crate::ports::jobs::Expose::public(port)),
     };
     let job = match s.deps.jobs.create(&spec).await {
         Ok(job) => job,

@@ -4,7 +4,6 @@
 
 use domain::results::{self, BaselineAnswer, BaselineMeasurement};
 use domain::runs::{Purpose, RunState};
-use domain::score::{Arm, BaselineReport, Outcomes};
 use domain::ErrorCode;
 
 use crate::changes::Topic;
@@ -51,15 +50,10 @@ pub async fn collect(
         .registry
         .challenge(challenge_id)
         .ok_or_else(|| ApiError::new(ErrorCode::ChallengeNotFound, "no such challenge"))?;
-    let want = super::results::expected(s, challenge, &[Arm::Baseline])?;
-    let commit = super::results::evidence_commit(s, &run).await?;
-    let dir = format!("runs/{run_id}/reports");
-    let outcomes: Outcomes =
-        super::results::read_json(s, &commit, &format!("{dir}/eval_task_outcomes.json")).await?;
-    let report: BaselineReport =
-        super::results::read_json(s, &commit, &format!("{dir}/baseline.json")).await?;
-    results::check_coverage(&outcomes, &want).map_err(super::results::evidence)?;
-    let r = results::check_reference(&report, &outcomes).map_err(super::results::evidence)?;
+    let (verified, commit) = super::results::verify_run(s, &run).await?;
+    let results::Verified::Reference(r) = verified else {
+        return Err(ApiError::internal("a baseline run verified as a collection's"));
+    };
     let (now, epoch) = super::runs::now(s);
     let measurement = BaselineMeasurement {
         run_id: run_id.to_string(),

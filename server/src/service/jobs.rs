@@ -13,10 +13,33 @@ use crate::ports::jobs::Job;
 use crate::repo::budget::HfJob;
 use crate::{clock, repo, AppState};
 
-/// A pipeline job: one the arena labelled, or one running the pipeline.
+/// A pipeline job: one the arena labelled, or one running the pipeline (its CLI, or its job
+/// wrapper `run_hf_job.py` by `uv run`).
 fn is_pipeline(job: &Job, command: &[String]) -> bool {
     job.labels.keys().any(|k| k.starts_with("arena-"))
         || command.first().is_some_and(|c| c.starts_with("posttrainarena"))
+        || command.iter().any(|c| c.ends_with("run_hf_job.py") || c.ends_with("arena_job.py"))
+}
+
+/// The secrets the open challenges' jobs need from the arena, and whether it has each.
+pub fn job_secrets(s: &AppState) -> Vec<domain::views::JobSecretRow> {
+    let mut needed: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    let placeholder = domain::pipeline::config::TrainDataset { repo_id: String::new(), revision: String::new(), path: String::new() };
+    for c in s.registry.challenges.iter().filter(|c| c.spec.challenge.status == domain::registry::ChallengeStatus::Open) {
+        if let Ok(config) = domain::pipeline::config::compose(&s.registry, c, Some(&placeholder)) {
+            for name in domain::pipeline::secrets::forwarded(&config) {
+                needed.entry(name).or_default().push(c.id().to_string());
+            }
+        }
+    }
+    needed
+        .into_iter()
+        .map(|(name, needed_by)| domain::views::JobSecretRow {
+            configured: s.jobs.secrets.contains_key(name),
+            name: name.to_string(),
+            needed_by,
+        })
+        .collect()
 }
 
 fn epoch_of(text: Option<&str>) -> Option<i64> {
@@ -113,6 +136,7 @@ pub async fn list(s: &AppState) -> Result<JobsView, ApiError> {
         relays,
         openenv_runs,
         heldout_unchecked,
+        job_secrets: job_secrets(s),
         committed_history,
     })
 }

@@ -9,6 +9,7 @@ pub mod catalog;
 pub mod environments;
 pub mod gates;
 pub mod jobs;
+pub mod launch;
 pub mod openenv;
 pub mod openenv_runs;
 pub mod reconcile;

@@ -24,11 +24,48 @@ const LEASE_S: i64 = 60;
 /// The limits of a deployment (configuration).
 #[derive(Debug, Clone, Copy)]
 pub struct Settings {
-    pub limits: Limits,
+    /// Overrides every challenge's silence limit (`ARENA_SILENCE_LIMIT_S`).
+    pub silence_limit_s: Option<i64>,
+    /// A job in SCHEDULING this long is canceled.
+    pub scheduling_s: i64,
     /// A relay not heard from for this long is gone.
     pub relay_grace_s: i64,
     /// How long a pass reads a running job's log stream before it stops.
     pub log_read: Duration,
+}
+
+impl Settings {
+    /// A run's limits: its challenge's silence limit unless the deployment overrides it.
+    pub fn limits(&self, s: &AppState, challenge_id: &str) -> Limits {
+        let challenge = s.registry.challenge(challenge_id);
+        let stall_s = self.silence_limit_s.unwrap_or_else(|| {
+            challenge
+                .map(|c| domain::pipeline::config::silence_limit_s(&s.registry.methods[&c.spec.challenge.method].rollout))
+                .unwrap_or(3600)
+        });
+        Limits { stall_s, scheduling_s: self.scheduling_s, relay_grace_s: self.relay_grace_s }
+    }
+}
+
+/// Each pass reads at most this many of a job's newest log lines, and this many bytes: only what
+/// is new since the last pass matters, however long the log has grown.
+const LOG_TAIL: usize = 2_000;
+const LOG_BYTES: usize = 4 << 20;
+/// GPU readings kept per run (one a pass), for the run page's sparkline.
+const GPU_SAMPLES: usize = 60;
+
+/// A log line as the reconciler remembers the newest it read.
+fn line_key(l: &LogLine) -> String {
+    format!("{}\t{}", l.timestamp, l.line.chars().take(500).collect::<String>())
+}
+
+/// The lines of a tail that come after the newest one read before (all of them when that one is
+/// no longer in the window).
+fn new_lines<'a>(tail: &'a [LogLine], last: Option<&str>) -> &'a [LogLine] {
+    match last.and_then(|k| tail.iter().rposition(|l| line_key(l) == k)) {
+        Some(i) => &tail[i + 1..],
+        None => tail,
+    }
 }
 
 fn epoch_of(text: Option<&str>) -> Option<i64> {
@@ -95,31 +132,79 @@ async fn inspect(s: &AppState, job_id: &str) -> Result<Job, String> {
     }
 }
 
+/// The job's GPUs now, as one sample (the mean utilisation and the memory in use), if HF's
+/// metrics say.
+async fn gpu_sample(s: &AppState, job_id: &str, now: i64) -> Option<domain::runs::GpuSample> {
+    let m = s.deps.jobs.metrics(job_id, Duration::from_secs(2)).await.ok()??;
+    if m.gpus.is_empty() {
+        return None;
+    }
+    let n = m.gpus.len() as f64;
+    Some(domain::runs::GpuSample {
+        epoch: now,
+        utilization: m.gpus.values().map(|g| g.utilization).sum::<f64>() / n,
+        memory_used_gib: m.gpus.values().map(|g| g.memory_used_bytes).sum::<f64>() / f64::from(1u32 << 30),
+    })
+}
+
+/// The pipeline's own error, when it published its failure (`reports/hub_run.json`).
+async fn pipeline_error(s: &AppState, run_id: &str) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct HubRun {
+        status: String,
+        #[serde(default)]
+        error: Option<String>,
+    }
+    let head = s.deps.datasets.head(&s.runs_dataset).await.ok()?;
+    let path = format!("runs/{run_id}/reports/hub_run.json");
+    let bytes = s.deps.datasets.read(&s.runs_dataset, &head, &path, 64 << 10).await.ok()?;
+    let record: HubRun = serde_json::from_slice(&bytes).ok()?;
+    (record.status == "failed").then_some(record.error).flatten().map(|e| e.chars().take(2000).collect())
+}
+
 async fn follow_one(s: &AppState, id: &str) -> Result<bool, String> {
     let run = repo::runs::get(&s.db, id).await.map_err(|e| e.to_string())?.ok_or("the run vanished")?;
     let Some(job_id) = run.job_id.clone() else { return Ok(false) };
     let job = inspect(s, &job_id).await?;
-    // The log: new lines mean progress; the newest line that names a step says which stage.
-    let logs = s.deps.jobs.logs(&job_id, s.reconcile.log_read).await.unwrap_or_default();
-    // Read again now: what the relay stored before the job ended is in it.
-    let run = repo::runs::get(&s.db, id).await.map_err(|e| e.to_string())?.ok_or("the run vanished")?;
+    // The log's newest lines: those after the last one read are new; a new one means progress, and
+    // the newest that names a step says which stage.
+    let tail = s.deps.jobs.logs(&job_id, Some(LOG_TAIL), s.reconcile.log_read, LOG_BYTES).await.unwrap_or_default();
+    let fresh = new_lines(&tail, run.log_last_line.as_deref());
     let (at, now) = super::runs::now(s);
-    let new_lines = logs.len() as i64 > run.log_lines;
-    let log_stage = logs
+    let gpu = if job.status.stage == "RUNNING" { gpu_sample(s, &job_id, now).await } else { None };
+    // Read again now: what the relay stored meanwhile is in it.
+    let run = repo::runs::get(&s.db, id).await.map_err(|e| e.to_string())?.ok_or("the run vanished")?;
+    let log_stage = fresh
         .iter()
         .rev()
         .find_map(|l| follow::stage_of_log_line(&l.line))
         .map(String::from)
         .or(run.log_stage.clone());
-    let last_log = logs.last().map(|l| l.timestamp.clone()).or(run.log_last_at.clone());
+    let last_log = fresh.last().map(|l| l.timestamp.clone()).or(run.log_last_at.clone());
+    let last_line = fresh.last().map(line_key).or(run.log_last_line.clone());
+    let mut samples: Vec<domain::runs::GpuSample> = serde_json::from_str(&run.gpu_samples).unwrap_or_default();
+    let idle_since = match &gpu {
+        Some(g) if g.utilization < 1.0 => run.gpus_idle_since.or(Some(now)),
+        Some(_) => None,
+        None => run.gpus_idle_since,
+    };
+    if let Some(g) = gpu {
+        samples.push(g);
+        let drop = samples.len().saturating_sub(GPU_SAMPLES);
+        samples.drain(..drop);
+    }
+    let gpu_samples = serde_json::to_string(&samples).unwrap_or_else(|_| "[]".into());
     let observed = Observed {
         job_status: &job.status.stage,
         job_created_epoch: epoch_of(job.created_at.as_deref()),
         job_started_epoch: epoch_of(job.started_at.as_deref()),
-        log_lines: (logs.len() as i64).max(run.log_lines),
-        log_seen_epoch: if new_lines { Some(now) } else { run.log_seen_epoch },
+        log_lines: run.log_lines + fresh.len() as i64,
+        log_seen_epoch: if fresh.is_empty() { run.log_seen_epoch } else { Some(now) },
         log_last_at: last_log.as_deref(),
         log_stage: log_stage.as_deref(),
+        log_last_line: last_line.as_deref(),
+        gpu_samples: &gpu_samples,
+        gpus_idle_since: idle_since,
     };
     repo::runs::observe(&s.db, id, &observed).await.map_err(|e| e.to_string())?;
     let relay = follow::relay_now(
@@ -141,6 +226,7 @@ async fn follow_one(s: &AppState, id: &str) -> Result<bool, String> {
     } else {
         None
     };
+    let pipeline_error = if job.status.stage == "ERROR" { pipeline_error(s, id).await } else { None };
     let facts = follow::Facts {
         state: run.state,
         stage: run.stage.clone(),
@@ -148,6 +234,7 @@ async fn follow_one(s: &AppState, id: &str) -> Result<bool, String> {
         relay_seen_epoch: run.relay_seen_epoch,
         log_seen_epoch: observed.log_seen_epoch,
         log_stage: log_stage.clone(),
+        gpus_idle_since: idle_since,
         now,
         job: follow::Job {
             stage: job.status.stage.clone(),
@@ -155,12 +242,13 @@ async fn follow_one(s: &AppState, id: &str) -> Result<bool, String> {
             created_epoch: observed.job_created_epoch.unwrap_or(run.created_epoch),
             started_epoch: observed.job_started_epoch,
             has_results,
+            pipeline_error,
         },
     };
-    let decision = follow::decide(&facts, s.reconcile.limits);
+    let decision = follow::decide(&facts, s.reconcile.limits(s, &run.challenge_id));
     record_job(s, &run, &job, last_log.as_deref(), &at).await?;
     let Some(d) = decision else {
-        if job.status.stage != run.job_status.clone().unwrap_or_default() {
+        if job.status.stage != run.job_status.clone().unwrap_or_default() || !fresh.is_empty() {
             s.changes.bump(Topic::Runs);
         }
         return Ok(false);
@@ -313,7 +401,7 @@ pub async fn cancel(s: &AppState, run: &Run, by: &str) -> Result<(), ApiError> {
         job_view = inspect(s, job_id).await.ok();
     }
     let logs: Vec<LogLine> = match &run.job_id {
-        Some(job_id) => s.deps.jobs.logs(job_id, Duration::from_millis(300)).await.unwrap_or_default(),
+        Some(job_id) => s.deps.jobs.logs(job_id, Some(1), Duration::from_millis(300), 64 << 10).await.unwrap_or_default(),
         None => Vec::new(),
     };
     let last_log = logs.last().map(|l| l.timestamp.clone()).or(run.log_last_at.clone());

@@ -5,9 +5,9 @@
 use std::collections::BTreeMap;
 
 use domain::collection::report::TaskStatus;
-use domain::results::{self, Evidence, Expected, RankedRun, ResultView, Review, ReviewView};
-use domain::runs::RunState;
-use domain::score::{Arm, Outcomes, ScoreReport, SuiteTasks, Z95};
+use domain::results::{self, Evidence, RankedRun, ResultView, Review, ReviewView, RunEvidence, Verified};
+use domain::runs::{Purpose, RunState};
+use domain::score::Z95;
 use domain::views::{Leaderboard, LeaderboardRow};
 use domain::ErrorCode;
 
@@ -29,7 +29,7 @@ pub fn view(r: &Stored, existing: bool) -> ResultView {
         environment_id: r.environment_id.clone(),
         status: r.review.clone(),
         measured: m.clone(),
-        ci95_pp: [m.delta_pp - Z95 * m.stderr_pp, m.delta_pp + Z95 * m.stderr_pp],
+        ci95_pp: m.stderr_pp.map(|se| [m.delta_pp - Z95 * se, m.delta_pp + Z95 * se]),
         task_identities: r.task_identities.clone(),
         read_commit: r.read_commit.clone(),
         collected_by: r.collected_by.clone(),
@@ -47,27 +47,7 @@ pub fn view(r: &Stored, existing: bool) -> ResultView {
     }
 }
 
-/// The suites the challenge scores on with their tasks; refused when this deployment does not
-/// know a suite's tasks (a private suite without its overlay), since coverage cannot be checked.
-pub fn expected(
-    s: &AppState,
-    challenge: &domain::registry::Challenge,
-    arms: &[Arm],
-) -> Result<Expected, ApiError> {
-    let mut suites = Vec::new();
-    for id in &challenge.spec.challenge.suites {
-        let tasks = s.registry.suites.get(id).and_then(|x| x.tasks.as_ref()).ok_or_else(|| {
-            ApiError::new(
-                ErrorCode::HeldoutUnknown,
-                format!("this arena does not have the task list of suite `{id}` (the private overlay), so it cannot check that the results cover it"),
-            )
-        })?;
-        suites.push(SuiteTasks { name: id.clone(), task_ids: tasks.names.clone() });
-    }
-    Ok(Expected { suites, trials: challenge.spec.compute.eval_trials, arms: arms.to_vec() })
-}
-
-/// The runs dataset commit to read a run's evidence at: where the reconciler found its result
+/// The runs dataset commit to read a run's results at: where the reconciler found its result
 /// files; the dataset's head for a run scored before that commit was recorded.
 pub async fn evidence_commit(s: &AppState, run: &crate::repo::runs::Run) -> Result<String, ApiError> {
     if let Some(commit) = &run.results_commit {
@@ -81,26 +61,49 @@ pub async fn evidence_commit(s: &AppState, run: &crate::repo::runs::Run) -> Resu
     })
 }
 
-pub async fn read_json<T: serde::de::DeserializeOwned>(
-    s: &AppState,
-    commit: &str,
-    path: &str,
-) -> Result<T, ApiError> {
-    let bytes =
-        s.deps.datasets.read(&s.runs_dataset, commit, path, MAX_RESULT_BYTES).await.map_err(|e| match e {
-            DatasetError::NotFound => ApiError::new(
-                ErrorCode::ResultFilesMissing,
-                format!("`{path}` is not in the runs dataset at {commit}"),
-            ),
-            DatasetError::Unavailable(r) => ApiError::new(
-                ErrorCode::HubUnavailable,
-                format!("the runs dataset did not answer ({r}); collect again"),
-            ),
-            other => ApiError::internal(other),
-        })?;
-    serde_json::from_slice(&bytes).map_err(|e| {
-        ApiError::new(ErrorCode::ResultUnreadable, format!("`{path}` is not what the pipeline writes: {e}"))
+async fn read_file(s: &AppState, commit: &str, path: &str) -> Result<Vec<u8>, ApiError> {
+    s.deps.datasets.read(&s.runs_dataset, commit, path, MAX_RESULT_BYTES).await.map_err(|e| match e {
+        DatasetError::NotFound => {
+            ApiError::new(ErrorCode::ResultFilesMissing, format!("`{path}` is not in the runs dataset at {commit}"))
+        }
+        DatasetError::Unavailable(r) => {
+            ApiError::new(ErrorCode::HubUnavailable, format!("the runs dataset did not answer ({r}); collect again"))
+        }
+        other => ApiError::internal(other),
     })
+}
+
+/// Reads a run's evidence from the runs dataset: its bundle at the commit the launch made (what
+/// the run was told to evaluate), its results where the reconciler found them; and verifies it
+/// (`domain::results::verify`). Answers the verification and the results commit.
+pub async fn verify_run(s: &AppState, run: &crate::repo::runs::Run) -> Result<(Verified, String), ApiError> {
+    let bundle_commit = run
+        .bundle_commit
+        .clone()
+        .ok_or_else(|| ApiError::new(ErrorCode::ResultFilesMissing, format!("{} has no bundle", run.id)))?;
+    let commit = evidence_commit(s, run).await?;
+    let bundle = domain::pipeline::bundle_dir(&run.id);
+    let reports = format!("{}/reports", domain::pipeline::run_dir(&run.id));
+    let text = |b: Vec<u8>, path: &str| {
+        String::from_utf8(b).map_err(|_| ApiError::new(ErrorCode::ResultUnreadable, format!("`{path}` is not UTF-8")))
+    };
+    let config_path = format!("{bundle}/config.toml");
+    let config_toml = text(read_file(s, &bundle_commit, &config_path).await?, &config_path)?;
+    let (suites, _) = results::bundle_suites(&config_toml).map_err(|e| ApiError::new(ErrorCode::ResultUnreadable, e.to_string()))?;
+    let mut task_lists = BTreeMap::new();
+    for (_, dataset) in suites {
+        let path = format!("{bundle}/{}", dataset.task_list);
+        task_lists.insert(dataset.task_list, text(read_file(s, &bundle_commit, &path).await?, &path)?);
+    }
+    let report_file = if run.purpose == Purpose::Baseline { "baseline.json" } else { "score.json" };
+    let evidence = RunEvidence {
+        config_toml,
+        task_lists,
+        outcomes: read_file(s, &commit, &format!("{reports}/eval_task_outcomes.json")).await?,
+        report: read_file(s, &commit, &format!("{reports}/{report_file}")).await?,
+    };
+    let verified = results::verify(&run.id, run.purpose == Purpose::Baseline, &evidence).map_err(refused)?;
+    Ok((verified, commit))
 }
 
 /// `result collect`: the run's author, the collection's author or an editor; idempotent.
@@ -136,18 +139,10 @@ pub async fn collect(
             format!("{run_id} is {}; a result is collected once its state is scored", run.state.as_str()),
         ));
     }
-    let challenge = s
-        .registry
-        .challenge(challenge_id)
-        .ok_or_else(|| ApiError::new(ErrorCode::ChallengeNotFound, "no such challenge"))?;
-    let want = expected(s, challenge, &[Arm::Baseline, Arm::Final])?;
-    let commit = evidence_commit(s, &run).await?;
-    let dir = format!("runs/{run_id}/reports");
-    let outcomes: Outcomes = read_json(s, &commit, &format!("{dir}/eval_task_outcomes.json")).await?;
-    let report: ScoreReport = read_json(s, &commit, &format!("{dir}/score.json")).await?;
-    results::check_coverage(&outcomes, &want).map_err(evidence)?;
-    let score = results::check_report(&report, &outcomes).map_err(evidence)?;
-    let measured = results::measured(&score);
+    let (verified, commit) = verify_run(s, &run).await?;
+    let Verified::Scored { measured, .. } = verified else {
+        return Err(ApiError::internal("a collection's run verified as a baseline"));
+    };
     let (_, stored_report) = super::environments::get(s, &environment_id).await?;
     let identities: Vec<String> = stored_report
         .task_list
@@ -174,10 +169,11 @@ pub async fn collect(
     Ok(view(&stored, !inserted))
 }
 
-pub fn evidence(e: Evidence) -> ApiError {
+pub fn refused(e: results::Refused) -> ApiError {
     match e {
-        Evidence::Coverage(_) => ApiError::new(ErrorCode::ResultIncomplete, e.to_string()),
-        Evidence::Mismatch(_) => ApiError::new(ErrorCode::ResultMismatch, e.to_string()),
+        results::Refused::Unreadable(u) => ApiError::new(ErrorCode::ResultUnreadable, u.to_string()),
+        results::Refused::Evidence(e @ Evidence::Coverage(_)) => ApiError::new(ErrorCode::ResultIncomplete, e.to_string()),
+        results::Refused::Evidence(e @ Evidence::Mismatch(_)) => ApiError::new(ErrorCode::ResultMismatch, e.to_string()),
     }
 }
 
@@ -252,7 +248,7 @@ async fn board(
     let stored = repo::results::list(&s.db, Some(challenge_id)).await?;
     let pending_count = stored.iter().filter(|r| r.review == "pending").count() as u64;
     // What is ranked: the pooled Δ, or the named benchmark's (a one-suite challenge's pooled Δ is it).
-    let on = |r: &Stored| -> Option<(f64, f64)> {
+    let on = |r: &Stored| -> Option<(f64, Option<f64>)> {
         match benchmark {
             Some(b) if suites.len() > 1 => {
                 r.measured.suites.iter().find(|x| x.suite == b).map(|x| (x.delta_pp, x.stderr_pp))

@@ -6,11 +6,10 @@
 //! background launcher or a restarted server never makes a second job for one run. Only one server
 //! works on a run at a time (a lease on its row).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 use domain::board::RequestId;
-use domain::collection::package;
 use domain::collection::record::EnvironmentRecord;
 use domain::collection::report::TaskStatus;
 use domain::collection::Report;
@@ -24,8 +23,6 @@ use serde::Serialize;
 
 use crate::http::ApiError;
 use crate::identity::Identity;
-use crate::ports::datasets::DatasetError;
-use crate::ports::jobs::{JobError, JobSpec};
 use crate::repo::runs::{Inserted, LaunchStep, NewRun, Run};
 use crate::{clock, repo, AppState};
 
@@ -71,7 +68,14 @@ fn heldout_names(s: &AppState, challenge: &domain::registry::Challenge) -> BTree
     names
 }
 
-fn challenge<'a>(s: &'a AppState, id: &str) -> Result<&'a domain::registry::Challenge, ApiError> {
+/// What keeps the challenge's job from starting: a held-out suite this deployment cannot give the
+/// pipeline, or a secret it has no value for.
+pub fn job_problems(s: &AppState, c: &domain::registry::Challenge) -> Vec<String> {
+    let have: BTreeSet<String> = s.jobs.secrets.keys().cloned().collect();
+    domain::pipeline::job_problems(&s.registry, c, &have)
+}
+
+pub(super) fn challenge<'a>(s: &'a AppState, id: &str) -> Result<&'a domain::registry::Challenge, ApiError> {
     s.registry.challenge(id).ok_or_else(|| {
         ApiError::new(
             ErrorCode::ChallengeNotFound,
@@ -108,6 +112,7 @@ async fn check(
         active_run: live.active_job,
         remaining_cents: domain::budget::cents_ceil(live.budget.remaining_usd),
         heldout_names: &heldout,
+        job_problems: job_problems(s, c),
     };
     let preflight = runs::preflight(&facts);
     let refusal = runs::refusal(&preflight, &facts);
@@ -269,6 +274,7 @@ pub async fn launch_baseline(
         caller: Some(Caller { id: me.id.clone(), name: me.name.clone(), editor: me.editor }),
         active_run: live.active_job,
         remaining_cents: domain::budget::cents_ceil(live.budget.remaining_usd),
+        job_problems: job_problems(s, c),
     };
     if let Some(r) = runs::baseline_refusal(&facts) {
         if let Some(repeat) = repeat_of(s, me, &request_id, &body).await? {
@@ -399,7 +405,7 @@ pub async fn advance(s: &AppState, id: &str) -> Result<Run, Advance> {
 async fn advance_leased(s: &AppState, id: &str) -> Result<Run, Advance> {
     let mut run = repo::runs::get(&s.db, id).await?.ok_or_else(|| ApiError::internal("a run vanished"))?;
     if run.launch == LaunchStep::Reserved {
-        match mirror(s, &run).await {
+        match super::launch::bundle(s, &run).await {
             Ok(commit) => {
                 let (at, epoch) = now(s);
                 repo::runs::mirrored(&s.db, id, &commit, &at, epoch).await?
@@ -410,7 +416,7 @@ async fn advance_leased(s: &AppState, id: &str) -> Result<Run, Advance> {
         run = repo::runs::get(&s.db, id).await?.ok_or_else(|| ApiError::internal("a run vanished"))?;
     }
     if run.launch == LaunchStep::Mirrored {
-        match create_job(s, &run).await {
+        match super::launch::create_job(s, &run).await {
             Ok((job_id, status)) => {
                 let (at, epoch) = now(s);
                 repo::runs::launched(&s.db, id, &job_id, &status, &at, epoch).await?
@@ -433,220 +439,10 @@ async fn fail(s: &AppState, id: &str, reason: &str, platform: bool) -> Result<Ru
     Ok(repo::runs::get(&s.db, id).await?.ok_or_else(|| ApiError::internal("a run vanished"))?)
 }
 
-enum Step {
+pub enum Step {
     /// Definite: nothing more will be tried.
     Failed(String),
     Unknown(String),
-}
-
-fn dataset_step(e: DatasetError) -> Step {
-    match e {
-        DatasetError::Unavailable(r) => Step::Unknown(format!("the runs dataset did not answer: {r}")),
-        other => Step::Failed(format!("writing the runs dataset failed: {other}")),
-    }
-}
-
-fn bundle_dir(run_id: &str) -> String {
-    format!("job-inputs/{run_id}")
-}
-
-/// The bundle's files: the collection at its pinned commit (none for a baseline measurement), the
-/// task lists, the composed pipeline config and the job manifest (`purpose` says which).
-#[derive(Serialize)]
-struct BundleConfig<'a> {
-    #[serde(flatten)]
-    run: domain::compose::RunConfig,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    submission: Option<SubmissionPart<'a>>,
-}
-
-#[derive(Serialize)]
-struct SubmissionPart<'a> {
-    environment_id: &'a str,
-    repo_type: &'a str,
-    repo_id: &'a str,
-    commit: &'a str,
-    entry_path: &'a str,
-    /// Relative to the bundle.
-    collection: &'a str,
-    train_task_list: &'a str,
-    eval_task_list: &'a str,
-}
-
-/// The held-out suites as the manifest names them, and every held-out task id.
-fn eval_suites(s: &AppState, c: &domain::registry::Challenge) -> (Vec<serde_json::Value>, Vec<String>) {
-    let mut ids = Vec::new();
-    let suites = c
-        .spec
-        .challenge
-        .suites
-        .iter()
-        .map(|id| {
-            let tasks = s
-                .registry
-                .suites
-                .get(id)
-                .and_then(|x| x.tasks.as_ref())
-                .map(|t| t.names.clone())
-                .unwrap_or_default();
-            ids.extend(tasks.iter().cloned());
-            serde_json::json!({"name": id, "task_ids": tasks})
-        })
-        .collect();
-    (suites, ids)
-}
-
-fn lines(items: &[&str]) -> Vec<u8> {
-    format!("{}\n", items.join("\n")).into_bytes()
-}
-
-/// Mirrors the run's bundle into the runs dataset, unless an earlier attempt already did.
-async fn mirror(s: &AppState, run: &Run) -> Result<String, Step> {
-    let dir = bundle_dir(&run.id);
-    let ds = &s.runs_dataset;
-    s.deps.datasets.ensure(ds).await.map_err(dataset_step)?;
-    match s.deps.datasets.read(ds, "main", &format!("{dir}/job.json"), 1 << 20).await {
-        Ok(_) => return s.deps.datasets.head(ds).await.map_err(dataset_step),
-        Err(DatasetError::NotFound) => {}
-        Err(e) => return Err(dataset_step(e)),
-    }
-    let c = challenge(s, &run.challenge_id).map_err(|e| Step::Failed(e.into_body().message))?;
-    let (eval_suites, eval_ids) = eval_suites(s, c);
-    let eval_refs: Vec<&str> = eval_ids.iter().map(String::as_str).collect();
-    let mut files = vec![(format!("{dir}/task-lists/eval_dataset.txt"), lines(&eval_refs))];
-    let mut manifest = serde_json::json!({
-        "schema_version": 1,
-        "run_id": run.id,
-        "purpose": run.purpose.as_str(),
-        "challenge_id": run.challenge_id,
-        "config": "config.toml",
-        "artifact_repo": ds,
-        "eval_suites": eval_suites,
-        "trials": c.spec.compute.eval_trials,
-    });
-    let run_config = domain::compose::compose(&s.registry, c);
-    let (config, summary) = match &run.environment_id {
-        // The base model alone: no collection, nothing to train on.
-        None => {
-            manifest["train_tasks"] = serde_json::json!([]);
-            let summary = format!("{}: baseline measurement bundle for {}", run.id, run.challenge_id);
-            (toml::to_string_pretty(&BundleConfig { run: run_config, submission: None }), summary)
-        }
-        Some(environment_id) => {
-            let (record, report) = super::environments::get(s, environment_id).await.map_err(|e| {
-                Step::Failed(format!("the collection could not be read: {}", e.into_body().message))
-            })?;
-            let source =
-                record.pinned_source().ok_or_else(|| Step::Failed("an unknown repository type".into()))?;
-            let (listing, contents) =
-                s.sources.snapshot(&source, &record.commit).await.map_err(|e| match e {
-                    crate::sources::SourceError::Unavailable(r) => {
-                        Step::Unknown(format!("reading the collection: {r}"))
-                    }
-                    other => {
-                        Step::Failed(format!("the collection can no longer be read at its commit: {other}"))
-                    }
-                })?;
-            let layout = package::discover(&listing);
-            let eligible: BTreeMap<&str, &str> = report
-                .task_list
-                .iter()
-                .filter(|t| t.status == TaskStatus::Eligible)
-                .map(|t| (t.name.as_str(), t.identity.as_str()))
-                .collect();
-            let train: Vec<&str> = eligible.keys().copied().collect();
-            files.extend(
-                contents.iter().map(|(path, bytes)| (format!("{dir}/collection/{path}"), bytes.clone())),
-            );
-            files.push((format!("{dir}/train-tasks.txt"), lines(&train)));
-            files.push((format!("{dir}/task-lists/train_dataset.txt"), lines(&train)));
-            let collection = format!("collection/{}", layout.tasks_dir.unwrap_or("envs"));
-            let config = BundleConfig {
-                run: run_config,
-                submission: Some(SubmissionPart {
-                    environment_id: &record.environment_id,
-                    repo_type: &record.repo_type,
-                    repo_id: &record.repo_id,
-                    commit: &record.commit,
-                    entry_path: &record.entry_path,
-                    collection: &collection,
-                    train_task_list: "task-lists/train_dataset.txt",
-                    eval_task_list: "task-lists/eval_dataset.txt",
-                }),
-            };
-            manifest["submission_id"] = serde_json::json!(record.environment_id);
-            manifest["team_name"] = serde_json::json!(record.author);
-            manifest["train_tasks"] = serde_json::json!(train);
-            manifest["task_identities"] = serde_json::json!(eligible.values().collect::<Vec<_>>());
-            manifest["excluded_task_count"] = serde_json::json!(run.excluded_task_count);
-            let summary = format!("{}: bundle of {} at {}", run.id, record.environment_id, record.commit);
-            (toml::to_string_pretty(&config), summary)
-        }
-    };
-    let config_toml = config.map_err(|e| Step::Failed(format!("composing the config: {e}")))?;
-    files.push((format!("{dir}/config.toml"), config_toml.into_bytes()));
-    files.push((format!("{dir}/job.json"), serde_json::to_vec_pretty(&manifest).expect("JSON")));
-    s.deps.datasets.commit(ds, &summary, &files).await.map_err(dataset_step)
-}
-
-const RUN_LABEL: &str = "arena-run";
-
-/// Creates the run's HF job, unless one carrying its label exists.
-async fn create_job(s: &AppState, run: &Run) -> Result<(String, String), Step> {
-    let job_step = |e: JobError| {
-        match e {
-        JobError::Unavailable { reason, .. } => Step::Unknown(reason),
-        JobError::PaymentRequired(message) => Step::Failed(format!(
-            "HF Jobs refused the launch: the arena's namespace has no prepaid credit (402: {message}). Nothing ran and nothing counts against you; stop and tell an organizer"
-        )),
-        other => Step::Failed(format!("HF Jobs refused the launch: {other}; stop and tell an organizer")),
-    }
-    };
-    if let Some(job) =
-        s.deps.jobs.find_by_label(RUN_LABEL, &run.id).await.map_err(job_step)?.into_iter().next()
-    {
-        return Ok((job.id, job.status.stage));
-    }
-    let c = challenge(s, &run.challenge_id).map_err(|e| Step::Failed(e.into_body().message))?;
-    let commit =
-        run.bundle_commit.clone().ok_or_else(|| Step::Failed("the bundle was not recorded".into()))?;
-    // The job reports back with this secret; only its hash is kept, and it is set before the job
-    // exists so that the job and the row agree.
-    let secret = crate::identity::random_secret();
-    repo::runs::set_secret(&s.db, &run.id, &crate::identity::sha256_hex(&secret))
-        .await
-        .map_err(|e| Step::Unknown(e.to_string()))?;
-    let labels = BTreeMap::from([
-        (RUN_LABEL.to_string(), run.id.clone()),
-        ("arena-challenge".to_string(), run.challenge_id.clone()),
-        ("arena-request".to_string(), run.request_key.clone()),
-        ("arena-purpose".to_string(), run.purpose.job_purpose().to_string()),
-    ]);
-    let spec = JobSpec {
-        docker_image: s.pipeline_image.clone(),
-        command: vec!["posttrainarena-train".into(), "run".into()],
-        arguments: vec![
-            "--bundle-repo".into(),
-            s.runs_dataset.clone(),
-            "--bundle-revision".into(),
-            commit,
-            "--bundle-path".into(),
-            bundle_dir(&run.id),
-            "--pipeline-ref".into(),
-            c.spec.pipeline.commit.clone(),
-        ],
-        environment: BTreeMap::from([
-            ("ARENA_RUN_ID".to_string(), run.id.clone()),
-            ("ARENA_URL".to_string(), s.public_url.clone()),
-        ]),
-        secrets: BTreeMap::from([("ARENA_RUN_SECRET".to_string(), secret)]),
-        flavor: run.flavor.clone(),
-        timeout_seconds: run.timeout_s as u64,
-        labels,
-        expose: Vec::new(),
-    };
-    let job = s.deps.jobs.create(&spec).await.map_err(job_step)?;
-    Ok((job.id, job.status.stage))
 }
 
 /// Launches left unfinished (a crash, HF down): the background launcher's pass.
@@ -691,6 +487,8 @@ pub fn view(s: &AppState, r: &Run) -> RunView {
             s.deps.datasets.url(&s.runs_dataset, &format!("runs/{}/reports/{file}", r.id))
         }),
         platform_fault: r.platform_fault,
+        training_steps_done: r.steps_done,
+        training_steps_planned: r.steps_planned,
         launched,
         max_compute_usd: domain::budget::dollars(r.reserved_cents),
         flavor: r.flavor.clone(),
@@ -754,8 +552,9 @@ pub async fn detail(s: &AppState, challenge_id: Option<&str>, run_id: &str) -> R
     );
     let events = stored
         .into_iter()
-        .map(|e| RunEvent { at: e.at, source: e.source, kind: e.kind, detail: e.detail })
+        .map(|e| RunEvent { at: e.at, source: e.source, kind: e.kind, stage: e.stage, detail: e.detail })
         .collect();
+    let gpu = serde_json::from_str(&run.gpu_samples).unwrap_or_default();
     Ok(RunDetail {
         run: view(s, &run),
         stages,
@@ -763,6 +562,7 @@ pub async fn detail(s: &AppState, challenge_id: Option<&str>, run_id: &str) -> R
         relay_seen_epoch: run.relay_seen_epoch,
         created_epoch: run.created_epoch,
         now_epoch,
+        gpu,
         events,
     })
 }

@@ -7,7 +7,6 @@ use std::time::{Duration, Instant};
 use axum::http::StatusCode;
 use serde_json::{json, Value};
 use server::workers::Workers;
-use standin::jobs::JobFaults;
 
 use crate::harness::{TestApp, ALICE, EVE, RUNS_DATASET};
 use crate::on_both_backends;
@@ -86,11 +85,12 @@ on_both_backends!(local, an_editor_measures_the_base_model_and_the_challenge_sho
     let m = m.json();
     // The numbers the cells in the runs dataset give.
     let ds = app.repos.join("datasets").join(RUNS_DATASET);
-    let cells: domain::score::Outcomes = serde_json::from_str(&crate::harness::git(
+    let cells: domain::score::TaskOutcomes = serde_json::from_str(&crate::harness::git(
         &ds,
         &["show", &format!("main:runs/{run}/reports/eval_task_outcomes.json")],
     ))
     .unwrap();
+    assert!(cells.arms.final_.is_none(), "the baseline arm alone");
     let ours = domain::score::reference(&cells);
     // Equal up to the last bit a REAL column may round.
     assert!((m["pass_rate"].as_f64().unwrap() - ours.pass_rate).abs() < 1e-12, "{m:#}");
@@ -133,12 +133,23 @@ on_both_backends!(
     a_measurement_whose_report_differs_is_refused_and_the_database_keeps_the_purposes_apart,
     |app| {
         app.hub.jobs.stage_ms.store(40, std::sync::atomic::Ordering::Relaxed);
-        *app.hub.jobs.faults.lock().unwrap() =
-            JobFaults { count: Some(1), mismatch: true, ..Default::default() };
         let r = launch(app, "baseline-mismatch", EVE).await;
         assert_eq!(r.status, StatusCode::CREATED, "{}", r.text());
         let run = r.json()["run"]["run_id"].as_str().unwrap().to_string();
         assert_eq!(ended(app, &run).await["state"], "scored");
+        // The measurement's own report says more than its cells give.
+        let ds = app.repos.join("datasets").join(RUNS_DATASET);
+        let path = format!("runs/{run}/reports/baseline.json");
+        let mut report: Value = serde_json::from_str(&crate::harness::git(&ds, &["show", &format!("main:{path}")])).unwrap();
+        report["pass_rate"] = json!(report["pass_rate"].as_f64().unwrap() + 0.05);
+        let edited = app
+            .state
+            .deps
+            .datasets
+            .commit(RUNS_DATASET, "a report that disagrees", &[(path, serde_json::to_vec(&report).unwrap())])
+            .await
+            .unwrap();
+        app.exec(&format!("UPDATE runs SET results_commit = '{edited}' WHERE id = '{run}'")).await.unwrap();
         let refused = collect(app, &run, EVE).await;
         assert_eq!(code(&refused), (422, "RESULT_MISMATCH".into()));
         assert!(refused.json()["message"].as_str().unwrap().contains("pass_rate"), "{}", refused.text());

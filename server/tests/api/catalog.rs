@@ -133,6 +133,7 @@ async fn app_on(backend: crate::harness::Backend, configs: &tempfile::TempDir) -
         configs_dir: configs.path().to_path_buf(),
         keep: None,
         limits: crate::harness::LIMITS,
+        job_secrets: crate::harness::JOB_SECRETS.to_vec(),
         clock: None,
     };
     TestApp::with(backend, options).await

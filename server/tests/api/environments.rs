@@ -404,6 +404,7 @@ async fn a_planned_challenge_takes_no_collections() {
             configs_dir: configs.path().to_path_buf(),
             keep: None,
             limits: crate::harness::LIMITS,
+            job_secrets: crate::harness::JOB_SECRETS.to_vec(),
             clock: None,
         },
     )

@@ -85,7 +85,9 @@ on_both_backends!(local, a_run_goes_from_queued_to_scored_with_its_stages_and_is
     }
     let kinds: Vec<&str> =
         d["events"].as_array().unwrap().iter().map(|e| e["kind"].as_str().unwrap()).collect();
-    assert!(kinds.contains(&"stage_started") && kinds.contains(&"hello"), "{kinds:?}");
+    assert!(kinds.contains(&"step") && kinds.contains(&"eval") && kinds.contains(&"hello"), "{kinds:?}");
+    // GRPO's optimizer steps, as the job reported them from the pipeline's rollout lines.
+    assert_eq!((d["training_steps_done"].clone(), d["training_steps_planned"].clone()), (json!(10), json!(10)));
     assert_eq!(kinds.iter().filter(|k| **k == "scored").count(), 1);
     let sources: Vec<&str> =
         d["events"].as_array().unwrap().iter().map(|e| e["source"].as_str().unwrap()).collect();
@@ -142,12 +144,12 @@ async fn every_fault_ends_the_run_with_its_reason() {
             ledger: "settled",
         },
         Case {
-            name: "completed without results",
+            name: "no score written: publish-run fails and the pipeline says why",
             faults: JobFaults { no_results: true, ..Default::default() },
             state: "failed",
-            reason: "the pipeline exited without a result",
+            reason: "the pipeline failed at stage collect: CommandFailed: posttrainarena-train publish-run exited with 1: FileNotFoundError",
             platform: false,
-            job: "COMPLETED",
+            job: "ERROR",
             ledger: "settled",
         },
         Case {
@@ -158,8 +160,17 @@ async fn every_fault_ends_the_run_with_its_reason() {
                 ..Default::default()
             },
             state: "failed",
-            reason: "failed at stage training: NCCL error",
+            reason: "the pipeline failed at stage training: CommandFailed: posttrainarena-train run exited with 1: RuntimeError: NCCL error: unhandled system error",
             platform: true,
+            job: "ERROR",
+            ledger: "settled",
+        },
+        Case {
+            name: "killed before publishing: only HF's status says",
+            faults: JobFaults { die_at: Some("publish".into()), ..Default::default() },
+            state: "failed",
+            reason: "before the pipeline published anything: Job failed with signal 9",
+            platform: false,
             job: "ERROR",
             ledger: "settled",
         },
@@ -175,8 +186,8 @@ async fn every_fault_ends_the_run_with_its_reason() {
     ];
     for backend in [Backend::Sqlite, Backend::Postgres] {
         for case in &cases {
-            // Two seconds of silence fail a run; four seconds of scheduling too.
-            let options = Options { limits: (2, 4, 1), ..Options::local() };
+            // Five seconds of silence fail a run; eight seconds of scheduling too.
+            let options = Options { limits: (Some(5), 8, 2), ..Options::local() };
             let app = TestApp::with(backend, options).await;
             app.hub.jobs.stage_ms.store(60, std::sync::atomic::Ordering::Relaxed);
             let w = workers(&app);
@@ -345,4 +356,27 @@ on_both_backends!(local, the_jobs_view_is_for_editors_and_prices_each_job, |app|
     assert_eq!(v["relays"], json!([]));
     // The same figure the launch guard uses.
     assert_eq!(v["budget"], app.get("/api/arena/budget").await.json());
+});
+
+/// The job's command killed mid-run (kill -9: a lost node) starts again in the same HF job, its
+/// second attempt: the job script restores the run's checkpoint from the runs dataset and the
+/// pipeline resumes it (`--resume`). One job, one run, scored.
+on_both_backends!(local, a_job_killed_mid_run_resumes_in_its_second_attempt_without_a_second_job, |app| {
+    app.hub.jobs.stage_ms.store(150, std::sync::atomic::Ordering::Relaxed);
+    let w = workers(app);
+    let run = launched(app, JobFaults { crash_at: Some("training".into()), ..Default::default() }).await;
+    let (d, _) = ended(app, &run).await;
+    w.stop().await;
+    assert_eq!(d["state"], "scored", "{d:#}");
+    let (jobs, log) = {
+        let jobs = app.hub.jobs.jobs.lock().unwrap();
+        let mine: Vec<_> = jobs.iter().filter(|j| j.view.labels.get("arena-run") == Some(&run)).collect();
+        (mine.len(), mine[0].logs.iter().map(|(_, l)| l.clone()).collect::<Vec<_>>())
+    };
+    assert_eq!(jobs, 1, "no second job");
+    let crash = log.iter().position(|l| l.contains("attempt 1 ended with signal 9")).expect("the first attempt was killed");
+    let after = &log[crash..];
+    assert!(after.iter().any(|l| l.contains("restored runs/") && l.contains("the pipeline resumes it")), "{after:#?}");
+    assert!(after.iter().any(|l| l.starts_with("[arena-job] pipeline: posttrainarena-train run") && l.ends_with("--resume")));
+    assert_eq!(job_stage(app, &run), "COMPLETED");
 });

@@ -30,6 +30,7 @@ pub const NEW_ALICE: &str = "hf_test_new_alice_0123456789abcdef";
 /// The arena's own token: it launches jobs and writes the runs dataset in `benchflow`.
 pub const ARENA_BOT: &str = "hf_test_arena_bot_0123456789abcdef";
 pub const RUNS_DATASET: &str = "benchflow/arena-runs";
+pub const LEADERBOARD_DATASET: &str = "benchflow/arena-leaderboard";
 
 fn hub_users() -> Vec<standin::HubUser> {
     let user = |name: &str, token: &str, orgs: Vec<standin::OrgMembership>| standin::HubUser {
@@ -66,6 +67,8 @@ pub async fn start_hub(repos: &Path) -> (standin::SharedHub, String) {
     .with_repos(repos.to_path_buf())
     .with_images(standin::registry::load(&repo_root().join("tests/fixtures/images")).unwrap())
     .with_stage_ms(50);
+    // The local demo's held-out suite, at the commit its suite file pins.
+    let (hub, _) = hub.with_seed_dataset("arena-demo/local-heldout", &repo_root().join("dev/local-challenge/heldout")).unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(standin::serve(listener, hub.clone()));
@@ -132,16 +135,23 @@ async fn create_pg_database() -> (String, String) {
 
 pub struct Options {
     pub configs_dir: PathBuf,
-    /// The reconciler's limits: (stall, scheduling, relay grace) in seconds.
-    pub limits: (i64, i64, i64),
+    /// The reconciler's limits: (silence, scheduling, relay grace) in seconds; a silence limit
+    /// of `None` is each challenge's own.
+    pub limits: (Option<i64>, i64, i64),
+    /// The job secrets the arena has (name, value).
+    pub job_secrets: Vec<(&'static str, &'static str)>,
     /// Keeps a copied registry alive as long as the app.
     pub keep: Option<std::sync::Arc<tempfile::TempDir>>,
     /// A clock the test moves (the system's when absent).
     pub clock: Option<std::sync::Arc<server::ports::clock::FixedClock>>,
 }
 
-/// The deployed defaults: ten minutes of silence, half an hour of scheduling, two minutes of grace.
-pub const LIMITS: (i64, i64, i64) = (600, 1800, 120);
+/// The deployed defaults: each challenge's silence limit, half an hour of scheduling, two minutes
+/// of grace.
+pub const LIMITS: (Option<i64>, i64, i64) = (None, 1800, 120);
+
+/// The secrets a local-demo job needs: the arena's token and a (simulated) Daytona key.
+pub const JOB_SECRETS: [(&str, &str); 2] = [("HF_TOKEN", ARENA_BOT), ("DAYTONA_API_KEY", "local-simulated-daytona-key")];
 
 impl Options {
     /// The registry `dev/run` serves: the shipped one plus the simulated `local-demo` challenge.
@@ -151,6 +161,7 @@ impl Options {
             configs_dir: dir.path().to_path_buf(),
             keep: Some(std::sync::Arc::new(dir)),
             limits: LIMITS,
+            job_secrets: JOB_SECRETS.to_vec(),
             clock: None,
         }
     }
@@ -158,7 +169,13 @@ impl Options {
 
 impl Default for Options {
     fn default() -> Self {
-        Options { configs_dir: repo_root().join("configs"), keep: None, limits: LIMITS, clock: None }
+        Options {
+            configs_dir: repo_root().join("configs"),
+            keep: None,
+            limits: LIMITS,
+            job_secrets: JOB_SECRETS.to_vec(),
+            clock: None,
+        }
     }
 }
 
@@ -228,11 +245,15 @@ impl TestApp {
             hf_token: Some(Secret(ARENA_BOT.into())),
             jobs_namespace: "benchflow".into(),
             runs_dataset: RUNS_DATASET.into(),
-            pipeline_image: "ghcr.io/benchflow-ai/posttrainarena:test".into(),
+            leaderboard_dataset: LEADERBOARD_DATASET.into(),
+            job_image: domain::pipeline::DEFAULT_JOB_IMAGE.into(),
+            job_script_url: Some(format!("{public_url}/arena_job.py")),
+            job_secrets: options.job_secrets.iter().map(|(k, v)| (k.to_string(), Secret(v.to_string()))).collect(),
             worker_tick_s: 1,
-            stall_s: options.limits.0,
+            silence_limit_s: options.limits.0,
             scheduling_limit_s: options.limits.1,
             relay_grace_s: options.limits.2,
+            relay_heartbeat_s: 0.5,
             log_read_ms: 200,
             registry_docker_url: format!("{hub_url}/registry/docker.io"),
             registry_ghcr_url: format!("{hub_url}/registry/ghcr.io"),

@@ -323,7 +323,8 @@ async fn a_sandbox_job_serves_the_pinned_image_at_its_exposed_url() {
         flavor: "cpu-basic".into(),
         timeout_seconds: 60,
         labels: [("arena-purpose".to_string(), "openenv-admission".to_string())].into(),
-        expose: vec![8000],
+        attempts: None,
+        expose: Some(server::ports::jobs::Expose::public(8000)),
     };
     let job = app.state.deps.jobs.create(&spec).await.unwrap();
     let start = Instant::now();
@@ -470,7 +471,8 @@ async fn sandboxes_left_by_a_crashed_server_are_stopped() {
             ("arena-task".to_string(), "echo-1".to_string()),
         ]
         .into(),
-        expose: vec![8000],
+        attempts: None,
+        expose: Some(server::ports::jobs::Expose::public(8000)),
     };
     let orphan = app.state.deps.jobs.create(&sandbox("crashed-sub")).await.unwrap();
     let live = app.state.deps.jobs.create(&sandbox("live-sub")).await.unwrap();

@@ -78,15 +78,14 @@ on_both_backends!(local, collect_reads_the_evidence_again_and_review_is_final, |
     assert!(ci[0].as_f64().unwrap() < delta && delta < ci[1].as_f64().unwrap());
     assert_eq!(v["suites"][0]["suite"], "local-heldout");
     assert_eq!(v["task_identities"].as_array().unwrap().len(), 2);
-    // The same numbers as the cells in the runs dataset give.
+    // The number the (simulated) pipeline's own score_v2 reports: its Python and the arena's Rust
+    // agree.
     let ds = app.repos.join("datasets").join(RUNS_DATASET);
-    let cells: domain::score::Outcomes = serde_json::from_str(&crate::harness::git(
-        &ds,
-        &["show", &format!("main:runs/{run}/reports/eval_task_outcomes.json")],
-    ))
-    .unwrap();
-    let ours = domain::score::score(&cells);
-    assert!((ours.pooled.delta * 100.0 - delta).abs() < 1e-9);
+    let score: Value =
+        serde_json::from_str(&crate::harness::git(&ds, &["show", &format!("main:runs/{run}/reports/score.json")]))
+            .unwrap();
+    let reported = score["score_v2"]["pooled"]["delta"]["delta"].as_f64().unwrap();
+    assert!((reported * 100.0 - delta).abs() < 1e-9, "{reported} vs {delta}");
     let again = collect(app, &run, EVE).await;
     assert_eq!((again.status, again.json()["existing"].clone()), (StatusCode::OK, json!(true)));
 
@@ -122,14 +121,16 @@ on_both_backends!(local, collect_refuses_evidence_that_does_not_hold_up, |app| {
     let lying = run_to_end(app, &env, ALICE, JobFaults { mismatch: true, ..Default::default() }).await;
     let r = collect(app, &lying, ALICE).await;
     assert_eq!(code(&r), (422, "RESULT_MISMATCH".into()));
-    assert!(r.json()["message"].as_str().unwrap().contains("pooled.delta"), "{}", r.text());
+    assert!(r.json()["message"].as_str().unwrap().contains("score_v2.pooled.delta.delta"), "{}", r.text());
     // Cells that leave a task out.
     let short = run_to_end(app, &env, ALICE, JobFaults::default()).await;
     let path = format!("runs/{short}/reports/eval_task_outcomes.json");
     let ds = app.repos.join("datasets").join(RUNS_DATASET);
     let mut cells: Value =
         serde_json::from_str(&crate::harness::git(&ds, &["show", &format!("main:{path}")])).unwrap();
-    cells["cells"].as_array_mut().unwrap().retain(|c| c["task_id"] != "local-heldout-07");
+    for cell in cells["arms"]["final"]["cells"].as_array_mut().unwrap() {
+        cell["outcomes"].as_object_mut().unwrap().remove("local-heldout-07");
+    }
     let edited = app
         .state
         .deps
@@ -143,7 +144,7 @@ on_both_backends!(local, collect_refuses_evidence_that_does_not_hold_up, |app| {
     let r = collect(app, &short, ALICE).await;
     assert_eq!(code(&r), (422, "RESULT_INCOMPLETE".into()));
     assert!(r.json()["message"].as_str().unwrap().contains("local-heldout-07"));
-    // Files gone: a run marked scored whose pipeline wrote nothing.
+    // Files gone: a run marked scored whose pipeline wrote no result (its publish failed).
     let empty = run_to_end(app, &env, ALICE, JobFaults { no_results: true, ..Default::default() }).await;
     app.exec(&format!("UPDATE runs SET state = 'scored' WHERE id = '{empty}'")).await.unwrap();
     assert_eq!(code(&collect(app, &empty, ALICE).await), (422, "RESULT_FILES_MISSING".into()));

@@ -119,31 +119,64 @@ on_both_backends!(local, a_launch_mirrors_the_collection_and_starts_one_labelled
     assert!(v["run"]["job_url"].as_str().unwrap().contains("/jobs/benchflow/"));
     assert_eq!(jobs_of(app, &run), 1);
 
-    // The job: the pipeline's command, the bundle's place, the flavor and timeout, its labels, and
-    // no secret but the run's own.
+    // The job: the uv image running the arena's job script by URL (pinned by its hash) on the
+    // bundle's commit, the flavor and timeout, its labels, the bridge's port exposed publicly, and
+    // the secrets the pipeline needs: the arena's token, Daytona's key, the run's relay secret and
+    // its bridge key.
     let job = {
         let jobs = app.hub.jobs.jobs.lock().unwrap();
         jobs.iter().find(|j| j.view.labels.get("arena-run") == Some(&run)).unwrap().view.clone()
     };
-    assert_eq!(job.command, ["posttrainarena-train", "run"]);
+    assert_eq!(job.docker_image.as_deref(), Some("ghcr.io/astral-sh/uv:python3.12-bookworm"));
+    assert_eq!(job.command[..5], ["uv", "run", "--python", "3.12", &format!("{}/arena_job.py", app.url)]);
+    let arg = |name: &str| job.command.windows(2).find(|w| w[0] == name).map(|w| w[1].clone()).unwrap();
+    let bundle = format!("job-inputs/{run}");
+    assert_eq!(arg("--bundle-path"), bundle);
+    assert_eq!(arg("--bundle-repo"), RUNS_DATASET);
+    assert_eq!(arg("--posttrainarena-ref"), "bcbaffb58a19829d05fa483662c358e6ed5ba353");
+    let script = app.get("/arena_job.py").await;
+    assert_eq!(arg("--script-sha256"), server::identity::sha256_hex(&script.text()), "the hash of the served script");
+    assert!(job.arguments.is_empty());
     assert_eq!(job.flavor, "h200x2");
     assert_eq!(job.timeout, 900);
-    assert_eq!(job.secrets, ["ARENA_RUN_SECRET"]);
+    assert_eq!(job.attempts, Some(2));
+    let mut secrets = job.secrets.clone();
+    secrets.sort();
+    assert_eq!(secrets, ["ARENA_RUN_SECRET", "BENCHFLOW_PROVIDER_API_KEY", "DAYTONA_API_KEY", "HF_TOKEN"]);
+    assert_eq!(job.environment["ARENA_RUN_ID"], run);
+    assert_eq!(job.environment["ARENA_JOB_NAMESPACE"], "benchflow");
+    let port = domain::pipeline::bundle::bridge_port(&run);
+    let expose = job.expose.clone().unwrap();
+    assert_eq!((expose.ports, expose.ports_public), (vec![port], vec![port]));
     assert_eq!(job.labels["arena-challenge"], CHALLENGE);
     assert_eq!(job.labels["arena-request"], "alice-run-0001");
-    let bundle = format!("job-inputs/{run}");
-    assert!(job.arguments.windows(2).any(|w| w[0] == "--bundle-path" && w[1] == bundle));
 
-    // The bundle in the runs dataset: the collection, the eligible tasks, the config and manifest.
+    // The bundle in the runs dataset, as the pipeline's create_job_bundle lays it out, and the
+    // collection mirrored beside it at the commit its config names.
     let ds = app.repos.join("datasets").join(RUNS_DATASET);
-    let show = |path: &str| crate::harness::git(&ds, &["show", &format!("main:{bundle}/{path}")]);
-    let train = show("train-tasks.txt");
-    assert_eq!(train.lines().count(), 2, "{train}");
-    assert!(show("config.toml").contains("[submission]"));
-    let manifest: Value = serde_json::from_str(&show("job.json")).unwrap();
-    assert_eq!(manifest["run_id"], run.as_str());
-    assert_eq!(manifest["eval_suites"][0]["task_ids"].as_array().unwrap().len(), 12);
-    assert!(show("collection/submission.yaml").contains("team_name"));
+    let show = |path: &str| crate::harness::git(&ds, &["show", &format!("main:{path}")]);
+    let train = show(&format!("{bundle}/task-lists/train_dataset.txt"));
+    assert_eq!(train.lines().count(), 2, "the eligible tasks: {train}");
+    let manifest: Value = serde_json::from_str(&show(&format!("{bundle}/job.json"))).unwrap();
+    assert_eq!(
+        manifest,
+        json!({"artifact_repo": RUNS_DATASET, "config": "config.toml", "leaderboard_repo": crate::harness::LEADERBOARD_DATASET,
+               "model_repo": null, "private_artifacts": true, "private_model": true, "run_id": run,
+               "schema_version": 1, "submission_id": env, "team_name": "alice"})
+    );
+    let config: toml::Table = toml::from_str(&show(&format!("{bundle}/config.toml"))).unwrap();
+    assert_eq!(domain::pipeline::keys::check(&config), Vec::<String>::new(), "only keys the loader reads");
+    let mirror = config["train_dataset"]["revision"].as_str().unwrap();
+    assert_eq!(config["train_dataset"]["path"].as_str(), Some(format!("collections/{run}/envs").as_str()));
+    assert_eq!(config["eval_suites"][0]["task_list"].as_str(), Some("task-lists/eval_suite-local-heldout.txt"));
+    let heldout = show(&format!("{bundle}/task-lists/eval_suite-local-heldout.txt"));
+    assert_eq!(heldout.lines().count(), 12);
+    let in_mirror = crate::harness::git(&ds, &["show", &format!("{mirror}:collections/{run}/submission.yaml")]);
+    assert!(in_mirror.contains("team_name"));
+    let setup: Value = serde_json::from_str(&show(&format!("{bundle}/arena.json"))).unwrap();
+    assert_eq!(setup["bridge"]["port"], port);
+    // The leaderboard dataset the pipeline writes exists, and is private.
+    assert!(app.state.deps.datasets.is_private(crate::harness::LEADERBOARD_DATASET).await.unwrap());
 
     // The ledger holds its reservation; the budget says so.
     let ledger = app.get("/api/arena/jobs").await.json();
@@ -169,8 +202,36 @@ on_both_backends!(local, a_launch_mirrors_the_collection_and_starts_one_labelled
     let detail = app.get(&format!("/api/challenges/{CHALLENGE}/runs/{run}")).await.json();
     let kinds: Vec<&str> =
         detail["events"].as_array().unwrap().iter().map(|e| e["kind"].as_str().unwrap()).collect();
-    assert_eq!(kinds[..3], ["requested", "mirrored", "launched"]);
+    assert_eq!(kinds[..4], ["requested", "collection mirrored", "mirrored", "launched"]);
 });
+
+/// The job gets the secrets the pipeline needs from the arena's own environment: without one, the
+/// preflight's layout check and the launch say which, before anything is reserved or written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_job_secret_refuses_the_launch_by_name_and_stores_nothing() {
+    for backend in crate::harness::BACKENDS {
+        let options = crate::harness::Options {
+            job_secrets: vec![("HF_TOKEN", crate::harness::ARENA_BOT)],
+            ..crate::harness::Options::local()
+        };
+        let app = TestApp::with(backend, options).await;
+        let env = submitted(&app, "good", "alice/pack", ALICE).await;
+        let p = preflight(&app, &env, Some(ALICE)).await;
+        assert_eq!(p["allowed"], false);
+        let layout = &p["checks"][4];
+        assert_eq!((layout["name"].clone(), layout["ok"].clone()), (json!("job layout valid"), json!(false)));
+        assert!(layout["detail"].as_str().unwrap().contains("DAYTONA_API_KEY"), "{layout:#}");
+        let r = launch(&app, "alice-run-0001", &env, ALICE).await;
+        assert_eq!(r.json()["code"], "LAYOUT_INVALID", "{}", r.text());
+        assert!(r.json()["message"].as_str().unwrap().contains("DAYTONA_API_KEY"));
+        assert_eq!(rows(&app).await, (0, 0), "nothing reserved");
+        assert!(app.state.deps.datasets.head(RUNS_DATASET).await.is_err(), "nothing mirrored");
+        let jobs = app.get_as("/api/jobs", EVE).await.json();
+        let daytona = jobs["job_secrets"].as_array().unwrap().iter().find(|s| s["name"] == "DAYTONA_API_KEY").unwrap().clone();
+        assert_eq!(daytona, json!({"name": "DAYTONA_API_KEY", "needed_by": ["local-demo"], "configured": false}));
+        app.finish().await;
+    }
+}
 
 on_both_backends!(local, every_refusal_has_its_status_and_code_and_stores_nothing, |app| {
     let env = submitted(app, "good", "alice/pack", ALICE).await;

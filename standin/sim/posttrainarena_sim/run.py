@@ -34,8 +34,36 @@ from .score import score_v2
 BENCHFLOW_COMMIT = "2a97db55947d6742b765ad34ddd91d74c20d625f"
 
 
+def stage_of(step: str) -> str:
+    """The guide's stage a step of the pipeline belongs to (as the arena reads its lines)."""
+    if step.startswith("snapshot_"):
+        return "snapshot"
+    if step.startswith("baseline_eval"):
+        return "baseline"
+    if step == "grpo_gate_eval":
+        return "gate"
+    if step.startswith("grpo_rollout_"):
+        return "training"
+    if step.startswith("posttrain_eval"):
+        return "heldout"
+    return "collect"
+
+
+_fired: set[str] = set()
+
+
 def log(name: str, command: list[str]) -> None:
+    """The step line the pipeline prints before a command; a stage's `fail_at` or `hang_at`
+    fault fires right after the stage's first line, as a failure inside that stage would."""
     print(f"[posttrainarena] {name}: {shlex.join(command)}", file=sys.stderr, flush=True)
+    stage, f = stage_of(name), faults()
+    if stage in _fired:
+        return
+    _fired.add(stage)
+    if f.get("hang_at") == stage:
+        hang()
+    if f.get("fail_at") == stage:
+        raise RuntimeError(f.get("reason") or f"{stage} failed ({SIMULATION} fault)")
 
 
 def env(name: str, label: str) -> str:
@@ -92,13 +120,6 @@ class Run:
                                 self.p("results", f"{stage}-suites", suite.name, f"{tag}.json")))
         return out
 
-    # ---- faults ----
-    def stage(self, name: str) -> None:
-        if self.faults.get("hang_at") == name:
-            hang()
-        if self.faults.get("fail_at") == name:
-            raise RuntimeError(self.faults.get("reason") or f"{name} failed ({SIMULATION} fault)")
-
     # ---- the run ----
     def plan(self) -> dict:
         c = self.config
@@ -128,7 +149,7 @@ class Run:
             if not plan_path.is_file():
                 raise RuntimeError("Cannot resume a run without reports/plan.json; use a new run name or restore the original plan")
             existing = load_json(plan_path)
-            changed = sorted(k for k in set(existing) | set(current) if existing.get(k) != current.get(k) and k != "run_dir")
+            changed = sorted(k for k in set(existing) | set(current) if existing.get(k) != current.get(k))
             if changed:
                 raise RuntimeError("Cannot resume an incompatible run plan; use a new run name or restore the original recipe. Changed fields: " + ", ".join(changed))
         self.root.mkdir(parents=True, exist_ok=True)
@@ -273,7 +294,6 @@ class Run:
         c = self.config
         self.prepare()
         started = datetime.now(timezone.utc).isoformat()
-        self.stage("snapshot")
         self.snapshot("train", c.train_dataset, self.train_ids, self.p("data", "train"))
         for i, (suite, ids) in enumerate(self.suites):
             label = "eval" if i == 0 else f"eval-{suite.name}"
@@ -295,9 +315,7 @@ class Run:
                 self.check_servers("sync_base_endpoint")
                 write_json(self.p("results", "base_endpoint_sync.json"), {"reference": c.model, "synced": True,
                                                                            "simulated": SIMULATION})
-        self.stage("baseline")
         baseline = self.heldout("baseline_eval", "base", None)
-        self.stage("gate")
         gate_ids = self.train_ids[: c.grpo.gate_task_count]
         gate = self.evaluate("grpo_gate_eval", "base", self.p("data", "train"), gate_ids, self.p("jobs", "grpo-gate"),
                              self.p("results", "grpo_gate_eval.json"), policy=None)
@@ -307,15 +325,12 @@ class Run:
         training = None
         final: list[dict | None] = []
         if ran:
-            self.stage("training")
             training = None if self.dry_run else self.grpo(policy)
             if not self.dry_run:
                 self.check_servers("sync_grpo_endpoint")
                 write_json(self.p("results", "grpo_endpoint_sync.json"), {"checkpoint": str(self.p("checkpoints", "grpo-adapter")),
                                                                            "synced": True, "simulated": SIMULATION})
-            self.stage("heldout")
             final = self.heldout("posttrain_eval", "student", policy)
-        self.stage("collect")
         if ran:
             lift = ["bench", "eval", "compare-lift", "--baseline", str(self.p("jobs", "baseline")),
                     "--trained", str(self.p("jobs", "posttrain")), "--out", str(self.p("reports", "EVAL_LIFT.md")),
