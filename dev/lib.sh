@@ -118,9 +118,10 @@ build_site() {
 }
 
 # The pages' wasm may not grow past this (gzip -9 bytes) without someone deciding it should:
-# the goal is at most 300 KB. The pages need about 275 KB with the run page's live timeline;
-# the next lever is the validation report, rendered in the browser from its decoded JSON.
-BUNDLE_BUDGET=290000
+# the goal is at most 300 KB. The run page's GRPO progress, GPU sparkline and named pass counts
+# took it from 288.6 to 291.6 KB; the next lever is the validation report, rendered in the
+# browser from its decoded JSON.
+BUNDLE_BUDGET=293000
 
 check_bundle() {
   local gz

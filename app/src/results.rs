@@ -50,9 +50,8 @@ pub fn ResultCard(result: ResultView) -> impl IntoView {
         std::iter::once(interval(r.measured.delta_pp, r.measured.stderr_pp))
             .chain(r.measured.suites.iter().map(|s| interval(s.delta_pp, s.stderr_pp))),
     );
-    let ci = r
-        .ci95_pp
-        .map_or_else(|| "no interval".to_string(), |[lo, hi]| format!("95%: {lo:+.2} to {hi:+.2}"));
+    let ci =
+        r.ci95_pp.map_or_else(|| "no interval".to_string(), |[lo, hi]| format!("95%: {lo:+.2} to {hi:+.2}"));
     let m = r.measured.clone();
     view! {
         <section class="card result" data-status=r.status.clone()>

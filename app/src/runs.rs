@@ -2,7 +2,7 @@
 //! author or an editor, the button that launches the run; and the collection's runs.
 
 use domain::runs::follow::{RelayState, StageSpan};
-use domain::runs::{Preflight, RunDetail, RunEvent, RunRequest, RunState, RunView};
+use domain::runs::{GpuSample, Preflight, RunDetail, RunEvent, RunRequest, RunState, RunView};
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
@@ -153,6 +153,12 @@ struct LiveRun {
     stages: Vec<StageSpan>,
     created_epoch: i64,
     now_epoch: i64,
+    #[serde(default)]
+    training_steps_done: Option<i64>,
+    #[serde(default)]
+    training_steps_planned: Option<i64>,
+    #[serde(default)]
+    gpu: Vec<GpuSample>,
     events: Vec<RunEvent>,
 }
 
@@ -168,6 +174,9 @@ impl LiveRun {
             stages: d.stages,
             created_epoch: d.created_epoch,
             now_epoch: d.now_epoch,
+            training_steps_done: d.run.training_steps_done,
+            training_steps_planned: d.run.training_steps_planned,
+            gpu: d.gpu,
             events: d.events,
         }
     }
@@ -213,6 +222,7 @@ pub fn RunPage() -> impl IntoView {
                             <dt>"Compute"</dt><dd>{format!("{}, timeout {} s, ${:.2} reserved", d.run.flavor, d.run.timeout_s, d.run.max_compute_usd)}</dd>
                         </dl>
                         {result.map(|result| view! { <ResultCard result/> })}
+                        <p class="note">"Pass counts are per task attempt over every suite and trial of a stage: a timeout the verifier scored is a failure; an infrastructure error (no scored attempt) is left out of the score."</p>
                         <RunLive url=format!("/api/challenges/{}/runs/{}", d.run.challenge_id, d.run.run_id) run=LiveRun::of(d)/>
                     }
                     .into_any(),
@@ -267,16 +277,42 @@ fn RunLive(url: String, run: LiveRun) -> impl IntoView {
                     {d.platform_fault.then(|| view! { " " <span class="badge paused platform">"platform fault"</span> })}
                 </p>
                 <p class="meta">{format!("HF job: {} · relay: {}", d.status, d.relay.as_str())}</p>
+                {d.training_steps_done.map(|done| view! {
+                    <p class="grpo">{format!("GRPO: {done} of {} optimizer steps taken.", d.training_steps_planned.unwrap_or(0))}</p>
+                })}
+                <Sparkline gpu=d.gpu/>
             }
         }}
         <Timeline detail now/>
         <h2>"Events"</h2>
         <ol class="events">
             {move || detail.get().events.into_iter().rev().map(|e| view! {
-                <li><time>{e.at}</time> " · " <span class="meta">{e.source}</span> " · " <strong>{e.kind}</strong> " " {e.detail}</li>
+                <li><time>{e.at}</time> " · " <span class="meta">{format!("from the {}", e.source)}</span> " · " <strong>{e.kind}</strong>
+                    {e.stage.map(|s| format!(" (stage {s})"))} " " {e.detail}</li>
             }).collect_view()}
         </ol>
     }
+}
+
+/// The job's GPUs over the last readings: their mean utilisation as a line (0 to 100%), written
+/// as markup from whole numbers (an SVG built element by element costs the pages' wasm more).
+#[component]
+fn Sparkline(gpu: Vec<GpuSample>) -> impl IntoView {
+    (gpu.len() > 1).then(|| {
+        let n = gpu.len() as i64 - 1;
+        let busy = |g: &GpuSample| i64::from(g.utilization_pct.min(100));
+        let points: String =
+            gpu.iter().enumerate().map(|(i, g)| format!("{},{} ", i as i64 * 120 / n, 24 - busy(g) * 24 / 100)).collect();
+        let last = gpu[gpu.len() - 1];
+        let html = format!(
+            "<svg class=\"sparkline\" viewBox=\"0 0 120 24\" width=\"120\" height=\"24\" role=\"img\" aria-label=\"GPU utilisation over the last {} readings, now {}%\"><polyline points=\"{points}\" fill=\"none\" stroke=\"currentColor\" stroke-width=\"1.5\"/></svg> GPUs {}% busy, {} GiB in use (HF's metrics, read each pass; idle GPUs with no heartbeat stall a run)",
+            gpu.len(),
+            busy(&last),
+            busy(&last),
+            last.memory_used_mib / 1024
+        );
+        view! { <p class="gpu" inner_html=html></p> }
+    })
 }
 
 /// The stages as bars on one time axis, from the run's request to now (or its end).
@@ -305,7 +341,11 @@ fn Timeline(detail: RwSignal<LiveRun>, now: RwSignal<i64>) -> impl IntoView {
                         _ => String::new(),
                     };
                     let counts = match (s.passed, s.total) {
-                        (Some(p), Some(t)) => format!("{p}/{t} passed{}", s.errors.filter(|e| *e > 0).map(|e| format!(", {e} errors")).unwrap_or_default()),
+                        (Some(p), Some(t)) => format!(
+                            "{p}/{t} passed{}{}",
+                            s.timeouts.filter(|n| *n > 0).map(|n| format!(", {n} timed out")).unwrap_or_default(),
+                            s.errors.filter(|n| *n > 0).map(|n| format!(", {n} infrastructure errors")).unwrap_or_default()
+                        ),
                         _ => String::new(),
                     };
                     view! {

@@ -78,13 +78,24 @@ pub fn check_coverage(o: &TaskOutcomes, want: &Expected) -> Result<Vec<SuiteCell
         let mut seen: BTreeMap<(&str, u32), &BTreeMap<String, score::Outcome>> = BTreeMap::new();
         for c in &cells.cells {
             let Some(suite) = want.suites.iter().find(|s| s.name == c.suite) else {
-                return cov(format!("a {name} cell is of suite `{}`, which the run does not evaluate", c.suite));
+                return cov(format!(
+                    "a {name} cell is of suite `{}`, which the run does not evaluate",
+                    c.suite
+                ));
             };
             if c.trial < 1 || c.trial > want.trials {
-                return cov(format!("{name} cell {}/trial {} is outside trials 1..={}", c.suite, c.trial, want.trials));
+                return cov(format!(
+                    "{name} cell {}/trial {} is outside trials 1..={}",
+                    c.suite, c.trial, want.trials
+                ));
             }
-            if dataset_path(&c.jobs_dir, &want.run_id).is_none_or(|p| !p.starts_with(&format!("runs/{}/jobs/", want.run_id))) {
-                return cov(format!("{name} cell {}/trial {}: its jobs folder is not inside the run", c.suite, c.trial));
+            if dataset_path(&c.jobs_dir, &want.run_id)
+                .is_none_or(|p| !p.starts_with(&format!("runs/{}/jobs/", want.run_id)))
+            {
+                return cov(format!(
+                    "{name} cell {}/trial {}: its jobs folder is not inside the run",
+                    c.suite, c.trial
+                ));
             }
             let Some(outcomes) = &c.outcomes else {
                 return cov(format!("{name} cell {}/trial {} has no outcomes (a dry run)", c.suite, c.trial));
@@ -92,7 +103,10 @@ pub fn check_coverage(o: &TaskOutcomes, want: &Expected) -> Result<Vec<SuiteCell
             let tasks: BTreeSet<&str> = suite.task_ids.iter().map(String::as_str).collect();
             let reported: BTreeSet<&str> = outcomes.keys().map(String::as_str).collect();
             if let Some(missing) = tasks.difference(&reported).next() {
-                return cov(format!("task {missing} of {} has no {name} outcome in trial {}", c.suite, c.trial));
+                return cov(format!(
+                    "task {missing} of {} has no {name} outcome in trial {}",
+                    c.suite, c.trial
+                ));
             }
             if let Some(extra) = reported.difference(&tasks).next() {
                 return cov(format!("task {extra} is not in {} ({name} trial {})", c.suite, c.trial));
@@ -158,9 +172,16 @@ fn first_difference(path: &str, reported: &serde_json::Value, ours: &serde_json:
         }
         (Value::Array(a), Value::Array(b)) => {
             if a.len() != b.len() {
-                return Some(format!("{path}: the report has {} entries, the cells give {}", a.len(), b.len()));
+                return Some(format!(
+                    "{path}: the report has {} entries, the cells give {}",
+                    a.len(),
+                    b.len()
+                ));
             }
-            a.iter().zip(b).enumerate().find_map(|(i, (x, y))| first_difference(&format!("{path}[{i}]"), x, y))
+            a.iter()
+                .zip(b)
+                .enumerate()
+                .find_map(|(i, (x, y))| first_difference(&format!("{path}[{i}]"), x, y))
         }
         (a, b) if a == b => None,
         (a, b) => Some(format!("{path}: the report says {a}, the cells give {b}")),
@@ -176,10 +197,7 @@ pub fn check_report(
     stages: (&str, Option<&str>),
 ) -> Result<ScoreV2, Evidence> {
     let ours = score::score_v2(cells, trials, stages.0, stages.1);
-    let (a, b) = (
-        serde_json::to_value(reported).expect("JSON"),
-        serde_json::to_value(&ours).expect("JSON"),
-    );
+    let (a, b) = (serde_json::to_value(reported).expect("JSON"), serde_json::to_value(&ours).expect("JSON"));
     match first_difference("score_v2", &a, &b) {
         Some(d) => Err(Evidence::Mismatch(d)),
         None => Ok(ours),
@@ -290,7 +308,8 @@ pub fn measured(s: &ScoreV2) -> Result<Measured, Evidence> {
             .suites
             .iter()
             .map(|x| {
-                x.baseline.as_ref().map_or(0, |a| a.infra_error_cells) + x.final_.as_ref().map_or(0, |a| a.infra_error_cells)
+                x.baseline.as_ref().map_or(0, |a| a.infra_error_cells)
+                    + x.final_.as_ref().map_or(0, |a| a.infra_error_cells)
             })
             .sum(),
     })
@@ -508,7 +527,8 @@ pub enum Refused {
 /// list path, and `evaluation.trials`.
 pub fn bundle_suites(config_toml: &str) -> Result<(Vec<(String, Dataset)>, u32), Unreadable> {
     let bad = |reason: String| Unreadable { file: "config.toml".into(), reason };
-    let c: crate::pipeline::config::PipelineConfig = toml::from_str(config_toml).map_err(|e| bad(e.message().to_string()))?;
+    let c: crate::pipeline::config::PipelineConfig =
+        toml::from_str(config_toml).map_err(|e| bad(e.message().to_string()))?;
     if c.eval_suites.is_empty() {
         return Err(bad("it names no held-out suite".into()));
     }
@@ -516,7 +536,8 @@ pub fn bundle_suites(config_toml: &str) -> Result<(Vec<(String, Dataset)>, u32),
         .eval_suites
         .into_iter()
         .map(|s| {
-            let dataset = Dataset { repo_id: s.repo_id, revision: s.revision, task_list: s.task_list, path: s.path };
+            let dataset =
+                Dataset { repo_id: s.repo_id, revision: s.revision, task_list: s.task_list, path: s.path };
             (s.name, dataset)
         })
         .collect();
@@ -538,7 +559,7 @@ pub fn read_task_ids(text: &str) -> Vec<String> {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Verified {
     /// A collection's run: the recomputed `score_v2` and the result it gives.
-    Scored { score: ScoreV2, measured: Measured },
+    Scored { score: Box<ScoreV2>, measured: Measured },
     /// A baseline measurement.
     Reference(Reference),
 }
@@ -565,13 +586,13 @@ pub fn verify(run_id: &str, baseline: bool, e: &RunEvidence) -> Result<Verified,
             .map_err(|x| Unreadable { file: "baseline.json".into(), reason: x.to_string() })?;
         return Ok(Verified::Reference(check_reference(&report, &outcomes)?));
     }
-    let report: score::ScoreFile =
-        serde_json::from_slice(&e.report).map_err(|x| Unreadable { file: "score.json".into(), reason: x.to_string() })?;
+    let report: score::ScoreFile = serde_json::from_slice(&e.report)
+        .map_err(|x| Unreadable { file: "score.json".into(), reason: x.to_string() })?;
     let stages = (
         outcomes.arms.baseline.as_ref().map_or("baseline_eval", |a| a.stage.as_str()),
         outcomes.arms.final_.as_ref().map(|a| a.stage.as_str()),
     );
     let score = check_report(&report.score_v2, &cells, trials, stages)?;
     let measured = measured(&score)?;
-    Ok(Verified::Scored { score, measured })
+    Ok(Verified::Scored { score: Box::new(score), measured })
 }

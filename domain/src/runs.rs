@@ -571,13 +571,14 @@ pub struct RunDetail {
     pub events: Vec<RunEvent>,
 }
 
-/// One reading of the job's GPUs: the mean utilisation over them (0–100) and the memory in use.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+/// One reading of the job's GPUs: the mean utilisation over them (whole percent) and the memory
+/// in use (MiB). Whole numbers: the pages' wasm decodes them without float parsing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct GpuSample {
     pub epoch: i64,
-    pub utilization: f64,
-    pub memory_used_gib: f64,
+    pub utilization_pct: u32,
+    pub memory_used_mib: u64,
 }
 
 #[cfg(test)]

@@ -257,14 +257,24 @@ pub fn arm_score(tasks: &[String], trials: &[Trial]) -> ArmScore {
     ArmScore {
         task_count: tasks.len() as u64,
         scored_task_count: means.len() as u64,
-        unscored_task_ids: tasks.iter().zip(&stats).filter(|(_, s)| s.scored == 0).map(|(t, _)| t.clone()).collect(),
+        unscored_task_ids: tasks
+            .iter()
+            .zip(&stats)
+            .filter(|(_, s)| s.scored == 0)
+            .map(|(t, _)| t.clone())
+            .collect(),
         cells: (tasks.len() * trials.len()) as u64,
-        infra_error_cells: trials.iter().flat_map(|t| tasks.iter().map(move |k| outcome(t, k))).filter(|o| o.infra_error).count()
-            as u64,
+        infra_error_cells: trials
+            .iter()
+            .flat_map(|t| tasks.iter().map(move |k| outcome(t, k)))
+            .filter(|o| o.infra_error)
+            .count() as u64,
         pass_rate,
         stderr,
         ci95: interval(pass_rate, stderr),
-        mean_reward: mean(&stats.iter().filter(|s| s.scored > 0).filter_map(|s| s.reward).collect::<Vec<_>>()),
+        mean_reward: mean(
+            &stats.iter().filter(|s| s.scored > 0).filter_map(|s| s.reward).collect::<Vec<_>>(),
+        ),
         trial_pass_rates: trials
             .iter()
             .map(|t| {
@@ -283,13 +293,16 @@ pub fn arm_score(tasks: &[String], trials: &[Trial]) -> ArmScore {
 pub fn delta_score(tasks: &[String], baseline: &[Trial], final_: &[Trial]) -> DeltaScore {
     let before: Vec<TaskStats> = tasks.iter().map(|t| task_stats(t, baseline)).collect();
     let after: Vec<TaskStats> = tasks.iter().map(|t| task_stats(t, final_)).collect();
-    let paired: Vec<usize> = (0..tasks.len()).filter(|&i| before[i].scored > 0 && after[i].scored > 0).collect();
+    let paired: Vec<usize> =
+        (0..tasks.len()).filter(|&i| before[i].scored > 0 && after[i].scored > 0).collect();
     let d: Vec<f64> =
         paired.iter().map(|&i| after[i].mean.unwrap_or(0.0) - before[i].mean.unwrap_or(0.0)).collect();
     let n = paired.len();
     let total = variance(&d);
     let stderr = total.map(|v| (v / n as f64).sqrt());
-    let trial = (n > 0 && paired.iter().all(|&i| before[i].variance.is_some() && after[i].variance.is_some())).then(|| {
+    let trial = (n > 0
+        && paired.iter().all(|&i| before[i].variance.is_some() && after[i].variance.is_some()))
+    .then(|| {
         paired
             .iter()
             .map(|&i| {
@@ -302,7 +315,10 @@ pub fn delta_score(tasks: &[String], baseline: &[Trial], final_: &[Trial]) -> De
     let delta = mean(&d);
     DeltaScore {
         paired_task_count: n as u64,
-        excluded_task_ids: (0..tasks.len()).filter(|i| !paired.contains(i)).map(|i| tasks[i].clone()).collect(),
+        excluded_task_ids: (0..tasks.len())
+            .filter(|i| !paired.contains(i))
+            .map(|i| tasks[i].clone())
+            .collect(),
         baseline_pass_rate: mean(&paired.iter().filter_map(|&i| before[i].mean).collect::<Vec<_>>()),
         final_pass_rate: mean(&paired.iter().filter_map(|&i| after[i].mean).collect::<Vec<_>>()),
         delta,
@@ -337,7 +353,8 @@ fn strata(parts: &[(u64, Option<f64>, Option<f64>)]) -> (Option<f64>, Option<f64
 }
 
 fn pooled_arm(arms: &[&ArmScore]) -> PooledArm {
-    let (pass_rate, stderr) = strata(&arms.iter().map(|a| (a.scored_task_count, a.pass_rate, a.stderr)).collect::<Vec<_>>());
+    let (pass_rate, stderr) =
+        strata(&arms.iter().map(|a| (a.scored_task_count, a.pass_rate, a.stderr)).collect::<Vec<_>>());
     PooledArm {
         task_count: arms.iter().map(|a| a.task_count).sum(),
         scored_task_count: arms.iter().map(|a| a.scored_task_count).sum(),
@@ -350,8 +367,11 @@ fn pooled_arm(arms: &[&ArmScore]) -> PooledArm {
 }
 
 fn pooled_delta(ds: &[&DeltaScore]) -> PooledDelta {
-    let parts = |f: fn(&DeltaScore) -> Option<f64>| ds.iter().map(|d| (d.paired_task_count, f(d), None)).collect::<Vec<_>>();
-    let (delta, stderr) = strata(&ds.iter().map(|d| (d.paired_task_count, d.delta, d.stderr)).collect::<Vec<_>>());
+    let parts = |f: fn(&DeltaScore) -> Option<f64>| {
+        ds.iter().map(|d| (d.paired_task_count, f(d), None)).collect::<Vec<_>>()
+    };
+    let (delta, stderr) =
+        strata(&ds.iter().map(|d| (d.paired_task_count, d.delta, d.stderr)).collect::<Vec<_>>());
     PooledDelta {
         paired_task_count: ds.iter().map(|d| d.paired_task_count).sum(),
         baseline_pass_rate: strata(&parts(|d| d.baseline_pass_rate)).0,
@@ -375,7 +395,12 @@ pub struct SuiteCells {
 pub const STDERR_METHOD: &str = "Per suite: SE(delta) = sqrt(s_d^2 / n), s_d^2 the sample variance over paired tasks of d_i = mean over trials of pass@1 after minus before (task-clustered, paired; includes task and trial variation). Pooled: suites as strata, SE = sqrt(sum_s (n_s/N)^2 SE_s^2). Infra-error cells are excluded, not scored 0. ci95 = delta +/- 1.96 SE.";
 
 /// `score_v2` from the suites' cells.
-pub fn score_v2(suites: &[SuiteCells], trials: u32, baseline_stage: &str, final_stage: Option<&str>) -> ScoreV2 {
+pub fn score_v2(
+    suites: &[SuiteCells],
+    trials: u32,
+    baseline_stage: &str,
+    final_stage: Option<&str>,
+) -> ScoreV2 {
     let rows: Vec<SuiteScore> = suites
         .iter()
         .map(|s| {

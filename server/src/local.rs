@@ -61,3 +61,64 @@ pub fn fingerprint_dir(
     }
     Ok(domain::gates::fingerprint::fingerprint_suite(suite, sealed, &tasks))
 }
+
+/// The largest result file `verify_run` reads (as `result collect` does).
+const MAX_EVIDENCE_BYTES: u64 = 64 << 20;
+
+fn read_bounded(path: &Path) -> anyhow::Result<Vec<u8>> {
+    use std::io::Read;
+    let file = std::fs::File::open(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_EVIDENCE_BYTES + 1).read_to_end(&mut bytes)?;
+    anyhow::ensure!(bytes.len() as u64 <= MAX_EVIDENCE_BYTES, "{} is over {} MiB", path.display(), MAX_EVIDENCE_BYTES >> 20);
+    Ok(bytes)
+}
+
+/// `arena verify-run DIR RUN_ID`: a run's evidence from a local copy of the runs dataset, verified
+/// as `result collect` verifies it (`domain::results::verify`); answers the recomputed result.
+pub fn verify_run(dir: &Path, run_id: &str) -> anyhow::Result<serde_json::Value> {
+    use domain::results::{self, RunEvidence, Verified};
+    anyhow::ensure!(
+        !run_id.is_empty() && run_id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'),
+        "`{run_id}` is not a run id"
+    );
+    let bundle = dir.join(domain::pipeline::bundle_dir(run_id));
+    let reports = dir.join(domain::pipeline::run_dir(run_id)).join("reports");
+    let text = |p: &Path| -> anyhow::Result<String> {
+        String::from_utf8(read_bounded(p)?).map_err(|_| anyhow::anyhow!("{} is not UTF-8", p.display()))
+    };
+    let config_toml = text(&bundle.join("config.toml"))?;
+    let (suites, _) = results::bundle_suites(&config_toml)?;
+    let mut task_lists = std::collections::BTreeMap::new();
+    for (_, dataset) in suites {
+        anyhow::ensure!(
+            !dataset.task_list.split('/').any(|p| p == ".." || p.is_empty()) && !dataset.task_list.starts_with('/'),
+            "the bundle names a task list outside it: {}",
+            dataset.task_list
+        );
+        let list = text(&bundle.join(&dataset.task_list))?;
+        task_lists.insert(dataset.task_list, list);
+    }
+    let baseline = !reports.join("score.json").exists() && reports.join("baseline.json").exists();
+    let evidence = RunEvidence {
+        config_toml,
+        task_lists,
+        outcomes: read_bounded(&reports.join("eval_task_outcomes.json"))?,
+        report: read_bounded(&reports.join(if baseline { "baseline.json" } else { "score.json" }))?,
+    };
+    Ok(match results::verify(run_id, baseline, &evidence)? {
+        Verified::Scored { measured: m, .. } => serde_json::json!({
+            "run_id": run_id,
+            "purpose": "collection",
+            "delta_pp": m.delta_pp,
+            "stderr_pp": m.stderr_pp,
+            "baseline_pass_rate": m.baseline_pass_rate,
+            "after_pass_rate": m.after_pass_rate,
+            "suites": m.suites,
+            "trials": m.trials,
+            "paired_tasks": m.paired_tasks,
+            "infra_error_cells": m.infra_error_cells,
+        }),
+        Verified::Reference(r) => serde_json::json!({"run_id": run_id, "purpose": "baseline", "measurement": r}),
+    })
+}

@@ -37,6 +37,14 @@ enum Command {
         #[arg(long, default_value_t = 1)]
         repeat: u32,
     },
+    /// Re-verify a run offline: DIR holds a local copy of the runs dataset with `job-inputs/RUN_ID/`
+    /// and `runs/RUN_ID/` (what `hf download REPO --repo-type dataset --include …` gives). Makes
+    /// `result collect`'s checks without a server or a network and prints the recomputed result
+    /// as JSON (exit 0), or the first difference (exit 1).
+    VerifyRun {
+        dir: PathBuf,
+        run_id: String,
+    },
     /// Fingerprint a held-out suite (prompt 13-gram hashes and file blob ids, template text set
     /// apart) from a local directory holding `envs/` or `tasks/`; prints the JSON.
     FingerprintSuite {
@@ -89,6 +97,16 @@ async fn main() -> anyhow::Result<()> {
             println!("{}", serde_json::to_string_pretty(&report)?);
             std::process::exit(if report.valid { 0 } else { 1 });
         }
+        Command::VerifyRun { dir, run_id } => match server::local::verify_run(&dir, &run_id) {
+            Ok(answer) => {
+                println!("{}", serde_json::to_string_pretty(&answer)?);
+                Ok(())
+            }
+            Err(e) => {
+                eprintln!("{run_id}: {e}");
+                std::process::exit(1);
+            }
+        },
         Command::FingerprintSuite { dir, suite, sealed } => {
             let fp = server::local::fingerprint_dir(&dir, &suite, sealed)?;
             eprintln!(
@@ -123,11 +141,20 @@ async fn main() -> anyhow::Result<()> {
                             .map(|s| s.into_iter().map(|(t, ids)| (t.task_list, ids)).collect::<Vec<_>>())
                             .unwrap_or_default();
                         let lists = serde_json::to_string(&suites)?;
-                        println!("# {} ({}) pipeline {pin} task-lists {lists}\n{}", challenge.id(), challenge.file_path, config.to_toml())
+                        println!(
+                            "# {} ({}) pipeline {pin} task-lists {lists}\n{}",
+                            challenge.id(),
+                            challenge.file_path,
+                            config.to_toml()
+                        )
                     }
                     // A challenge whose private suite's overlay is not here cannot be composed
                     // on this machine; it is no problem of the registry's.
-                    Err(e) => println!("# {} ({}) pipeline {pin} not composed: {e}", challenge.id(), challenge.file_path),
+                    Err(e) => println!(
+                        "# {} ({}) pipeline {pin} not composed: {e}",
+                        challenge.id(),
+                        challenge.file_path
+                    ),
                 }
             }
             eprintln!(

@@ -102,7 +102,11 @@ pub struct JobFaults {
 
 impl JobFaults {
     fn pipeline(&self) -> bool {
-        self != &JobFaults { create_status: self.create_status, create_count: self.create_count, ..Default::default() }
+        self != &JobFaults {
+            create_status: self.create_status,
+            create_count: self.create_count,
+            ..Default::default()
+        }
     }
 }
 
@@ -603,7 +607,8 @@ async fn metrics(
     if let Some(r) = crate::write_refusal(&hub, &headers, &namespace) {
         return r;
     }
-    let Some(finished) = hub.jobs.with(&id, |j| (j.namespace == namespace).then(|| j.finished())).flatten() else {
+    let Some(finished) = hub.jobs.with(&id, |j| (j.namespace == namespace).then(|| j.finished())).flatten()
+    else {
         return hf_error(StatusCode::NOT_FOUND, None, "Job not found");
     };
     if finished {
@@ -626,7 +631,10 @@ async fn metrics(
             "gpus": (0..gpus).map(|g| (g.to_string(), json!({"utilization": util, "memory_used_bytes": if busy { 70u64 << 30 } else { 0 }, "memory_total_bytes": 141u64 << 30}))).collect::<serde_json::Map<String, Value>>(),
             "replica": 0,
         });
-        Some((Ok::<_, Infallible>(Event::default().event("metric").data(sample.to_string())), (hub, id, false)))
+        Some((
+            Ok::<_, Infallible>(Event::default().event("metric").data(sample.to_string())),
+            (hub, id, false),
+        ))
     });
     Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(30))).into_response()
 }

@@ -203,9 +203,14 @@ impl Hub {
         src: &std::path::Path,
     ) -> anyhow::Result<(SharedHub, String)> {
         let (owner, name) = id.split_once('/').ok_or_else(|| anyhow::anyhow!("`{id}` is not owner/name"))?;
-        let name = repos::RepoName::parse(owner, name).ok_or_else(|| anyhow::anyhow!("`{id}` is not a repository name"))?;
-        let repos = self.repos.as_ref().ok_or_else(|| anyhow::anyhow!("seed datasets need the repositories' folder"))?;
-        let commit = repos.seed(repos::Kind::Dataset, &name, src, "A dataset seeded by the local stand-in")?;
+        let name = repos::RepoName::parse(owner, name)
+            .ok_or_else(|| anyhow::anyhow!("`{id}` is not a repository name"))?;
+        let repos = self
+            .repos
+            .as_ref()
+            .ok_or_else(|| anyhow::anyhow!("seed datasets need the repositories' folder"))?;
+        let commit =
+            repos.seed(repos::Kind::Dataset, &name, src, "A dataset seeded by the local stand-in")?;
         Ok((self, commit))
     }
 

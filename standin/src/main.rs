@@ -84,7 +84,9 @@ async fn main() -> anyhow::Result<()> {
         hub = hub.with_repos(dir);
     }
     for seed in args.seed_datasets.iter().flat_map(|s| s.split(',')).filter(|s| !s.is_empty()) {
-        let (id, dir) = seed.split_once('=').ok_or_else(|| anyhow::anyhow!("STANDIN_SEED_DATASETS: `{seed}` is not OWNER/NAME=DIR"))?;
+        let (id, dir) = seed
+            .split_once('=')
+            .ok_or_else(|| anyhow::anyhow!("STANDIN_SEED_DATASETS: `{seed}` is not OWNER/NAME=DIR"))?;
         let (h, commit) = hub.with_seed_dataset(id, std::path::Path::new(dir))?;
         hub = h;
         tracing::info!("serving the dataset {id} made from {dir} at {commit}");

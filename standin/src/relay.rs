@@ -1,7 +1,7 @@
-//! The simulated pipeline's relay client: it connects to the arena's relay with the run's own
-//! secret, sends numbered messages, resends every one not acknowledged after a reconnect (with
-//! backoff), and sends a heartbeat while the job is alive. Fault switches can keep it off, drop its
-//! connection at a stage, or silence it (a hang).
+//! A relay client in Rust, for load measurements (`dev/bench-follow`): it connects to the arena's
+//! relay with a run's own secret, sends numbered messages, resends every one not acknowledged after
+//! a reconnect (with backoff), and sends a heartbeat. A run's job speaks the same protocol from the
+//! arena's job script (`public/arena_job.py`).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -23,7 +23,7 @@ pub struct Target {
 }
 
 /// A running relay: `send` queues a message; `drop_connection` closes the current connection once
-/// (it reconnects); `silence` stops everything (no heartbeats, no messages) as a hung job would.
+/// (it reconnects); `silence` stops everything (no heartbeats, no messages).
 #[derive(Clone)]
 pub struct Relay {
     queue: mpsc::UnboundedSender<Value>,

@@ -269,13 +269,26 @@ impl Repos {
 
     /// Makes a repository from a folder's files unless one exists, committed by a fixed author at
     /// a fixed date, so that its commit id is the same on every machine; answers that commit.
-    pub fn seed(&self, kind: Kind, name: &RepoName, src: &std::path::Path, message: &str) -> anyhow::Result<String> {
+    pub fn seed(
+        &self,
+        kind: Kind,
+        name: &RepoName,
+        src: &std::path::Path,
+        message: &str,
+    ) -> anyhow::Result<String> {
         let dir = self.root.join(kind.dir()).join(&name.owner).join(&name.name);
         let git = |args: &[&str]| -> anyhow::Result<String> {
             let out = std::process::Command::new("git")
                 .arg("-C")
                 .arg(&dir)
-                .args(["-c", "user.name=arena-demo", "-c", "user.email=demo@localhost", "-c", "commit.gpgsign=false"])
+                .args([
+                    "-c",
+                    "user.name=arena-demo",
+                    "-c",
+                    "user.email=demo@localhost",
+                    "-c",
+                    "commit.gpgsign=false",
+                ])
                 .args(args)
                 .env("GIT_CONFIG_GLOBAL", "/dev/null")
                 .env("GIT_CONFIG_NOSYSTEM", "1")
@@ -399,7 +412,10 @@ impl Repo<'_> {
                 stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
             });
         }
-        self.rev_parse("refs/heads/main^{commit}").await?.ok_or_else(|| GitError::Parse("fast-import".into())).map(Some)
+        self.rev_parse("refs/heads/main^{commit}")
+            .await?
+            .ok_or_else(|| GitError::Parse("fast-import".into()))
+            .map(Some)
     }
 
     async fn git_input(&self, args: &[&str], input: Vec<u8>) -> Result<Output, GitError> {

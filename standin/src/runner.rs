@@ -45,7 +45,10 @@ fn sim_dir() -> PathBuf {
 
 /// This machine's Python, as the job's `python3` (its packages are what the simulated image has).
 fn python_dir() -> Option<PathBuf> {
-    let out = std::process::Command::new("python3").args(["-c", "import sys; print(sys.executable)"]).output().ok()?;
+    let out = std::process::Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .ok()?;
     let exe = PathBuf::from(String::from_utf8(out.stdout).ok()?.trim());
     exe.parent().map(PathBuf::from)
 }
@@ -94,10 +97,13 @@ pub async fn run(hub: SharedHub, id: String) {
     let proxy = RelayProxy::start(&view, &faults).await;
     // The container's filesystem: the same paths for every attempt, emptied before each; apart
     // from every other job's, of this stand-in or another one on the machine.
-    let root = std::env::temp_dir().join(format!("standin-job-{id}-{}", crate::random_token(6).replace(['-', '_'], "x")));
+    let root = std::env::temp_dir()
+        .join(format!("standin-job-{id}-{}", crate::random_token(6).replace(['-', '_'], "x")));
     for attempt in 1..=attempts {
-        let end =
-            attempt_once(&hub, &id, &view, &secrets, &faults, &cancel, deadline, stage_ms, attempt, &proxy, &root).await;
+        let end = attempt_once(
+            &hub, &id, &view, &secrets, &faults, &cancel, deadline, stage_ms, attempt, &proxy, &root,
+        )
+        .await;
         match end {
             End::Canceled => return,
             End::TimedOut => {
@@ -116,7 +122,13 @@ pub async fn run(hub: SharedHub, id: String) {
                 };
                 if attempt < attempts {
                     hub.jobs.with(&id, |j| j.view.status["failureCount"] = serde_json::json!(attempt));
-                    hub.jobs.log(&id, format!("===== attempt {attempt} ended with {how}; starting attempt {} =====", attempt + 1));
+                    hub.jobs.log(
+                        &id,
+                        format!(
+                            "===== attempt {attempt} ended with {how}; starting attempt {} =====",
+                            attempt + 1
+                        ),
+                    );
                     continue;
                 }
                 hub.jobs.set_stage(&id, "ERROR", Some(format!("Job failed with {how}")));
@@ -260,7 +272,12 @@ impl RelayProxy {
         if !faults.relay_off && faults.relay_drop_at.is_none() {
             return None;
         }
-        let target = view.environment.get("ARENA_URL")?.trim_start_matches("http://").trim_end_matches('/').to_string();
+        let target = view
+            .environment
+            .get("ARENA_URL")?
+            .trim_start_matches("http://")
+            .trim_end_matches('/')
+            .to_string();
         let listener = TcpListener::bind("127.0.0.1:0").await.ok()?;
         let url = format!("http://{}", listener.local_addr().ok()?);
         let drop_now = Arc::new(Notify::new());

@@ -77,7 +77,9 @@ pub struct Bridge {
 /// the run id keeps runs on one machine (the local stand-in) apart, below the ports Linux hands
 /// out to outgoing connections (32768 and up).
 pub fn bridge_port(run_id: &str) -> u16 {
-    let h = run_id.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+    let h = run_id
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
     20_000 + (h % 12_000) as u16
 }
 

@@ -166,7 +166,10 @@ pub enum ComposeError {
 }
 
 /// The held-out suites a run evaluates on, with their tasks, as the bundle lists them.
-pub fn eval_suites(registry: &Registry, challenge: &Challenge) -> Result<Vec<(SuiteTable, Vec<String>)>, ComposeError> {
+pub fn eval_suites(
+    registry: &Registry,
+    challenge: &Challenge,
+) -> Result<Vec<(SuiteTable, Vec<String>)>, ComposeError> {
     challenge
         .spec
         .challenge
@@ -174,7 +177,8 @@ pub fn eval_suites(registry: &Registry, challenge: &Challenge) -> Result<Vec<(Su
         .iter()
         .map(|id| {
             let suite = &registry.suites[id];
-            let dataset = suite.dataset.as_ref().ok_or_else(|| ComposeError::SuiteWithoutDataset(id.clone()))?;
+            let dataset =
+                suite.dataset.as_ref().ok_or_else(|| ComposeError::SuiteWithoutDataset(id.clone()))?;
             let tasks = suite.tasks.as_ref().ok_or_else(|| ComposeError::SuiteWithoutTasks(id.clone()))?;
             Ok((
                 SuiteTable {
@@ -255,7 +259,6 @@ impl PipelineConfig {
     pub fn to_toml(&self) -> String {
         toml::to_string(self).expect("a pipeline config always serializes to TOML")
     }
-
 }
 
 /// How long a run's job may print nothing before the arena, with no relay to hear from, calls it

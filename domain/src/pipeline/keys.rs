@@ -30,7 +30,13 @@ pub struct Table {
 use Kind::*;
 
 pub const TABLES: &[Table] = &[
-    Table { name: "model", typed: false, required: false, array: false, keys: &[("id", Str), ("revision", Str)] },
+    Table {
+        name: "model",
+        typed: false,
+        required: false,
+        array: false,
+        keys: &[("id", Str), ("revision", Str)],
+    },
     Table {
         name: "train_dataset",
         typed: false,
@@ -158,7 +164,13 @@ pub const TABLES: &[Table] = &[
             ("lora_target_parameters", StrArray),
         ],
     },
-    Table { name: "tracking", typed: true, required: false, array: false, keys: &[("report_to", Str), ("project", Str)] },
+    Table {
+        name: "tracking",
+        typed: true,
+        required: false,
+        array: false,
+        keys: &[("report_to", Str), ("project", Str)],
+    },
     Table { name: "output", typed: false, required: false, array: false, keys: &[("root", Str)] },
 ];
 

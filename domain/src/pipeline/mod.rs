@@ -65,11 +65,13 @@ pub fn job_problems(
     challenge: &crate::registry::Challenge,
     have: &std::collections::BTreeSet<String>,
 ) -> Vec<String> {
-    let placeholder = config::TrainDataset { repo_id: "o/n".into(), revision: "0".repeat(40), path: String::new() };
+    let placeholder =
+        config::TrainDataset { repo_id: "o/n".into(), revision: "0".repeat(40), path: String::new() };
     match config::compose(registry, challenge, Some(&placeholder)) {
         Err(e) => vec![e.to_string()],
         Ok(c) => {
-            let missing: Vec<&str> = secrets::forwarded(&c).into_iter().filter(|n| !have.contains(*n)).collect();
+            let missing: Vec<&str> =
+                secrets::forwarded(&c).into_iter().filter(|n| !have.contains(*n)).collect();
             if missing.is_empty() {
                 Vec::new()
             } else {

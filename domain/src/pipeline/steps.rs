@@ -8,10 +8,17 @@
 pub enum StepKind<'a> {
     /// A held-out or gate evaluation: one (suite, trial) cell of an arm. `suite` is `None` for the
     /// primary suite's first trial, whose step keeps the legacy bare name.
-    Eval { arm: EvalArm, suite: Option<&'a str>, trial: u32 },
+    Eval {
+        arm: EvalArm,
+        suite: Option<&'a str>,
+        trial: u32,
+    },
     /// One GRPO rollout attempt: `grpo_rollout_{global_step:06d}_{rollout_index:06d}`; TRL's
     /// global step counts from 0.
-    Rollout { global_step: u64, index: u64 },
+    Rollout {
+        global_step: u64,
+        index: u64,
+    },
     Other,
 }
 
@@ -39,7 +46,8 @@ fn suite_trial(rest: &str) -> Option<(&str, u32)> {
 
 fn eval<'a>(name: &'a str, prefix: &str, arm: EvalArm, stage: &'static str) -> Option<Step<'a>> {
     let rest = name.strip_prefix(prefix)?;
-    let (suite, trial) = if rest.is_empty() { (None, 1) } else { suite_trial(rest).map(|(s, t)| (Some(s), t))? };
+    let (suite, trial) =
+        if rest.is_empty() { (None, 1) } else { suite_trial(rest).map(|(s, t)| (Some(s), t))? };
     Some(Step { name, stage, kind: StepKind::Eval { arm, suite, trial } })
 }
 
@@ -56,7 +64,11 @@ pub fn step(name: &str) -> Option<Step<'_>> {
         return Some(s);
     }
     if name == "grpo_gate_eval" {
-        return Some(Step { name, stage: "gate", kind: StepKind::Eval { arm: EvalArm::Gate, suite: None, trial: 1 } });
+        return Some(Step {
+            name,
+            stage: "gate",
+            kind: StepKind::Eval { arm: EvalArm::Gate, suite: None, trial: 1 },
+        });
     }
     if let Some(rest) = name.strip_prefix("grpo_rollout_") {
         let (step, index) = rest.split_once('_')?;

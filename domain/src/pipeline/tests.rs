@@ -10,8 +10,14 @@ fn local() -> Registry {
         SourceFile::new("arena.toml", include_str!("../../../configs/arena.toml")),
         SourceFile::new("models/qwen3.5-9b.toml", include_str!("../../../configs/models/qwen3.5-9b.toml")),
         SourceFile::new("methods/openenv-v1.toml", include_str!("../../../configs/methods/openenv-v1.toml")),
-        SourceFile::new("suites/openenv-heldout.toml", include_str!("../../../configs/suites/openenv-heldout.toml")),
-        SourceFile::new("challenges/openenv-9b.toml", include_str!("../../../configs/challenges/openenv-9b.toml")),
+        SourceFile::new(
+            "suites/openenv-heldout.toml",
+            include_str!("../../../configs/suites/openenv-heldout.toml"),
+        ),
+        SourceFile::new(
+            "challenges/openenv-9b.toml",
+            include_str!("../../../configs/challenges/openenv-9b.toml"),
+        ),
         SourceFile::new(
             "methods/local-demo-v1.toml",
             include_str!("../../../dev/local-challenge/methods/local-demo-v1.toml"),
@@ -109,7 +115,10 @@ trials = "three"
 "#,
     );
     let problems = keys::check(&bad);
-    assert!(problems.contains(&"harness.max_turns is not a key the pipeline reads".to_string()), "{problems:?}");
+    assert!(
+        problems.contains(&"harness.max_turns is not a key the pipeline reads".to_string()),
+        "{problems:?}"
+    );
     assert!(problems.contains(&"[recipe] is not a table the pipeline reads".to_string()), "{problems:?}");
     assert!(problems.contains(&"evaluation.trials must be a Int".to_string()), "{problems:?}");
     let missing = keys::check(&toml_table("[model]\nid = \"m\"\n"));
@@ -141,11 +150,8 @@ fn the_bundle_files_match_the_fixtures() {
         serde_json::from_str(include_str!("../../../tests/fixtures/pipeline/local-demo/arena.json")).unwrap();
     assert_eq!(setup, fixture);
     let pipeline = config::compose(&r, c, Some(&train())).unwrap();
-    let suites: Vec<(String, Vec<String>)> = config::eval_suites(&r, c)
-        .unwrap()
-        .into_iter()
-        .map(|(s, tasks)| (s.name, tasks))
-        .collect();
+    let suites: Vec<(String, Vec<String>)> =
+        config::eval_suites(&r, c).unwrap().into_iter().map(|(s, tasks)| (s.name, tasks)).collect();
     let files = bundle::files(&manifest, &pipeline, &setup, &["a".into(), "b".into()], &suites);
     let paths: Vec<&str> = files.iter().map(|(p, _)| p.as_str()).collect();
     assert_eq!(
@@ -242,7 +248,9 @@ fn steps_map_to_the_guides_stages() {
         assert_eq!(stage(name), Some(want), "{name}");
     }
     // Names the pipeline never prints.
-    for name in ["final_eval", "write_score_report", "start_model_server", "baseline_eval.t02", "grpo_rollout_1_2"] {
+    for name in
+        ["final_eval", "write_score_report", "start_model_server", "baseline_eval.t02", "grpo_rollout_1_2"]
+    {
         assert_eq!(stage(name), None, "{name}");
     }
     assert_eq!(

@@ -304,9 +304,11 @@ fn check_method(file: &SourceFile, m: &MethodFile, errors: &mut Vec<ConfigError>
     if t.generations_per_task < 2 {
         err("training.generations_per_task", "GRPO compares at least 2 rollouts per task".into());
     }
-    for (field, v) in
-        [("training.lora_rank", t.lora_rank), ("training.lora_alpha", t.lora_alpha), ("training.max_steps", t.max_steps)]
-    {
+    for (field, v) in [
+        ("training.lora_rank", t.lora_rank),
+        ("training.lora_alpha", t.lora_alpha),
+        ("training.max_steps", t.max_steps),
+    ] {
         if v == 0 {
             err(field, "must be at least 1".into());
         }
@@ -324,7 +326,10 @@ fn check_method(file: &SourceFile, m: &MethodFile, errors: &mut Vec<ConfigError>
         if batch == 0 || !batch.is_multiple_of(t.generations_per_task.max(1)) {
             err(
                 "training.generation_batch_size",
-                format!("{batch} is not a positive multiple of generations_per_task ({})", t.generations_per_task),
+                format!(
+                    "{batch} is not a positive multiple of generations_per_task ({})",
+                    t.generations_per_task
+                ),
             );
         }
     }
@@ -335,7 +340,8 @@ fn check_method(file: &SourceFile, m: &MethodFile, errors: &mut Vec<ConfigError>
         if !one_of(sampler, &["trl", "cover"]) {
             err("training.task_sampler", format!("`{sampler}` is not `trl` or `cover`"));
         } else if sampler == "cover" {
-            let batch = t.generation_batch_size.unwrap_or(t.generations_per_task * m.eval.sandbox_concurrency);
+            let batch =
+                t.generation_batch_size.unwrap_or(t.generations_per_task * m.eval.sandbox_concurrency);
             if t.gradient_accumulation_steps != Some(batch) {
                 err(
                     "training.gradient_accumulation_steps",

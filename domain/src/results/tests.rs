@@ -68,7 +68,10 @@ fn a_run_without_a_standard_error_is_ranked_by_its_delta_and_adds_no_variance() 
     assert_eq!(rows[0].environment_id, "N");
     assert_eq!(rows[0].stderr_pp, None);
     let (rows, _) = rank(&[none, RankedRun { order: 3, ..run("N", "n2", true, 5.0, 1.0, 3) }]);
-    assert!(close(rows[0].stderr_pp, (2.0f64 / 2.0).sqrt()), "the pooled run-to-run variance (2) over its two runs");
+    assert!(
+        close(rows[0].stderr_pp, (2.0f64 / 2.0).sqrt()),
+        "the pooled run-to-run variance (2) over its two runs"
+    );
 }
 
 const RUN: &str = "run-1";
@@ -78,7 +81,12 @@ fn expected(arms: Vec<Arm>) -> Expected {
         run_id: RUN.into(),
         suites: vec![ExpectedSuite {
             name: "s".into(),
-            dataset: Dataset { repo_id: "o/s".into(), revision: "c".into(), task_list: "task-lists/eval_suite-s.txt".into(), path: "tasks".into() },
+            dataset: Dataset {
+                repo_id: "o/s".into(),
+                revision: "c".into(),
+                task_list: "task-lists/eval_suite-s.txt".into(),
+                path: "tasks".into(),
+            },
             task_ids: vec!["t1".into(), "t2".into()],
         }],
         trials: 1,
@@ -93,7 +101,9 @@ fn cell(stage: &str, rewards: &[(&str, Option<f64>)]) -> Cell {
         stage: stage.into(),
         jobs_dir: format!("/tmp/posttrainarena-job-x/job-inputs/{RUN}/runs/{RUN}/jobs/{stage}"),
         score: Some(0.0),
-        outcomes: Some(rewards.iter().map(|(t, r)| (t.to_string(), r.map_or(Outcome::INFRA, Outcome::scored))).collect()),
+        outcomes: Some(
+            rewards.iter().map(|(t, r)| (t.to_string(), r.map_or(Outcome::INFRA, Outcome::scored))).collect(),
+        ),
     }
 }
 
@@ -131,7 +141,11 @@ fn coverage_must_be_exact() {
     missing.arms.final_.as_mut().unwrap().cells[0].outcomes.as_mut().unwrap().remove("t2");
     assert!(coverage_error(&missing, &want).contains("task t2 of s has no final outcome"));
     let mut extra = full();
-    extra.arms.final_.as_mut().unwrap().cells[0].outcomes.as_mut().unwrap().insert("t9".into(), Outcome::scored(1.0));
+    extra.arms.final_.as_mut().unwrap().cells[0]
+        .outcomes
+        .as_mut()
+        .unwrap()
+        .insert("t9".into(), Outcome::scored(1.0));
     assert!(coverage_error(&extra, &want).contains("task t9 is not in s"));
     let mut twice = full();
     let again = twice.arms.final_.as_ref().unwrap().cells[0].clone();
@@ -141,7 +155,11 @@ fn coverage_must_be_exact() {
     no_final.arms.final_ = None;
     assert!(coverage_error(&no_final, &want).contains("the final arm is missing"));
     let mut infra = full();
-    infra.arms.baseline.as_mut().unwrap().cells[0].outcomes.as_mut().unwrap().insert("t1".into(), Outcome::INFRA);
+    infra.arms.baseline.as_mut().unwrap().cells[0]
+        .outcomes
+        .as_mut()
+        .unwrap()
+        .insert("t1".into(), Outcome::INFRA);
     assert!(check_coverage(&infra, &want).is_ok(), "an infrastructure error still covers its cell");
     let mut bad = full();
     bad.arms.baseline.as_mut().unwrap().cells[0]
@@ -173,8 +191,12 @@ fn a_baseline_measurement_covers_the_baseline_arm_alone_and_its_report_must_matc
     let want = expected(vec![Arm::Baseline]);
     let base = outcomes(vec![cell("baseline", &[("t1", Some(0.0)), ("t2", Some(1.0))])], None);
     assert!(check_coverage(&base, &want).is_ok());
-    assert!(coverage_error(&full(), &want).contains("the final arm is there"), "no trained arm in a measurement of the base model");
-    let good = BaselineReport { schema_version: 1, metric: "pass@1".into(), reference: score::reference(&base) };
+    assert!(
+        coverage_error(&full(), &want).contains("the final arm is there"),
+        "no trained arm in a measurement of the base model"
+    );
+    let good =
+        BaselineReport { schema_version: 1, metric: "pass@1".into(), reference: score::reference(&base) };
     assert_eq!(check_reference(&good, &base).map(|r| r.pass_rate), Ok(0.5));
     let mut bad = good.clone();
     bad.reference.per_trial[0] = 0.25;
@@ -194,10 +216,14 @@ fn a_report_that_differs_names_its_first_difference() {
     assert_eq!(check_report(&good, &cells, 1, stages).map(|s| s.pooled.delta.unwrap().delta), Ok(Some(1.0)));
     let mut bad = good.clone();
     bad.pooled.delta.as_mut().unwrap().delta = Some(1.05);
-    assert!(matches!(check_report(&bad, &cells, 1, stages), Err(Evidence::Mismatch(m)) if m.starts_with("score_v2.pooled.delta.delta")));
+    assert!(
+        matches!(check_report(&bad, &cells, 1, stages), Err(Evidence::Mismatch(m)) if m.starts_with("score_v2.pooled.delta.delta"))
+    );
     let mut suite = good.clone();
     suite.suites[0].final_.as_mut().unwrap().pass_rate = Some(0.5);
-    assert!(matches!(check_report(&suite, &cells, 1, stages), Err(Evidence::Mismatch(m)) if m.starts_with("score_v2.suites[0].final.pass_rate")));
+    assert!(
+        matches!(check_report(&suite, &cells, 1, stages), Err(Evidence::Mismatch(m)) if m.starts_with("score_v2.suites[0].final.pass_rate"))
+    );
     let mut nulled = good.clone();
     nulled.suites[0].delta.as_mut().unwrap().stderr = None;
     assert!(
@@ -205,8 +231,12 @@ fn a_report_that_differs_names_its_first_difference() {
         "null where the cells give a number differs"
     );
     let mut absolute = good.clone();
-    absolute.suites[0].dataset.task_list = "/tmp/posttrainarena-job-x/job-inputs/run-1/task-lists/eval_suite-s.txt".into();
-    assert!(check_report(&absolute, &cells, 1, stages).is_ok(), "the container's absolute task list path is the bundle's");
+    absolute.suites[0].dataset.task_list =
+        "/tmp/posttrainarena-job-x/job-inputs/run-1/task-lists/eval_suite-s.txt".into();
+    assert!(
+        check_report(&absolute, &cells, 1, stages).is_ok(),
+        "the container's absolute task list path is the bundle's"
+    );
     let m = measured(&good).unwrap();
     assert_eq!((m.delta_pp, m.paired_tasks, m.trials, m.stderr_pp), (100.0, 2, 1, Some(0.0)));
 }

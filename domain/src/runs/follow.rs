@@ -100,22 +100,31 @@ impl RelayMessage {
         if self.seq == 0 {
             return Err("`seq` starts at 1".into());
         }
-        if self.step.as_deref().is_some_and(|s| s.len() > 200) || self.detail.as_deref().is_some_and(|d| d.len() > 4000) {
+        if self.step.as_deref().is_some_and(|s| s.len() > 200)
+            || self.detail.as_deref().is_some_and(|d| d.len() > 4000)
+        {
             return Err("`step` or `detail` is too long".into());
         }
         match self.kind {
             RelayKind::Step | RelayKind::Eval => match self.step.as_deref() {
                 None => Err(format!("a {} message names its `step`", self.kind.as_str())),
-                Some(step) if step_stage(step).is_none() => Err(format!("`{step}` is not a step the pipeline prints")),
+                Some(step) if step_stage(step).is_none() => {
+                    Err(format!("`{step}` is not a step the pipeline prints"))
+                }
                 Some(step)
                     if self.kind == RelayKind::Eval
-                        && !matches!(steps::step(step).map(|s| s.kind), Some(steps::StepKind::Eval { .. })) =>
+                        && !matches!(
+                            steps::step(step).map(|s| s.kind),
+                            Some(steps::StepKind::Eval { .. })
+                        ) =>
                 {
                     Err(format!("`{step}` is not an evaluation"))
                 }
                 _ => Ok(()),
             },
-            RelayKind::Progress if self.done.is_none() => Err("a progress message says how many steps are `done`".into()),
+            RelayKind::Progress if self.done.is_none() => {
+                Err("a progress message says how many steps are `done`".into())
+            }
             _ => match self.stage.as_deref() {
                 Some(stage) if stage_index(stage).is_none() => {
                     Err(format!("unknown stage `{stage}`; stages are {}", STAGES.join(", ")))
@@ -445,10 +454,10 @@ pub fn decide(f: &Facts, limits: Limits) -> Option<Decision> {
         let heartbeating = f.relay == RelayState::Connected
             && f.relay_seen_epoch.is_some_and(|seen| f.now - seen <= limits.relay_grace_s);
         if !heartbeating {
-            let heard = [f.relay_seen_epoch, f.log_seen_epoch, f.job.started_epoch].into_iter().flatten().max();
-            let stalled = |reason: String| {
-                end(RunState::Failed, "reconciler", reason, Settle::UpToLastLog, true)
-            };
+            let heard =
+                [f.relay_seen_epoch, f.log_seen_epoch, f.job.started_epoch].into_iter().flatten().max();
+            let stalled =
+                |reason: String| end(RunState::Failed, "reconciler", reason, Settle::UpToLastLog, true);
             if let Some(heard) = heard.filter(|h| f.now - h > limits.stall_s) {
                 return stalled(format!(
                     "no heartbeat and no new log line for {} at stage {at_stage}; the job was canceled",

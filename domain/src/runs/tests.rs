@@ -31,7 +31,11 @@ struct World {
 
 impl World {
     fn new() -> World {
-        World { registry: registry(|s| s), heldout: ["sealed-task".to_string()].into(), job_problems: Vec::new() }
+        World {
+            registry: registry(|s| s),
+            heldout: ["sealed-task".to_string()].into(),
+            job_problems: Vec::new(),
+        }
     }
 
     fn facts(&self) -> Facts<'_> {
@@ -194,13 +198,16 @@ impl<'a> Facts<'a> {
 #[test]
 fn a_job_that_cannot_start_fails_the_layout_check_naming_why() {
     let mut w = World::new();
-    w.job_problems = vec!["the arena has no value for the job secret(s) DAYTONA_API_KEY the pipeline needs".into()];
+    w.job_problems =
+        vec!["the arena has no value for the job secret(s) DAYTONA_API_KEY the pipeline needs".into()];
     let f = w.facts();
     let p = preflight(&f);
     assert!(!p.allowed);
     let layout = p.checks.iter().find(|c| c.name == check::LAYOUT).unwrap();
     assert_eq!(layout.ok, Some(false));
-    assert!(layout.detail.contains("the job cannot start: the arena has no value for the job secret(s) DAYTONA_API_KEY"));
+    assert!(layout
+        .detail
+        .contains("the job cannot start: the arena has no value for the job secret(s) DAYTONA_API_KEY"));
     let r = refusal(&p, &f).unwrap();
     assert_eq!(r.code, ErrorCode::LayoutInvalid);
     assert!(r.message.contains("DAYTONA_API_KEY"));

@@ -1,10 +1,7 @@
 use super::*;
 
 fn trial(cells: &[(&str, Option<f64>)]) -> Trial {
-    cells
-        .iter()
-        .map(|(t, r)| (t.to_string(), r.map_or(Outcome::INFRA, Outcome::scored)))
-        .collect()
+    cells.iter().map(|(t, r)| (t.to_string(), r.map_or(Outcome::INFRA, Outcome::scored))).collect()
 }
 
 /// Per task, the reward of each trial (None: an infrastructure error).
@@ -16,7 +13,12 @@ fn trials(tasks: &[(&str, &[Option<f64>])]) -> Vec<Trial> {
 fn suite(name: &str, baseline: &[(&str, &[Option<f64>])], final_: &[(&str, &[Option<f64>])]) -> SuiteCells {
     SuiteCells {
         name: name.into(),
-        dataset: Dataset { repo_id: "o/d".into(), revision: "r".into(), task_list: "l".into(), path: "tasks".into() },
+        dataset: Dataset {
+            repo_id: "o/d".into(),
+            revision: "r".into(),
+            task_list: "l".into(),
+            path: "tasks".into(),
+        },
         task_ids: baseline.iter().map(|(t, _)| t.to_string()).collect(),
         baseline: Some(trials(baseline)),
         final_: Some(trials(final_)),
@@ -34,7 +36,11 @@ const F: Option<f64> = Some(0.0);
 /// b [0,0]→[1,0], c [1,1]→[1,1]; lhtb x [0,0]→[1,0], y [0,1]→[1,1]; pooled Δ 0.4, SE 0.1.
 #[test]
 fn the_reference_example_gives_its_numbers() {
-    let tb2 = suite("tb2", &[("a", &[P, F]), ("b", &[F, F]), ("c", &[P, P])], &[("a", &[P, P]), ("b", &[P, F]), ("c", &[P, P])]);
+    let tb2 = suite(
+        "tb2",
+        &[("a", &[P, F]), ("b", &[F, F]), ("c", &[P, P])],
+        &[("a", &[P, P]), ("b", &[P, F]), ("c", &[P, P])],
+    );
     let lhtb = suite("lhtb", &[("x", &[F, F]), ("y", &[F, P])], &[("x", &[P, F]), ("y", &[P, P])]);
     let s = score_v2(&[tb2, lhtb], 2, "baseline_eval", Some("posttrain_eval"));
     let t = &s.suites[0];
@@ -55,8 +61,13 @@ fn the_reference_example_gives_its_numbers() {
     assert!(close(l.delta, 0.5) && close(l.stderr, 0.0));
     let p = &s.pooled;
     assert_eq!(p.task_count, 5);
-    assert!(close(p.baseline.as_ref().unwrap().pass_rate, 0.4) && close(p.baseline.as_ref().unwrap().stderr, 0.2));
-    assert!(close(p.final_.as_ref().unwrap().pass_rate, 0.8) && close(p.final_.as_ref().unwrap().stderr, 0.141421));
+    assert!(
+        close(p.baseline.as_ref().unwrap().pass_rate, 0.4) && close(p.baseline.as_ref().unwrap().stderr, 0.2)
+    );
+    assert!(
+        close(p.final_.as_ref().unwrap().pass_rate, 0.8)
+            && close(p.final_.as_ref().unwrap().stderr, 0.141421)
+    );
     let pd = p.delta.as_ref().unwrap();
     assert!(close(pd.delta, 0.4) && close(pd.stderr, 0.1));
     assert_eq!(pd.paired_task_count, 5);
@@ -88,7 +99,12 @@ fn a_scored_timeout_fails_and_an_infrastructure_cell_is_left_out() {
 
 #[test]
 fn one_paired_task_has_a_delta_and_a_null_error() {
-    let s = score_v2(&[suite("one", &[("t", &[F, F])], &[("t", &[P, F])])], 2, "baseline_eval", Some("posttrain_eval"));
+    let s = score_v2(
+        &[suite("one", &[("t", &[F, F])], &[("t", &[P, F])])],
+        2,
+        "baseline_eval",
+        Some("posttrain_eval"),
+    );
     let d = s.suites[0].delta.as_ref().unwrap();
     assert!(close(d.delta, 0.5));
     assert_eq!((d.stderr, d.ci95, d.variance_components.total), (None, None, None));
@@ -143,7 +159,10 @@ fn a_baseline_measurement_is_the_mean_over_trials_with_its_error() {
         schema_version: 1,
         pass_threshold: 1.0,
         arms: Arms {
-            baseline: Some(ArmCells { stage: "baseline_eval".into(), cells: cells(&[("t1", &[P, P, P]), ("t2", &[F, P, None])]) }),
+            baseline: Some(ArmCells {
+                stage: "baseline_eval".into(),
+                cells: cells(&[("t1", &[P, P, P]), ("t2", &[F, P, None])]),
+            }),
             final_: None,
         },
     };

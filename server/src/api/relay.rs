@@ -80,7 +80,8 @@ enum Refused {
 
 /// Stores one message; answers its sequence number to acknowledge.
 async fn handle(s: &AppState, run_id: &str, text: &str) -> Result<u64, Refused> {
-    let seq = serde_json::from_str::<serde_json::Value>(text).ok().and_then(|v| v["seq"].as_u64()).unwrap_or(0);
+    let seq =
+        serde_json::from_str::<serde_json::Value>(text).ok().and_then(|v| v["seq"].as_u64()).unwrap_or(0);
     let m: RelayMessage =
         serde_json::from_str(text).map_err(|e| Refused::Never(seq, format!("not a relay message: {e}")))?;
     m.check().map_err(|e| Refused::Never(seq, e))?;
@@ -89,7 +90,10 @@ async fn handle(s: &AppState, run_id: &str, text: &str) -> Result<u64, Refused> 
         Refused::Later
     };
     let (at, epoch) = service::runs::now(s);
-    let run = repo::runs::get(&s.db, run_id).await.map_err(internal)?.ok_or(Refused::Never(seq, "no such run".into()))?;
+    let run = repo::runs::get(&s.db, run_id)
+        .await
+        .map_err(internal)?
+        .ok_or(Refused::Never(seq, "no such run".into()))?;
     let stage = m.stage();
     if m.kind == RelayKind::Progress {
         let planned = m.planned.map(|p| p.min(i64::MAX as u64) as i64);

@@ -134,7 +134,8 @@ impl DatasetWriter for HfDatasetWriter {
         }
         let url = format!("{}/api/datasets/{}", self.endpoint, encode_path(repo));
         let resp = Self::send(self.request(reqwest::Method::GET, &url)?).await?;
-        let info: Info = resp.json().await.map_err(|e| DatasetError::Unavailable(e.without_url().to_string()))?;
+        let info: Info =
+            resp.json().await.map_err(|e| DatasetError::Unavailable(e.without_url().to_string()))?;
         Ok(info.private)
     }
 

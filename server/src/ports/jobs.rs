@@ -130,7 +130,9 @@ pub fn parse_log_events(text: &str) -> Vec<LogLine> {
 
 /// The first complete `data:` line of a metrics event stream.
 pub fn first_metric(text: &str) -> Option<Metrics> {
-    text.lines().filter_map(|l| l.strip_prefix("data:")).find_map(|d| serde_json::from_str::<Metrics>(d.trim()).ok())
+    text.lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .find_map(|d| serde_json::from_str::<Metrics>(d.trim()).ok())
 }
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -157,7 +159,13 @@ pub trait JobLauncher: Send + Sync {
     async fn cancel(&self, id: &str) -> Result<(), JobError>;
     /// The job's log: the newest `tail` lines, then what follows within `wait` (a running job's
     /// stream does not end), as (timestamp, line); at most `max_bytes` are read.
-    async fn logs(&self, id: &str, tail: Option<usize>, wait: Duration, max_bytes: usize) -> Result<Vec<LogLine>, JobError>;
+    async fn logs(
+        &self,
+        id: &str,
+        tail: Option<usize>,
+        wait: Duration,
+        max_bytes: usize,
+    ) -> Result<Vec<LogLine>, JobError>;
     /// The job's current metrics sample (HF streams one a second; the first is read). `None`
     /// when none came within `wait`; HF answers 406 for a job that has ended.
     async fn metrics(&self, id: &str, wait: Duration) -> Result<Option<Metrics>, JobError>;
@@ -279,7 +287,13 @@ impl JobLauncher for HfJobs {
         self.send(self.request(reqwest::Method::POST, &url)?).await.map(|_| ())
     }
 
-    async fn logs(&self, id: &str, tail: Option<usize>, wait: Duration, max_bytes: usize) -> Result<Vec<LogLine>, JobError> {
+    async fn logs(
+        &self,
+        id: &str,
+        tail: Option<usize>,
+        wait: Duration,
+        max_bytes: usize,
+    ) -> Result<Vec<LogLine>, JobError> {
         let mut url =
             format!("{}/api/jobs/{}/{}/logs", self.endpoint, self.namespace, crate::sources::encode_path(id));
         if let Some(n) = tail {
@@ -304,8 +318,12 @@ impl JobLauncher for HfJobs {
     }
 
     async fn metrics(&self, id: &str, wait: Duration) -> Result<Option<Metrics>, JobError> {
-        let url =
-            format!("{}/api/jobs/{}/{}/metrics", self.endpoint, self.namespace, crate::sources::encode_path(id));
+        let url = format!(
+            "{}/api/jobs/{}/{}/metrics",
+            self.endpoint,
+            self.namespace,
+            crate::sources::encode_path(id)
+        );
         let mut resp = match self.send(self.request(reqwest::Method::GET, &url)?).await {
             Err(JobError::Refused { status: 406, .. }) => return Ok(None),
             other => other?,

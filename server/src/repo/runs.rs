@@ -395,15 +395,23 @@ pub async fn set_secret(db: &Db, id: &str, secret_hash: &str) -> Result<(), sqlx
 
 /// Records the bundle's commit: the launch is mirrored.
 /// Records the collection's mirror (the first half of the launch's dataset step).
-pub async fn collection_mirrored(db: &Db, id: &str, commit: &str, now: &str, epoch: i64) -> Result<(), sqlx::Error> {
+pub async fn collection_mirrored(
+    db: &Db,
+    id: &str,
+    commit: &str,
+    now: &str,
+    epoch: i64,
+) -> Result<(), sqlx::Error> {
     let mut tx = db.writer.begin().await?;
-    let changed = sqlx::query("UPDATE runs SET mirror_commit = $2, updated_at = $3 WHERE id = $1 AND mirror_commit IS NULL")
-        .bind(id)
-        .bind(commit)
-        .bind(now)
-        .execute(&mut *tx)
-        .await?
-        .rows_affected();
+    let changed = sqlx::query(
+        "UPDATE runs SET mirror_commit = $2, updated_at = $3 WHERE id = $1 AND mirror_commit IS NULL",
+    )
+    .bind(id)
+    .bind(commit)
+    .bind(now)
+    .execute(&mut *tx)
+    .await?
+    .rows_affected();
     if changed == 1 {
         let detail = format!("the collection mirrored into the runs dataset at {commit}");
         event_in(&mut tx, &launch_event(id, now, epoch, "collection mirrored", &detail)).await?;
@@ -413,7 +421,11 @@ pub async fn collection_mirrored(db: &Db, id: &str, commit: &str, now: &str, epo
 
 /// The job script a run's job is created with (set before the job exists, as its secret is).
 pub async fn set_job_script(db: &Db, id: &str, sha256: &str) -> Result<(), sqlx::Error> {
-    sqlx::query("UPDATE runs SET job_script_sha256 = $2 WHERE id = $1").bind(id).bind(sha256).execute(&db.writer).await?;
+    sqlx::query("UPDATE runs SET job_script_sha256 = $2 WHERE id = $1")
+        .bind(id)
+        .bind(sha256)
+        .execute(&db.writer)
+        .await?;
     Ok(())
 }
 

@@ -24,8 +24,17 @@ fn is_pipeline(job: &Job, command: &[String]) -> bool {
 /// The secrets the open challenges' jobs need from the arena, and whether it has each.
 pub fn job_secrets(s: &AppState) -> Vec<domain::views::JobSecretRow> {
     let mut needed: BTreeMap<&str, Vec<String>> = BTreeMap::new();
-    let placeholder = domain::pipeline::config::TrainDataset { repo_id: String::new(), revision: String::new(), path: String::new() };
-    for c in s.registry.challenges.iter().filter(|c| c.spec.challenge.status == domain::registry::ChallengeStatus::Open) {
+    let placeholder = domain::pipeline::config::TrainDataset {
+        repo_id: String::new(),
+        revision: String::new(),
+        path: String::new(),
+    };
+    for c in s
+        .registry
+        .challenges
+        .iter()
+        .filter(|c| c.spec.challenge.status == domain::registry::ChallengeStatus::Open)
+    {
         if let Ok(config) = domain::pipeline::config::compose(&s.registry, c, Some(&placeholder)) {
             for name in domain::pipeline::secrets::forwarded(&config) {
                 needed.entry(name).or_default().push(c.id().to_string());

@@ -51,7 +51,11 @@ fn marker_path(run_id: &str) -> String {
 
 /// The collection's files at its pinned commit, into the runs dataset; answers the mirror's commit
 /// and its marker. A mirror an earlier attempt made is found by its marker.
-async fn mirror_collection(s: &AppState, run: &Run, environment_id: &str) -> Result<(String, MirrorMarker), Step> {
+async fn mirror_collection(
+    s: &AppState,
+    run: &Run,
+    environment_id: &str,
+) -> Result<(String, MirrorMarker), Step> {
     let ds = &s.runs_dataset;
     if let Some(found) = read_marker(s, run, "main").await? {
         let head = s.deps.datasets.head(ds).await.map_err(dataset_step)?;
@@ -120,7 +124,12 @@ pub async fn bundle(s: &AppState, run: &Run) -> Result<String, Step> {
     }
     let c = challenge(s, &run.challenge_id).map_err(|e| Step::Failed(e.into_body().message))?;
     let (train, train_tasks, submission_id, team_name) = match &run.environment_id {
-        None => (None, Vec::new(), format!("baseline-{}", run.challenge_id), "Open Env Arena organizers".to_string()),
+        None => (
+            None,
+            Vec::new(),
+            format!("baseline-{}", run.challenge_id),
+            "Open Env Arena organizers".to_string(),
+        ),
         Some(environment_id) => {
             let (mirror, marker) = match &run.mirror_commit {
                 Some(commit) => match read_marker(s, run, commit).await? {
@@ -135,11 +144,15 @@ pub async fn bundle(s: &AppState, run: &Run) -> Result<String, Step> {
                     .await
                     .map_err(|e| Step::Unknown(e.to_string()))?;
             }
-            let (record, report) = super::environments::get(s, environment_id)
-                .await
-                .map_err(|e| Step::Failed(format!("the collection could not be read: {}", e.into_body().message)))?;
-            let eligible: Vec<String> =
-                report.task_list.iter().filter(|t| t.status == TaskStatus::Eligible).map(|t| t.name.clone()).collect();
+            let (record, report) = super::environments::get(s, environment_id).await.map_err(|e| {
+                Step::Failed(format!("the collection could not be read: {}", e.into_body().message))
+            })?;
+            let eligible: Vec<String> = report
+                .task_list
+                .iter()
+                .filter(|t| t.status == TaskStatus::Eligible)
+                .map(|t| t.name.clone())
+                .collect();
             let train = TrainDataset {
                 repo_id: ds.clone(),
                 revision: mirror,
@@ -148,8 +161,8 @@ pub async fn bundle(s: &AppState, run: &Run) -> Result<String, Step> {
             (Some(train), eligible, record.environment_id, record.author)
         }
     };
-    let pipeline_config =
-        config::compose(&s.registry, c, train.as_ref()).map_err(|e| Step::Failed(format!("composing the config: {e}")))?;
+    let pipeline_config = config::compose(&s.registry, c, train.as_ref())
+        .map_err(|e| Step::Failed(format!("composing the config: {e}")))?;
     let suites: Vec<(String, Vec<String>)> = config::eval_suites(&s.registry, c)
         .map_err(|e| Step::Failed(e.to_string()))?
         .into_iter()
@@ -168,31 +181,38 @@ pub async fn bundle(s: &AppState, run: &Run) -> Result<String, Step> {
         team_name,
     };
     let setup = bundle::setup(&s.registry, c, &run.id, run.purpose);
-    let files: Vec<(String, Vec<u8>)> = bundle::files(&manifest, &pipeline_config, &setup, &train_tasks, &suites)
-        .into_iter()
-        .map(|(path, bytes)| (format!("{dir}/{path}"), bytes))
-        .collect();
+    let files: Vec<(String, Vec<u8>)> =
+        bundle::files(&manifest, &pipeline_config, &setup, &train_tasks, &suites)
+            .into_iter()
+            .map(|(path, bytes)| (format!("{dir}/{path}"), bytes))
+            .collect();
     let summary = format!("{}: bundle of a {} run on {}", run.id, run.purpose.as_str(), run.challenge_id);
     s.deps.datasets.commit(ds, &summary, &files).await.map_err(dataset_step)
 }
 
 /// Creates the run's HF job, unless one carrying its label exists.
 pub async fn create_job(s: &AppState, run: &Run) -> Result<(String, String), Step> {
-    let job_step = |e: JobError| match e {
+    let job_step = |e: JobError| {
+        match e {
         JobError::Unavailable { reason, .. } => Step::Unknown(reason),
         JobError::PaymentRequired(message) => Step::Failed(format!(
             "HF Jobs refused the launch: the arena's namespace has no prepaid credit (402: {message}). Nothing ran and nothing counts against you; stop and tell an organizer"
         )),
         other => Step::Failed(format!("HF Jobs refused the launch: {other}; stop and tell an organizer")),
+    }
     };
-    if let Some(job) = s.deps.jobs.find_by_label(RUN_LABEL, &run.id).await.map_err(job_step)?.into_iter().next() {
+    if let Some(job) =
+        s.deps.jobs.find_by_label(RUN_LABEL, &run.id).await.map_err(job_step)?.into_iter().next()
+    {
         return Ok((job.id, job.status.stage));
     }
     let c = challenge(s, &run.challenge_id).map_err(|e| Step::Failed(e.into_body().message))?;
-    let commit = run.bundle_commit.clone().ok_or_else(|| Step::Failed("the bundle was not recorded".into()))?;
+    let commit =
+        run.bundle_commit.clone().ok_or_else(|| Step::Failed("the bundle was not recorded".into()))?;
     // The names the pipeline's config needs; the values are the arena's (checked at preflight).
     let placeholder = TrainDataset { repo_id: String::new(), revision: String::new(), path: String::new() };
-    let composed = config::compose(&s.registry, c, Some(&placeholder)).map_err(|e| Step::Failed(e.to_string()))?;
+    let composed =
+        config::compose(&s.registry, c, Some(&placeholder)).map_err(|e| Step::Failed(e.to_string()))?;
     let mut secrets_map = BTreeMap::new();
     for name in secrets::forwarded(&composed) {
         let value = s.jobs.secrets.get(name).ok_or_else(|| {
@@ -206,7 +226,9 @@ pub async fn create_job(s: &AppState, run: &Run) -> Result<(String, String), Ste
     repo::runs::set_secret(&s.db, &run.id, &crate::identity::sha256_hex(&secret))
         .await
         .map_err(|e| Step::Unknown(e.to_string()))?;
-    repo::runs::set_job_script(&s.db, &run.id, &s.jobs.script_sha256).await.map_err(|e| Step::Unknown(e.to_string()))?;
+    repo::runs::set_job_script(&s.db, &run.id, &s.jobs.script_sha256)
+        .await
+        .map_err(|e| Step::Unknown(e.to_string()))?;
     secrets_map.insert("ARENA_RUN_SECRET".into(), secret);
     secrets_map.insert(secrets::BRIDGE_KEY.into(), crate::identity::random_secret());
     let labels = BTreeMap::from([

@@ -40,7 +40,11 @@ impl Settings {
         let challenge = s.registry.challenge(challenge_id);
         let stall_s = self.silence_limit_s.unwrap_or_else(|| {
             challenge
-                .map(|c| domain::pipeline::config::silence_limit_s(&s.registry.methods[&c.spec.challenge.method].rollout))
+                .map(|c| {
+                    domain::pipeline::config::silence_limit_s(
+                        &s.registry.methods[&c.spec.challenge.method].rollout,
+                    )
+                })
                 .unwrap_or(3600)
         });
         Limits { stall_s, scheduling_s: self.scheduling_s, relay_grace_s: self.relay_grace_s }
@@ -142,8 +146,8 @@ async fn gpu_sample(s: &AppState, job_id: &str, now: i64) -> Option<domain::runs
     let n = m.gpus.len() as f64;
     Some(domain::runs::GpuSample {
         epoch: now,
-        utilization: m.gpus.values().map(|g| g.utilization).sum::<f64>() / n,
-        memory_used_gib: m.gpus.values().map(|g| g.memory_used_bytes).sum::<f64>() / f64::from(1u32 << 30),
+        utilization_pct: (m.gpus.values().map(|g| g.utilization).sum::<f64>() / n).clamp(0.0, 100.0).round() as u32,
+        memory_used_mib: (m.gpus.values().map(|g| g.memory_used_bytes).sum::<f64>() / f64::from(1u32 << 20)) as u64,
     })
 }
 
@@ -168,7 +172,8 @@ async fn follow_one(s: &AppState, id: &str) -> Result<bool, String> {
     let job = inspect(s, &job_id).await?;
     // The log's newest lines: those after the last one read are new; a new one means progress, and
     // the newest that names a step says which stage.
-    let tail = s.deps.jobs.logs(&job_id, Some(LOG_TAIL), s.reconcile.log_read, LOG_BYTES).await.unwrap_or_default();
+    let tail =
+        s.deps.jobs.logs(&job_id, Some(LOG_TAIL), s.reconcile.log_read, LOG_BYTES).await.unwrap_or_default();
     let fresh = new_lines(&tail, run.log_last_line.as_deref());
     let (at, now) = super::runs::now(s);
     let gpu = if job.status.stage == "RUNNING" { gpu_sample(s, &job_id, now).await } else { None };
@@ -182,9 +187,10 @@ async fn follow_one(s: &AppState, id: &str) -> Result<bool, String> {
         .or(run.log_stage.clone());
     let last_log = fresh.last().map(|l| l.timestamp.clone()).or(run.log_last_at.clone());
     let last_line = fresh.last().map(line_key).or(run.log_last_line.clone());
-    let mut samples: Vec<domain::runs::GpuSample> = serde_json::from_str(&run.gpu_samples).unwrap_or_default();
+    let mut samples: Vec<domain::runs::GpuSample> =
+        serde_json::from_str(&run.gpu_samples).unwrap_or_default();
     let idle_since = match &gpu {
-        Some(g) if g.utilization < 1.0 => run.gpus_idle_since.or(Some(now)),
+        Some(g) if g.utilization_pct == 0 => run.gpus_idle_since.or(Some(now)),
         Some(_) => None,
         None => run.gpus_idle_since,
     };
@@ -401,7 +407,9 @@ pub async fn cancel(s: &AppState, run: &Run, by: &str) -> Result<(), ApiError> {
         job_view = inspect(s, job_id).await.ok();
     }
     let logs: Vec<LogLine> = match &run.job_id {
-        Some(job_id) => s.deps.jobs.logs(job_id, Some(1), Duration::from_millis(300), 64 << 10).await.unwrap_or_default(),
+        Some(job_id) => {
+            s.deps.jobs.logs(job_id, Some(1), Duration::from_millis(300), 64 << 10).await.unwrap_or_default()
+        }
         None => Vec::new(),
     };
     let last_log = logs.last().map(|l| l.timestamp.clone()).or(run.log_last_at.clone());

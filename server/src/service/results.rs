@@ -63,12 +63,14 @@ pub async fn evidence_commit(s: &AppState, run: &crate::repo::runs::Run) -> Resu
 
 async fn read_file(s: &AppState, commit: &str, path: &str) -> Result<Vec<u8>, ApiError> {
     s.deps.datasets.read(&s.runs_dataset, commit, path, MAX_RESULT_BYTES).await.map_err(|e| match e {
-        DatasetError::NotFound => {
-            ApiError::new(ErrorCode::ResultFilesMissing, format!("`{path}` is not in the runs dataset at {commit}"))
-        }
-        DatasetError::Unavailable(r) => {
-            ApiError::new(ErrorCode::HubUnavailable, format!("the runs dataset did not answer ({r}); collect again"))
-        }
+        DatasetError::NotFound => ApiError::new(
+            ErrorCode::ResultFilesMissing,
+            format!("`{path}` is not in the runs dataset at {commit}"),
+        ),
+        DatasetError::Unavailable(r) => ApiError::new(
+            ErrorCode::HubUnavailable,
+            format!("the runs dataset did not answer ({r}); collect again"),
+        ),
         other => ApiError::internal(other),
     })
 }
@@ -85,11 +87,13 @@ pub async fn verify_run(s: &AppState, run: &crate::repo::runs::Run) -> Result<(V
     let bundle = domain::pipeline::bundle_dir(&run.id);
     let reports = format!("{}/reports", domain::pipeline::run_dir(&run.id));
     let text = |b: Vec<u8>, path: &str| {
-        String::from_utf8(b).map_err(|_| ApiError::new(ErrorCode::ResultUnreadable, format!("`{path}` is not UTF-8")))
+        String::from_utf8(b)
+            .map_err(|_| ApiError::new(ErrorCode::ResultUnreadable, format!("`{path}` is not UTF-8")))
     };
     let config_path = format!("{bundle}/config.toml");
     let config_toml = text(read_file(s, &bundle_commit, &config_path).await?, &config_path)?;
-    let (suites, _) = results::bundle_suites(&config_toml).map_err(|e| ApiError::new(ErrorCode::ResultUnreadable, e.to_string()))?;
+    let (suites, _) = results::bundle_suites(&config_toml)
+        .map_err(|e| ApiError::new(ErrorCode::ResultUnreadable, e.to_string()))?;
     let mut task_lists = BTreeMap::new();
     for (_, dataset) in suites {
         let path = format!("{bundle}/{}", dataset.task_list);
@@ -172,8 +176,12 @@ pub async fn collect(
 pub fn refused(e: results::Refused) -> ApiError {
     match e {
         results::Refused::Unreadable(u) => ApiError::new(ErrorCode::ResultUnreadable, u.to_string()),
-        results::Refused::Evidence(e @ Evidence::Coverage(_)) => ApiError::new(ErrorCode::ResultIncomplete, e.to_string()),
-        results::Refused::Evidence(e @ Evidence::Mismatch(_)) => ApiError::new(ErrorCode::ResultMismatch, e.to_string()),
+        results::Refused::Evidence(e @ Evidence::Coverage(_)) => {
+            ApiError::new(ErrorCode::ResultIncomplete, e.to_string())
+        }
+        results::Refused::Evidence(e @ Evidence::Mismatch(_)) => {
+            ApiError::new(ErrorCode::ResultMismatch, e.to_string())
+        }
     }
 }
 

@@ -140,7 +140,8 @@ on_both_backends!(
         // The measurement's own report says more than its cells give.
         let ds = app.repos.join("datasets").join(RUNS_DATASET);
         let path = format!("runs/{run}/reports/baseline.json");
-        let mut report: Value = serde_json::from_str(&crate::harness::git(&ds, &["show", &format!("main:{path}")])).unwrap();
+        let mut report: Value =
+            serde_json::from_str(&crate::harness::git(&ds, &["show", &format!("main:{path}")])).unwrap();
         report["pass_rate"] = json!(report["pass_rate"].as_f64().unwrap() + 0.05);
         let edited = app
             .state

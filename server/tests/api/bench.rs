@@ -123,8 +123,8 @@ async fn bench_relay_messages_per_second_with_20_relays() {
         let start = Instant::now();
         for r in &relays {
             for k in 0..EACH {
-                let stage = domain::runs::STAGES[k % 7];
-                r.send(json!({"kind": "stage_finished", "stage": stage, "passed": k, "total": EACH}));
+                let step = ["baseline_eval", "grpo_gate_eval", "posttrain_eval"][k % 3];
+                r.send(json!({"kind": "eval", "step": step, "passed": k, "total": EACH}));
             }
         }
         let want = (20 * EACH) as i64;

@@ -87,7 +87,10 @@ on_both_backends!(local, a_run_goes_from_queued_to_scored_with_its_stages_and_is
         d["events"].as_array().unwrap().iter().map(|e| e["kind"].as_str().unwrap()).collect();
     assert!(kinds.contains(&"step") && kinds.contains(&"eval") && kinds.contains(&"hello"), "{kinds:?}");
     // GRPO's optimizer steps, as the job reported them from the pipeline's rollout lines.
-    assert_eq!((d["training_steps_done"].clone(), d["training_steps_planned"].clone()), (json!(10), json!(10)));
+    assert_eq!(
+        (d["training_steps_done"].clone(), d["training_steps_planned"].clone()),
+        (json!(10), json!(10))
+    );
     assert_eq!(kinds.iter().filter(|k| **k == "scored").count(), 1);
     let sources: Vec<&str> =
         d["events"].as_array().unwrap().iter().map(|e| e["source"].as_str().unwrap()).collect();
@@ -358,9 +361,9 @@ on_both_backends!(local, the_jobs_view_is_for_editors_and_prices_each_job, |app|
     assert_eq!(v["budget"], app.get("/api/arena/budget").await.json());
 });
 
-/// The job's command killed mid-run (kill -9: a lost node) starts again in the same HF job, its
-/// second attempt: the job script restores the run's checkpoint from the runs dataset and the
-/// pipeline resumes it (`--resume`). One job, one run, scored.
+// The job's command killed mid-run (kill -9: a lost node) starts again in the same HF job, its
+// second attempt: the job script restores the run's checkpoint from the runs dataset and the
+// pipeline resumes it (`--resume`). One job, one run, scored.
 on_both_backends!(local, a_job_killed_mid_run_resumes_in_its_second_attempt_without_a_second_job, |app| {
     app.hub.jobs.stage_ms.store(150, std::sync::atomic::Ordering::Relaxed);
     let w = workers(app);
@@ -374,9 +377,17 @@ on_both_backends!(local, a_job_killed_mid_run_resumes_in_its_second_attempt_with
         (mine.len(), mine[0].logs.iter().map(|(_, l)| l.clone()).collect::<Vec<_>>())
     };
     assert_eq!(jobs, 1, "no second job");
-    let crash = log.iter().position(|l| l.contains("attempt 1 ended with signal 9")).expect("the first attempt was killed");
+    let crash = log
+        .iter()
+        .position(|l| l.contains("attempt 1 ended with signal 9"))
+        .expect("the first attempt was killed");
     let after = &log[crash..];
-    assert!(after.iter().any(|l| l.contains("restored runs/") && l.contains("the pipeline resumes it")), "{after:#?}");
-    assert!(after.iter().any(|l| l.starts_with("[arena-job] pipeline: posttrainarena-train run") && l.ends_with("--resume")));
+    assert!(
+        after.iter().any(|l| l.contains("restored runs/") && l.contains("the pipeline resumes it")),
+        "{after:#?}"
+    );
+    assert!(after
+        .iter()
+        .any(|l| l.starts_with("[arena-job] pipeline: posttrainarena-train run") && l.ends_with("--resume")));
     assert_eq!(job_stage(app, &run), "COMPLETED");
 });

@@ -68,7 +68,9 @@ pub async fn start_hub(repos: &Path) -> (standin::SharedHub, String) {
     .with_images(standin::registry::load(&repo_root().join("tests/fixtures/images")).unwrap())
     .with_stage_ms(50);
     // The local demo's held-out suite, at the commit its suite file pins.
-    let (hub, _) = hub.with_seed_dataset("arena-demo/local-heldout", &repo_root().join("dev/local-challenge/heldout")).unwrap();
+    let (hub, _) = hub
+        .with_seed_dataset("arena-demo/local-heldout", &repo_root().join("dev/local-challenge/heldout"))
+        .unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(standin::serve(listener, hub.clone()));
@@ -151,7 +153,8 @@ pub struct Options {
 pub const LIMITS: (Option<i64>, i64, i64) = (None, 1800, 120);
 
 /// The secrets a local-demo job needs: the arena's token and a (simulated) Daytona key.
-pub const JOB_SECRETS: [(&str, &str); 2] = [("HF_TOKEN", ARENA_BOT), ("DAYTONA_API_KEY", "local-simulated-daytona-key")];
+pub const JOB_SECRETS: [(&str, &str); 2] =
+    [("HF_TOKEN", ARENA_BOT), ("DAYTONA_API_KEY", "local-simulated-daytona-key")];
 
 impl Options {
     /// The registry `dev/run` serves: the shipped one plus the simulated `local-demo` challenge.
@@ -248,7 +251,11 @@ impl TestApp {
             leaderboard_dataset: LEADERBOARD_DATASET.into(),
             job_image: domain::pipeline::DEFAULT_JOB_IMAGE.into(),
             job_script_url: Some(format!("{public_url}/arena_job.py")),
-            job_secrets: options.job_secrets.iter().map(|(k, v)| (k.to_string(), Secret(v.to_string()))).collect(),
+            job_secrets: options
+                .job_secrets
+                .iter()
+                .map(|(k, v)| (k.to_string(), Secret(v.to_string())))
+                .collect(),
             worker_tick_s: 1,
             silence_limit_s: options.limits.0,
             scheduling_limit_s: options.limits.1,

@@ -81,11 +81,35 @@ on_both_backends!(local, collect_reads_the_evidence_again_and_review_is_final, |
     // The number the (simulated) pipeline's own score_v2 reports: its Python and the arena's Rust
     // agree.
     let ds = app.repos.join("datasets").join(RUNS_DATASET);
-    let score: Value =
-        serde_json::from_str(&crate::harness::git(&ds, &["show", &format!("main:runs/{run}/reports/score.json")]))
-            .unwrap();
+    let score: Value = serde_json::from_str(&crate::harness::git(
+        &ds,
+        &["show", &format!("main:runs/{run}/reports/score.json")],
+    ))
+    .unwrap();
     let reported = score["score_v2"]["pooled"]["delta"]["delta"].as_f64().unwrap();
     assert!((reported * 100.0 - delta).abs() < 1e-9, "{reported} vs {delta}");
+    // `arena verify-run` on a local copy of the runs dataset agrees, without a server; and names
+    // the first difference of a copy whose report was edited.
+    let copy = tempfile::tempdir().unwrap();
+    let archive = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("git -C '{}' archive main | tar -x -C '{}'", ds.display(), copy.path().display()))
+        .status()
+        .unwrap();
+    assert!(archive.success());
+    let offline = server::local::verify_run(copy.path(), &run).unwrap();
+    // Equal up to the last bit a REAL column may round.
+    let same = |a: &Value, b: &Value| (a.as_f64().unwrap() - b.as_f64().unwrap()).abs() < 1e-9;
+    assert!(same(&offline["delta_pp"], &v["delta_pp"]) && same(&offline["stderr_pp"], &v["stderr_pp"]), "{offline:#}");
+    assert!(same(&offline["suites"][0]["delta_pp"], &v["suites"][0]["delta_pp"]));
+    assert!(same(&offline["suites"][0]["stderr_pp"], &v["suites"][0]["stderr_pp"]));
+    assert_eq!((offline["trials"].clone(), offline["infra_error_cells"].clone()), (v["trials"].clone(), v["infra_error_cells"].clone()));
+    let score_path = copy.path().join(format!("runs/{run}/reports/score.json"));
+    let mut edited = score.clone();
+    edited["score_v2"]["suites"][0]["baseline"]["pass_rate"] = json!(0.99);
+    std::fs::write(&score_path, serde_json::to_vec(&edited).unwrap()).unwrap();
+    let e = server::local::verify_run(copy.path(), &run).unwrap_err().to_string();
+    assert!(e.contains("score_v2.suites[0].baseline.pass_rate: the report says 0.99"), "{e}");
     let again = collect(app, &run, EVE).await;
     assert_eq!((again.status, again.json()["existing"].clone()), (StatusCode::OK, json!(true)));
 
@@ -248,3 +272,75 @@ on_both_backends!(local, the_gate_plan_is_deterministic_and_attach_judges_it_aga
     assert_eq!(verdicts[0]["band_pass_rate"], 0.25);
     assert_eq!(app.get(&uri).await.json()["verdict"]["attached_by"], "eve");
 });
+
+/// Worked by hand, over the local demo's twelve held-out tasks and three trials, the cells the
+/// simulated evaluation is told to give: t01 before [1, 0, 0] after [1, 1, 1] (d = 2/3); t02 before
+/// [0, 0, 0] after [1, timeout scored 0, 1] (d = 2/3: the timeout is a failure); t03 before
+/// [1, infrastructure error, 1] after [1, 1, 0] (the infrastructure cell is left out: 1 → 2/3,
+/// d = −1/3); nine tasks failing throughout (d = 0). Δ = 1/12 = 8.33 pp; s_d² = 1/12, so
+/// SE = sqrt(1/12 / 12) = 1/12 = 8.33 pp; before 1/9, after 7/36 on the twelve paired tasks.
+on_both_backends!(local, a_run_collects_the_hand_worked_delta_with_a_scored_timeout_and_an_infrastructure_cell, |app| {
+    app.hub.jobs.stage_ms.store(40, std::sync::atomic::Ordering::Relaxed);
+    let env = submitted(app, "alice/pack", ALICE).await;
+    let fail = json!(["fail", "fail", "fail"]);
+    let faults = JobFaults {
+        script: Some(json!({
+            "local-heldout-01": {"baseline": ["pass", "fail", "fail"], "final": ["pass", "pass", "pass"]},
+            "local-heldout-02": {"baseline": fail, "final": ["pass", "fail", "pass"]},
+            "local-heldout-03": {"baseline": ["pass", "pass", "pass"], "final": ["pass", "pass", "fail"]},
+            "*": {"baseline": fail, "final": fail},
+        })),
+        timeout: vec!["posttrain_eval.local-heldout.t02:local-heldout-02".into()],
+        infra: vec!["baseline_eval.local-heldout.t02:local-heldout-03".into()],
+        ..Default::default()
+    };
+    let run = run_to_end(app, &env, ALICE, faults).await;
+    let r = collect(app, &run, ALICE).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text());
+    let v = r.json();
+    let close = |field: &str, want: f64| {
+        let got = v[field].as_f64().unwrap_or(f64::NAN);
+        assert!((got - want).abs() < 1e-9, "{field}: {got} vs {want}");
+    };
+    close("delta_pp", 100.0 / 12.0);
+    close("stderr_pp", 100.0 / 12.0);
+    close("baseline_pass_rate", 1.0 / 9.0);
+    close("after_pass_rate", 7.0 / 36.0);
+    assert_eq!((v["paired_tasks"].clone(), v["infra_error_cells"].clone(), v["trials"].clone()), (json!(12), json!(1), json!(3)));
+    // The run page's baseline stage counts the scored timeout and the infrastructure error.
+    let d = app.get(&format!("/api/challenges/{CHALLENGE}/runs/{run}")).await.json();
+    let stage = |name: &str| d["stages"].as_array().unwrap().iter().find(|s| s["stage"] == name).unwrap().clone();
+    assert_eq!((stage("baseline")["errors"].clone(), stage("baseline")["total"].clone()), (json!(1), json!(36)));
+    assert_eq!((stage("heldout")["timeouts"].clone(), stage("heldout")["passed"].clone()), (json!(1), json!(7)));
+});
+
+/// A suite of one task: the pipeline gives its Δ no standard error (`null`), and so does the
+/// stored result; the leaderboard ranks it by its Δ.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_one_task_suite_stores_and_shows_a_null_standard_error() {
+    for backend in crate::harness::BACKENDS {
+        let options = crate::harness::Options::local();
+        std::fs::write(options.configs_dir.join("fixture/task-lists/local-heldout.txt"), "local-heldout-01\n").unwrap();
+        let app = TestApp::with(backend, options).await;
+        app.hub.jobs.stage_ms.store(40, std::sync::atomic::Ordering::Relaxed);
+        let env = submitted(&app, "alice/pack", ALICE).await;
+        let faults = JobFaults {
+            script: Some(json!({"local-heldout-01": {"baseline": ["fail", "fail", "fail"], "final": ["pass", "fail", "pass"]}})),
+            ..Default::default()
+        };
+        let run = run_to_end(&app, &env, ALICE, faults).await;
+        let r = collect(&app, &run, ALICE).await;
+        assert_eq!(r.status, StatusCode::CREATED, "{}", r.text());
+        let v = r.json();
+        assert!((v["delta_pp"].as_f64().unwrap() - 200.0 / 3.0).abs() < 1e-9);
+        assert_eq!((v["stderr_pp"].clone(), v["ci95_pp"].clone()), (Value::Null, Value::Null), "{v:#}");
+        assert_eq!(v["suites"][0]["stderr_pp"], Value::Null);
+        assert_eq!(review(&app, &run, true, EVE).await.status, StatusCode::OK);
+        let board = app.get(&format!("/api/challenges/{CHALLENGE}/leaderboard")).await.json();
+        assert_eq!(board["rows"][0]["stderr_pp"], Value::Null);
+        assert_eq!(board["rows"][0]["rank"], 1);
+        let page = app.get(&format!("/arena/runs/{run}")).await.text();
+        assert!(page.contains("n/a (one paired task)"), "the run page says there is no standard error");
+        app.finish().await;
+    }
+}

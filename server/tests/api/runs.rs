@@ -135,7 +135,11 @@ on_both_backends!(local, a_launch_mirrors_the_collection_and_starts_one_labelled
     assert_eq!(arg("--bundle-repo"), RUNS_DATASET);
     assert_eq!(arg("--posttrainarena-ref"), "bcbaffb58a19829d05fa483662c358e6ed5ba353");
     let script = app.get("/arena_job.py").await;
-    assert_eq!(arg("--script-sha256"), server::identity::sha256_hex(&script.text()), "the hash of the served script");
+    assert_eq!(
+        arg("--script-sha256"),
+        server::identity::sha256_hex(&script.text()),
+        "the hash of the served script"
+    );
     assert!(job.arguments.is_empty());
     assert_eq!(job.flavor, "h200x2");
     assert_eq!(job.timeout, 900);
@@ -168,10 +172,14 @@ on_both_backends!(local, a_launch_mirrors_the_collection_and_starts_one_labelled
     assert_eq!(domain::pipeline::keys::check(&config), Vec::<String>::new(), "only keys the loader reads");
     let mirror = config["train_dataset"]["revision"].as_str().unwrap();
     assert_eq!(config["train_dataset"]["path"].as_str(), Some(format!("collections/{run}/envs").as_str()));
-    assert_eq!(config["eval_suites"][0]["task_list"].as_str(), Some("task-lists/eval_suite-local-heldout.txt"));
+    assert_eq!(
+        config["eval_suites"][0]["task_list"].as_str(),
+        Some("task-lists/eval_suite-local-heldout.txt")
+    );
     let heldout = show(&format!("{bundle}/task-lists/eval_suite-local-heldout.txt"));
     assert_eq!(heldout.lines().count(), 12);
-    let in_mirror = crate::harness::git(&ds, &["show", &format!("{mirror}:collections/{run}/submission.yaml")]);
+    let in_mirror =
+        crate::harness::git(&ds, &["show", &format!("{mirror}:collections/{run}/submission.yaml")]);
     assert!(in_mirror.contains("team_name"));
     let setup: Value = serde_json::from_str(&show(&format!("{bundle}/arena.json"))).unwrap();
     assert_eq!(setup["bridge"]["port"], port);
@@ -227,8 +235,17 @@ async fn a_missing_job_secret_refuses_the_launch_by_name_and_stores_nothing() {
         assert_eq!(rows(&app).await, (0, 0), "nothing reserved");
         assert!(app.state.deps.datasets.head(RUNS_DATASET).await.is_err(), "nothing mirrored");
         let jobs = app.get_as("/api/jobs", EVE).await.json();
-        let daytona = jobs["job_secrets"].as_array().unwrap().iter().find(|s| s["name"] == "DAYTONA_API_KEY").unwrap().clone();
-        assert_eq!(daytona, json!({"name": "DAYTONA_API_KEY", "needed_by": ["local-demo"], "configured": false}));
+        let daytona = jobs["job_secrets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == "DAYTONA_API_KEY")
+            .unwrap()
+            .clone();
+        assert_eq!(
+            daytona,
+            json!({"name": "DAYTONA_API_KEY", "needed_by": ["local-demo"], "configured": false})
+        );
         app.finish().await;
     }
 }

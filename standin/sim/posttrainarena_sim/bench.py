@@ -6,7 +6,7 @@ compare-lift` compares two jobs folders. BenchFlow's own schemas are not public 
 the pipeline reads (reference §6.3, §9.5); these files hold those fields and say they are simulated.
 
 A cell's result, in order: the job's `script` fault (`{task: {arm: [outcome per trial]}}`, arms
-`baseline`, `gate`, `final`), then the seeded model (a base rate per task; the trained policy adds
+`baseline`, `gate`, `final`; task `*` for every task it does not name), then the seeded model (a base rate per task; the trained policy adds
 an effect drawn from what it trained on), then the `timeout` and `infra` faults (`["STEP:TASK"]`).
 Outcomes: `pass` (reward 1), `fail` (0), `partial` (0.5, a failure), `timeout` (the agent ran out
 of time and the verifier scored it 0: a scored failure) and `infra` (no scored row)."""
@@ -50,8 +50,8 @@ def draw(step: str, task: str, policy: str | None, seed: str) -> str:
     arm, trial = arm_of(step)
     f = faults()
     script = f.get("script") or {}
-    if task in script:
-        planned = script[task].get(arm) or []
+    if task in script or "*" in script:
+        planned = script.get(task, script.get("*", {})).get(arm) or []
         outcome = planned[trial - 1] if trial - 1 < len(planned) else "fail"
     else:
         base = 0.05 + 0.55 * unit("base", task)

@@ -50,7 +50,11 @@ fn errors_fail_with_hfs_message_and_name_platform_faults() {
     let d = decide(&f, LIMITS).unwrap();
     assert_eq!(d.state, RunState::Failed);
     assert!(d.platform_fault);
-    assert!(d.reason.as_deref().unwrap().contains("at stage training, before the pipeline published anything: NCCL error"));
+    assert!(d
+        .reason
+        .as_deref()
+        .unwrap()
+        .contains("at stage training, before the pipeline published anything: NCCL error"));
     f.job.message = Some("Job timeout".into());
     let d = decide(&f, LIMITS).unwrap();
     assert!(d.reason.unwrap().contains("hit its timeout at stage training"));
@@ -63,7 +67,8 @@ fn errors_fail_with_hfs_message_and_name_platform_faults() {
 fn a_published_failure_gives_the_pipelines_own_reason_and_a_killed_job_hfs() {
     let mut f = facts("ERROR");
     f.job.message = Some("Job failed with exit code 1".into());
-    f.job.pipeline_error = Some("RuntimeError: OpenCode evaluation contains agent or verifier errors (3 > 2 tolerated)".into());
+    f.job.pipeline_error =
+        Some("RuntimeError: OpenCode evaluation contains agent or verifier errors (3 > 2 tolerated)".into());
     let d = decide(&f, LIMITS).unwrap();
     assert_eq!(
         d.reason.as_deref(),
@@ -72,7 +77,11 @@ fn a_published_failure_gives_the_pipelines_own_reason_and_a_killed_job_hfs() {
     f.job.pipeline_error = None;
     f.job.message = Some("Job failed with signal 9".into());
     let d = decide(&f, LIMITS).unwrap();
-    assert!(d.reason.as_deref().unwrap().contains("before the pipeline published anything: Job failed with signal 9"));
+    assert!(d
+        .reason
+        .as_deref()
+        .unwrap()
+        .contains("before the pipeline published anything: Job failed with signal 9"));
 }
 
 #[test]
@@ -124,7 +133,10 @@ fn a_heartbeating_relay_keeps_a_silent_run_alive_and_idle_gpus_stall_one_without
     f.gpus_idle_since = Some(f.now - 700);
     let d = decide(&f, LIMITS).unwrap();
     assert!(d.cancel_job);
-    assert!(d.reason.unwrap().contains("the job's GPUs sat idle for 11 min at stage training with no heartbeat"));
+    assert!(d
+        .reason
+        .unwrap()
+        .contains("the job's GPUs sat idle for 11 min at stage training with no heartbeat"));
 }
 
 #[test]
@@ -159,9 +171,15 @@ fn logs_move_the_stage_when_the_relay_missed_it_and_running_starts_a_queued_run(
 
 #[test]
 fn log_lines_name_their_stage() {
-    assert_eq!(stage_of_log_line("[posttrainarena] baseline_eval: bench eval run --tasks-dir x"), Some("baseline"));
+    assert_eq!(
+        stage_of_log_line("[posttrainarena] baseline_eval: bench eval run --tasks-dir x"),
+        Some("baseline")
+    );
     assert_eq!(stage_of_log_line("2026 [posttrainarena] grpo_gate_eval: x"), Some("gate"));
-    assert_eq!(stage_of_log_line("[posttrainarena] grpo_rollout_000004_000001: bench eval run"), Some("training"));
+    assert_eq!(
+        stage_of_log_line("[posttrainarena] grpo_rollout_000004_000001: bench eval run"),
+        Some("training")
+    );
     assert_eq!(stage_of_log_line("[posttrainarena] posttrain_eval.tb2.t02: bench eval run"), Some("heldout"));
     assert_eq!(stage_of_log_line("[arena-job] setup: starting vllm"), Some("setup"));
     assert_eq!(stage_of_log_line("[posttrainarena] final_eval: x"), None, "a step the pipeline never prints");
@@ -200,7 +218,9 @@ fn relay_messages_are_checked() {
     assert!(m(2, RelayKind::Step, None).check().is_err());
     assert!(m(2, RelayKind::Step, Some("final_eval")).check().is_err());
     assert!(m(2, RelayKind::Progress, None).check().is_err());
-    assert!(RelayMessage { done: Some(3), planned: Some(10), ..m(3, RelayKind::Progress, None) }.check().is_ok());
+    assert!(RelayMessage { done: Some(3), planned: Some(10), ..m(3, RelayKind::Progress, None) }
+        .check()
+        .is_ok());
 }
 
 fn ev(epoch: i64, kind: &str, stage: &str) -> StageEvent {
