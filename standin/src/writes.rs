@@ -28,10 +28,13 @@ pub(crate) fn router() -> Router<SharedHub> {
         .route("/api/datasets/{owner}/{name}/settings", axum::routing::put(settings))
 }
 
+/// huggingface_hub 1.x+ sends `visibility`; older clients sent `private`.
 #[derive(Deserialize)]
 struct Settings {
     #[serde(default)]
     private: Option<bool>,
+    #[serde(default)]
+    visibility: Option<String>,
 }
 
 /// `PUT /api/datasets/{repo}/settings` (`update_repo_settings`): the visibility.
@@ -49,7 +52,16 @@ async fn settings(
             return Err(repo_not_found());
         };
         let repo = repos.open(Kind::Dataset, &id).await.map_err(internal)?.ok_or_else(repo_not_found)?;
-        if let Some(private) = req.private {
+        let private = match req.visibility.as_deref() {
+            Some("private") => Some(true),
+            Some("public") => Some(false),
+            Some(other) => {
+                let message = format!("Invalid visibility '{other}' for a dataset: use 'public' or 'private'");
+                return Err((StatusCode::BAD_REQUEST, Json(json!({ "error": message }))).into_response());
+            }
+            None => req.private,
+        };
+        if let Some(private) = private {
             repo.set_private(private).await.map_err(internal)?;
         }
         Ok(Json(json!({})).into_response())

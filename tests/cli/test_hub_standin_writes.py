@@ -1,6 +1,7 @@
 """The HF stand-in's dataset writes and Jobs API, driven by the real huggingface_hub client: a private
-dataset is created, filled with upload_folder and create_commit and read back with the same token;
-a job is run, inspected, listed by label, its logs streamed, and cancelled."""
+dataset is created (with HF's first commit), filled with upload_folder and create_commit (one that
+names a parent commit the branch has left is refused) and read back with the same token; a job is
+run, inspected, listed by label, its logs streamed, and cancelled."""
 
 import os
 import time
@@ -44,7 +45,18 @@ def test_create_upload_commit_and_read_back_a_private_dataset(api, tmp_path):
     api.create_commit(repo_id=repo, repo_type="dataset", token=EVE, commit_message="results",
                       operations=[CommitOperationAdd(path_in_repo="runs/run-x/score.json", path_or_fileobj=b'{"ok": 1}')])
     files = set(api.list_repo_files(repo, repo_type="dataset", token=EVE))
-    assert files == {"job-inputs/run-x/job.json", "job-inputs/run-x/tasks/one/task.md", "runs/run-x/score.json"}
+    assert files == {".gitattributes", "job-inputs/run-x/job.json", "job-inputs/run-x/tasks/one/task.md",
+                     "runs/run-x/score.json"}
+    # A commit on a parent the branch has moved past is refused (HF's 412), as the pipeline's
+    # leaderboard updates expect.
+    with pytest.raises(HfHubHTTPError) as stale:
+        api.create_commit(repo_id=repo, repo_type="dataset", token=EVE, commit_message="late", parent_commit=info.oid,
+                          operations=[CommitOperationAdd(path_in_repo="late.txt", path_or_fileobj=b"x")])
+    assert stale.value.response.status_code == 412
+    # Its visibility is a setting.
+    api.update_repo_settings(repo, repo_type="dataset", private=False, token=EVE)
+    assert api.dataset_info(repo, token=False).private is False
+    api.update_repo_settings(repo, repo_type="dataset", private=True, token=EVE)
     path = api.hf_hub_download(repo, "runs/run-x/score.json", repo_type="dataset", token=EVE,
                                cache_dir=str(tmp_path / "cache"))
     assert open(path, "rb").read() == b'{"ok": 1}'
@@ -56,27 +68,46 @@ def test_create_upload_commit_and_read_back_a_private_dataset(api, tmp_path):
                           operations=[CommitOperationAdd(path_in_repo="x", path_or_fileobj=b"x")])
 
 
+UV_IMAGE = "ghcr.io/astral-sh/uv:python3.12-bookworm"
+
+
 def test_run_inspect_list_logs_and_cancel_a_job(api):
+    import json
+    import urllib.request
+
     label = uuid.uuid4().hex[:10]
-    job = api.run_job(image="ghcr.io/benchflow-ai/posttrainarena:test", command=["posttrainarena-train", "run"],
+    arena = os.environ["ARENA_TEST_URL"]
+    # The arena's job script, as a run's job runs it, on a bundle that does not exist.
+    job = api.run_job(image=UV_IMAGE, command=["uv", "run", "--python", "3.12", arena + "/arena_job.py", "--bundle-repo",
+                                               "benchflow/no-such-runs", "--bundle-revision", "main", "--bundle-path",
+                                               "job-inputs/run-none", "--posttrainarena-ref", "main"],
                       namespace="benchflow", token=EVE, flavor="cpu-basic", labels={"pytest": label},
                       secrets={"ARENA_RUN_SECRET": "s3cret"}, timeout="10m")
     assert job.status.stage in ("SCHEDULING", "RUNNING", "ERROR")
     listed = api.list_jobs(namespace="benchflow", token=EVE, labels={"pytest": label})
     assert [j.id for j in listed] == [job.id]
-    # No bundle: the simulated pipeline says so in its log and the job ends in ERROR.
-    deadline = time.time() + 20
+    # The command ran (uv of the simulated image, then the script) and failed: the job ends in ERROR.
+    deadline = time.time() + 30
     while api.inspect_job(job_id=job.id, namespace="benchflow", token=EVE).status.stage != "ERROR":
         assert time.time() < deadline, "the job never ended"
         time.sleep(0.2)
     lines = list(api.fetch_job_logs(job_id=job.id, namespace="benchflow", token=EVE))
     assert any("SIMULATED" in line for line in lines), lines
-    assert any("could not read the bundle" in line for line in lines), lines
+    assert any(line.startswith("[arena-job] error: the run failed") for line in lines), lines
     inspected = api.inspect_job(job_id=job.id, namespace="benchflow", token=EVE)
     assert inspected.secrets == ["ARENA_RUN_SECRET"], "secret values are never shown"
+    assert "exit code 1" in inspected.status.message
+    # An image the stand-in cannot run errs at once, naming it.
+    other = api.run_job(image="ghcr.io/example/trainer:1", command=["train"], namespace="benchflow", token=EVE)
+    assert api.inspect_job(job_id=other.id, namespace="benchflow", token=EVE).status.stage == "ERROR"
 
     # A job that waits in SCHEDULING is cancelled.
-    slow = api.run_job(image="x", command=["true"], namespace="benchflow", token=EVE, labels={"pytest": label})
+    faults = urllib.request.Request(os.environ["ARENA_TEST_HUB_URL"] + "/_standin/jobs", method="PUT",
+                                    data=json.dumps({"scheduling_ms": 60000}).encode(),
+                                    headers={"content-type": "application/json"})
+    urllib.request.urlopen(faults).close()
+    slow = api.run_job(image=UV_IMAGE, command=["uv", "run", "x.py"], namespace="benchflow", token=EVE,
+                       labels={"pytest": label})
     api.cancel_job(job_id=slow.id, namespace="benchflow", token=EVE)
     assert api.inspect_job(job_id=slow.id, namespace="benchflow", token=EVE).status.stage == "CANCELED"
     hardware = {h.name: h for h in api.list_jobs_hardware(token=EVE)}
@@ -100,7 +131,7 @@ def test_a_folder_with_a_card_is_uploaded_after_its_yaml_is_checked(api, tmp_pat
     (folder / "README.md").write_text("---\nlicense: apache-2.0\ntags:\n  - rl\n---\n# Tasks\n")
     (folder / "submission.yaml").write_text("team_name: t\n")
     api.upload_folder(folder_path=str(folder), repo_id=repo, repo_type="dataset", token=EVE)
-    assert set(api.list_repo_files(repo, repo_type="dataset", token=EVE)) == {"README.md", "submission.yaml"}
+    assert set(api.list_repo_files(repo, repo_type="dataset", token=EVE)) == {".gitattributes", "README.md", "submission.yaml"}
     (folder / "README.md").write_text("---\nlicense: apache-2.0\n# never closed\n")
     with pytest.raises(ValueError, match="not closed"):
         api.upload_folder(folder_path=str(folder), repo_id=repo, repo_type="dataset", token=EVE)

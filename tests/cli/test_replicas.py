@@ -133,6 +133,8 @@ def replicas(tmp_path_factory):
                "OAUTH_CLIENT_ID": "arena-test", "OAUTH_CLIENT_SECRET": "arena-test-secret",
                "HF_TOKEN": ARENA_BOT, "ARENA_JOBS_NAMESPACE": "benchflow",
                "ARENA_RUNS_DATASET": "benchflow/arena-runs-" + db[-8:], "ARENA_WORKER_TICK_S": "1",
+               "ARENA_LEADERBOARD_DATASET": "benchflow/arena-leaderboard-" + db[-8:],
+               "ARENA_JOB_SECRET_DAYTONA_API_KEY": "local-simulated-daytona-key", "ARENA_RELAY_HEARTBEAT_S": "1",
                "GITHUB_API_URL": hub, "GITHUB_RAW_URL": hub + "/raw"}
         log = open(work / ("server-%d.log" % i), "w")
         servers[i] = subprocess.Popen([target + "/debug/arena", "serve"], env=env, stdout=log, stderr=log)
