@@ -70,7 +70,12 @@ fn read_bounded(path: &Path) -> anyhow::Result<Vec<u8>> {
     let file = std::fs::File::open(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
     let mut bytes = Vec::new();
     file.take(MAX_EVIDENCE_BYTES + 1).read_to_end(&mut bytes)?;
-    anyhow::ensure!(bytes.len() as u64 <= MAX_EVIDENCE_BYTES, "{} is over {} MiB", path.display(), MAX_EVIDENCE_BYTES >> 20);
+    anyhow::ensure!(
+        bytes.len() as u64 <= MAX_EVIDENCE_BYTES,
+        "{} is over {} MiB",
+        path.display(),
+        MAX_EVIDENCE_BYTES >> 20
+    );
     Ok(bytes)
 }
 
@@ -92,7 +97,8 @@ pub fn verify_run(dir: &Path, run_id: &str) -> anyhow::Result<serde_json::Value>
     let mut task_lists = std::collections::BTreeMap::new();
     for (_, dataset) in suites {
         anyhow::ensure!(
-            !dataset.task_list.split('/').any(|p| p == ".." || p.is_empty()) && !dataset.task_list.starts_with('/'),
+            !dataset.task_list.split('/').any(|p| p == ".." || p.is_empty())
+                && !dataset.task_list.starts_with('/'),
             "the bundle names a task list outside it: {}",
             dataset.task_list
         );
@@ -119,6 +125,8 @@ pub fn verify_run(dir: &Path, run_id: &str) -> anyhow::Result<serde_json::Value>
             "paired_tasks": m.paired_tasks,
             "infra_error_cells": m.infra_error_cells,
         }),
-        Verified::Reference(r) => serde_json::json!({"run_id": run_id, "purpose": "baseline", "measurement": r}),
+        Verified::Reference(r) => {
+            serde_json::json!({"run_id": run_id, "purpose": "baseline", "measurement": r})
+        }
     })
 }

@@ -41,10 +41,7 @@ enum Command {
     /// and `runs/RUN_ID/` (what `hf download REPO --repo-type dataset --include …` gives). Makes
     /// `result collect`'s checks without a server or a network and prints the recomputed result
     /// as JSON (exit 0), or the first difference (exit 1).
-    VerifyRun {
-        dir: PathBuf,
-        run_id: String,
-    },
+    VerifyRun { dir: PathBuf, run_id: String },
     /// Fingerprint a held-out suite (prompt 13-gram hashes and file blob ids, template text set
     /// apart) from a local directory holding `envs/` or `tasks/`; prints the JSON.
     FingerprintSuite {

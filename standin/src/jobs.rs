@@ -46,10 +46,10 @@ pub const HARDWARE: &[(&str, &str, f64)] = &[
 /// `create_status` answers that many creates (`create_count`, default 1) with the status instead
 /// (402: no prepaid credit; 5xx: HF down). The other faults apply to the next `count` jobs
 /// (default 1). The stand-in plays those of the world around the container (`scheduling_ms`,
-/// `crash_at`, `relay_off`, `relay_drop_at`: see `crate::runner`); the simulated programs read the
-/// rest from the job's `STANDIN_JOB_FAULTS` (`standin/sim`): fail, hang or die at a stage, end
-/// without results, write a disagreeing report, scripted cells, scored timeouts and infrastructure
-/// errors, a silent evaluation, a flood of log.
+/// `crash_at`, `relay_off`, `relay_drop_at`: see `crate::runner`; `gpus_idle` in the metrics); the
+/// simulated programs read the rest from the job's `STANDIN_JOB_FAULTS` (`standin/sim`): fail,
+/// hang or die at a stage, end without results, write a disagreeing report, scripted cells, scored
+/// timeouts and infrastructure errors, a silent or retrying evaluation, a flood of log.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct JobFaults {
     #[serde(default)]
@@ -84,6 +84,13 @@ pub struct JobFaults {
     /// Keep the first baseline evaluation silent this many seconds.
     #[serde(default)]
     pub silent_s: Option<f64>,
+    /// Have the first baseline evaluation retry its sandbox this long: the log moves, the GPUs
+    /// do nothing.
+    #[serde(default)]
+    pub retry_s: Option<f64>,
+    /// HF's metrics read every GPU idle while the job runs (a wedged CUDA context).
+    #[serde(default)]
+    pub gpus_idle: bool,
     /// Print this many MiB of log during training.
     #[serde(default)]
     pub log_mib: Option<f64>,
@@ -618,12 +625,13 @@ async fn metrics(
         if !first {
             tokio::time::sleep(Duration::from_secs(1)).await;
         }
-        let (pid, flavor, finished) = hub.jobs.with(&id, |j| (j.pid, j.view.flavor.clone(), j.finished()))?;
+        let (pid, flavor, finished, idle) =
+            hub.jobs.with(&id, |j| (j.pid, j.view.flavor.clone(), j.finished(), j.faults.gpus_idle))?;
         if finished {
             return None;
         }
         let gpus = domain::registry::serving::flavor_gpus(&flavor).unwrap_or(0);
-        let busy = gpu_busy(pid);
+        let busy = !idle && gpu_busy(pid);
         let util = if busy { 87 } else { 0 };
         let sample = json!({
             "cpu_usage_pct": if busy { 35.0 } else { 0.0 }, "cpu_millicores": if busy { 2800 } else { 0 },

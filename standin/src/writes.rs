@@ -56,7 +56,8 @@ async fn settings(
             Some("private") => Some(true),
             Some("public") => Some(false),
             Some(other) => {
-                let message = format!("Invalid visibility '{other}' for a dataset: use 'public' or 'private'");
+                let message =
+                    format!("Invalid visibility '{other}' for a dataset: use 'public' or 'private'");
                 return Err((StatusCode::BAD_REQUEST, Json(json!({ "error": message }))).into_response());
             }
             None => req.private,

@@ -146,8 +146,10 @@ async fn gpu_sample(s: &AppState, job_id: &str, now: i64) -> Option<domain::runs
     let n = m.gpus.len() as f64;
     Some(domain::runs::GpuSample {
         epoch: now,
-        utilization_pct: (m.gpus.values().map(|g| g.utilization).sum::<f64>() / n).clamp(0.0, 100.0).round() as u32,
-        memory_used_mib: (m.gpus.values().map(|g| g.memory_used_bytes).sum::<f64>() / f64::from(1u32 << 20)) as u64,
+        utilization_pct: (m.gpus.values().map(|g| g.utilization).sum::<f64>() / n).clamp(0.0, 100.0).round()
+            as u32,
+        memory_used_mib: (m.gpus.values().map(|g| g.memory_used_bytes).sum::<f64>() / f64::from(1u32 << 20))
+            as u64,
     })
 }
 

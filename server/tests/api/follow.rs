@@ -138,6 +138,33 @@ async fn every_fault_ends_the_run_with_its_reason() {
             ledger: "settled",
         },
         Case {
+            name: "a silent evaluation: the relay's heartbeats keep it alive",
+            faults: JobFaults { silent_s: Some(12.0), ..Default::default() },
+            state: "scored",
+            reason: "",
+            platform: false,
+            job: "COMPLETED",
+            ledger: "settled",
+        },
+        Case {
+            name: "a log over 100 MiB, relay off: its tail is still read",
+            faults: JobFaults { relay_off: true, log_mib: Some(101.0), ..Default::default() },
+            state: "scored",
+            reason: "",
+            platform: false,
+            job: "COMPLETED",
+            ledger: "settled",
+        },
+        Case {
+            name: "GPUs idle while the log moves, relay off",
+            faults: JobFaults { relay_off: true, gpus_idle: true, retry_s: Some(60.0), ..Default::default() },
+            state: "failed",
+            reason: "the job's GPUs sat idle for",
+            platform: false,
+            job: "CANCELED",
+            ledger: "settled",
+        },
+        Case {
             name: "hang",
             faults: JobFaults { hang_at: Some("training".into()), ..Default::default() },
             state: "failed",
@@ -212,6 +239,12 @@ async fn every_fault_ends_the_run_with_its_reason() {
                     ))
                     .await;
                 assert_eq!(dup, 0);
+            }
+            if case.name.starts_with("a log over") {
+                let jobs = app.hub.jobs.jobs.lock().unwrap();
+                let job = jobs.iter().find(|j| j.view.labels.get("arena-run") == Some(&run)).unwrap();
+                let bytes: usize = job.logs.iter().map(|(_, l)| l.len() + 1).sum();
+                assert!(bytes > 100 << 20, "the log held {bytes} bytes");
             }
             if case.name.starts_with("relay off") {
                 assert_eq!(d["relay"], "none");

@@ -100,10 +100,16 @@ on_both_backends!(local, collect_reads_the_evidence_again_and_review_is_final, |
     let offline = server::local::verify_run(copy.path(), &run).unwrap();
     // Equal up to the last bit a REAL column may round.
     let same = |a: &Value, b: &Value| (a.as_f64().unwrap() - b.as_f64().unwrap()).abs() < 1e-9;
-    assert!(same(&offline["delta_pp"], &v["delta_pp"]) && same(&offline["stderr_pp"], &v["stderr_pp"]), "{offline:#}");
+    assert!(
+        same(&offline["delta_pp"], &v["delta_pp"]) && same(&offline["stderr_pp"], &v["stderr_pp"]),
+        "{offline:#}"
+    );
     assert!(same(&offline["suites"][0]["delta_pp"], &v["suites"][0]["delta_pp"]));
     assert!(same(&offline["suites"][0]["stderr_pp"], &v["suites"][0]["stderr_pp"]));
-    assert_eq!((offline["trials"].clone(), offline["infra_error_cells"].clone()), (v["trials"].clone(), v["infra_error_cells"].clone()));
+    assert_eq!(
+        (offline["trials"].clone(), offline["infra_error_cells"].clone()),
+        (v["trials"].clone(), v["infra_error_cells"].clone())
+    );
     let score_path = copy.path().join(format!("runs/{run}/reports/score.json"));
     let mut edited = score.clone();
     edited["score_v2"]["suites"][0]["baseline"]["pass_rate"] = json!(0.99);
@@ -279,40 +285,54 @@ on_both_backends!(local, the_gate_plan_is_deterministic_and_attach_judges_it_aga
 /// [1, infrastructure error, 1] after [1, 1, 0] (the infrastructure cell is left out: 1 → 2/3,
 /// d = −1/3); nine tasks failing throughout (d = 0). Δ = 1/12 = 8.33 pp; s_d² = 1/12, so
 /// SE = sqrt(1/12 / 12) = 1/12 = 8.33 pp; before 1/9, after 7/36 on the twelve paired tasks.
-on_both_backends!(local, a_run_collects_the_hand_worked_delta_with_a_scored_timeout_and_an_infrastructure_cell, |app| {
-    app.hub.jobs.stage_ms.store(40, std::sync::atomic::Ordering::Relaxed);
-    let env = submitted(app, "alice/pack", ALICE).await;
-    let fail = json!(["fail", "fail", "fail"]);
-    let faults = JobFaults {
-        script: Some(json!({
-            "local-heldout-01": {"baseline": ["pass", "fail", "fail"], "final": ["pass", "pass", "pass"]},
-            "local-heldout-02": {"baseline": fail, "final": ["pass", "fail", "pass"]},
-            "local-heldout-03": {"baseline": ["pass", "pass", "pass"], "final": ["pass", "pass", "fail"]},
-            "*": {"baseline": fail, "final": fail},
-        })),
-        timeout: vec!["posttrain_eval.local-heldout.t02:local-heldout-02".into()],
-        infra: vec!["baseline_eval.local-heldout.t02:local-heldout-03".into()],
-        ..Default::default()
-    };
-    let run = run_to_end(app, &env, ALICE, faults).await;
-    let r = collect(app, &run, ALICE).await;
-    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text());
-    let v = r.json();
-    let close = |field: &str, want: f64| {
-        let got = v[field].as_f64().unwrap_or(f64::NAN);
-        assert!((got - want).abs() < 1e-9, "{field}: {got} vs {want}");
-    };
-    close("delta_pp", 100.0 / 12.0);
-    close("stderr_pp", 100.0 / 12.0);
-    close("baseline_pass_rate", 1.0 / 9.0);
-    close("after_pass_rate", 7.0 / 36.0);
-    assert_eq!((v["paired_tasks"].clone(), v["infra_error_cells"].clone(), v["trials"].clone()), (json!(12), json!(1), json!(3)));
-    // The run page's baseline stage counts the scored timeout and the infrastructure error.
-    let d = app.get(&format!("/api/challenges/{CHALLENGE}/runs/{run}")).await.json();
-    let stage = |name: &str| d["stages"].as_array().unwrap().iter().find(|s| s["stage"] == name).unwrap().clone();
-    assert_eq!((stage("baseline")["errors"].clone(), stage("baseline")["total"].clone()), (json!(1), json!(36)));
-    assert_eq!((stage("heldout")["timeouts"].clone(), stage("heldout")["passed"].clone()), (json!(1), json!(7)));
-});
+on_both_backends!(
+    local,
+    a_run_collects_the_hand_worked_delta_with_a_scored_timeout_and_an_infrastructure_cell,
+    |app| {
+        app.hub.jobs.stage_ms.store(40, std::sync::atomic::Ordering::Relaxed);
+        let env = submitted(app, "alice/pack", ALICE).await;
+        let fail = json!(["fail", "fail", "fail"]);
+        let faults = JobFaults {
+            script: Some(json!({
+                "local-heldout-01": {"baseline": ["pass", "fail", "fail"], "final": ["pass", "pass", "pass"]},
+                "local-heldout-02": {"baseline": fail, "final": ["pass", "fail", "pass"]},
+                "local-heldout-03": {"baseline": ["pass", "pass", "pass"], "final": ["pass", "pass", "fail"]},
+                "*": {"baseline": fail, "final": fail},
+            })),
+            timeout: vec!["posttrain_eval.local-heldout.t02:local-heldout-02".into()],
+            infra: vec!["baseline_eval.local-heldout.t02:local-heldout-03".into()],
+            ..Default::default()
+        };
+        let run = run_to_end(app, &env, ALICE, faults).await;
+        let r = collect(app, &run, ALICE).await;
+        assert_eq!(r.status, StatusCode::CREATED, "{}", r.text());
+        let v = r.json();
+        let close = |field: &str, want: f64| {
+            let got = v[field].as_f64().unwrap_or(f64::NAN);
+            assert!((got - want).abs() < 1e-9, "{field}: {got} vs {want}");
+        };
+        close("delta_pp", 100.0 / 12.0);
+        close("stderr_pp", 100.0 / 12.0);
+        close("baseline_pass_rate", 1.0 / 9.0);
+        close("after_pass_rate", 7.0 / 36.0);
+        assert_eq!(
+            (v["paired_tasks"].clone(), v["infra_error_cells"].clone(), v["trials"].clone()),
+            (json!(12), json!(1), json!(3))
+        );
+        // The run page's baseline stage counts the scored timeout and the infrastructure error.
+        let d = app.get(&format!("/api/challenges/{CHALLENGE}/runs/{run}")).await.json();
+        let stage =
+            |name: &str| d["stages"].as_array().unwrap().iter().find(|s| s["stage"] == name).unwrap().clone();
+        assert_eq!(
+            (stage("baseline")["errors"].clone(), stage("baseline")["total"].clone()),
+            (json!(1), json!(36))
+        );
+        assert_eq!(
+            (stage("heldout")["timeouts"].clone(), stage("heldout")["passed"].clone()),
+            (json!(1), json!(7))
+        );
+    }
+);
 
 /// A suite of one task: the pipeline gives its Δ no standard error (`null`), and so does the
 /// stored result; the leaderboard ranks it by its Δ.
@@ -320,12 +340,18 @@ on_both_backends!(local, a_run_collects_the_hand_worked_delta_with_a_scored_time
 async fn a_one_task_suite_stores_and_shows_a_null_standard_error() {
     for backend in crate::harness::BACKENDS {
         let options = crate::harness::Options::local();
-        std::fs::write(options.configs_dir.join("fixture/task-lists/local-heldout.txt"), "local-heldout-01\n").unwrap();
+        std::fs::write(
+            options.configs_dir.join("fixture/task-lists/local-heldout.txt"),
+            "local-heldout-01\n",
+        )
+        .unwrap();
         let app = TestApp::with(backend, options).await;
         app.hub.jobs.stage_ms.store(40, std::sync::atomic::Ordering::Relaxed);
         let env = submitted(&app, "alice/pack", ALICE).await;
         let faults = JobFaults {
-            script: Some(json!({"local-heldout-01": {"baseline": ["fail", "fail", "fail"], "final": ["pass", "fail", "pass"]}})),
+            script: Some(
+                json!({"local-heldout-01": {"baseline": ["fail", "fail", "fail"], "final": ["pass", "fail", "pass"]}}),
+            ),
             ..Default::default()
         };
         let run = run_to_end(&app, &env, ALICE, faults).await;

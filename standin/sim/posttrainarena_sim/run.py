@@ -7,7 +7,8 @@ snapshots from the stand-in's datasets, simulated evaluations and GRPO, and the 
 Fault switches (the stand-in's `PUT /_standin/jobs`), by the guide's stage names: `fail_at`
 raises there (with `reason`), `hang_at` stops the whole job there, `no_results` ends without the
 score files, `mismatch` writes a `score_v2` that disagrees with its cells, `silent_s` keeps the
-first baseline evaluation silent that long, `log_mib` floods the log during training, and the
+first baseline evaluation silent that long, `retry_s` has it retry its sandbox that long (a line
+each half second, no model work), `log_mib` floods the log during training, and the
 cell faults of `bench` (`script`, `timeout`, `infra`)."""
 
 from __future__ import annotations
@@ -238,8 +239,13 @@ class Run:
     def heldout(self, stage: str, role: str, policy: str | None) -> list[dict | None]:
         payloads = []
         for i, suite, ids, trial, step, jobs, result in self.cells(stage):
-            if stage == "baseline_eval" and i == 0 and trial == 1 and self.faults.get("silent_s"):
-                time.sleep(float(self.faults["silent_s"]))
+            if stage == "baseline_eval" and i == 0 and trial == 1:
+                if self.faults.get("silent_s"):
+                    time.sleep(float(self.faults["silent_s"]))
+                retry_until = time.monotonic() + float(self.faults.get("retry_s") or 0)
+                while time.monotonic() < retry_until:
+                    print("[bench] sandbox not ready (SIMULATED); retrying", file=sys.stderr, flush=True)
+                    time.sleep(0.5)
             payloads.append(self.evaluate(step, role, self.suite_dir(i, suite.name), ids, jobs, result, policy=policy))
         return payloads
 
