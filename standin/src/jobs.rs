@@ -24,7 +24,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use futures_util::stream::{self, Stream};
+use futures_util::stream::{self, Stream, StreamExt};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
@@ -648,23 +648,39 @@ async fn metrics(
 }
 
 fn log_stream(hub: SharedHub, id: String, start: usize) -> impl Stream<Item = Result<Event, Infallible>> {
-    stream::unfold((hub, id, start, false), |(hub, id, sent, done)| async move {
+    // Lines are taken a batch at a time under one lock, as fast as the client reads them.
+    const BATCH: usize = 512;
+    let batches = stream::unfold((hub, id, start, false), |(hub, id, sent, done)| async move {
         if done {
             return None;
         }
         loop {
-            let (line, finished) =
-                hub.jobs.with(&id, |j| (j.logs.get(sent).cloned(), j.finished())).unwrap_or((None, true));
-            if let Some((ts, text)) = line {
-                let event = Event::default().data(json!({"data": text, "timestamp": ts}).to_string());
-                return Some((Ok(event), (hub, id, sent + 1, false)));
+            let (lines, finished) = hub
+                .jobs
+                .with(&id, |j| {
+                    (
+                        j.logs.get(sent..).unwrap_or(&[]).iter().take(BATCH).cloned().collect::<Vec<_>>(),
+                        j.finished(),
+                    )
+                })
+                .unwrap_or((Vec::new(), true));
+            if !lines.is_empty() {
+                let next = sent + lines.len();
+                let events: Vec<Result<Event, Infallible>> = lines
+                    .into_iter()
+                    .map(|(ts, text)| {
+                        Ok(Event::default().data(json!({"data": text, "timestamp": ts}).to_string()))
+                    })
+                    .collect();
+                return Some((stream::iter(events), (hub, id, next, false)));
             }
             if finished {
                 return None;
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-    })
+    });
+    batches.flatten()
 }
 
 async fn get_faults(State(hub): State<SharedHub>) -> Json<JobFaults> {

@@ -52,9 +52,11 @@ impl Settings {
 }
 
 /// Each pass reads at most this many of a job's newest log lines, and this many bytes: only what
-/// is new since the last pass matters, however long the log has grown.
-const LOG_TAIL: usize = 2_000;
-const LOG_BYTES: usize = 4 << 20;
+/// is new since the last pass matters, however long the log has grown. Few enough that the read
+/// reaches the newest line well within `log_read` on a slow stream (a 2,000-line tail cost 3x the
+/// CPU per pass in `dev/bench-follow`); the relay, not the log, carries every step.
+const LOG_TAIL: usize = 300;
+const LOG_BYTES: usize = 1 << 20;
 /// GPU readings kept per run (one a pass), for the run page's sparkline.
 const GPU_SAMPLES: usize = 60;
 

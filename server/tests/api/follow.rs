@@ -24,7 +24,7 @@ async fn submitted(app: &TestApp, repo: &str, token: &str) -> String {
 }
 
 /// Launches a run of alice's collection with the stand-in's next job behaving as `faults` say.
-async fn launched(app: &TestApp, faults: JobFaults) -> String {
+pub(crate) async fn launched(app: &TestApp, faults: JobFaults) -> String {
     let env = submitted(app, "alice/pack", ALICE).await;
     *app.hub.jobs.faults.lock().unwrap() = JobFaults { count: Some(1), ..faults };
     let body = json!({"request_id": "alice-run-0001", "environment_id": env}).to_string();
@@ -33,7 +33,7 @@ async fn launched(app: &TestApp, faults: JobFaults) -> String {
     r.json()["run"]["run_id"].as_str().unwrap().to_string()
 }
 
-async fn detail(app: &TestApp, run: &str) -> Value {
+pub(crate) async fn detail(app: &TestApp, run: &str) -> Value {
     app.get(&format!("/api/challenges/{CHALLENGE}/runs/{run}")).await.json()
 }
 
