@@ -242,7 +242,7 @@ async fn bench_reconciler_following_8_jobs_with_100_mib_logs() {
          {} KiB read per pass, new step line seen in {seen} of {} job-passes",
         median(&mut walls),
         median(&mut cpus),
-        bytes / PASSES >> 10,
+        (bytes / PASSES) >> 10,
         PASSES * jobs.len()
     );
     app.finish().await;

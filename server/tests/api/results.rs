@@ -279,12 +279,12 @@ on_both_backends!(local, the_gate_plan_is_deterministic_and_attach_judges_it_aga
     assert_eq!(app.get(&uri).await.json()["verdict"]["attached_by"], "eve");
 });
 
-/// Worked by hand, over the local demo's twelve held-out tasks and three trials, the cells the
-/// simulated evaluation is told to give: t01 before [1, 0, 0] after [1, 1, 1] (d = 2/3); t02 before
-/// [0, 0, 0] after [1, timeout scored 0, 1] (d = 2/3: the timeout is a failure); t03 before
-/// [1, infrastructure error, 1] after [1, 1, 0] (the infrastructure cell is left out: 1 → 2/3,
-/// d = −1/3); nine tasks failing throughout (d = 0). Δ = 1/12 = 8.33 pp; s_d² = 1/12, so
-/// SE = sqrt(1/12 / 12) = 1/12 = 8.33 pp; before 1/9, after 7/36 on the twelve paired tasks.
+// Worked by hand, over the local demo's twelve held-out tasks and three trials, the cells the
+// simulated evaluation is told to give: t01 before [1, 0, 0] after [1, 1, 1] (d = 2/3); t02 before
+// [0, 0, 0] after [1, timeout scored 0, 1] (d = 2/3: the timeout is a failure); t03 before
+// [1, infrastructure error, 1] after [1, 1, 0] (the infrastructure cell is left out: 1 → 2/3,
+// d = −1/3); nine tasks failing throughout (d = 0). Δ = 1/12 = 8.33 pp; s_d² = 1/12, so
+// SE = sqrt(1/12 / 12) = 1/12 = 8.33 pp; before 1/9, after 7/36 on the twelve paired tasks.
 on_both_backends!(
     local,
     a_run_collects_the_hand_worked_delta_with_a_scored_timeout_and_an_infrastructure_cell,
