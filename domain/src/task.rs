@@ -29,14 +29,15 @@ pub struct Task {
     pub meta: Value,
     pub prompt: String,
     pub files: Vec<Entry>,
-    /// The texts read, by path relative to the task directory.
-    pub texts: BTreeMap<String, String>,
+    /// The texts read, by path relative to the task directory (shared with every other path
+    /// holding the same blob).
+    pub texts: BTreeMap<String, std::sync::Arc<str>>,
     pub credit: Credit,
 }
 
 impl Task {
     pub fn text(&self, rel: &str) -> Option<&str> {
-        self.texts.get(rel).map(String::as_str)
+        self.texts.get(rel).map(|t| &**t)
     }
 
     pub fn has(&self, rel: &str) -> bool {
@@ -69,7 +70,7 @@ impl Task {
             .filter(move |(p, _)| {
                 p.starts_with(dir) && p.as_bytes().get(dir.len()) == Some(&b'/') && p.ends_with(".py")
             })
-            .map(|(p, t)| (p.as_str(), t.as_str()))
+            .map(|(p, t)| (p.as_str(), &**t))
     }
 
     /// The task turns the network off (`allow_internet: false` or `network_mode: no-network`).

@@ -202,7 +202,7 @@ fn fingerprints_set_template_text_apart_and_publish_no_text() {
     let (listing, contents) =
         server::local::read_dir(&root().join("tests/fixtures/heldout/sealed-suite")).unwrap();
     let task_md = listing.iter().find(|e| e.path.ends_with("task.md")).unwrap();
-    let text = String::from_utf8(contents[&task_md.path].clone()).unwrap();
+    let text = String::from_utf8(contents[&task_md.path].bytes().to_vec()).unwrap();
     let prompt_words: Vec<&str> =
         text.split("## prompt").nth(1).unwrap_or(&text).split_whitespace().take(6).collect();
     assert!(!json.contains(&prompt_words.join(" ")), "a fingerprint must not carry prompt text");

@@ -266,6 +266,11 @@ impl Hub {
         self.stats.whoami_calls.load(Ordering::Relaxed)
     }
 
+    /// Reads of dataset files (`/datasets/…/resolve/…`).
+    pub fn dataset_file_requests(&self) -> u64 {
+        self.stats.dataset_file_requests.load(Ordering::Relaxed)
+    }
+
     /// The GitHub API's rate-limit window now.
     pub fn github_rate_limit(&self) -> RateLimitState {
         self.github.lock().unwrap().state()

@@ -12,7 +12,10 @@ use serde_json::{Map, Value};
 
 use super::credit::Credit;
 use super::frontmatter;
-use super::listing::{unsafe_path, Contents, Entry, MAX_FILES, MAX_FILE_BYTES, MAX_READ_BYTES, MAX_TASKS};
+use super::listing::{
+    listed_bytes, unsafe_path, Contents, Entry, MAX_COLLECTION_BYTES, MAX_FILES, MAX_FILE_BYTES,
+    MAX_READ_BYTES, MAX_TASKS,
+};
 use super::report::Issue;
 use crate::gates::names;
 pub use crate::task::{Format, Task};
@@ -44,6 +47,19 @@ pub fn discover(listing: &[Entry]) -> Layout {
         layout.errors.push(Issue::collection(
             "S-TOO-MANY-FILES",
             format!("the collection lists {} files; at most {MAX_FILES} are read", listing.len()),
+        ));
+        return layout;
+    }
+    // Refused before any file is read: the run's mirror could not carry it.
+    let total = listed_bytes(listing);
+    if total > MAX_COLLECTION_BYTES {
+        layout.errors.push(Issue::collection(
+            "S-COLLECTION-TOO-LARGE",
+            format!(
+                "the collection's files total {:.1} MiB; at most {} MiB, every path counted (a run copies each one)",
+                total as f64 / f64::from(1u32 << 20),
+                MAX_COLLECTION_BYTES >> 20
+            ),
         ));
         return layout;
     }
@@ -143,19 +159,16 @@ fn wanted(path: &str) -> bool {
 }
 
 /// The paths (relative to the collection root) to read: first every task's package files and
-/// verifier sources, then data files, within the per-file bound and the total bound (counted
-/// once per distinct blob, as the fetch reads each blob once). Paths over a bound are left out;
-/// `check` reports the package files among them.
+/// verifier sources, then data files, within the per-file bound and the total bound. Every path
+/// counts against the total, even one whose blob another path holds: the fetch reads that blob
+/// once, but each path's text is checked. Paths over a bound are left out; `check` reports the
+/// package files among them.
 pub fn reads(layout: &Layout) -> Vec<String> {
     let mut out = Vec::new();
     let mut total = 0u64;
-    let mut seen = std::collections::BTreeSet::new();
     let mut take = |entry: &Entry, path: String, out: &mut Vec<String>| {
-        let new_blob = !seen.contains(&entry.blob);
-        let cost = if new_blob { entry.size } else { 0 };
-        if entry.size <= MAX_FILE_BYTES && total + cost <= MAX_READ_BYTES {
-            total += cost;
-            seen.insert(entry.blob.clone());
+        if entry.size <= MAX_FILE_BYTES && total + entry.size <= MAX_READ_BYTES {
+            total += entry.size;
             out.push(path);
         }
     };
@@ -214,14 +227,14 @@ pub fn read_task(dir: &TaskDir, contents: &Contents, issues: &mut Vec<Issue>) ->
         let read = if f.size > MAX_FILE_BYTES { None } else { contents.get(&root_path) };
         match read {
             // Data files in the image are only searched for values: binary ones are read loosely.
-            Some(bytes) if f.path.starts_with("environment/") && f.path != "environment/Dockerfile" => {
-                texts.insert(f.path.clone(), String::from_utf8_lossy(bytes).into_owned());
+            Some(blob) if f.path.starts_with("environment/") && f.path != "environment/Dockerfile" => {
+                texts.insert(f.path.clone(), blob.lossy());
             }
-            Some(bytes) => match std::str::from_utf8(bytes) {
-                Ok(text) if !text.contains('\0') => {
-                    texts.insert(f.path.clone(), text.to_string());
+            Some(blob) => match blob.text() {
+                Some(text) => {
+                    texts.insert(f.path.clone(), text);
                 }
-                _ => task_issue(
+                None => task_issue(
                     "S-NOT-TEXT",
                     Some(&f.path),
                     None,
@@ -452,6 +465,46 @@ mod tests {
         assert_eq!(h.tasks_dir, Some("tasks"));
         assert_eq!(discover(&[entry("envs/.gitkeep")]).errors[0].code, "S-NO-TASKS");
         assert_eq!(discover(&[entry("README.md")]).errors[0].code, "S-NO-TASKS");
+    }
+
+    #[test]
+    fn a_collection_over_the_bound_is_refused_before_any_read() {
+        // One blob under 49 paths: git stores it once, a run's mirror would copy it 49 times.
+        let mut listing = vec![Entry { size: 0, ..entry("envs/a/task.md") }];
+        listing
+            .extend((0..49).map(|i| Entry { size: 1 << 20, ..entry(&format!("envs/a/verifier/c{i}.py")) }));
+        let layout = discover(&listing);
+        assert_eq!(layout.errors[0].code, "S-COLLECTION-TOO-LARGE");
+        assert!(layout.errors[0].message.contains("49.0 MiB"), "{}", layout.errors[0].message);
+        assert!(reads(&layout).is_empty());
+        listing.pop();
+        assert!(discover(&listing).errors.is_empty(), "48 MiB and one empty file is within the bound");
+    }
+
+    #[test]
+    fn paths_holding_one_blob_share_its_buffer_and_its_text() {
+        let test = b"def test_x():\n    assert open('/app/out.txt').read() == 'ok'\n".to_vec();
+        let files: Vec<(String, Vec<u8>)> = ["a", "b"]
+            .iter()
+            .flat_map(|t| {
+                [
+                    (format!("envs/{t}/task.md"), b"---\nversion: 1\n---\n## prompt\nDo it.\n".to_vec()),
+                    (format!("envs/{t}/verifier/test_outputs.py"), test.clone()),
+                ]
+            })
+            .collect();
+        let (listing, contents) =
+            super::super::listing::from_files(files.iter().map(|(p, b)| (p.as_str(), b.as_slice(), false)));
+        assert!(
+            contents["envs/a/verifier/test_outputs.py"].shares(&contents["envs/b/verifier/test_outputs.py"])
+        );
+        let layout = discover(&listing);
+        let mut issues = Vec::new();
+        let tasks: Vec<Task> =
+            layout.tasks.iter().filter_map(|d| read_task(d, &contents, &mut issues)).collect();
+        let (a, b) =
+            (&tasks[0].texts["verifier/test_outputs.py"], &tasks[1].texts["verifier/test_outputs.py"]);
+        assert!(std::sync::Arc::ptr_eq(a, b), "decoded once");
     }
 
     #[test]

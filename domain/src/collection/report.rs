@@ -165,9 +165,9 @@ fn check_with(listing: &[Entry], contents: &Contents, heldout: &HeldOut, require
     match &layout.submission_yaml {
         Some(entry) => {
             info.present = true;
-            match contents.get(&entry.path).map(|b| std::str::from_utf8(b)) {
+            match contents.get(&entry.path).map(|b| b.text().ok_or(())) {
                 Some(Ok(text)) => {
-                    let (sub, problems) = submission::parse(text);
+                    let (sub, problems) = submission::parse(&text);
                     for p in problems {
                         errors.push(Issue {
                             code: "S-SUBMISSION-YAML".into(),

@@ -3,7 +3,7 @@
 //! gate catalogue, and the stateless check that the served `check_task.py` and
 //! `validation_gates.py` call (no identity, stores nothing).
 
-use axum::extract::{Path, State};
+use axum::extract::{FromRequest, Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -430,11 +430,16 @@ pub const CHECK_BODY_LIMIT: usize = 48 << 20;
 #[utoipa::path(post, path = "/api/check", tag = "environments", request_body = CheckRequest,
     responses((status = 200, description = "the same checks as validation, on the uploaded files; compared with public benchmarks only", body = Report),
         (status = 404, description = "CHALLENGE_NOT_FOUND: `challenge_id` names no challenge", body = ApiErrorBody),
-        (status = 413, description = "PAYLOAD_TOO_LARGE", body = ApiErrorBody), (status = 422, description = "INVALID_CHECK", body = ApiErrorBody)))]
+        (status = 413, description = "PAYLOAD_TOO_LARGE", body = ApiErrorBody), (status = 422, description = "INVALID_CHECK", body = ApiErrorBody),
+        (status = 503, description = "CAPACITY_BUSY: more uploads are waiting than the arena queues; retry after `retry_after_s`", body = ApiErrorBody)))]
 pub async fn check(
     State(s): State<AppState>,
-    ApiJson(req): ApiJson<CheckRequest>,
+    request: axum::extract::Request,
 ) -> Result<Json<Report>, ApiError> {
+    // The turn comes before the body is read: uploads beyond the few decoded at once wait as
+    // connections, not as buffered bodies, and past a short queue they are turned away.
+    let _turn = s.sources.check_turn().await?;
+    let ApiJson(req) = ApiJson::<CheckRequest>::from_request(request, &()).await?;
     if req.files.len() > MAX_FILES {
         return Err(ApiError::new(ErrorCode::InvalidCheck, format!("at most {MAX_FILES} files")));
     }
@@ -457,7 +462,6 @@ pub async fn check(
     // The private (sealed) suites are compared only at validation, which needs an identity.
     let public: Vec<_> = s.fingerprints.iter().filter(|f| !f.sealed).cloned().collect();
     let held = heldout::for_challenge(&public, challenge);
-    let _turn = s.sources.checking.acquire().await.map_err(ApiError::internal)?;
     let report = tokio::task::spawn_blocking(move || {
         let (listing, contents) =
             listing::from_files(decoded.iter().map(|(p, b, l)| (p.as_str(), b.as_slice(), *l)));

@@ -80,7 +80,7 @@ async fn mirror_collection(
     };
     let dir = pipeline::mirror_dir(&run.id);
     let mut files: Vec<(String, Vec<u8>)> =
-        contents.iter().map(|(path, bytes)| (format!("{dir}/{path}"), bytes.clone())).collect();
+        contents.iter().map(|(path, blob)| (format!("{dir}/{path}"), blob.bytes().to_vec())).collect();
     files.push((marker_path(&run.id), serde_json::to_vec_pretty(&marker).expect("JSON")));
     let summary = format!("{}: mirror of {} at {}", run.id, record.environment_id, record.commit);
     let commit = s.deps.datasets.commit(ds, &summary, &files).await.map_err(dataset_step)?;

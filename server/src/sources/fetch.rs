@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use domain::collection::listing::MAX_FILE_BYTES;
+use domain::collection::listing::{listed_bytes, Blob, MAX_COLLECTION_BYTES, MAX_FILE_BYTES};
 use domain::collection::request::{RepoType, Source};
 use domain::collection::{package, Contents, Entry, Report};
 use domain::gates::fingerprint::HeldOut;
@@ -44,7 +44,12 @@ pub struct Sources {
     pub running: Semaphore,
     /// Stateless checks (`/api/check`, no identity) running at once, apart from validations.
     pub checking: Semaphore,
+    /// Checks waiting for their turn; past `CHECK_QUEUE`, more are refused.
+    check_waiting: std::sync::atomic::AtomicUsize,
 }
+
+/// Checks that may wait for a turn at once (each holds only its connection while it waits).
+pub const CHECK_QUEUE: usize = 16;
 
 impl Sources {
     pub fn new(hf: HfDatasets, github: GitHub, concurrency: usize) -> Self {
@@ -54,7 +59,43 @@ impl Sources {
             concurrency: concurrency.max(1),
             running: Semaphore::new(4),
             checking: Semaphore::new(2),
+            check_waiting: std::sync::atomic::AtomicUsize::new(0),
         }
+    }
+
+    /// Checks waiting for a turn now.
+    pub fn checks_waiting(&self) -> usize {
+        self.check_waiting.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// A turn for one stateless check: waits behind the ones running, or refuses with
+    /// `CAPACITY_BUSY` when `CHECK_QUEUE` are waiting already.
+    pub async fn check_turn(&self) -> Result<tokio::sync::SemaphorePermit<'_>, crate::http::ApiError> {
+        use std::sync::atomic::Ordering;
+        if let Ok(permit) = self.checking.try_acquire() {
+            return Ok(permit);
+        }
+        let busy = || {
+            crate::http::ApiError::new(
+                domain::ErrorCode::CapacityBusy,
+                "the arena is checking other uploads; try again shortly",
+            )
+            .retry_after(5)
+        };
+        // Counted out again however the wait ends, a client that hangs up included.
+        struct Waiting<'a>(&'a std::sync::atomic::AtomicUsize);
+        impl Drop for Waiting<'_> {
+            fn drop(&mut self) {
+                self.0.fetch_sub(1, Ordering::SeqCst);
+            }
+        }
+        let waiting = Waiting(&self.check_waiting);
+        if waiting.0.fetch_add(1, Ordering::SeqCst) >= CHECK_QUEUE {
+            return Err(busy());
+        }
+        let permit = self.checking.acquire().await.map_err(|_| busy());
+        drop(waiting);
+        permit
     }
 
     pub async fn validate(&self, source: &Source, heldout: HeldOut) -> Result<Fetched, SourceError> {
@@ -97,19 +138,27 @@ async fn snapshot<R: RepoReader + Clone + 'static>(
             domain::collection::listing::MAX_FILES
         )));
     }
-    let paths: Vec<String> = listing.iter().map(|e| e.path.clone()).collect();
-    let (contents, _, bytes) = read_blobs(reader, source, commit, &listing, paths, concurrency).await?;
-    if bytes > domain::collection::listing::MAX_READ_BYTES {
-        return Err(SourceError::TooLarge(format!(
-            "the collection holds more than {} MiB",
-            domain::collection::listing::MAX_READ_BYTES >> 20
-        )));
+    let too_large = || {
+        SourceError::TooLarge(format!(
+            "the collection's files total more than {} MiB, every path counted",
+            MAX_COLLECTION_BYTES >> 20
+        ))
+    };
+    // Refused before reading: a collection stored before the bound existed may be larger.
+    if listed_bytes(&listing) > MAX_COLLECTION_BYTES {
+        return Err(too_large());
     }
+    let paths: Vec<String> = listing.iter().filter(|e| !e.symlink).map(|e| e.path.clone()).collect();
+    // A host whose files are larger than their listing said stops the reads once past the bound.
+    let (contents, _, _) =
+        read_blobs(reader, source, commit, &listing, paths, concurrency, Some(MAX_COLLECTION_BYTES)).await?;
     Ok((listing, contents))
 }
 
-/// Reads `paths` of a listing, each distinct blob once, `concurrency` at a time; a file larger
-/// than the per-file bound is left out. Answers the contents, the blobs read and their bytes.
+/// Reads `paths` of a listing, each distinct blob once into one buffer that every path holding
+/// it shares, `concurrency` at a time; a file larger than the per-file bound is left out. With a
+/// `budget`, the reads stop with `TooLarge` as soon as the paths read so far pass it. Answers the
+/// contents, the blobs read and their bytes.
 async fn read_blobs<R: RepoReader + Clone + 'static>(
     reader: &R,
     source: &Source,
@@ -117,6 +166,7 @@ async fn read_blobs<R: RepoReader + Clone + 'static>(
     listing: &[Entry],
     paths: Vec<String>,
     concurrency: usize,
+    budget: Option<u64>,
 ) -> Result<(Contents, usize, u64), SourceError> {
     let blob_of: BTreeMap<&str, &str> = listing.iter().map(|e| (e.path.as_str(), e.blob.as_str())).collect();
     let mut by_blob: BTreeMap<String, Vec<String>> = BTreeMap::new();
@@ -126,7 +176,7 @@ async fn read_blobs<R: RepoReader + Clone + 'static>(
         }
     }
     // Owned captures: each read is its own future, independent of this function's borrows.
-    let fetched: Vec<(Vec<String>, Option<Vec<u8>>)> = stream::iter(by_blob.into_values())
+    let mut reads = stream::iter(by_blob.into_values())
         .map(|paths| {
             let (reader, source, commit) = (reader.clone(), source.clone(), commit.to_string());
             async move {
@@ -138,17 +188,23 @@ async fn read_blobs<R: RepoReader + Clone + 'static>(
                 }
             }
         })
-        .buffer_unordered(concurrency)
-        .try_collect()
-        .await?;
-    let files_read = fetched.len();
+        .buffer_unordered(concurrency);
     let mut contents = Contents::new();
-    let mut bytes_read = 0u64;
-    for (paths, bytes) in fetched {
+    let (mut files_read, mut bytes_read, mut counted) = (0usize, 0u64, 0u64);
+    while let Some((paths, bytes)) = reads.try_next().await? {
+        files_read += 1;
         let Some(bytes) = bytes else { continue };
         bytes_read += bytes.len() as u64;
+        counted += bytes.len() as u64 * paths.len() as u64;
+        if budget.is_some_and(|b| counted > b) {
+            return Err(SourceError::TooLarge(format!(
+                "the files read total more than {} MiB, every path counted",
+                budget.unwrap_or(0) >> 20
+            )));
+        }
+        let blob = Blob::new(bytes);
         for p in paths {
-            contents.insert(p, bytes.clone());
+            contents.insert(p, blob.clone());
         }
     }
     Ok((contents, files_read, bytes_read))
@@ -166,7 +222,7 @@ pub async fn validate<R: RepoReader + Clone + 'static>(
     let layout = package::discover(&listing);
     let reads = package::reads(&layout);
     let (contents, files_read, bytes_read) =
-        read_blobs(reader, source, &commit, &listing, reads, concurrency).await?;
+        read_blobs(reader, source, &commit, &listing, reads, concurrency, None).await?;
     let listed_files = listing.len();
     // The checks are CPU work: off the async workers, so one validation never stalls the others.
     let report =

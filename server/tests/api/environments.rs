@@ -53,6 +53,36 @@ on_both_backends!(validates_a_dataset_and_stores_nothing, |app| {
     assert_eq!(anon.json()["code"], "AUTH_REQUIRED");
 });
 
+/// The measured attack: tasks holding many copies of one 1 MiB verifier file (git stores it once).
+/// Every path counts, so the collection is refused from its listing, before any file is read.
+on_both_backends!(copies_of_one_large_file_are_refused_before_any_read, |app| {
+    let dir = tempfile::tempdir().unwrap();
+    copy_tree(&fixture("good"), dir.path());
+    let line = "assert 1 + 1 == 2  # padding\n";
+    let blob = line.repeat((1 << 20) / line.len());
+    for task in ["contacts-dedup", "expense-report"] {
+        for k in 0..25 {
+            std::fs::write(dir.path().join(format!("envs/{task}/verifier/check_{k:02}.py")), &blob).unwrap();
+        }
+    }
+    app.publish("datasets", "alice/copies", dir.path());
+    let reads = app.hub.dataset_file_requests();
+    let r = app
+        .post_as("/api/environments/validate", &env_json("dataset", "alice/copies", "main", "t"), ALICE)
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text());
+    let v = r.json();
+    assert_eq!(v["valid"], false, "{v:#}");
+    assert_eq!(v["errors"][0]["code"], "S-COLLECTION-TOO-LARGE", "{v:#}");
+    assert!(v["errors"][0]["message"].as_str().unwrap().contains("at most 48 MiB, every path counted"));
+    assert_eq!(v["fetch"]["files_read"], 0);
+    assert_eq!(app.hub.dataset_file_requests(), reads, "no file was read");
+    let submit =
+        app.post_as("/api/environments", &env_json("dataset", "alice/copies", "main", "t"), ALICE).await;
+    assert_eq!(submit.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", submit.text());
+    assert_eq!(environments_rows(app).await, 0);
+});
+
 on_both_backends!(multi_thread, submit_pins_the_commit_and_repeats_find_the_first_record, |app| {
     let commit = app.publish("datasets", "alice/pack", &fixture("good"));
     let first = app
@@ -251,10 +281,37 @@ fn upload(case: &str) -> String {
         .iter()
         .map(|e| {
             json!({"path": e.path, "symlink": e.symlink,
-                "content_b64": base64::engine::general_purpose::STANDARD.encode(&contents[&e.path])})
+                "content_b64": base64::engine::general_purpose::STANDARD.encode(contents[&e.path].bytes())})
         })
         .collect();
     json!({ "files": files }).to_string()
+}
+
+/// Uploads take their turn before their bodies are read: with both turns taken, sixteen wait and
+/// the next is turned away at once (its body, not JSON, is never read), then the sixteen finish.
+#[tokio::test]
+async fn stateless_checks_wait_for_a_turn_before_their_bodies_are_read() {
+    let app = TestApp::new(crate::harness::Backend::Sqlite).await;
+    let checking = &app.state.sources.checking;
+    checking.acquire_many(2).await.unwrap().forget();
+    let body = upload("good");
+    let waiting = (0..server::sources::fetch::CHECK_QUEUE)
+        .map(|_| app.request(Method::POST, "/api/check", Some(&body)))
+        .collect::<Vec<_>>();
+    let refused_then_release = async {
+        while app.state.sources.checks_waiting() < server::sources::fetch::CHECK_QUEUE {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        let answer = app.request(Method::POST, "/api/check", Some("not json at all")).await;
+        checking.add_permits(2);
+        answer
+    };
+    let (answers, turned_away) = tokio::join!(futures_util::future::join_all(waiting), refused_then_release);
+    assert_eq!(turned_away.status, StatusCode::SERVICE_UNAVAILABLE, "{}", turned_away.text());
+    assert_eq!(turned_away.json()["code"], "CAPACITY_BUSY");
+    assert_eq!(turned_away.json()["retry_after_s"], 5);
+    assert!(answers.iter().all(|a| a.status == StatusCode::OK), "every waiting upload was checked");
+    app.finish().await;
 }
 
 #[tokio::test]

@@ -533,3 +533,47 @@ async fn a_launch_interrupted_anywhere_resumes_with_exactly_one_job() {
         app.finish().await;
     }
 }
+
+/// A collection stored before the size bound existed (its row edited here to point at one that
+/// is over it): the launch fails with the reason, from the listing, before reading any of its files
+/// (a read past the bound would say "the files read total…"), and a repeat of the same request
+/// answers the same failure instead of trying again.
+on_both_backends!(
+    local,
+    a_stored_collection_over_the_mirrors_bound_fails_its_launch_without_reading_it,
+    |app| {
+        let env = submitted(app, "good", "alice/pack", ALICE).await;
+        let big = tempfile::tempdir().unwrap();
+        copy_tree(&fixture("good"), big.path());
+        let filler = vec![b'x'; 1 << 20];
+        for i in 0..49 {
+            std::fs::write(
+                big.path().join(format!("envs/expense-report/environment/filler-{i:02}.bin")),
+                &filler,
+            )
+            .unwrap();
+        }
+        let commit = app.publish("datasets", "alice/big", big.path());
+        app.exec(&format!(
+            "UPDATE environments SET repo_id = 'alice/big', commit_sha = '{commit}' WHERE id = '{env}'"
+        ))
+        .await
+        .unwrap();
+        let r = launch(app, "alice-big-0001", &env, ALICE).await;
+        assert_eq!(r.status, StatusCode::BAD_GATEWAY, "{}", r.text());
+        assert_eq!(r.json()["code"], "LAUNCH_FAILED");
+        let run = r.json()["run_id"].as_str().unwrap().to_string();
+        let detail = app.get(&format!("/api/challenges/{CHALLENGE}/runs/{run}")).await.json();
+        assert_eq!(detail["state"], "failed", "{detail:#}");
+        let reason = detail["reason"].as_str().unwrap();
+        assert!(
+            reason.contains("the collection's files total more than 48 MiB, every path counted"),
+            "{detail:#}"
+        );
+        assert_eq!(app.scalar("SELECT COUNT(*) FROM budget_ledger WHERE state = 'released'").await, 1);
+        let reads = app.hub.dataset_file_requests();
+        let again = launch(app, "alice-big-0001", &env, ALICE).await;
+        assert_eq!(again.json()["run_id"], run.as_str());
+        assert_eq!(app.hub.dataset_file_requests(), reads, "the repeat read nothing");
+    }
+);
