@@ -39,6 +39,9 @@ pub enum HubError {
     /// HF was unreachable, slow, failing or rate-limiting: nothing can be decided now.
     #[error("Hugging Face is unavailable: {reason}")]
     Unavailable { reason: String, retry_after_s: Option<u64> },
+    /// The arena would not ask HF now: too many tokens it has not seen, from this client or in all.
+    #[error("too many unknown tokens: {reason}")]
+    Throttled { reason: String, retry_after_s: u64 },
 }
 
 /// The port to HF's identity endpoint (`GET /api/whoami-v2`).

@@ -10,6 +10,7 @@ pub mod collection;
 pub mod error;
 pub mod gates;
 pub mod identity;
+pub mod limits;
 pub mod openenv;
 pub mod pipeline;
 pub mod registry;

@@ -119,6 +119,10 @@ pub struct Config {
     /// How often a run's job sends a heartbeat over its relay (seconds; given to the job).
     #[arg(long, env = "ARENA_RELAY_HEARTBEAT_S", default_value_t = 15.0)]
     pub relay_heartbeat_s: f64,
+    /// Proxies in front of the arena whose `X-Forwarded-For` entries are trusted, for limits per
+    /// client address. Unset: 1 on a Space (`SPACE_HOST` set: HF's proxy), else 0 (the peer).
+    #[arg(long, env = "ARENA_TRUSTED_PROXY_HOPS")]
+    pub trusted_proxy_hops: Option<usize>,
     /// How long the reconciler reads a running job's log stream each pass (milliseconds).
     #[arg(long, env = "ARENA_LOG_READ_MS", default_value_t = 1500)]
     pub log_read_ms: u64,
@@ -165,6 +169,10 @@ impl Config {
                 self.job_secrets.insert(name.to_string(), v);
             }
         }
+    }
+
+    pub fn proxy_hops(&self) -> usize {
+        self.trusted_proxy_hops.unwrap_or(usize::from(self.space_host.is_some()))
     }
 
     pub fn job_script_url(&self) -> String {

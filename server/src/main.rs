@@ -186,7 +186,9 @@ async fn serve(mut config: Config) -> anyhow::Result<()> {
     tracing::info!("Open Env Arena listening on http://{}", listener.local_addr()?);
     let workers =
         server::workers::Workers::start(state, std::time::Duration::from_secs(config.worker_tick_s.max(1)));
-    axum::serve(listener, app).with_graceful_shutdown(shutdown()).await?;
+    axum::serve(listener, app.into_make_service_with_connect_info::<std::net::SocketAddr>())
+        .with_graceful_shutdown(shutdown())
+        .await?;
     workers.stop().await;
     Ok(())
 }

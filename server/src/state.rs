@@ -24,6 +24,9 @@ pub struct AuthSettings {
     pub public_origin: String,
     /// `None` when sign-in is not configured: `/auth/login` says so.
     pub oauth: Option<OAuthSettings>,
+    /// Trusted proxies in front of the arena (`ARENA_TRUSTED_PROXY_HOPS`): where a client's
+    /// address is read from (`crate::http::client`).
+    pub proxy_hops: usize,
 }
 
 /// Everything a handler may need; each takes what it uses.
@@ -153,6 +156,7 @@ impl AppState {
                 editor_org: config.editor_org.clone(),
                 public_origin: crate::identity::oauth::origin_of(&config.public_url()).unwrap_or_default(),
                 oauth,
+                proxy_hops: config.proxy_hops(),
             }),
             sources: Arc::new(Sources::new(
                 HfDatasets::new(&config.hf_endpoint),

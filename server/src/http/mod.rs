@@ -1,6 +1,7 @@
 //! What every HTTP route shares: the error answer and the JSON and query extractors whose
 //! rejections are that error. Handlers (`api`), sign-in (`identity`) and services use it.
 
+pub mod client;
 mod error;
 mod json;
 mod query;

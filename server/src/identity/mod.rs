@@ -94,6 +94,11 @@ fn hub_error(e: HubError) -> ApiError {
             )
             .retry_after(retry)
         }
+        HubError::Throttled { reason, retry_after_s } => ApiError::new(
+            ErrorCode::RateLimited,
+            format!("{reason}; a token HF accepts is remembered, so retry with one after {retry_after_s} s"),
+        )
+        .retry_after(retry_after_s),
     }
 }
 
@@ -116,7 +121,8 @@ impl FromRequestParts<AppState> for Caller {
                         "send your HF token as `Authorization: Bearer <token>`",
                     )
                 })?;
-            let account = state.hub.whoami(token).await.map_err(hub_error)?;
+            let client = crate::http::client::address(parts, state.auth.proxy_hops);
+            let account = state.hub.whoami(token, client).await.map_err(hub_error)?;
             return Ok(Caller(Some(Identity {
                 editor: account.is_editor(&state.auth.editor_org),
                 id: account.id,

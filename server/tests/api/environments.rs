@@ -53,8 +53,8 @@ on_both_backends!(validates_a_dataset_and_stores_nothing, |app| {
     assert_eq!(anon.json()["code"], "AUTH_REQUIRED");
 });
 
-/// The measured attack: tasks holding many copies of one 1 MiB verifier file (git stores it once).
-/// Every path counts, so the collection is refused from its listing, before any file is read.
+// The measured attack: tasks holding many copies of one 1 MiB verifier file (git stores it once).
+// Every path counts, so the collection is refused from its listing, before any file is read.
 on_both_backends!(copies_of_one_large_file_are_refused_before_any_read, |app| {
     let dir = tempfile::tempdir().unwrap();
     copy_tree(&fixture("good"), dir.path());

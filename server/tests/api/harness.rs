@@ -262,6 +262,7 @@ impl TestApp {
             relay_grace_s: options.limits.2,
             relay_heartbeat_s: 0.5,
             log_read_ms: 200,
+            trusted_proxy_hops: Some(1),
             registry_docker_url: format!("{hub_url}/registry/docker.io"),
             registry_ghcr_url: format!("{hub_url}/registry/ghcr.io"),
             registry_auth_origins: Vec::new(),

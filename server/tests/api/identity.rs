@@ -154,3 +154,45 @@ on_both_backends!(refused_and_malformed_tokens_do_not_spend_hf_calls, |app| {
     }
     assert_eq!(app.hub.whoami_calls() - before, 1, "malformed tokens never reach HF");
 });
+
+// A token nobody has seen costs one HF call: ten a minute from one address, then 429 with
+// Retry-After for that address only; 120 a minute from everyone; a known token is never held back.
+on_both_backends!(unseen_tokens_are_capped_per_address_and_in_all, |app| {
+    let whoami = |token: String, from: String| async move {
+        let headers = [("authorization", format!("Bearer {token}")), ("x-forwarded-for", from)];
+        let headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        app.call(Method::GET, "/api/whoami", None, &headers).await
+    };
+    let before = app.hub.whoami_calls();
+    assert_eq!(whoami(ALICE.into(), "192.0.2.50".into()).await.json()["name"], "alice");
+    for i in 0..10 {
+        let a = whoami(format!("hf_madeup_a_{i:04}_xxxxxxxx"), "203.0.113.1".into()).await;
+        assert_eq!(a.json()["code"], "INVALID_TOKEN");
+    }
+    let held = whoami("hf_madeup_a_0010_xxxxxxxx".into(), "203.0.113.1".into()).await;
+    assert_eq!(held.status, StatusCode::TOO_MANY_REQUESTS, "{}", held.text());
+    assert_eq!(held.json()["code"], "RATE_LIMITED");
+    let retry: u64 = held.headers.get("retry-after").unwrap().to_str().unwrap().parse().unwrap();
+    assert!((1..=60).contains(&retry), "{retry}");
+    // A client cannot escape by writing its own X-Forwarded-For: the proxy's entry, last, counts.
+    let forged = whoami("hf_madeup_a_0011_xxxxxxxx".into(), "198.51.100.77, 203.0.113.1".into()).await;
+    assert_eq!(forged.json()["code"], "RATE_LIMITED");
+    assert_eq!(
+        whoami(ALICE.into(), "203.0.113.1".into()).await.json()["name"],
+        "alice",
+        "a known token passes"
+    );
+    assert_eq!(app.hub.whoami_calls() - before, 11, "alice's first call and ten misses");
+    // From everyone: 120 a minute (alice's counted), then refused from any address.
+    for i in 0..109 {
+        let from = format!("198.51.100.{}", 1 + i / 10);
+        assert_eq!(
+            whoami(format!("hf_madeup_b_{i:04}_xxxxxxxx"), from).await.json()["code"],
+            "INVALID_TOKEN"
+        );
+    }
+    let all = whoami("hf_madeup_c_0000_xxxxxxxx".into(), "192.0.2.1".into()).await;
+    assert_eq!(all.json()["code"], "RATE_LIMITED", "{}", all.text());
+    assert!(all.json()["message"].as_str().unwrap().contains("everyone together"));
+    assert_eq!(app.hub.whoami_calls() - before, 120);
+});

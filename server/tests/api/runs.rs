@@ -534,10 +534,10 @@ async fn a_launch_interrupted_anywhere_resumes_with_exactly_one_job() {
     }
 }
 
-/// A collection stored before the size bound existed (its row edited here to point at one that
-/// is over it): the launch fails with the reason, from the listing, before reading any of its files
-/// (a read past the bound would say "the files read total…"), and a repeat of the same request
-/// answers the same failure instead of trying again.
+// A collection stored before the size bound existed (its row edited here to point at one that
+// is over it): the launch fails with the reason, from the listing, before reading any of its files
+// (a read past the bound would say "the files read total…"), and a repeat of the same request
+// answers the same failure instead of trying again.
 on_both_backends!(
     local,
     a_stored_collection_over_the_mirrors_bound_fails_its_launch_without_reading_it,
