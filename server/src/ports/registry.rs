@@ -5,8 +5,7 @@
 //! followed only to the registry's own origin or a configured auth origin, so no submission makes
 //! the arena fetch an address it chose. What a digest names never changes, so it is cached.
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::Mutex;
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -50,6 +49,10 @@ const IMAGE_TYPES: [&str; 2] =
     ["application/vnd.oci.image.manifest.v1+json", "application/vnd.docker.distribution.manifest.v2+json"];
 /// Manifests and config blobs are small; anything larger is not what a registry serves.
 const MAX_DOCUMENT_BYTES: usize = 4 << 20;
+/// A token answer is a few KB.
+const MAX_TOKEN_BYTES: usize = 64 << 10;
+/// Images whose facts are kept (by digest; what a digest names never changes).
+const CACHED_IMAGES: u64 = 10_000;
 
 pub struct OciRegistries {
     http: reqwest::Client,
@@ -57,8 +60,34 @@ pub struct OciRegistries {
     ghcr: String,
     /// Origins a token realm may be on besides the registry's own.
     auth_origins: Vec<String>,
-    /// By `registry/repository@digest`.
-    cache: Mutex<HashMap<String, ImageFacts>>,
+    /// By `registry/repository@digest`, at most `CACHED_IMAGES`.
+    cache: moka::sync::Cache<String, ImageFacts>,
+}
+
+/// A digest as it may go into a URL: `sha256:` and 64 lowercase hex digits, nothing else.
+fn checked_digest(name: &str, digest: &str) -> Result<(), RegistryError> {
+    let hex = digest.strip_prefix("sha256:").unwrap_or("");
+    if hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
+        return Ok(());
+    }
+    let shown: String = digest.chars().take(80).collect();
+    Err(RegistryError::ManifestUnsupported(format!("`{name}`: `{shown}` is not a sha256 digest")))
+}
+
+/// A body read to at most `max` bytes: refused from its declared length, or once past it.
+async fn bounded(mut r: reqwest::Response, max: usize, what: &str) -> Result<Vec<u8>, RegistryError> {
+    let too_large = || RegistryError::ManifestUnsupported(format!("{what}: larger than {} KiB", max >> 10));
+    if r.content_length().is_some_and(|n| n > max as u64) {
+        return Err(too_large());
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = r.chunk().await.map_err(OciRegistries::unavailable)? {
+        if body.len() + chunk.len() > max {
+            return Err(too_large());
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
 }
 
 #[derive(Deserialize)]
@@ -157,7 +186,7 @@ impl OciRegistries {
             docker: docker.trim_end_matches('/').to_string(),
             ghcr: ghcr.trim_end_matches('/').to_string(),
             auth_origins: auth_origins.iter().filter_map(|o| origin(o)).collect(),
-            cache: Mutex::new(HashMap::new()),
+            cache: moka::sync::Cache::new(CACHED_IMAGES),
         }
     }
 
@@ -214,7 +243,10 @@ impl OciRegistries {
         }
         match r.status() {
             s2 if s2.is_success() => {
-                let t: Token = r.json().await.map_err(Self::unavailable)?;
+                let body = bounded(r, MAX_TOKEN_BYTES, "the registry's token answer").await?;
+                let t: Token = serde_json::from_slice(&body).map_err(|e| {
+                    RegistryError::Unavailable(format!("the registry's token answer is unreadable: {e}"))
+                })?;
                 s.token = t.token.or(t.access_token);
                 Ok(())
             }
@@ -278,15 +310,8 @@ impl OciRegistries {
             .map(|v| v.split(';').next().unwrap_or("").trim().to_string())
             .unwrap_or_default();
         let digest = r.headers().get("docker-content-digest").and_then(|v| v.to_str().ok()).map(String::from);
-        let bytes = r.bytes().await.map_err(Self::unavailable)?;
-        if bytes.len() > MAX_DOCUMENT_BYTES {
-            return Err(RegistryError::ManifestUnsupported(format!(
-                "`{}`: a document of {} bytes",
-                s.name,
-                bytes.len()
-            )));
-        }
-        Ok((bytes.to_vec(), media, digest))
+        let bytes = bounded(r, MAX_DOCUMENT_BYTES, &format!("`{}`: a document", s.name)).await?;
+        Ok((bytes, media, digest))
     }
 }
 
@@ -314,7 +339,7 @@ impl ImageRegistry for OciRegistries {
         };
         let key = |digest: &str| format!("{}/{}@{digest}", image.registry.name(), image.repository);
         if let domain::openenv::image::Reference::Digest(d) = &image.reference {
-            if let Some(facts) = self.cache.lock().unwrap().get(&key(d)).cloned() {
+            if let Some(facts) = self.cache.get(&key(d)) {
                 return Ok(ImageRead { facts, requests: 0 });
             }
         }
@@ -336,7 +361,8 @@ impl ImageRegistry for OciRegistries {
                         image.canonical()
                     ))
                 })?;
-            if let Some(facts) = self.cache.lock().unwrap().get(&key(&entry.digest)).cloned() {
+            checked_digest(&s.name, &entry.digest)?;
+            if let Some(facts) = self.cache.get(&key(&entry.digest)) {
                 return Ok(ImageRead { facts, requests: s.requests });
             }
             let accept =
@@ -345,6 +371,7 @@ impl ImageRegistry for OciRegistries {
             (b, m, entry.digest.clone())
         } else {
             let digest = header_digest.unwrap_or_else(|| sha256_digest(&bytes));
+            checked_digest(&s.name, &digest)?;
             (bytes, media, digest)
         };
         if !IMAGE_TYPES.contains(&media.as_str()) {
@@ -365,8 +392,15 @@ impl ImageRegistry for OciRegistries {
                 image.canonical()
             ))
         })?;
+        checked_digest(&s.name, &manifest.config.digest)?;
         let (config_bytes, _, _) =
             self.get(&mut s, &format!("blobs/{}", manifest.config.digest), "*/*").await?;
+        if sha256_digest(&config_bytes) != manifest.config.digest {
+            return Err(RegistryError::ManifestUnsupported(format!(
+                "`{}`: the image config does not match its digest",
+                image.canonical()
+            )));
+        }
         let config: ConfigBlob = serde_json::from_slice(&config_bytes).map_err(|e| {
             RegistryError::ManifestUnsupported(format!(
                 "`{}`: an unreadable image config: {e}",
@@ -381,6 +415,9 @@ impl ImageRegistry for OciRegistries {
                 config.architecture
             )));
         }
+        for layer in &manifest.layers {
+            checked_digest(&s.name, &layer.digest)?;
+        }
         let c = config.config;
         let facts = ImageFacts {
             digest: digest.clone(),
@@ -390,14 +427,91 @@ impl ImageRegistry for OciRegistries {
             exposed_ports: c.exposed_ports.unwrap_or_default().into_keys().collect(),
             labels: c.labels.unwrap_or_default(),
         };
-        self.cache.lock().unwrap().insert(key(&digest), facts.clone());
+        self.cache.insert(key(&digest), facts.clone());
         Ok(ImageRead { facts, requests: s.requests })
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::bearer_challenge;
+    use super::*;
+    use axum::extract::Path;
+    use axum::response::IntoResponse;
+
+    /// A registry on loopback that serves what a hostile one might, by repository name.
+    async fn hostile() -> (String, tokio::task::JoinHandle<()>, std::sync::Arc<std::sync::Mutex<Vec<String>>>)
+    {
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+        let log = seen.clone();
+        let config = serde_json::json!({"os": "linux", "architecture": "amd64", "config": {}}).to_string();
+        let config_digest = sha256_digest(config.as_bytes());
+        let manifest = move |config: &str| {
+            serde_json::json!({"schemaVersion": 2, "mediaType": IMAGE_TYPES[0],
+                "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": config, "size": 10},
+                "layers": []})
+            .to_string()
+        };
+        let app = axum::Router::new()
+            .route("/v2/", axum::routing::get(|| async { "{}" }))
+            .route(
+                "/v2/{owner}/{name}/{kind}/{reference}",
+                axum::routing::get(move |Path((owner, name, kind, reference)): Path<(String, String, String, String)>| {
+                    let (manifest, config, config_digest) = (manifest.clone(), config.clone(), config_digest.clone());
+                    log.lock().unwrap().push(format!("{owner}/{name}/{kind}/{reference}"));
+                    async move {
+                        let typed = |media: &str, body: String| {
+                            ([(header::CONTENT_TYPE, media.to_string())], body).into_response()
+                        };
+                        match (name.as_str(), kind.as_str()) {
+                            ("traversal", "manifests") => typed(IMAGE_TYPES[0], manifest("sha256:../../../../etc/passwd")),
+                            ("wrong-config", "manifests") => typed(IMAGE_TYPES[0], manifest(&format!("sha256:{}", "0".repeat(64)))),
+                            ("wrong-config", "blobs") => typed("application/json", config),
+                            ("huge", "manifests") => {
+                                // Streamed without a length: the reader must stop on its own.
+                                let chunks = futures_util::stream::iter((0..600).map(|_| Ok::<_, std::io::Error>(vec![b' '; 8192])));
+                                ([(header::CONTENT_TYPE, IMAGE_TYPES[0])], axum::body::Body::from_stream(chunks)).into_response()
+                            }
+                            ("bad-index", "manifests") => typed(
+                                INDEX_TYPES[0],
+                                serde_json::json!({"manifests": [{"digest": "sha256:x/../../y", "mediaType": IMAGE_TYPES[0],
+                                    "platform": {"os": "linux", "architecture": "amd64"}}]})
+                                .to_string(),
+                            ),
+                            ("good", "manifests") => typed(IMAGE_TYPES[0], manifest(&config_digest)),
+                            ("good", "blobs") => typed("application/json", config),
+                            _ => axum::http::StatusCode::NOT_FOUND.into_response(),
+                        }
+                    }
+                }),
+            );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let server = tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        (url, server, seen)
+    }
+
+    #[tokio::test]
+    async fn a_hostile_registry_costs_a_refusal_not_a_fetch_or_memory() {
+        let (url, server, seen) = hostile().await;
+        let registries = OciRegistries::new(&url, &url, &[]);
+        let read = |name: &str| {
+            let image = ImageRef::parse(&format!("docker.io/evil/{name}:v1")).unwrap();
+            let registries = &registries;
+            async move { registries.read(&image).await }
+        };
+        assert!(read("good").await.is_ok());
+        let refused = |r: Result<ImageRead, RegistryError>, says: &str| match r {
+            Err(RegistryError::ManifestUnsupported(m)) => assert!(m.contains(says), "{m}"),
+            other => panic!("{other:?}"),
+        };
+        refused(read("traversal").await, "is not a sha256 digest");
+        refused(read("bad-index").await, "is not a sha256 digest");
+        refused(read("wrong-config").await, "the image config does not match its digest");
+        refused(read("huge").await, "larger than 4096 KiB");
+        let paths = seen.lock().unwrap().clone();
+        assert!(!paths.iter().any(|p| p.contains("..") || p.contains("passwd")), "{paths:?}");
+        server.abort();
+    }
 
     #[test]
     fn challenges_of_both_registries_are_read() {

@@ -102,6 +102,18 @@ pub enum Accepted {
     },
 }
 
+/// When the account's quota slot frees, if it is held now (read before any registry request; the
+/// slot itself is taken in `accept`).
+pub async fn quota_frees(db: &Db, account_id: &str, epoch: i64) -> Result<Option<i64>, sqlx::Error> {
+    let held: Option<i64> = sqlx::query("SELECT accepted_epoch FROM openenv_quota WHERE account_id = $1")
+        .bind(account_id)
+        .fetch_optional(&db.pool)
+        .await?
+        .map(|row| row.try_get("accepted_epoch"))
+        .transpose()?;
+    Ok(held.map(|h| h + QUOTA_WINDOW_S).filter(|frees| *frees > epoch))
+}
+
 /// Takes the account's quota slot and stores the submission, in one transaction: the slot is taken
 /// only when free (accepted a window ago, or returned), so concurrent first submissions by one
 /// account give one acceptance.

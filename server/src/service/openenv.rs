@@ -148,6 +148,11 @@ pub async fn submit(s: &AppState, me: &Identity, body: Value) -> Result<Submissi
         let state = run_state(s, &stored).await?;
         return resend(stored, &hash, state);
     }
+    // The account's slot before any registry request: a held slot costs the registries nothing.
+    let (_, epoch_now) = super::runs::now(s);
+    if let Some(frees) = repo::openenv::quota_frees(&s.db, &me.id, epoch_now).await? {
+        return Err(quota_used(frees - epoch_now));
+    }
     if repo::openenv::validating(&s.db).await? >= s.openenv.admission_queue {
         return Err(ApiError::new(
             ErrorCode::CapacityBusy,
@@ -201,15 +206,17 @@ pub async fn submit(s: &AppState, me: &Identity, body: Value) -> Result<Submissi
             let state = run_state(s, &stored).await?;
             resend(stored, &hash, state)
         }
-        Accepted::QuotaUsed { frees_epoch } => {
-            let wait = (frees_epoch - epoch).max(1) as u64;
-            Err(ApiError::new(
-                ErrorCode::SubmissionQuotaExceeded,
-                format!("your account already has an accepted submission in the last 24 hours; your slot frees in {wait} s"),
-            )
-            .retry_after(wait))
-        }
+        Accepted::QuotaUsed { frees_epoch } => Err(quota_used(frees_epoch - epoch)),
     }
+}
+
+fn quota_used(wait_s: i64) -> ApiError {
+    let wait = wait_s.max(1) as u64;
+    ApiError::new(
+        ErrorCode::SubmissionQuotaExceeded,
+        format!("your account already has an accepted submission in the last 24 hours; your slot frees in {wait} s"),
+    )
+    .retry_after(wait)
 }
 
 async fn run_state(s: &AppState, stored: &Stored) -> Result<Option<RunState>, ApiError> {

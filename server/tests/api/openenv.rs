@@ -116,6 +116,11 @@ on_both_backends!(multi_thread, a_submission_is_checked_at_once_pinned_and_kept,
     let quota = submit(app, &by_digest, ALICE).await;
     assert_eq!(app.hub.registry_requests(), before, "a digest read before is not read again");
     assert_eq!(code(&quota), (429, "SUBMISSION_QUOTA_EXCEEDED".into()), "one accepted per account per day");
+    // A held slot is answered before any registry request, even for an image never read.
+    let before = app.hub.registry_requests();
+    let unread = submit(app, &submission("echo-v2", "ghcr.io/arena-demo/never-read:v9"), ALICE).await;
+    assert_eq!(code(&unread), (429, "SUBMISSION_QUOTA_EXCEEDED".into()));
+    assert_eq!(app.hub.registry_requests(), before, "no registry request for a held slot");
     let wait = quota.json()["retry_after_s"].as_u64().unwrap();
     assert!(wait > 86_000 && wait <= 86_400, "{wait}");
 
@@ -485,9 +490,11 @@ async fn sandboxes_left_by_a_crashed_server_are_stopped() {
     .await
     .unwrap();
     let start = Instant::now();
-    while app.state.deps.jobs.inspect(&orphan.id).await.unwrap().status.stage != "RUNNING" {
-        assert!(start.elapsed() < Duration::from_secs(10));
-        tokio::time::sleep(Duration::from_millis(50)).await;
+    for id in [&orphan.id, &live.id] {
+        while app.state.deps.jobs.inspect(id).await.unwrap().status.stage != "RUNNING" {
+            assert!(start.elapsed() < Duration::from_secs(10));
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
     }
     assert_eq!(server::service::admission::sweep(&app.state).await.unwrap(), 1);
     assert_eq!(app.state.deps.jobs.inspect(&orphan.id).await.unwrap().status.stage, "CANCELED");
