@@ -488,6 +488,31 @@ pub fn baseline_refusal(f: &BaselineFacts) -> Option<Refusal> {
 
 /// Whether a reason names a fault of the arena's side (serving, sandboxes, the agent handshake,
 /// billing) rather than of the collection.
+/// Text anyone may read (a run's reason, its events), with each of `hidden` (the ids of sealed
+/// held-out tasks) that stands as a word of its own replaced: a pipeline's error can quote a task
+/// it was evaluating.
+pub fn redact_tasks(text: &str, hidden: &std::collections::BTreeSet<String>) -> String {
+    if hidden.is_empty() {
+        return text.to_string();
+    }
+    let word = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_';
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while !rest.is_empty() {
+        let end = rest.find(|c: char| !word(c)).unwrap_or(rest.len());
+        let (run, tail) = rest.split_at(end);
+        if run.is_empty() {
+            let c = tail.chars().next().expect("a character that is not a word");
+            out.push(c);
+            rest = &tail[c.len_utf8()..];
+            continue;
+        }
+        out.push_str(if hidden.contains(run) { "[a held-out task]" } else { run });
+        rest = tail;
+    }
+    out
+}
+
 pub fn is_platform_fault(reason: &str) -> bool {
     let r = reason.to_ascii_lowercase();
     ["nccl", "vllm", "daytona", "acp initialize timed out", "402", "prepaid credit", "sandbox"]

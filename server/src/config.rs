@@ -61,6 +61,15 @@ pub struct Config {
     /// How long a whoami answer is reused for the same token, in seconds.
     #[arg(long, env = "ARENA_WHOAMI_CACHE_S", default_value_t = 300)]
     pub whoami_cache_s: u64,
+    /// HF whoami calls for tokens the arena has not seen, per client address per minute.
+    #[arg(long, env = "ARENA_UNSEEN_TOKENS_PER_MINUTE", default_value_t = 10)]
+    pub unseen_tokens_per_minute: usize,
+    /// The same from every client together, per minute.
+    #[arg(long, env = "ARENA_UNSEEN_TOKENS_TOTAL_PER_MINUTE", default_value_t = 120)]
+    pub unseen_tokens_total_per_minute: usize,
+    /// Validations (and submissions) per account per hour; editors are not limited.
+    #[arg(long, env = "ARENA_VALIDATIONS_PER_HOUR", default_value_t = 30)]
+    pub validations_per_hour: usize,
     /// GitHub's API, for collections in GitHub repositories.
     #[arg(long, env = "GITHUB_API_URL", default_value = "https://api.github.com")]
     pub github_api_url: String,

@@ -1,5 +1,7 @@
 use std::sync::Arc;
 
+use domain::limits::Window;
+
 use axum::extract::FromRef;
 use domain::Registry;
 use leptos::config::LeptosOptions;
@@ -148,9 +150,14 @@ impl AppState {
             db,
             build: Arc::new(BuildInfo::capture(&config.site_root, config.overlay_source.clone())),
             leptos,
-            hub: Arc::new(CachedHub::new(
+            hub: Arc::new(CachedHub::with_limits(
                 HfHub::new(&config.hf_endpoint),
                 std::time::Duration::from_secs(config.whoami_cache_s),
+                crate::identity::cache::MissLimits {
+                    per_client: Window { cap: config.unseen_tokens_per_minute, window_ms: 60_000 },
+                    total: Window { cap: config.unseen_tokens_total_per_minute, window_ms: 60_000 },
+                    ..crate::identity::cache::MISS_LIMITS
+                },
             )),
             auth: Arc::new(AuthSettings {
                 editor_org: config.editor_org.clone(),
@@ -162,6 +169,7 @@ impl AppState {
                 HfDatasets::new(&config.hf_endpoint),
                 GitHub::new(&config.github_api_url, &config.github_raw_url),
                 config.fetch_concurrency,
+                config.validations_per_hour,
             )),
             fingerprints: Arc::new(fingerprints),
         })

@@ -2,7 +2,7 @@
 //! `EXPECTED.json` saying what each must produce), run through the one implementation of the
 //! structure check and static gates, against our own held-out suites: `sealed-suite` (sealed,
 //! evaluated) and `public-bench` (a public benchmark with template text). Also golden files of the
-//! JSON `validate` returns (`UPDATE_GOLDEN=1` rewrites them), and the generated cases (50 MB file,
+//! JSON `validate` returns (`UPDATE_GOLDEN=1` rewrites them), and the generated cases (2 MB and 50 MB files,
 //! `..` path, 201 tasks).
 
 use std::collections::BTreeSet;
@@ -111,15 +111,19 @@ fn generated_hostile_cases() {
     .unwrap();
     let held = heldout();
 
-    // A 50 MB verifier: listed, never read.
-    let (mut listing, mut contents) = read("good");
-    let path = listing.iter().find(|e| e.path.ends_with("verifier/test_outputs.py")).unwrap().path.clone();
-    let big = vec![b'#'; 50 << 20];
-    let (big_listing, _) = domain::collection::listing::from_files([(path.as_str(), big.as_slice(), false)]);
-    listing.retain(|e| e.path != path);
-    listing.push(big_listing[0].clone());
-    contents.remove(&path);
-    compare("big-file", &expected["big-file"], &check(&listing, &contents, &held));
+    // A 2 MB verifier: listed, never read. At 50 MB, the collection itself is over its bound.
+    for (case, size) in [("big-file", 2 << 20), ("collection-too-large", 50 << 20)] {
+        let (mut listing, mut contents) = read("good");
+        let path =
+            listing.iter().find(|e| e.path.ends_with("verifier/test_outputs.py")).unwrap().path.clone();
+        let big = vec![b'#'; size];
+        let (big_listing, _) =
+            domain::collection::listing::from_files([(path.as_str(), big.as_slice(), false)]);
+        listing.retain(|e| e.path != path);
+        listing.push(big_listing[0].clone());
+        contents.remove(&path);
+        compare(case, &expected[case], &check(&listing, &contents, &held));
+    }
 
     // `..` in a path.
     let (mut listing, contents) = read("good");

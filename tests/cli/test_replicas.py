@@ -135,6 +135,7 @@ def replicas(tmp_path_factory):
                "ARENA_RUNS_DATASET": "benchflow/arena-runs-" + db[-8:], "ARENA_WORKER_TICK_S": "1",
                "ARENA_LEADERBOARD_DATASET": "benchflow/arena-leaderboard-" + db[-8:],
                "ARENA_JOB_SECRET_DAYTONA_API_KEY": "local-simulated-daytona-key", "ARENA_RELAY_HEARTBEAT_S": "1",
+               "ARENA_UNSEEN_TOKENS_PER_MINUTE": "5000", "ARENA_VALIDATIONS_PER_HOUR": "5000",
                "GITHUB_API_URL": hub, "GITHUB_RAW_URL": hub + "/raw"}
         log = open(work / ("server-%d.log" % i), "w")
         servers[i] = subprocess.Popen([target + "/debug/arena", "serve"], env=env, stdout=log, stderr=log)

@@ -412,16 +412,33 @@ fn held_out(out: &mut Out<'_>, heldout: &HeldOut) {
             let shared = cand.intersection(&held.shingles).count();
             if shared > 0 {
                 let c = text::containment(&cand, &held.shingles);
-                let pct = (c * 100.0).round();
+                // A sealed suite's findings carry no numbers: a containment or a phrase count
+                // would let a participant measure, edit by edit, how close a prompt is to a task
+                // nobody may see.
+                let (copy, overlap) = if suite.sealed {
+                    (String::new(), "a 13-word phrase".to_string())
+                } else {
+                    (
+                        format!(" ({}% 13-gram containment)", (c * 100.0).round()),
+                        format!("{shared} 13-word phrase(s)"),
+                    )
+                };
                 if *evaluated && c >= NEAR_COPY {
                     out.push("D-PROMPT-COPY", Severity::Block, Some(task.path(prompt_file(task))),
-                        format!("the prompt is a near-copy ({pct}% 13-gram containment) of a task of the held-out suite `{}`; write a new task", suite.suite));
+                        format!("the prompt is a near-copy{copy} of a task of the held-out suite `{}`; write a new task", suite.suite));
                 } else if *evaluated {
-                    out.push("D-PROMPT-OVERLAP", Severity::Reject, Some(task.path(prompt_file(task))),
-                        format!("the prompt shares {shared} 13-word phrase(s) with a task of the held-out suite `{}`; reword it", suite.suite));
+                    out.push(
+                        "D-PROMPT-OVERLAP",
+                        Severity::Reject,
+                        Some(task.path(prompt_file(task))),
+                        format!(
+                            "the prompt shares {overlap} with a task of the held-out suite `{}`; reword it",
+                            suite.suite
+                        ),
+                    );
                 } else if suite.sealed {
                     out.push("R-SEALED-OVERLAP", Severity::Review, Some(task.path(prompt_file(task))),
-                        format!("the prompt shares {shared} 13-word phrase(s) with a sealed task of `{}` (not evaluated by this challenge)", suite.suite));
+                        format!("the prompt shares {overlap} with a sealed task of `{}` (not evaluated by this challenge)", suite.suite));
                 }
             }
             let held_name = held.name.to_lowercase();

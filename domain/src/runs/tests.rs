@@ -280,3 +280,18 @@ fn a_baseline_measurement_ignores_paused_runs_but_needs_an_editor_a_free_slot_an
     f.challenge = planned.challenge("openenv-9b").unwrap();
     assert_eq!(code(&f), Some(ErrorCode::ChallengeNotOpen));
 }
+
+#[test]
+fn sealed_task_ids_are_redacted_from_what_anyone_reads() {
+    let hidden: std::collections::BTreeSet<String> =
+        ["sealed-bond-yield".to_string(), "t01".to_string()].into_iter().collect();
+    assert_eq!(
+        super::redact_tasks(
+            "RuntimeError: task sealed-bond-yield failed (t01, t012, my-sealed-bond-yield)",
+            &hidden
+        ),
+        "RuntimeError: task [a held-out task] failed ([a held-out task], t012, my-sealed-bond-yield)"
+    );
+    assert_eq!(super::redact_tasks("café sealed-bond-yield.", &hidden), "café [a held-out task].");
+    assert_eq!(super::redact_tasks("nothing to hide", &Default::default()), "nothing to hide");
+}

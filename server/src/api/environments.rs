@@ -139,10 +139,23 @@ async fn prepare<'a>(
 
 async fn run_validation(
     s: &AppState,
+    me: &Identity,
     req: &EnvironmentRequest,
     source: Source,
     challenge: Option<&Challenge>,
 ) -> Result<ValidationView, ApiError> {
+    if !me.editor {
+        s.sources.admit_validation(&me.id).map_err(|wait| {
+            ApiError::new(
+                ErrorCode::RateLimited,
+                format!(
+                    "{} validations an hour per account (each compares with the sealed held-out suite); wait {wait} s",
+                    s.sources.validations_per_hour
+                ),
+            )
+            .retry_after(wait)
+        })?;
+    }
     let fetched =
         service::environments::validate(s, &source, challenge).await.map_err(|e| source_error(e, &source))?;
     let report = fetched.report;
@@ -168,6 +181,7 @@ async fn run_validation(
         (status = 403, description = "REPO_PRIVATE, REPO_GATED or AGENT_NOT_OWNED", body = ApiErrorBody),
         (status = 422, description = "INVALID_ENVIRONMENT", body = ApiErrorBody),
         (status = 502, description = "SOURCE_UNAVAILABLE", body = ApiErrorBody),
+        (status = 429, description = "RATE_LIMITED: the account's validations this hour are used up, with Retry-After", body = ApiErrorBody),
         (status = 503, description = "GITHUB_RATE_LIMITED, with Retry-After", body = ApiErrorBody)),
     security(("hf_token" = [])))]
 pub async fn validate(
@@ -176,7 +190,7 @@ pub async fn validate(
     ApiJson(req): ApiJson<EnvironmentRequest>,
 ) -> Result<Json<ValidationView>, ApiError> {
     let (source, challenge) = prepare(&s, &me, &req).await?;
-    Ok(Json(run_validation(&s, &req, source, challenge).await?))
+    Ok(Json(run_validation(&s, &me, &req, source, challenge).await?))
 }
 
 #[derive(Serialize, ToSchema)]
@@ -208,6 +222,7 @@ pub struct ValidationFailed {
         (status = 422, description = "VALIDATION_FAILED (with the validation) or INVALID_ENVIRONMENT", body = ValidationFailed),
         (status = 401, description = "AUTH_REQUIRED or INVALID_TOKEN", body = ApiErrorBody),
         (status = 404, description = "CHALLENGE_NOT_FOUND, REPO_NOT_FOUND or REVISION_NOT_FOUND", body = ApiErrorBody),
+        (status = 429, description = "RATE_LIMITED: the account's validations this hour are used up, with Retry-After", body = ApiErrorBody),
         (status = 503, description = "GITHUB_RATE_LIMITED, with Retry-After", body = ApiErrorBody)),
     security(("hf_token" = [])))]
 pub async fn submit(
@@ -224,7 +239,7 @@ pub async fn submit(
             return Ok((StatusCode::OK, Json(existing_view(record, report, req))).into_response());
         }
     }
-    let validation = run_validation(&s, &req, source.clone(), challenge).await?;
+    let validation = run_validation(&s, &me, &req, source.clone(), challenge).await?;
     if !validation.report.valid {
         let blocked = validation
             .report

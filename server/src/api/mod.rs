@@ -49,7 +49,8 @@ impl utoipa::Modify for BearerAuth {
 }
 
 /// Every route with a JSON body can answer 400 (`INVALID_JSON`), 413 (`PAYLOAD_TOO_LARGE`) and 415
-/// (`UNSUPPORTED_MEDIA_TYPE`), and every route with query parameters 400 (`INVALID_QUERY`): the
+/// (`UNSUPPORTED_MEDIA_TYPE`), every route with query parameters 400 (`INVALID_QUERY`), and every
+/// route that takes a token 429 (`RATE_LIMITED`: too many tokens the arena has not seen): the
 /// extractors' answers, documented once here rather than on each route.
 pub fn document_extractor_errors(openapi: &mut utoipa::openapi::OpenApi) {
     use utoipa::openapi::path::ParameterIn;
@@ -77,6 +78,11 @@ pub fn document_extractor_errors(openapi: &mut utoipa::openapi::OpenApi) {
             }
             if query {
                 responses.entry("400".into()).or_insert_with(|| error("INVALID_QUERY"));
+            }
+            if op.security.as_ref().is_some_and(|s| !s.is_empty()) {
+                responses.entry("429".into()).or_insert_with(|| {
+                    error("RATE_LIMITED: too many tokens the arena has not seen, from this address or in all; with Retry-After")
+                });
             }
         }
     }

@@ -114,7 +114,11 @@ async fn handle(s: &AppState, run_id: &str, text: &str) -> Result<u64, Refused> 
     let count = |n: Option<u64>| n.map(|v| v.min(i64::MAX as u64) as i64);
     let detail = match m.kind {
         RelayKind::Step | RelayKind::Eval => m.step.clone().unwrap_or_default(),
-        _ => m.detail.clone().unwrap_or_default(),
+        // Anyone reads a run's events: a job's words never name a sealed held-out task.
+        _ => domain::runs::redact_tasks(
+            m.detail.as_deref().unwrap_or_default(),
+            &crate::service::runs::sealed_task_ids(s),
+        ),
     };
     // A heartbeat and GRPO's progress only update the run: neither is an event of its own.
     let kind = if m.kind == RelayKind::Progress { "heartbeat" } else { m.kind.as_str() };

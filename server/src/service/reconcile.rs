@@ -167,7 +167,9 @@ async fn pipeline_error(s: &AppState, run_id: &str) -> Option<String> {
     let path = format!("runs/{run_id}/reports/hub_run.json");
     let bytes = s.deps.datasets.read(&s.runs_dataset, &head, &path, 64 << 10).await.ok()?;
     let record: HubRun = serde_json::from_slice(&bytes).ok()?;
-    (record.status == "failed").then_some(record.error).flatten().map(|e| e.chars().take(2000).collect())
+    let error: String =
+        (record.status == "failed").then_some(record.error).flatten()?.chars().take(2000).collect();
+    Some(domain::runs::redact_tasks(&error, &super::runs::sealed_task_ids(s)))
 }
 
 async fn follow_one(s: &AppState, id: &str) -> Result<bool, String> {

@@ -77,8 +77,13 @@ async fn read_file(s: &AppState, commit: &str, path: &str) -> Result<Vec<u8>, Ap
 
 /// Reads a run's evidence from the runs dataset: its bundle at the commit the launch made (what
 /// the run was told to evaluate), its results where the reconciler found them; and verifies it
-/// (`domain::results::verify`). Answers the verification and the results commit.
-pub async fn verify_run(s: &AppState, run: &crate::repo::runs::Run) -> Result<(Verified, String), ApiError> {
+/// (`domain::results::verify`). Answers the verification and the results commit. A refusal's
+/// details name held-out tasks: only an `editor` is told them.
+pub async fn verify_run(
+    s: &AppState,
+    run: &crate::repo::runs::Run,
+    editor: bool,
+) -> Result<(Verified, String), ApiError> {
     let bundle_commit = run
         .bundle_commit
         .clone()
@@ -106,7 +111,8 @@ pub async fn verify_run(s: &AppState, run: &crate::repo::runs::Run) -> Result<(V
         outcomes: read_file(s, &commit, &format!("{reports}/eval_task_outcomes.json")).await?,
         report: read_file(s, &commit, &format!("{reports}/{report_file}")).await?,
     };
-    let verified = results::verify(&run.id, run.purpose == Purpose::Baseline, &evidence).map_err(refused)?;
+    let verified = results::verify(&run.id, run.purpose == Purpose::Baseline, &evidence)
+        .map_err(|e| refused(e, editor))?;
     Ok((verified, commit))
 }
 
@@ -143,7 +149,7 @@ pub async fn collect(
             format!("{run_id} is {}; a result is collected once its state is scored", run.state.as_str()),
         ));
     }
-    let (verified, commit) = verify_run(s, &run).await?;
+    let (verified, commit) = verify_run(s, &run, me.editor).await?;
     let Verified::Scored { measured, .. } = verified else {
         return Err(ApiError::internal("a collection's run verified as a baseline"));
     };
@@ -173,15 +179,28 @@ pub async fn collect(
     Ok(view(&stored, !inserted))
 }
 
-pub fn refused(e: results::Refused) -> ApiError {
-    match e {
-        results::Refused::Unreadable(u) => ApiError::new(ErrorCode::ResultUnreadable, u.to_string()),
-        results::Refused::Evidence(e @ Evidence::Coverage(_)) => {
-            ApiError::new(ErrorCode::ResultIncomplete, e.to_string())
+/// The refusal's answer. Its details (which cell, which field) name held-out tasks, so a caller
+/// who is not an editor gets the code and what to do, and an editor the details.
+pub fn refused(e: results::Refused, editor: bool) -> ApiError {
+    let (code, general) = match &e {
+        results::Refused::Unreadable(_) => (
+            ErrorCode::ResultUnreadable,
+            "the run's result files could not be read as the pipeline writes them",
+        ),
+        results::Refused::Evidence(Evidence::Coverage(_)) => {
+            (ErrorCode::ResultIncomplete, "the run's results do not cover its held-out suites exactly")
         }
-        results::Refused::Evidence(e @ Evidence::Mismatch(_)) => {
-            ApiError::new(ErrorCode::ResultMismatch, e.to_string())
+        results::Refused::Evidence(Evidence::Mismatch(_)) => {
+            (ErrorCode::ResultMismatch, "the pipeline's report differs from its per-task results")
         }
+    };
+    if editor {
+        ApiError::new(code, e.to_string())
+    } else {
+        ApiError::new(
+            code,
+            format!("{general}; the details name held-out tasks, so only a BenchFlow editor sees them: ask an organizer"),
+        )
     }
 }
 

@@ -31,6 +31,12 @@ const LEASE_S: i64 = 120;
 /// How long a launch request waits for another server that is launching the same run.
 const WAIT_FOR_OTHER: Duration = Duration::from_secs(30);
 
+/// The ids of the sealed held-out suites' tasks: never shown to anyone in a run's reason or
+/// events (`domain::runs::redact_tasks`).
+pub fn sealed_task_ids(s: &AppState) -> std::collections::BTreeSet<String> {
+    s.fingerprints.iter().filter(|f| f.sealed).flat_map(|f| f.tasks.iter().map(|t| t.name.clone())).collect()
+}
+
 pub fn now(s: &AppState) -> (String, i64) {
     let t = s.deps.clock.now();
     (clock::rfc3339(t), t.unix_timestamp())

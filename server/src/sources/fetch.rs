@@ -46,13 +46,25 @@ pub struct Sources {
     pub checking: Semaphore,
     /// Checks waiting for their turn; past `CHECK_QUEUE`, more are refused.
     check_waiting: std::sync::atomic::AtomicUsize,
+    /// Validations per account (`VALIDATIONS_PER_ACCOUNT`).
+    validations: std::sync::Mutex<domain::limits::Windows<String>>,
+    pub validations_per_hour: usize,
+    started: Instant,
 }
+
+/// Validations (and submissions, which validate) one account may run an hour
+/// (`ARENA_VALIDATIONS_PER_HOUR`, default 30): each compares its prompts with the sealed held-out
+/// suite, so unlimited attempts would make that suite an oracle. Per server; editors are not
+/// limited.
+pub const VALIDATION_WINDOW_MS: u64 = 3_600_000;
 
 /// Checks that may wait for a turn at once (each holds only its connection while it waits).
 pub const CHECK_QUEUE: usize = 16;
 
 impl Sources {
-    pub fn new(hf: HfDatasets, github: GitHub, concurrency: usize) -> Self {
+    pub fn new(hf: HfDatasets, github: GitHub, concurrency: usize, validations_per_hour: usize) -> Self {
+        let per_account =
+            domain::limits::Window { cap: validations_per_hour, window_ms: VALIDATION_WINDOW_MS };
         Sources {
             hf,
             github,
@@ -60,7 +72,17 @@ impl Sources {
             running: Semaphore::new(4),
             checking: Semaphore::new(2),
             check_waiting: std::sync::atomic::AtomicUsize::new(0),
+            validations: std::sync::Mutex::new(domain::limits::Windows::new(per_account, 100_000)),
+            validations_per_hour,
+            started: Instant::now(),
         }
+    }
+
+    /// Counts one validation for `account`, or answers the seconds until it may run another.
+    pub fn admit_validation(&self, account: &str) -> Result<(), u64> {
+        let now = self.started.elapsed().as_millis() as u64;
+        let mut windows = self.validations.lock().unwrap_or_else(|p| p.into_inner());
+        windows.admit(&account.to_string(), now).map_err(|ms| ms.div_ceil(1000).max(1))
     }
 
     /// Checks waiting for a turn now.

@@ -5,7 +5,7 @@ use axum::http::{Method, StatusCode};
 use base64::Engine;
 use serde_json::{json, Value};
 
-use crate::harness::{copy_tree, fixture, git, TestApp, ALICE, BOB};
+use crate::harness::{copy_tree, fixture, git, TestApp, ALICE, BOB, EVE};
 use crate::on_both_backends;
 
 fn env_json(repo_type: &str, repo_id: &str, revision: &str, title: &str) -> String {
@@ -81,6 +81,40 @@ on_both_backends!(copies_of_one_large_file_are_refused_before_any_read, |app| {
         app.post_as("/api/environments", &env_json("dataset", "alice/copies", "main", "t"), ALICE).await;
     assert_eq!(submit.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", submit.text());
     assert_eq!(environments_rows(app).await, 0);
+});
+
+// Each validation compares with the sealed suite: thirty an hour per account, then 429 with
+// Retry-After; a resent pinned submission costs none, and editors are not limited.
+on_both_backends!(validations_are_limited_per_account, |app| {
+    let commit = app.publish("datasets", "alice/pack", &fixture("good"));
+    let body = env_json("dataset", "alice/pack", "main", "t");
+    let pinned = app.post_as("/api/environments", &body, ALICE).await;
+    assert_eq!(pinned.status, StatusCode::CREATED, "{}", pinned.text());
+    for _ in 1..30 {
+        assert_eq!(app.post_as("/api/environments/validate", &body, ALICE).await.status, StatusCode::OK);
+    }
+    let held = app.post_as("/api/environments/validate", &body, ALICE).await;
+    assert_eq!(held.status, StatusCode::TOO_MANY_REQUESTS, "{}", held.text());
+    assert_eq!(held.json()["code"], "RATE_LIMITED");
+    assert!(held.headers.get("retry-after").is_some());
+    let again = env_json("dataset", "alice/pack", &commit, "t");
+    assert_eq!(
+        app.post_as("/api/environments", &again, ALICE).await.status,
+        StatusCode::OK,
+        "a resend is free"
+    );
+    assert_eq!(
+        app.post_as("/api/environments/validate", &body, BOB).await.status,
+        StatusCode::OK,
+        "bob has his own"
+    );
+    for _ in 0..31 {
+        assert_eq!(
+            app.post_as("/api/environments/validate", &body, EVE).await.status,
+            StatusCode::OK,
+            "an editor"
+        );
+    }
 });
 
 on_both_backends!(multi_thread, submit_pins_the_commit_and_repeats_find_the_first_record, |app| {
@@ -167,7 +201,12 @@ on_both_backends!(an_invalid_collection_is_not_registered, |app| {
     let v = r.json();
     assert_eq!(v["code"], "VALIDATION_FAILED");
     assert_eq!(v["validation"]["valid"], false);
-    assert_eq!(v["validation"]["quality_gates"]["static"]["findings"][0]["code"], "D-PROMPT-COPY");
+    let finding = &v["validation"]["quality_gates"]["static"]["findings"][0];
+    assert_eq!(finding["code"], "D-PROMPT-COPY");
+    // The sealed suite is no oracle: which task, and how close, are not said.
+    let message = finding["message"].as_str().unwrap();
+    assert!(!message.chars().any(|c| c.is_ascii_digit()), "{message}");
+    assert!(message.contains("`openenv-heldout`"), "{message}");
     assert_eq!(environments_rows(app).await, 0);
 });
 

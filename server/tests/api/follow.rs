@@ -424,3 +424,22 @@ on_both_backends!(local, a_job_killed_mid_run_resumes_in_its_second_attempt_with
         .any(|l| l.starts_with("[arena-job] pipeline: posttrainarena-train run") && l.ends_with("--resume")));
     assert_eq!(job_stage(app, &run), "COMPLETED");
 });
+
+// A pipeline's error can quote the task it was evaluating; the run's reason and events, which
+// anyone reads, never name a sealed held-out task.
+on_both_backends!(local, a_runs_reason_and_events_never_name_a_sealed_held_out_task, |app| {
+    app.hub.jobs.stage_ms.store(60, std::sync::atomic::Ordering::Relaxed);
+    let w = workers(app);
+    let faults = JobFaults {
+        fail_at: Some("gate".into()),
+        reason: Some("verifier crashed on sealed-bond-yield".into()),
+        ..Default::default()
+    };
+    let run = launched(app, faults).await;
+    let (d, _) = ended(app, &run).await;
+    w.stop().await;
+    assert_eq!(d["state"], "failed", "{d:#}");
+    let text = d.to_string();
+    assert!(!text.contains("sealed-bond-yield"), "{d:#}");
+    assert!(d["reason"].as_str().unwrap().contains("verifier crashed on [a held-out task]"), "{d:#}");
+});

@@ -151,6 +151,13 @@ on_both_backends!(local, collect_refuses_evidence_that_does_not_hold_up, |app| {
     let lying = run_to_end(app, &env, ALICE, JobFaults { mismatch: true, ..Default::default() }).await;
     let r = collect(app, &lying, ALICE).await;
     assert_eq!(code(&r), (422, "RESULT_MISMATCH".into()));
+    // The details name held-out tasks: the author is told the code, an editor where.
+    assert!(
+        r.json()["message"].as_str().unwrap().contains("only a BenchFlow editor sees them"),
+        "{}",
+        r.text()
+    );
+    let r = collect(app, &lying, EVE).await;
     assert!(r.json()["message"].as_str().unwrap().contains("score_v2.pooled.delta.delta"), "{}", r.text());
     // Cells that leave a task out.
     let short = run_to_end(app, &env, ALICE, JobFaults::default()).await;
@@ -172,6 +179,9 @@ on_both_backends!(local, collect_refuses_evidence_that_does_not_hold_up, |app| {
     // not read: point the run at the edited commit, as if the pipeline had published these cells.
     app.exec(&format!("UPDATE runs SET results_commit = '{edited}' WHERE id = '{short}'")).await.unwrap();
     let r = collect(app, &short, ALICE).await;
+    assert_eq!(code(&r), (422, "RESULT_INCOMPLETE".into()));
+    assert!(!r.text().contains("local-heldout"), "no held-out task id for the author: {}", r.text());
+    let r = collect(app, &short, EVE).await;
     assert_eq!(code(&r), (422, "RESULT_INCOMPLETE".into()));
     assert!(r.json()["message"].as_str().unwrap().contains("local-heldout-07"));
     // Files gone: a run marked scored whose pipeline wrote no result (its publish failed).
