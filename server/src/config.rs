@@ -162,6 +162,14 @@ pub struct Config {
     /// Admission sandboxes one server runs at once.
     #[arg(long, env = "ARENA_SANDBOX_LIMIT", default_value_t = 8)]
     pub sandbox_limit: usize,
+    /// One admission probe's whole time (scheduling, health, reads and the example episode), in
+    /// seconds; past it the probe fails and its sandbox is stopped.
+    #[arg(long, env = "ARENA_PROBE_DEADLINE_S", default_value_t = 900)]
+    pub probe_deadline_s: u64,
+    /// How long a server's hold on a submission's admission lasts without renewal (seconds); a
+    /// probe renews it while it runs, so no other server probes the same submission.
+    #[arg(long, env = "ARENA_ADMISSION_LEASE_S", default_value_t = 600)]
+    pub admission_lease_s: u64,
 }
 
 impl Config {

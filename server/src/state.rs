@@ -80,6 +80,7 @@ pub struct JobSettings {
 }
 
 /// The OpenEnv track's settings.
+#[derive(Clone)]
 pub struct OpenEnvSettings {
     /// Submissions waiting for admission beyond which new ones get `CAPACITY_BUSY`.
     pub admission_queue: i64,
@@ -89,6 +90,10 @@ pub struct OpenEnvSettings {
     pub health_wait: std::time::Duration,
     /// Admission sandboxes at once.
     pub sandbox_limit: usize,
+    /// One probe's whole time.
+    pub probe_deadline: std::time::Duration,
+    /// The admission lease, renewed every third of it while probes run.
+    pub lease_s: i64,
 }
 
 impl AppState {
@@ -145,6 +150,8 @@ impl AppState {
                     .map(|s| crate::identity::sha256_hex(&s.0)),
                 health_wait: std::time::Duration::from_secs(config.sandbox_health_s),
                 sandbox_limit: config.sandbox_limit.max(1),
+                probe_deadline: std::time::Duration::from_secs(config.probe_deadline_s.max(1)),
+                lease_s: config.admission_lease_s.max(3) as i64,
             }),
             registry,
             db,

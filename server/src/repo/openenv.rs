@@ -258,6 +258,27 @@ pub async fn lease(
     Ok(done.rows_affected() == 1)
 }
 
+/// Extends a lease this owner still holds; false when it no longer does.
+pub async fn renew(
+    db: &Db,
+    account_id: &str,
+    submission_id: &str,
+    owner: &str,
+    until: i64,
+) -> Result<bool, sqlx::Error> {
+    let done = sqlx::query(
+        "UPDATE openenv_submissions SET lease_until = $4 \
+         WHERE account_id = $1 AND submission_id = $2 AND lease_owner = $3",
+    )
+    .bind(account_id)
+    .bind(submission_id)
+    .bind(owner)
+    .bind(until)
+    .execute(&db.writer)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
 pub async fn release(db: &Db, account_id: &str, submission_id: &str, owner: &str) -> Result<(), sqlx::Error> {
     sqlx::query(
         "UPDATE openenv_submissions SET lease_owner = NULL, lease_until = NULL \

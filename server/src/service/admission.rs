@@ -22,6 +22,9 @@ use crate::{repo, AppState};
 const SCHEDULE_WAIT: Duration = Duration::from_secs(300);
 /// Each HTTP read of the probe, as `openenv validate` (5 s per call).
 const CALL: Duration = Duration::from_secs(5);
+/// An answer of the image's server read during a probe, and one WebSocket message of its episode:
+/// a schema or an observation is a few KB; larger is refused, not buffered.
+const MAX_ANSWER_BYTES: usize = 1 << 20;
 
 fn platform(code: ErrorCode, message: impl Into<String>) -> Outcome {
     Outcome::Platform { code, message: message.into() }
@@ -68,7 +71,19 @@ pub async fn probe_task(
             )
         }
     };
-    let outcome = probe_in(s, &job.id, request, task_id).await;
+    // One deadline over the whole probe, whatever each step allows: a server that answers just in
+    // time, step after step, cannot hold admission.
+    let deadline = s.openenv.probe_deadline;
+    let outcome = match tokio::time::timeout(deadline, probe_in(s, &job.id, request, task_id)).await {
+        Ok(outcome) => outcome,
+        Err(_) => author(
+            ErrorCode::AdmissionEpisodeFailed,
+            format!(
+                "the probe did not finish within {} s (health, the reads and the example episode)",
+                deadline.as_secs()
+            ),
+        ),
+    };
     if let Err(e) = s.deps.jobs.cancel(&job.id).await {
         tracing::warn!(job = %job.id, error = %e, "stopping a sandbox failed; the sweep stops it");
     }
@@ -148,18 +163,32 @@ async fn probe_in(s: &AppState, job_id: &str, request: &SubmissionRequest, task_
     }
 }
 
+/// An answer of the image's server: its status, and its body as JSON when it is JSON of at most
+/// `MAX_ANSWER_BYTES` (a larger body is left unread, and counts as not JSON).
 async fn answer(r: Result<reqwest::Response, reqwest::Error>) -> Option<Answer> {
-    let r = r.ok()?;
+    let mut r = r.ok()?;
     let status = r.status().as_u16();
-    let json = r.json::<Value>().await.ok();
-    Some(Answer { status, json })
+    if r.content_length().is_some_and(|n| n > MAX_ANSWER_BYTES as u64) {
+        return Some(Answer { status, json: None });
+    }
+    let mut body = Vec::new();
+    while let Ok(Some(chunk)) = r.chunk().await {
+        if body.len() + chunk.len() > MAX_ANSWER_BYTES {
+            return Some(Answer { status, json: None });
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Some(Answer { status, json: serde_json::from_slice(&body).ok() })
 }
 
 /// The example episode over `/ws`: a reset with the task id, then the actions in order until the
 /// episode ends.
 async fn episode(url: &str, task_id: &str, actions: &[Value]) -> Result<(Step, Vec<Step>), String> {
     let ws = url.replacen("http://", "ws://", 1).replacen("https://", "wss://", 1);
-    let connect = tokio_tungstenite::connect_async(format!("{ws}/ws"));
+    let config = tokio_tungstenite::tungstenite::protocol::WebSocketConfig::default()
+        .max_message_size(Some(MAX_ANSWER_BYTES))
+        .max_frame_size(Some(MAX_ANSWER_BYTES));
+    let connect = tokio_tungstenite::connect_async_with_config(format!("{ws}/ws"), Some(config), false);
     let (mut socket, _) = tokio::time::timeout(CALL, connect)
         .await
         .map_err(|_| "the server did not open a WebSocket on /ws".to_string())?
@@ -202,6 +231,9 @@ async fn exchange(socket: &mut Socket, message: Value) -> Result<Step, String> {
                 };
             }
             Some(Ok(_)) => continue,
+            Some(Err(tokio_tungstenite::tungstenite::Error::Capacity(_))) => {
+                return Err(format!("the server sent a message over {} KiB", MAX_ANSWER_BYTES >> 10))
+            }
             _ => return Err("the server closed the episode".to_string()),
         }
     }
@@ -243,10 +275,29 @@ pub async fn pass(s: &AppState) -> Result<usize, crate::http::ApiError> {
     for (account_id, submission_id) in repo::openenv::validating_ids(&s.db).await? {
         let (_, now) = super::runs::now(s);
         let me = super::runs::holder(s);
-        if !repo::openenv::lease(&s.db, &account_id, &submission_id, &me, now, now + 600).await? {
+        let lease_s = s.openenv.lease_s;
+        if !repo::openenv::lease(&s.db, &account_id, &submission_id, &me, now, now + lease_s).await? {
             continue;
         }
-        let outcome = admit(s, &account_id, &submission_id).await;
+        // The lease is renewed every third of its length while the probes run, so that no other
+        // server takes the submission over and probes it a second time.
+        let renew = async {
+            loop {
+                tokio::time::sleep(Duration::from_secs((lease_s / 3).max(1) as u64)).await;
+                let (_, now) = super::runs::now(s);
+                match repo::openenv::renew(&s.db, &account_id, &submission_id, &me, now + lease_s).await {
+                    Ok(true) => {}
+                    Ok(false) => tracing::warn!(submission = %submission_id, "the admission lease was lost"),
+                    Err(e) => {
+                        tracing::warn!(submission = %submission_id, error = %e, "renewing the admission lease failed")
+                    }
+                }
+            }
+        };
+        let outcome = tokio::select! {
+            outcome = admit(s, &account_id, &submission_id) => outcome,
+            never = renew => never,
+        };
         repo::openenv::release(&s.db, &account_id, &submission_id, &me).await?;
         if outcome? {
             decided += 1;

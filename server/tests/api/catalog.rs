@@ -134,7 +134,7 @@ async fn app_on(backend: crate::harness::Backend, configs: &tempfile::TempDir) -
         keep: None,
         limits: crate::harness::LIMITS,
         job_secrets: crate::harness::JOB_SECRETS.to_vec(),
-        clock: None,
+        ..Options::default()
     };
     TestApp::with(backend, options).await
 }

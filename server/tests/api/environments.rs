@@ -501,7 +501,7 @@ async fn a_planned_challenge_takes_no_collections() {
             keep: None,
             limits: crate::harness::LIMITS,
             job_secrets: crate::harness::JOB_SECRETS.to_vec(),
-            clock: None,
+            ..Default::default()
         },
     )
     .await;

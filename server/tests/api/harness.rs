@@ -146,6 +146,10 @@ pub struct Options {
     pub keep: Option<std::sync::Arc<tempfile::TempDir>>,
     /// A clock the test moves (the system's when absent).
     pub clock: Option<std::sync::Arc<server::ports::clock::FixedClock>>,
+    /// One admission probe's whole time (seconds).
+    pub probe_deadline_s: u64,
+    /// The admission lease (seconds).
+    pub admission_lease_s: u64,
 }
 
 /// The deployed defaults: each challenge's silence limit, half an hour of scheduling, two minutes
@@ -166,6 +170,8 @@ impl Options {
             limits: LIMITS,
             job_secrets: JOB_SECRETS.to_vec(),
             clock: None,
+            probe_deadline_s: 900,
+            admission_lease_s: 600,
         }
     }
 }
@@ -178,6 +184,8 @@ impl Default for Options {
             limits: LIMITS,
             job_secrets: JOB_SECRETS.to_vec(),
             clock: None,
+            probe_deadline_s: 900,
+            admission_lease_s: 600,
         }
     }
 }
@@ -273,6 +281,8 @@ impl TestApp {
             openenv_admission_queue: 20,
             sandbox_health_s: 3,
             sandbox_limit: 4,
+            probe_deadline_s: options.probe_deadline_s,
+            admission_lease_s: options.admission_lease_s,
         };
         let mut deps = server::ports::Deps::real(&config);
         if let Some(clock) = options.clock {
@@ -372,6 +382,11 @@ impl TestApp {
     }
 
     pub async fn scalar(&self, sql: &str) -> i64 {
+        use sqlx::Row;
+        sqlx::query(sql).fetch_one(&self.state.db.pool).await.unwrap().try_get(0).unwrap()
+    }
+
+    pub async fn text(&self, sql: &str) -> String {
         use sqlx::Row;
         sqlx::query(sql).fetch_one(&self.state.db.pool).await.unwrap().try_get(0).unwrap()
     }

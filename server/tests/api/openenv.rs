@@ -420,6 +420,50 @@ on_both_backends!(multi_thread, admission_probes_every_task_in_a_fresh_sandbox_a
     cluster.abort();
 });
 
+/// A hostile image costs admission little: a 5 MiB answer is not read, a 5 MiB WebSocket message
+/// is refused, and a server that answers just in time, message after message, meets the probe's
+/// deadline; meanwhile the probing server keeps its lease (renewed every second here), so no
+/// other server probes the submission a second time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admission_probes_are_bounded_in_size_and_time_and_keep_their_lease() {
+    let options = Options { probe_deadline_s: 6, admission_lease_s: 3, ..Options::default() };
+    let app = TestApp::with(Backend::Sqlite, options).await;
+    let cluster = connect(&app).await;
+    let cases = [
+        ("huge-metadata", "OPENENV_ENDPOINT_INVALID", "metadata"),
+        ("huge-observation", "ADMISSION_EPISODE_FAILED", "over 1024 KiB"),
+        ("slow-steps", "ADMISSION_EPISODE_FAILED", "did not finish within 6 s"),
+    ];
+    for (variant, code, says) in cases {
+        app.exec("DELETE FROM openenv_quota").await.unwrap();
+        let id = format!("adm-{variant}");
+        let r = submit(&app, &echo_submission(&id, &format!("ghcr.io/test/echo-{variant}:v1")), ALICE).await;
+        assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.text());
+        let state = app.state.clone();
+        let probing = tokio::spawn(async move { server::service::admission::pass(&state).await.unwrap() });
+        if variant == "slow-steps" {
+            // Past the 3 s lease a holder that did not renew would have lost it.
+            tokio::time::sleep(Duration::from_millis(4500)).await;
+            let account: String = app
+                .text(&format!("SELECT account_id FROM openenv_submissions WHERE submission_id = '{id}'"))
+                .await;
+            let (_, now) = server::service::runs::now(&app.state);
+            let taken =
+                server::repo::openenv::lease(&app.state.db, &account, &id, "another-server", now, now + 3)
+                    .await
+                    .unwrap();
+            assert!(!taken, "the probing server still holds the lease");
+        }
+        assert_eq!(probing.await.unwrap(), 1, "{variant}");
+        let v = app.get_as(&format!("/api/openenv/submissions/{id}"), ALICE).await.json();
+        assert_eq!(v["state"], "rejected", "{variant}: {v:#}");
+        assert_eq!(v["report"]["errors"][0]["code"], code, "{variant}: {v:#}");
+        let message = v["report"]["errors"][0]["message"].as_str().unwrap();
+        assert!(message.contains(says), "{variant}: {message}");
+    }
+    cluster.abort();
+}
+
 /// Time from acceptance to `validated` for a 50-task submission on the stand-in, one sandbox at a
 /// time and eight at once (a fresh sandbox per task: a Python echo server started, health, the six
 /// reads, the example episode).
@@ -442,6 +486,7 @@ async fn measure_admission_of_a_50_task_submission() {
             cluster_secret_hash: None,
             health_wait: Duration::from_secs(30),
             sandbox_limit: limit,
+            ..app.state.openenv.as_ref().clone()
         });
         let start = Instant::now();
         assert_eq!(server::service::admission::pass(&state).await.unwrap(), 1);
