@@ -29,6 +29,11 @@ pub struct AuthSettings {
     /// Trusted proxies in front of the arena (`ARENA_TRUSTED_PROXY_HOPS`): where a client's
     /// address is read from (`crate::http::client`).
     pub proxy_hops: usize,
+    /// Signed-in people's OAuth access tokens, in memory only, by the session's `token_ref`:
+    /// never written to the database or a log.
+    pub session_tokens: moka::future::Cache<String, String>,
+    /// How often a session's editor role is confirmed by HF (seconds).
+    pub recheck_s: i64,
 }
 
 /// Everything a handler may need; each takes what it uses.
@@ -171,6 +176,11 @@ impl AppState {
                 public_origin: crate::identity::oauth::origin_of(&config.public_url()).unwrap_or_default(),
                 oauth,
                 proxy_hops: config.proxy_hops(),
+                session_tokens: moka::future::Cache::builder()
+                    .max_capacity(100_000)
+                    .time_to_live(std::time::Duration::from_secs(8 * 3600))
+                    .build(),
+                recheck_s: config.whoami_cache_s as i64,
             }),
             sources: Arc::new(Sources::new(
                 HfDatasets::new(&config.hf_endpoint),

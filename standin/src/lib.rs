@@ -266,6 +266,12 @@ impl Hub {
         self.stats.whoami_calls.load(Ordering::Relaxed)
     }
 
+    /// Revokes every OAuth access token the stand-in issued (as a person would on HF, or as HF does
+    /// when a membership changes).
+    pub fn revoke_oauth_tokens(&self) {
+        self.oauth_tokens.lock().unwrap().clear();
+    }
+
     /// Reads of dataset files (`/datasets/…/resolve/…`).
     pub fn dataset_file_requests(&self) -> u64 {
         self.stats.dataset_file_requests.load(Ordering::Relaxed)

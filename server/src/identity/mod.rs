@@ -20,7 +20,9 @@ use crate::AppState;
 pub const CSRF_HEADER: &str = "x-csrf-token";
 const SESSION_USER: &str = "user";
 
-/// What the session remembers of a signed-in person. No token is kept.
+/// What the session remembers of a signed-in person. No token is kept: the OAuth access token
+/// stays in this server's memory (`AuthSettings::session_tokens`) under `token_ref`, to re-check
+/// the editor role.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SessionUser {
     /// HF's stable account id (`sub`).
@@ -29,6 +31,11 @@ pub struct SessionUser {
     pub fullname: String,
     pub editor: bool,
     pub csrf: String,
+    #[serde(default)]
+    pub token_ref: Option<String>,
+    /// When the editor role was last confirmed by HF (epoch seconds).
+    #[serde(default)]
+    pub checked_epoch: i64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -132,15 +139,19 @@ impl FromRequestParts<AppState> for Caller {
             })));
         }
         let Some(session) = parts.extensions.get::<Session>().cloned() else { return Ok(Caller(None)) };
-        let Some(user) = session_user(&session).await else { return Ok(Caller(None)) };
+        let Some(mut user) = session_user(&session).await else { return Ok(Caller(None)) };
         if !matches!(parts.method, Method::GET | Method::HEAD | Method::OPTIONS) {
-            let sent = parts.headers.get(CSRF_HEADER).and_then(|v| v.to_str().ok());
-            if sent != Some(user.csrf.as_str()) {
+            let sent = parts.headers.get(CSRF_HEADER).and_then(|v| v.to_str().ok()).unwrap_or("");
+            if !same_bytes(sent.as_bytes(), user.csrf.as_bytes()) {
                 return Err(ApiError::new(
                     ErrorCode::CsrfInvalid,
                     "a signed-in write needs the page's CSRF token in the X-CSRF-Token header",
                 ));
             }
+        }
+        if user.editor {
+            let client = crate::http::client::address(parts, state.auth.proxy_hops);
+            user.editor = recheck_editor(state, &session, &mut user, client).await;
         }
         Ok(Caller(Some(Identity {
             id: user.id,
@@ -150,6 +161,41 @@ impl FromRequestParts<AppState> for Caller {
             via: Via::Session,
         })))
     }
+}
+
+/// A session's editor role, confirmed by HF at least as often as a token's whoami is reused
+/// (`ARENA_WHOAMI_CACHE_S`): with the OAuth token this server keeps in memory. A token HF refuses,
+/// or one this server does not have (signed in on another replica, or before a restart), ends the
+/// role in the session until the person signs in again; HF not answering withholds it for this
+/// request only.
+async fn recheck_editor(
+    state: &AppState,
+    session: &Session,
+    user: &mut SessionUser,
+    client: Option<std::net::IpAddr>,
+) -> bool {
+    let (_, now) = crate::service::runs::now(state);
+    if now - user.checked_epoch < state.auth.recheck_s {
+        return true;
+    }
+    let token = match &user.token_ref {
+        Some(r) => state.auth.session_tokens.get(r).await,
+        None => None,
+    };
+    let still = match token {
+        Some(token) => match state.hub.whoami(&token, client).await {
+            Ok(account) => account.is_editor(&state.auth.editor_org),
+            Err(HubError::InvalidToken) => false,
+            Err(_) => return false,
+        },
+        None => false,
+    };
+    user.editor = still;
+    user.checked_epoch = now;
+    if let Err(e) = session.insert(SESSION_USER, &*user).await {
+        tracing::warn!(error = %e, "storing a session's re-checked role failed");
+    }
+    still
 }
 
 impl FromRequestParts<AppState> for User {

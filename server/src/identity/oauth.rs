@@ -283,6 +283,9 @@ async fn callback(
     }
     let info: UserInfo = resp.json().await.map_err(|e| unavailable(e.without_url()))?;
     let editor_org = &state.auth.editor_org;
+    // The token stays in memory, for re-checking the editor role; the session keeps a reference.
+    let token_ref = random_secret();
+    state.auth.session_tokens.insert(token_ref.clone(), token.access_token().secret().clone()).await;
     let user = SessionUser {
         editor: info.orgs.iter().any(|o| {
             &o.preferred_username == editor_org && matches!(o.role_in_org.as_deref(), Some("write" | "admin"))
@@ -291,6 +294,8 @@ async fn callback(
         fullname: info.name.unwrap_or_else(|| info.preferred_username.clone()),
         name: info.preferred_username,
         csrf: random_secret(),
+        token_ref: Some(token_ref),
+        checked_epoch: crate::service::runs::now(&state).1,
     };
     sign_in(&session, &user).await?;
     if !pending.popup {

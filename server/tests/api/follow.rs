@@ -96,6 +96,19 @@ on_both_backends!(local, a_run_goes_from_queued_to_scored_with_its_stages_and_is
         d["events"].as_array().unwrap().iter().map(|e| e["source"].as_str().unwrap()).collect();
     assert!(sources.contains(&"relay") && sources.contains(&"job status"));
     assert_eq!(d["relay"], "gone", "the job has ended");
+    // The run's relay secret stops working when the run ends (set to a known one here).
+    let secret_hash = server::identity::sha256_hex("a-known-secret");
+    app.exec(&format!("UPDATE runs SET secret_hash = '{secret_hash}' WHERE id = '{run}'")).await.unwrap();
+    let ws = app.state.public_url.replacen("http://", "ws://", 1);
+    let mut request = tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(
+        format!("{ws}/api/relay/runs/{run}"),
+    )
+    .unwrap();
+    request.headers_mut().insert("authorization", "Bearer a-known-secret".parse().unwrap());
+    match tokio_tungstenite::connect_async(request).await {
+        Err(tokio_tungstenite::tungstenite::Error::Http(r)) => assert_eq!(r.status(), 401),
+        other => panic!("an ended run's relay connected: {:?}", other.map(|_| ())),
+    }
     // Settled at the job's recorded duration: one started minute of h200x2 at $10/h.
     assert_eq!(ledger(app, &run).await, ("settled".into(), 0.17));
     let budget = app.get("/api/arena/budget").await.json();

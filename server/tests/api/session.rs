@@ -181,3 +181,28 @@ on_both_backends!(handoff_refuses_other_origins, |app| {
     let own = app.call(Method::POST, "/auth/handoff", Some(r#"{"code":"x"}"#), &[("origin", &origin)]).await;
     assert_eq!(own.json()["code"], "HANDOFF_INVALID", "the arena's own origin gets as far as the code check");
 });
+
+// A session's editor role is confirmed with HF as often as a token's whoami is reused (5 min):
+// once HF no longer accepts the person's OAuth token, the role is gone from the session.
+#[tokio::test]
+async fn a_sessions_editor_role_is_rechecked_with_hf() {
+    let start = time::macros::datetime!(2026-11-30 12:00 UTC);
+    let clock = std::sync::Arc::new(server::ports::clock::FixedClock::new(start));
+    let options = crate::harness::Options { clock: Some(clock.clone()), ..Default::default() };
+    let app = TestApp::with(crate::harness::Backend::Sqlite, options).await;
+    let (eve, _) = sign_in(&app, "eve").await;
+    let cookie = [("cookie", eve.as_str())];
+    let jobs = || app.call(Method::GET, "/api/jobs", None, &cookie);
+    assert_eq!(jobs().await.status, StatusCode::OK, "an editor");
+    app.hub.revoke_oauth_tokens();
+    clock.advance(time::Duration::seconds(299));
+    assert_eq!(jobs().await.status, StatusCode::OK, "not re-checked yet");
+    let calls = app.hub.whoami_calls();
+    clock.advance(time::Duration::seconds(2));
+    assert_eq!(jobs().await.status, StatusCode::FORBIDDEN, "HF no longer accepts the token");
+    assert_eq!(app.hub.whoami_calls() - calls, 1, "one HF call");
+    let me = app.call(Method::GET, "/api/whoami", None, &[("cookie", &eve)]).await.json();
+    assert_eq!((me["name"].as_str(), me["editor"].as_bool()), (Some("eve"), Some(false)), "still signed in");
+    assert_eq!(app.hub.whoami_calls() - calls, 1, "the outcome is kept in the session");
+    app.finish().await;
+}
