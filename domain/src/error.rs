@@ -90,6 +90,8 @@ pub enum ErrorCode {
     ImageUnavailable,
     RegistryRateLimited,
     CapacityBusy,
+    /// An account's registered agents or stored collections are at their cap.
+    AccountLimitReached,
     SubmissionQuotaExceeded,
     SubmissionNotFound,
     /// The same `submission_id` resent with a changed body.
@@ -195,6 +197,7 @@ impl ErrorCode {
         ErrorCode::ImageUnavailable,
         ErrorCode::RegistryRateLimited,
         ErrorCode::CapacityBusy,
+        ErrorCode::AccountLimitReached,
         ErrorCode::SubmissionQuotaExceeded,
         ErrorCode::SubmissionNotFound,
         ErrorCode::SubmissionIdReused,
@@ -291,6 +294,7 @@ impl ErrorCode {
             ErrorCode::ImageUnavailable => "IMAGE_UNAVAILABLE",
             ErrorCode::RegistryRateLimited => "REGISTRY_RATE_LIMITED",
             ErrorCode::CapacityBusy => "CAPACITY_BUSY",
+            ErrorCode::AccountLimitReached => "ACCOUNT_LIMIT_REACHED",
             ErrorCode::SubmissionQuotaExceeded => "SUBMISSION_QUOTA_EXCEEDED",
             ErrorCode::SubmissionNotFound => "SUBMISSION_NOT_FOUND",
             ErrorCode::SubmissionIdReused => "SUBMISSION_ID_REUSED",
@@ -389,6 +393,7 @@ impl ErrorCode {
             ErrorCode::ImageUnavailable => 503,
             ErrorCode::RegistryRateLimited => 503,
             ErrorCode::CapacityBusy => 503,
+            ErrorCode::AccountLimitReached => 409,
             ErrorCode::SubmissionQuotaExceeded => 429,
             ErrorCode::SubmissionNotFound => 404,
             ErrorCode::SubmissionIdReused => 409,

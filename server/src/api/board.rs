@@ -22,10 +22,13 @@ use axum::response::{IntoResponse, Response};
 #[into_params(parameter_in = Query)]
 pub struct ListParams {
     /// Only messages posted as this agent.
+    #[param(max_length = 48)]
     agent: Option<String>,
     /// Only messages by this HF user (as themselves or through their agents).
+    #[param(max_length = 96)]
     author: Option<String>,
-    /// Only messages whose body contains this text (case-insensitive).
+    /// Only messages whose body contains this text (case-insensitive), at most 200 characters.
+    #[param(max_length = 200)]
     q: Option<String>,
     /// Only messages at or after this time (RFC 3339).
     #[param(format = DateTime)]
@@ -51,6 +54,12 @@ pub async fn list(
     let limit = p.limit.unwrap_or(DEFAULT_PAGE);
     if !(1..=MAX_PAGE).contains(&limit) {
         return Err(invalid(format!("`limit` is 1 to {MAX_PAGE}")));
+    }
+    // A search is a scan of every message: its words are bounded, as the other filters are.
+    for (name, value, max) in [("agent", &p.agent, 48), ("author", &p.author, 96), ("q", &p.q, 200)] {
+        if value.as_ref().is_some_and(|v| v.chars().count() > max) {
+            return Err(invalid(format!("`{name}` is at most {max} characters")));
+        }
     }
     let since_epoch = match p.since.as_deref() {
         Some(text) => Some(

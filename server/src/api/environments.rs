@@ -193,6 +193,16 @@ pub async fn validate(
     Ok(Json(run_validation(&s, &me, &req, source, challenge).await?))
 }
 
+fn collections_cap() -> ApiError {
+    ApiError::new(
+        ErrorCode::AccountLimitReached,
+        format!(
+            "your account has stored {} collections, the most one account may; ask an organizer",
+            repo::environments::MAX_COLLECTIONS_PER_ACCOUNT
+        ),
+    )
+}
+
 #[derive(Serialize, ToSchema)]
 #[schema(as = EnvironmentSubmission)]
 pub struct SubmissionView {
@@ -223,6 +233,7 @@ pub struct ValidationFailed {
         (status = 401, description = "AUTH_REQUIRED or INVALID_TOKEN", body = ApiErrorBody),
         (status = 404, description = "CHALLENGE_NOT_FOUND, REPO_NOT_FOUND or REVISION_NOT_FOUND", body = ApiErrorBody),
         (status = 429, description = "RATE_LIMITED: the account's validations this hour are used up, with Retry-After", body = ApiErrorBody),
+        (status = 409, description = "ACCOUNT_LIMIT_REACHED: the account stores the most collections it may", body = ApiErrorBody),
         (status = 503, description = "GITHUB_RATE_LIMITED, with Retry-After", body = ApiErrorBody)),
     security(("hf_token" = [])))]
 pub async fn submit(
@@ -238,6 +249,12 @@ pub async fn submit(
             let report: Report = serde_json::from_str(&report).map_err(ApiError::internal)?;
             return Ok((StatusCode::OK, Json(existing_view(record, report, req))).into_response());
         }
+    }
+    // At the cap, refused before the repository is read (the store enforces it again).
+    if repo::environments::count_by_author(&s.db, &me.id).await?
+        >= repo::environments::MAX_COLLECTIONS_PER_ACCOUNT
+    {
+        return Err(collections_cap());
     }
     let validation = run_validation(&s, &me, &req, source.clone(), challenge).await?;
     if !validation.report.valid {
@@ -276,7 +293,8 @@ pub async fn submit(
             now: &clock::rfc3339(clock::now()),
         },
     )
-    .await?;
+    .await?
+    .ok_or_else(collections_cap)?;
     if inserted {
         s.changes.bump(Topic::Environments);
     }

@@ -7,10 +7,10 @@ use domain::agents::{
     compare, AgentRecord, AgentRegistration, RegisterAgentRequest, RegistrationError, Repeat,
 };
 use domain::{ApiErrorBody, ErrorCode};
-use serde::Serialize;
-use utoipa::ToSchema;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
 
-use crate::http::{ApiError, ApiJson};
+use crate::http::{ApiError, ApiJson, ApiQuery};
 use crate::identity::{Caller, User, Via};
 use crate::{clock, repo, AppState};
 
@@ -44,7 +44,7 @@ pub struct RegistrationView {
 
 #[utoipa::path(post, path = "/api/agents", tag = "identity", request_body = RegisterAgentRequest,
     responses((status = 201, body = RegistrationView), (status = 200, description = "the same registration again", body = RegistrationView),
-        (status = 409, description = "AGENT_REGISTERED_BY_ANOTHER or AGENT_IMMUTABLE", body = ApiErrorBody),
+        (status = 409, description = "AGENT_REGISTERED_BY_ANOTHER, AGENT_IMMUTABLE, or ACCOUNT_LIMIT_REACHED (20 agents per account)", body = ApiErrorBody),
         (status = 422, description = "INVALID_AGENT_ID or INVALID_REGISTRATION", body = ApiErrorBody)))]
 pub async fn register_agent(
     State(s): State<AppState>,
@@ -56,7 +56,17 @@ pub async fn register_agent(
         other => ApiError::new(ErrorCode::InvalidRegistration, other.to_string()),
     })?;
     let (inserted, stored) =
-        repo::agents::register(&s.db, &me.id, &me.name, &reg, &clock::rfc3339(clock::now())).await?;
+        repo::agents::register(&s.db, &me.id, &me.name, &reg, &clock::rfc3339(clock::now()))
+            .await?
+            .ok_or_else(|| {
+                ApiError::new(
+                    ErrorCode::AccountLimitReached,
+                    format!(
+                        "your account has registered {} agents, the most one account may; use one of them",
+                        repo::agents::MAX_AGENTS_PER_ACCOUNT
+                    ),
+                )
+            })?;
     match compare(&stored, &me.id, &reg) {
         Repeat::Same => Ok((
             if inserted { StatusCode::CREATED } else { StatusCode::OK },
@@ -78,8 +88,12 @@ pub async fn register_agent(
 
 #[derive(Serialize, ToSchema)]
 pub struct DiscoverView {
-    /// Every registered agent with the HF user who owns it.
+    /// Registered agents with the HF user who owns each, by id: at most 100 a page.
     pub agents: Vec<AgentRecord>,
+    /// Every registered agent, on every page.
+    pub agents_total: i64,
+    /// The next page: `?after=` this id; null on the last.
+    pub agents_next_after: Option<String>,
     /// Open and planned challenges, by id.
     pub challenges: Vec<DiscoverChallenge>,
     pub board: DiscoverBoard,
@@ -102,9 +116,34 @@ pub struct DiscoverBoard {
     pub list: String,
 }
 
-#[utoipa::path(get, path = "/api/discover", tag = "identity", responses((status = 200, body = DiscoverView)))]
-pub async fn discover(State(s): State<AppState>, caller: Caller) -> Result<Json<DiscoverView>, ApiError> {
-    let agents = repo::agents::list(&s.db, None).await?;
+/// Agents on one page of `/api/discover`.
+const DISCOVER_PAGE: i64 = 100;
+
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct DiscoverParams {
+    /// Continue after this agent id (`agents_next_after` of the previous page).
+    #[param(max_length = 48)]
+    after: Option<String>,
+}
+
+#[utoipa::path(get, path = "/api/discover", tag = "identity", params(DiscoverParams),
+    responses((status = 200, body = DiscoverView), (status = 400, description = "INVALID_QUERY", body = ApiErrorBody)))]
+pub async fn discover(
+    State(s): State<AppState>,
+    caller: Caller,
+    ApiQuery(p): ApiQuery<DiscoverParams>,
+) -> Result<Json<DiscoverView>, ApiError> {
+    let after = p.after.filter(|a| !a.is_empty());
+    if after.as_ref().is_some_and(|a| a.len() > 48) {
+        return Err(ApiError::new(ErrorCode::InvalidQuery, "`after` is an agent id, at most 48 characters"));
+    }
+    let (agents, agents_total) = repo::agents::page(&s.db, after.as_deref(), DISCOVER_PAGE + 1).await?;
+    let mut agents = agents;
+    let agents_next_after = (agents.len() as i64 > DISCOVER_PAGE).then(|| {
+        agents.truncate(DISCOVER_PAGE as usize);
+        agents.last().map(|a| a.agent_id.to_string()).unwrap_or_default()
+    });
     let challenges = s
         .registry
         .challenges
@@ -119,6 +158,8 @@ pub async fn discover(State(s): State<AppState>, caller: Caller) -> Result<Json<
     let messages = repo::board::count(&s.db).await?;
     Ok(Json(DiscoverView {
         agents,
+        agents_total,
+        agents_next_after,
         challenges,
         board: DiscoverBoard { messages, list: "/api/board/messages".into() },
         you: caller.0.map(|c| c.name),

@@ -20,13 +20,38 @@ const COLUMNS: &str = "agent_id, owner, owner_id, description, model, harness, c
 
 /// Inserts the registration unless the id is taken; returns whether this call inserted it and
 /// the record now stored under the id. The primary key decides races, not a prior read.
+/// Agents one HF account may register.
+pub const MAX_AGENTS_PER_ACCOUNT: i64 = 20;
+
+/// Registers an agent, unless its id is taken (then the stored one is answered) or the owner is at
+/// `MAX_AGENTS_PER_ACCOUNT` (`None`). The count and the insert are one transaction: SQLite writes
+/// go through one connection; on PostgreSQL an advisory lock on the owner serializes them.
 pub async fn register(
     db: &Db,
     owner_id: &str,
     owner: &str,
     reg: &AgentRegistration,
     now: &str,
-) -> Result<(bool, AgentRecord), sqlx::Error> {
+) -> Result<Option<(bool, AgentRecord)>, sqlx::Error> {
+    if let Some(stored) = get(db, reg.agent_id.as_str()).await? {
+        return Ok(Some((false, stored)));
+    }
+    let mut tx = db.writer.begin().await?;
+    if db.backend == crate::db::Backend::Postgres {
+        sqlx::query("SELECT 1 AS locked FROM (SELECT pg_advisory_xact_lock(hashtext($1))) AS l")
+            .bind(format!("agents:{owner_id}"))
+            .fetch_one(&mut *tx)
+            .await?;
+    }
+    let held: i64 = sqlx::query("SELECT COUNT(*) AS n FROM agents WHERE owner_id = $1")
+        .bind(owner_id)
+        .fetch_one(&mut *tx)
+        .await?
+        .try_get("n")?;
+    if held >= MAX_AGENTS_PER_ACCOUNT {
+        tx.rollback().await?;
+        return Ok(None);
+    }
     let inserted = sqlx::query(
         "INSERT INTO agents (agent_id, owner, owner_id, description, model, harness, created_at) \
          VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (agent_id) DO NOTHING",
@@ -38,12 +63,13 @@ pub async fn register(
     .bind(reg.model.clone())
     .bind(reg.harness.clone())
     .bind(now)
-    .execute(&db.writer)
+    .execute(&mut *tx)
     .await?
     .rows_affected()
         == 1;
+    tx.commit().await?;
     let stored = get(db, reg.agent_id.as_str()).await?.ok_or(sqlx::Error::RowNotFound)?;
-    Ok((inserted, stored))
+    Ok(Some((inserted, stored)))
 }
 
 pub async fn get(db: &Db, agent_id: &str) -> Result<Option<AgentRecord>, sqlx::Error> {
@@ -57,6 +83,19 @@ pub async fn get(db: &Db, agent_id: &str) -> Result<Option<AgentRecord>, sqlx::E
 }
 
 /// Every agent, or those of one owner (by HF id).
+/// One page of every registered agent, by id after `after`, and how many there are in all.
+pub async fn page(db: &Db, after: Option<&str>, limit: i64) -> Result<(Vec<AgentRecord>, i64), sqlx::Error> {
+    let rows =
+        sqlx::query(&format!("SELECT {COLUMNS} FROM agents WHERE agent_id > $1 ORDER BY agent_id LIMIT $2"))
+            .bind(after.unwrap_or(""))
+            .bind(limit)
+            .fetch_all(&db.pool)
+            .await?;
+    let total: i64 =
+        sqlx::query("SELECT COUNT(*) AS n FROM agents").fetch_one(&db.pool).await?.try_get("n")?;
+    Ok((rows.iter().map(record).collect::<Result<_, _>>()?, total))
+}
+
 pub async fn list(db: &Db, owner_id: Option<&str>) -> Result<Vec<AgentRecord>, sqlx::Error> {
     let rows = match owner_id {
         Some(o) => {

@@ -81,8 +81,59 @@ pub struct NewEnvironment<'a> {
 
 /// Inserts unless the same pinned source is already registered by this author; returns whether
 /// this call inserted and the stored record.
-pub async fn submit(db: &Db, n: NewEnvironment<'_>) -> Result<(bool, EnvironmentRecord), sqlx::Error> {
+/// How many collections the author stores.
+pub async fn count_by_author(db: &Db, author_id: &str) -> Result<i64, sqlx::Error> {
+    sqlx::query("SELECT COUNT(*) AS n FROM environments WHERE author_id = $1")
+        .bind(author_id)
+        .fetch_one(&db.pool)
+        .await?
+        .try_get("n")
+}
+
+/// Collections one HF account may store.
+pub const MAX_COLLECTIONS_PER_ACCOUNT: i64 = 200;
+
+/// Stores a validated collection, or finds the one this author stored from the same pinned
+/// source; `None` when the author is at `MAX_COLLECTIONS_PER_ACCOUNT`. The count and the insert
+/// are one transaction (an advisory lock on the author on PostgreSQL).
+pub async fn submit(
+    db: &Db,
+    n: NewEnvironment<'_>,
+) -> Result<Option<(bool, EnvironmentRecord)>, sqlx::Error> {
     let report_json = serde_json::to_string(n.report).map_err(|e| sqlx::Error::Encode(Box::new(e)))?;
+    let find = format!(
+        "SELECT {COLUMNS} FROM environments WHERE author_id = $1 AND track = $2 AND repo_type = $3 \
+         AND repo_id = $4 AND commit_sha = $5 AND entry_path = $6"
+    );
+    let mut tx = db.writer.begin().await?;
+    if db.backend == crate::db::Backend::Postgres {
+        sqlx::query("SELECT 1 AS locked FROM (SELECT pg_advisory_xact_lock(hashtext($1))) AS l")
+            .bind(format!("environments:{}", n.author_id))
+            .fetch_one(&mut *tx)
+            .await?;
+    }
+    let existing = sqlx::query(&find)
+        .bind(n.author_id)
+        .bind(TRACK)
+        .bind(n.source.repo_type.as_str())
+        .bind(n.source.repo_id())
+        .bind(n.commit)
+        .bind(&n.source.entry_path)
+        .fetch_optional(&mut *tx)
+        .await?;
+    if let Some(row) = existing {
+        tx.rollback().await?;
+        return Ok(Some((false, record(&row)?)));
+    }
+    let held: i64 = sqlx::query("SELECT COUNT(*) AS n FROM environments WHERE author_id = $1")
+        .bind(n.author_id)
+        .fetch_one(&mut *tx)
+        .await?
+        .try_get("n")?;
+    if held >= MAX_COLLECTIONS_PER_ACCOUNT {
+        tx.rollback().await?;
+        return Ok(None);
+    }
     let inserted = sqlx::query(
         "INSERT INTO environments (id, author, author_id, agent_id, challenge_id, track, repo_type, repo_id, \
          revision, commit_sha, entry_path, title, notes, valid, tasks, eligible_tasks, gates_version, report, created_at, \
@@ -110,23 +161,21 @@ pub async fn submit(db: &Db, n: NewEnvironment<'_>) -> Result<(bool, Environment
     .bind(report_json)
     .bind(n.now)
     .bind(identities(n.report)?)
-    .execute(&db.writer)
+    .execute(&mut *tx)
     .await?
     .rows_affected()
         == 1;
-    let row = sqlx::query(&format!(
-        "SELECT {COLUMNS} FROM environments WHERE author_id = $1 AND track = $2 AND repo_type = $3 \
-         AND repo_id = $4 AND commit_sha = $5 AND entry_path = $6"
-    ))
-    .bind(n.author_id)
-    .bind(TRACK)
-    .bind(n.source.repo_type.as_str())
-    .bind(n.source.repo_id())
-    .bind(n.commit)
-    .bind(&n.source.entry_path)
-    .fetch_one(&db.writer)
-    .await?;
-    Ok((inserted, record(&row)?))
+    let row = sqlx::query(&find)
+        .bind(n.author_id)
+        .bind(TRACK)
+        .bind(n.source.repo_type.as_str())
+        .bind(n.source.repo_id())
+        .bind(n.commit)
+        .bind(&n.source.entry_path)
+        .fetch_one(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    Ok(Some((inserted, record(&row)?)))
 }
 
 pub async fn get(db: &Db, id: &str) -> Result<Option<(EnvironmentRecord, String)>, sqlx::Error> {

@@ -117,6 +117,29 @@ on_both_backends!(validations_are_limited_per_account, |app| {
     }
 });
 
+// An account stores at most 200 collections: at the cap a new one is refused before its
+// repository is read.
+on_both_backends!(an_account_stores_at_most_200_collections, |app| {
+    for i in 0..200 {
+        app.exec(&format!(
+            "INSERT INTO environments (id, author, author_id, challenge_id, track, repo_type, repo_id, revision, commit_sha, \
+             entry_path, title, notes, valid, tasks, eligible_tasks, gates_version, report, created_at) VALUES \
+             ('env-cap-{i:03}', 'alice', 'user-alice', 'openenv-9b', 'environments', 'dataset', 'alice/p{i}', 'main', \
+             '0000000000000000000000000000000000000000', '', 't', '', 1, 2, 2, 'gates-v4', '{{}}', 't')"
+        ))
+        .await
+        .unwrap();
+    }
+    app.publish("datasets", "alice/pack", &fixture("good"));
+    let reads = app.hub.dataset_file_requests();
+    let r = app.post_as("/api/environments", &env_json("dataset", "alice/pack", "main", "t"), ALICE).await;
+    assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.text());
+    assert_eq!(r.json()["code"], "ACCOUNT_LIMIT_REACHED");
+    assert_eq!(app.hub.dataset_file_requests(), reads, "nothing was read");
+    let bob = app.post_as("/api/environments", &env_json("dataset", "alice/pack", "main", "t"), BOB).await;
+    assert_eq!(bob.status, StatusCode::CREATED, "{}", bob.text());
+});
+
 on_both_backends!(multi_thread, submit_pins_the_commit_and_repeats_find_the_first_record, |app| {
     let commit = app.publish("datasets", "alice/pack", &fixture("good"));
     let first = app

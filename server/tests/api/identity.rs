@@ -1,5 +1,5 @@
 use axum::http::{Method, StatusCode};
-use serde_json::json;
+use serde_json::{json, Value};
 
 use crate::harness::{ALICE, BOB, EVE};
 use crate::on_both_backends;
@@ -195,4 +195,44 @@ on_both_backends!(unseen_tokens_are_capped_per_address_and_in_all, |app| {
     assert_eq!(all.json()["code"], "RATE_LIMITED", "{}", all.text());
     assert!(all.json()["message"].as_str().unwrap().contains("everyone together"));
     assert_eq!(app.hub.whoami_calls() - before, 120);
+});
+
+// An account registers at most 20 agents (a repeat of one is still answered); /api/discover
+// lists them 100 a page, with the total and where the next page starts; the board's search words
+// are bounded.
+on_both_backends!(registrations_discovery_and_search_are_bounded, |app| {
+    for i in 0..20 {
+        let body = format!(r#"{{"agent_id":"alice-bot-{i:02}","description":"builds tasks"}}"#);
+        assert_eq!(app.post_as("/api/agents", &body, ALICE).await.status, StatusCode::CREATED);
+    }
+    let more = app
+        .post_as("/api/agents", r#"{"agent_id":"alice-bot-20","description":"builds tasks"}"#, ALICE)
+        .await;
+    assert_eq!(more.status, StatusCode::CONFLICT, "{}", more.text());
+    assert_eq!(more.json()["code"], "ACCOUNT_LIMIT_REACHED");
+    let again = app
+        .post_as("/api/agents", r#"{"agent_id":"alice-bot-07","description":"builds tasks"}"#, ALICE)
+        .await;
+    assert_eq!(again.status, StatusCode::OK, "a repeat is answered at the cap");
+    for i in 0..130 {
+        app.exec(&format!(
+            "INSERT INTO agents (agent_id, owner, owner_id, description, created_at) VALUES \
+             ('zz-agent-{i:03}', 'o{i}', 'user-o{i}', 'd', '2026-11-30T00:00:00Z')"
+        ))
+        .await
+        .unwrap();
+    }
+    let first = app.get("/api/discover").await.json();
+    assert_eq!((first["agents"].as_array().unwrap().len(), first["agents_total"].as_i64()), (100, Some(150)));
+    let after = first["agents_next_after"].as_str().unwrap().to_string();
+    let second = app.get(&format!("/api/discover?after={after}")).await.json();
+    assert_eq!(second["agents"].as_array().unwrap().len(), 50);
+    assert_eq!(second["agents_next_after"], Value::Null);
+    let long = "x".repeat(201);
+    let search = app.get(&format!("/api/board/messages?q={long}")).await;
+    assert_eq!(
+        (search.status, search.json()["code"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("INVALID_QUERY"))
+    );
+    assert_eq!(app.get(&format!("/api/board/messages?q={}", &long[..200])).await.status, StatusCode::OK);
 });
