@@ -35,6 +35,7 @@ plan or jobs root that cannot be read).
 
 import argparse
 import base64
+import ipaddress
 import json
 import os
 import socket
@@ -95,6 +96,19 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
 
 
 _OPENER = urllib.request.build_opener(_NoRedirect())
+# A loopback arena is reached directly, whatever proxy the environment names: a proxy would see
+# the token in clear on plain HTTP.
+_DIRECT_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirect())
+
+
+def _opener(url):
+    host = (urllib.parse.urlsplit(url).hostname or "").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return _DIRECT_OPENER
+    try:
+        return _DIRECT_OPENER if ipaddress.ip_address(host).is_loopback else _OPENER
+    except ValueError:
+        return _OPENER
 
 
 def post_check(data):
@@ -109,7 +123,7 @@ def post_check(data):
     while True:
         req = urllib.request.Request(url, data=data, method="POST", headers=headers)
         try:
-            with _OPENER.open(req, timeout=TIMEOUT_S) as resp:
+            with _opener(req.full_url).open(req, timeout=TIMEOUT_S) as resp:
                 answer = _try_json(resp.read())
                 if answer is None:
                     raise CliError("the arena answered HTTP %d with something that is not JSON" % resp.status)

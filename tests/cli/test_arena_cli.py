@@ -142,3 +142,18 @@ def test_served_cli_is_the_repository_file(arena_url):
 
     with urllib.request.urlopen(arena_url + "/arena_cli.py") as resp:
         assert resp.read() == CLI.read_bytes()
+
+
+def test_a_loopback_arena_is_reached_without_the_environments_proxy(scripted_server):
+    """On plain HTTP a proxy would read the token: a loopback ARENA_URL bypasses HTTP(S)_PROXY."""
+    proxy, proxy_url = scripted_server([JSON_OK])
+    server, url = scripted_server([(200, {"Content-Type": "application/json"}, b'{"name": "alice", "editor": false}')])
+    env = {"HTTP_PROXY": proxy_url, "http_proxy": proxy_url, "HTTPS_PROXY": proxy_url, "https_proxy": proxy_url}
+    r = run_cli(["whoami"], url, token="hf_secret_token_value", extra_env=env)
+    assert r.returncode == 0, r.stderr
+    assert proxy.seen == [], "nothing went through the proxy"
+    assert server.seen[0]["headers"]["Authorization"] == "Bearer hf_secret_token_value"
+    localhost = url.replace("127.0.0.1", "localhost")
+    server.script.append((200, {"Content-Type": "application/json"}, b'{"name": "alice", "editor": false}'))
+    assert run_cli(["whoami"], localhost, token="hf_secret_token_value", extra_env=env).returncode == 0
+    assert proxy.seen == []
