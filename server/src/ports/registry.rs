@@ -456,7 +456,7 @@ mod tests {
             .route(
                 "/v2/{owner}/{name}/{kind}/{reference}",
                 axum::routing::get(move |Path((owner, name, kind, reference)): Path<(String, String, String, String)>| {
-                    let (manifest, config, config_digest) = (manifest.clone(), config.clone(), config_digest.clone());
+                    let (manifest, config, config_digest) = (manifest, config.clone(), config_digest.clone());
                     log.lock().unwrap().push(format!("{owner}/{name}/{kind}/{reference}"));
                     async move {
                         let typed = |media: &str, body: String| {

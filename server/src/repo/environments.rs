@@ -101,10 +101,6 @@ pub async fn submit(
     n: NewEnvironment<'_>,
 ) -> Result<Option<(bool, EnvironmentRecord)>, sqlx::Error> {
     let report_json = serde_json::to_string(n.report).map_err(|e| sqlx::Error::Encode(Box::new(e)))?;
-    let find = format!(
-        "SELECT {COLUMNS} FROM environments WHERE author_id = $1 AND track = $2 AND repo_type = $3 \
-         AND repo_id = $4 AND commit_sha = $5 AND entry_path = $6"
-    );
     let mut tx = db.writer.begin().await?;
     if db.backend == crate::db::Backend::Postgres {
         sqlx::query("SELECT 1 AS locked FROM (SELECT pg_advisory_xact_lock(hashtext($1))) AS l")
@@ -112,16 +108,7 @@ pub async fn submit(
             .fetch_one(&mut *tx)
             .await?;
     }
-    let existing = sqlx::query(&find)
-        .bind(n.author_id)
-        .bind(TRACK)
-        .bind(n.source.repo_type.as_str())
-        .bind(n.source.repo_id())
-        .bind(n.commit)
-        .bind(&n.source.entry_path)
-        .fetch_optional(&mut *tx)
-        .await?;
-    if let Some(row) = existing {
+    if let Some(row) = pinned(&mut tx, &n).await? {
         tx.rollback().await?;
         return Ok(Some((false, record(&row)?)));
     }
@@ -165,17 +152,28 @@ pub async fn submit(
     .await?
     .rows_affected()
         == 1;
-    let row = sqlx::query(&find)
-        .bind(n.author_id)
-        .bind(TRACK)
-        .bind(n.source.repo_type.as_str())
-        .bind(n.source.repo_id())
-        .bind(n.commit)
-        .bind(&n.source.entry_path)
-        .fetch_one(&mut *tx)
-        .await?;
+    let row = pinned(&mut tx, &n).await?.ok_or(sqlx::Error::RowNotFound)?;
     tx.commit().await?;
     Ok(Some((inserted, record(&row)?)))
+}
+
+/// The author's collection stored from this pinned source, if any.
+async fn pinned(
+    conn: &mut sqlx::AnyConnection,
+    n: &NewEnvironment<'_>,
+) -> Result<Option<AnyRow>, sqlx::Error> {
+    sqlx::query(&format!(
+        "SELECT {COLUMNS} FROM environments WHERE author_id = $1 AND track = $2 AND repo_type = $3 \
+         AND repo_id = $4 AND commit_sha = $5 AND entry_path = $6"
+    ))
+    .bind(n.author_id)
+    .bind(TRACK)
+    .bind(n.source.repo_type.as_str())
+    .bind(n.source.repo_id())
+    .bind(n.commit)
+    .bind(&n.source.entry_path)
+    .fetch_optional(conn)
+    .await
 }
 
 pub async fn get(db: &Db, id: &str) -> Result<Option<(EnvironmentRecord, String)>, sqlx::Error> {

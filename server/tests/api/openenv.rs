@@ -426,8 +426,14 @@ on_both_backends!(multi_thread, admission_probes_every_task_in_a_fresh_sandbox_a
 /// other server probes the submission a second time.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn admission_probes_are_bounded_in_size_and_time_and_keep_their_lease() {
+    for backend in [Backend::Sqlite, Backend::Postgres] {
+        admission_bounds_on(backend).await;
+    }
+}
+
+async fn admission_bounds_on(backend: Backend) {
     let options = Options { probe_deadline_s: 6, admission_lease_s: 3, ..Options::default() };
-    let app = TestApp::with(Backend::Sqlite, options).await;
+    let app = TestApp::with(backend, options).await;
     let cluster = connect(&app).await;
     let cases = [
         ("huge-metadata", "OPENENV_ENDPOINT_INVALID", "metadata"),
@@ -462,6 +468,7 @@ async fn admission_probes_are_bounded_in_size_and_time_and_keep_their_lease() {
         assert!(message.contains(says), "{variant}: {message}");
     }
     cluster.abort();
+    app.finish().await;
 }
 
 /// Time from acceptance to `validated` for a 50-task submission on the stand-in, one sandbox at a
