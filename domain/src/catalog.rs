@@ -50,6 +50,7 @@ pub fn challenge_list(registry: &Registry, live: &LiveState) -> ChallengeList {
     }
 }
 
+// Long: one struct literal of the view the guide documents, field by field.
 pub fn challenge_view(registry: &Registry, challenge: &Challenge, live: &LiveState) -> ChallengeView {
     let header = &challenge.spec.challenge;
     let mut view = ChallengeView {

@@ -3,410 +3,144 @@
 
 use serde::{Deserialize, Serialize};
 
-/// Stable error codes. The string forms are part of the API contract: never rename one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-pub enum ErrorCode {
-    NotFound,
-    ChallengeNotFound,
-    BenchmarkNotFound,
-    MethodNotAllowed,
-    InvalidQuery,
-    InvalidJson,
-    PayloadTooLarge,
-    UnsupportedMediaType,
-    AuthRequired,
-    InvalidToken,
-    HubUnavailable,
-    CsrfInvalid,
-    OauthNotConfigured,
-    OauthFailed,
-    HandoffInvalid,
-    InvalidAgentId,
-    InvalidRegistration,
-    AgentRegisteredByAnother,
-    AgentImmutable,
-    AgentNotFound,
-    AgentNotOwned,
-    InvalidPost,
-    UnknownRefs,
-    RequestIdReused,
-    RateLimited,
-    InvalidEnvironment,
-    RepoNotFound,
-    RevisionNotFound,
-    RepoPrivate,
-    RepoGated,
-    GithubRateLimited,
-    SourceUnavailable,
-    ValidationFailed,
-    EnvironmentNotFound,
-    InvalidCheck,
-    ChallengeNotOpen,
-    NotAuthorOrEditor,
-    DailyRunLimit,
-    LayoutInvalid,
-    AnotherRunActive,
-    CapExceeded,
-    NoEligibleTasks,
-    HeldoutNameCollision,
-    InvalidRunRequest,
-    LaunchUnknown,
-    LaunchFailed,
-    RunNotFound,
-    Forbidden,
-    RunNotCancelable,
-    RunNotScored,
-    HeldoutUnknown,
-    ResultFilesMissing,
-    ResultUnreadable,
-    ResultIncomplete,
-    ResultMismatch,
-    ResultNotFound,
-    InvalidReview,
-    ReviewExists,
-    BenchmarkNotScored,
-    PlanChanged,
-    InvalidGateResults,
-    InvalidPolicy,
-    /// A collection's result route given a baseline measurement, or the other way round.
-    WrongRunPurpose,
-    /// The training cluster is not connected: every OpenEnv route but the status answers 503.
-    OpenenvDisconnected,
-    ContractInvalid,
-    EnvironmentTooLargeForSandbox,
-    SchemaInvalid,
-    ImageReferenceInvalid,
-    ImageRegistryUnsupported,
-    SubmissionFormatRetired,
-    ImageLimitExceeded,
-    ImageInaccessible,
-    ImagePlatformUnsupported,
-    ImageManifestUnsupported,
-    ImageServerInvalid,
-    ImageCompressedSizeExceeded,
-    SubmissionSizeExceeded,
-    ImageUnavailable,
-    RegistryRateLimited,
-    CapacityBusy,
-    /// An account's registered agents or stored collections are at their cap.
-    AccountLimitReached,
-    SubmissionQuotaExceeded,
-    SubmissionNotFound,
-    /// The same `submission_id` resent with a changed body.
-    SubmissionIdReused,
-    /// Admission: the image's server failed an `openenv validate` criterion (author).
-    OpenenvEndpointInvalid,
-    /// Admission: the image's `/schema` differs from the submission's (author).
-    ImageSchemaMismatch,
-    /// Admission: the example actions did not end the episode with a reward in [0, 1] (author).
-    AdmissionEpisodeFailed,
-    /// Admission: the sandbox never served `/health` (platform; retried).
-    SandboxStartupFailed,
-    /// Admission: the probe could not finish for the arena's reasons (platform; retried).
-    AdmissionInfrastructureFailure,
-    /// An OpenEnv run's trainer did not start on a GPU within two hours of its assignment.
-    RunQueueTimeout,
-    /// An OpenEnv run's time could not fit even one optimizer step.
-    RunStepDoesNotFit,
-    /// An OpenEnv run stopped before it ended (the cluster lost it, or its trainer failed).
-    RunTrainerFailed,
-    Internal,
+/// Declares `ErrorCode` from one table: each row is a variant, its wire string and its HTTP status,
+/// so that a new code is one line and the enum, `ALL`, `as_str` and `status` cannot drift apart.
+macro_rules! error_codes {
+    ($($(#[$doc:meta])* $variant:ident = $wire:literal, $status:literal;)+) => {
+        /// Stable error codes. The string forms are part of the API contract: never rename one.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+        #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+        pub enum ErrorCode {
+            $($(#[$doc])* #[serde(rename = $wire)] $variant,)+
+        }
+
+        impl ErrorCode {
+            pub const ALL: &'static [ErrorCode] = &[$(ErrorCode::$variant),+];
+
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(ErrorCode::$variant => $wire,)+
+                }
+            }
+
+            /// The HTTP status that goes with the code.
+            pub fn status(self) -> u16 {
+                match self {
+                    $(ErrorCode::$variant => $status,)+
+                }
+            }
+        }
+    };
 }
 
-impl ErrorCode {
-    pub const ALL: &'static [ErrorCode] = &[
-        ErrorCode::NotFound,
-        ErrorCode::ChallengeNotFound,
-        ErrorCode::BenchmarkNotFound,
-        ErrorCode::MethodNotAllowed,
-        ErrorCode::InvalidQuery,
-        ErrorCode::InvalidJson,
-        ErrorCode::PayloadTooLarge,
-        ErrorCode::UnsupportedMediaType,
-        ErrorCode::AuthRequired,
-        ErrorCode::InvalidToken,
-        ErrorCode::HubUnavailable,
-        ErrorCode::CsrfInvalid,
-        ErrorCode::OauthNotConfigured,
-        ErrorCode::OauthFailed,
-        ErrorCode::HandoffInvalid,
-        ErrorCode::InvalidAgentId,
-        ErrorCode::InvalidRegistration,
-        ErrorCode::AgentRegisteredByAnother,
-        ErrorCode::AgentImmutable,
-        ErrorCode::AgentNotFound,
-        ErrorCode::AgentNotOwned,
-        ErrorCode::InvalidPost,
-        ErrorCode::UnknownRefs,
-        ErrorCode::RequestIdReused,
-        ErrorCode::RateLimited,
-        ErrorCode::InvalidEnvironment,
-        ErrorCode::RepoNotFound,
-        ErrorCode::RevisionNotFound,
-        ErrorCode::RepoPrivate,
-        ErrorCode::RepoGated,
-        ErrorCode::GithubRateLimited,
-        ErrorCode::SourceUnavailable,
-        ErrorCode::ValidationFailed,
-        ErrorCode::EnvironmentNotFound,
-        ErrorCode::InvalidCheck,
-        ErrorCode::ChallengeNotOpen,
-        ErrorCode::NotAuthorOrEditor,
-        ErrorCode::DailyRunLimit,
-        ErrorCode::LayoutInvalid,
-        ErrorCode::AnotherRunActive,
-        ErrorCode::CapExceeded,
-        ErrorCode::NoEligibleTasks,
-        ErrorCode::HeldoutNameCollision,
-        ErrorCode::InvalidRunRequest,
-        ErrorCode::LaunchUnknown,
-        ErrorCode::LaunchFailed,
-        ErrorCode::RunNotFound,
-        ErrorCode::Forbidden,
-        ErrorCode::RunNotCancelable,
-        ErrorCode::RunNotScored,
-        ErrorCode::HeldoutUnknown,
-        ErrorCode::ResultFilesMissing,
-        ErrorCode::ResultUnreadable,
-        ErrorCode::ResultIncomplete,
-        ErrorCode::ResultMismatch,
-        ErrorCode::ResultNotFound,
-        ErrorCode::InvalidReview,
-        ErrorCode::ReviewExists,
-        ErrorCode::BenchmarkNotScored,
-        ErrorCode::PlanChanged,
-        ErrorCode::InvalidGateResults,
-        ErrorCode::InvalidPolicy,
-        ErrorCode::WrongRunPurpose,
-        ErrorCode::OpenenvDisconnected,
-        ErrorCode::ContractInvalid,
-        ErrorCode::EnvironmentTooLargeForSandbox,
-        ErrorCode::SchemaInvalid,
-        ErrorCode::ImageReferenceInvalid,
-        ErrorCode::ImageRegistryUnsupported,
-        ErrorCode::SubmissionFormatRetired,
-        ErrorCode::ImageLimitExceeded,
-        ErrorCode::ImageInaccessible,
-        ErrorCode::ImagePlatformUnsupported,
-        ErrorCode::ImageManifestUnsupported,
-        ErrorCode::ImageServerInvalid,
-        ErrorCode::ImageCompressedSizeExceeded,
-        ErrorCode::SubmissionSizeExceeded,
-        ErrorCode::ImageUnavailable,
-        ErrorCode::RegistryRateLimited,
-        ErrorCode::CapacityBusy,
-        ErrorCode::AccountLimitReached,
-        ErrorCode::SubmissionQuotaExceeded,
-        ErrorCode::SubmissionNotFound,
-        ErrorCode::SubmissionIdReused,
-        ErrorCode::OpenenvEndpointInvalid,
-        ErrorCode::ImageSchemaMismatch,
-        ErrorCode::AdmissionEpisodeFailed,
-        ErrorCode::SandboxStartupFailed,
-        ErrorCode::AdmissionInfrastructureFailure,
-        ErrorCode::RunQueueTimeout,
-        ErrorCode::RunStepDoesNotFit,
-        ErrorCode::RunTrainerFailed,
-        ErrorCode::Internal,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ErrorCode::NotFound => "NOT_FOUND",
-            ErrorCode::ChallengeNotFound => "CHALLENGE_NOT_FOUND",
-            ErrorCode::BenchmarkNotFound => "BENCHMARK_NOT_FOUND",
-            ErrorCode::MethodNotAllowed => "METHOD_NOT_ALLOWED",
-            ErrorCode::InvalidQuery => "INVALID_QUERY",
-            ErrorCode::InvalidJson => "INVALID_JSON",
-            ErrorCode::PayloadTooLarge => "PAYLOAD_TOO_LARGE",
-            ErrorCode::UnsupportedMediaType => "UNSUPPORTED_MEDIA_TYPE",
-            ErrorCode::AuthRequired => "AUTH_REQUIRED",
-            ErrorCode::InvalidToken => "INVALID_TOKEN",
-            ErrorCode::HubUnavailable => "HUB_UNAVAILABLE",
-            ErrorCode::CsrfInvalid => "CSRF_INVALID",
-            ErrorCode::OauthNotConfigured => "OAUTH_NOT_CONFIGURED",
-            ErrorCode::OauthFailed => "OAUTH_FAILED",
-            ErrorCode::HandoffInvalid => "HANDOFF_INVALID",
-            ErrorCode::InvalidAgentId => "INVALID_AGENT_ID",
-            ErrorCode::InvalidRegistration => "INVALID_REGISTRATION",
-            ErrorCode::AgentRegisteredByAnother => "AGENT_REGISTERED_BY_ANOTHER",
-            ErrorCode::AgentImmutable => "AGENT_IMMUTABLE",
-            ErrorCode::AgentNotFound => "AGENT_NOT_FOUND",
-            ErrorCode::AgentNotOwned => "AGENT_NOT_OWNED",
-            ErrorCode::InvalidPost => "INVALID_POST",
-            ErrorCode::UnknownRefs => "UNKNOWN_REFS",
-            ErrorCode::RequestIdReused => "REQUEST_ID_REUSED",
-            ErrorCode::RateLimited => "RATE_LIMITED",
-            ErrorCode::InvalidEnvironment => "INVALID_ENVIRONMENT",
-            ErrorCode::RepoNotFound => "REPO_NOT_FOUND",
-            ErrorCode::RevisionNotFound => "REVISION_NOT_FOUND",
-            ErrorCode::RepoPrivate => "REPO_PRIVATE",
-            ErrorCode::RepoGated => "REPO_GATED",
-            ErrorCode::GithubRateLimited => "GITHUB_RATE_LIMITED",
-            ErrorCode::SourceUnavailable => "SOURCE_UNAVAILABLE",
-            ErrorCode::ValidationFailed => "VALIDATION_FAILED",
-            ErrorCode::EnvironmentNotFound => "ENVIRONMENT_NOT_FOUND",
-            ErrorCode::InvalidCheck => "INVALID_CHECK",
-            ErrorCode::ChallengeNotOpen => "CHALLENGE_NOT_OPEN",
-            ErrorCode::NotAuthorOrEditor => "NOT_AUTHOR_OR_EDITOR",
-            ErrorCode::DailyRunLimit => "DAILY_RUN_LIMIT",
-            ErrorCode::LayoutInvalid => "LAYOUT_INVALID",
-            ErrorCode::AnotherRunActive => "ANOTHER_RUN_ACTIVE",
-            ErrorCode::CapExceeded => "CAP_EXCEEDED",
-            ErrorCode::NoEligibleTasks => "NO_ELIGIBLE_TASKS",
-            ErrorCode::HeldoutNameCollision => "HELDOUT_NAME_COLLISION",
-            ErrorCode::InvalidRunRequest => "INVALID_RUN_REQUEST",
-            ErrorCode::LaunchUnknown => "LAUNCH_UNKNOWN",
-            ErrorCode::LaunchFailed => "LAUNCH_FAILED",
-            ErrorCode::RunNotFound => "RUN_NOT_FOUND",
-            ErrorCode::Forbidden => "FORBIDDEN",
-            ErrorCode::RunNotCancelable => "RUN_NOT_CANCELABLE",
-            ErrorCode::RunNotScored => "RUN_NOT_SCORED",
-            ErrorCode::HeldoutUnknown => "HELDOUT_UNKNOWN",
-            ErrorCode::ResultFilesMissing => "RESULT_FILES_MISSING",
-            ErrorCode::ResultUnreadable => "RESULT_UNREADABLE",
-            ErrorCode::ResultIncomplete => "RESULT_INCOMPLETE",
-            ErrorCode::ResultMismatch => "RESULT_MISMATCH",
-            ErrorCode::ResultNotFound => "RESULT_NOT_FOUND",
-            ErrorCode::InvalidReview => "INVALID_REVIEW",
-            ErrorCode::ReviewExists => "REVIEW_EXISTS",
-            ErrorCode::BenchmarkNotScored => "BENCHMARK_NOT_SCORED",
-            ErrorCode::PlanChanged => "PLAN_CHANGED",
-            ErrorCode::InvalidGateResults => "INVALID_GATE_RESULTS",
-            ErrorCode::InvalidPolicy => "INVALID_POLICY",
-            ErrorCode::WrongRunPurpose => "WRONG_RUN_PURPOSE",
-            ErrorCode::OpenenvDisconnected => "OPENENV_DISCONNECTED",
-            ErrorCode::ContractInvalid => "CONTRACT_INVALID",
-            ErrorCode::EnvironmentTooLargeForSandbox => "ENVIRONMENT_TOO_LARGE_FOR_SANDBOX",
-            ErrorCode::SchemaInvalid => "SCHEMA_INVALID",
-            ErrorCode::ImageReferenceInvalid => "IMAGE_REFERENCE_INVALID",
-            ErrorCode::ImageRegistryUnsupported => "IMAGE_REGISTRY_UNSUPPORTED",
-            ErrorCode::SubmissionFormatRetired => "SUBMISSION_FORMAT_RETIRED",
-            ErrorCode::ImageLimitExceeded => "IMAGE_LIMIT_EXCEEDED",
-            ErrorCode::ImageInaccessible => "IMAGE_INACCESSIBLE",
-            ErrorCode::ImagePlatformUnsupported => "IMAGE_PLATFORM_UNSUPPORTED",
-            ErrorCode::ImageManifestUnsupported => "IMAGE_MANIFEST_UNSUPPORTED",
-            ErrorCode::ImageServerInvalid => "IMAGE_SERVER_INVALID",
-            ErrorCode::ImageCompressedSizeExceeded => "IMAGE_COMPRESSED_SIZE_EXCEEDED",
-            ErrorCode::SubmissionSizeExceeded => "SUBMISSION_SIZE_EXCEEDED",
-            ErrorCode::ImageUnavailable => "IMAGE_UNAVAILABLE",
-            ErrorCode::RegistryRateLimited => "REGISTRY_RATE_LIMITED",
-            ErrorCode::CapacityBusy => "CAPACITY_BUSY",
-            ErrorCode::AccountLimitReached => "ACCOUNT_LIMIT_REACHED",
-            ErrorCode::SubmissionQuotaExceeded => "SUBMISSION_QUOTA_EXCEEDED",
-            ErrorCode::SubmissionNotFound => "SUBMISSION_NOT_FOUND",
-            ErrorCode::SubmissionIdReused => "SUBMISSION_ID_REUSED",
-            ErrorCode::OpenenvEndpointInvalid => "OPENENV_ENDPOINT_INVALID",
-            ErrorCode::ImageSchemaMismatch => "IMAGE_SCHEMA_MISMATCH",
-            ErrorCode::AdmissionEpisodeFailed => "ADMISSION_EPISODE_FAILED",
-            ErrorCode::SandboxStartupFailed => "SANDBOX_STARTUP_FAILED",
-            ErrorCode::AdmissionInfrastructureFailure => "ADMISSION_INFRASTRUCTURE_FAILURE",
-            ErrorCode::RunQueueTimeout => "RUN_QUEUE_TIMEOUT",
-            ErrorCode::RunStepDoesNotFit => "RUN_STEP_DOES_NOT_FIT",
-            ErrorCode::RunTrainerFailed => "RUN_TRAINER_FAILED",
-            ErrorCode::Internal => "INTERNAL",
-        }
-    }
-
-    /// The HTTP status that goes with the code.
-    pub fn status(self) -> u16 {
-        match self {
-            ErrorCode::NotFound => 404,
-            ErrorCode::ChallengeNotFound => 404,
-            ErrorCode::BenchmarkNotFound => 404,
-            ErrorCode::MethodNotAllowed => 405,
-            ErrorCode::InvalidQuery => 400,
-            ErrorCode::InvalidJson => 400,
-            ErrorCode::PayloadTooLarge => 413,
-            ErrorCode::UnsupportedMediaType => 415,
-            ErrorCode::AuthRequired => 401,
-            ErrorCode::InvalidToken => 401,
-            ErrorCode::HubUnavailable => 503,
-            ErrorCode::CsrfInvalid => 403,
-            ErrorCode::OauthNotConfigured => 503,
-            ErrorCode::OauthFailed => 400,
-            ErrorCode::HandoffInvalid => 400,
-            ErrorCode::InvalidAgentId => 422,
-            ErrorCode::InvalidRegistration => 422,
-            ErrorCode::AgentRegisteredByAnother => 409,
-            ErrorCode::AgentImmutable => 409,
-            ErrorCode::AgentNotFound => 404,
-            ErrorCode::AgentNotOwned => 403,
-            ErrorCode::InvalidPost => 422,
-            ErrorCode::UnknownRefs => 422,
-            ErrorCode::RequestIdReused => 409,
-            ErrorCode::RateLimited => 429,
-            ErrorCode::InvalidEnvironment => 422,
-            ErrorCode::RepoNotFound => 404,
-            ErrorCode::RevisionNotFound => 404,
-            ErrorCode::RepoPrivate => 403,
-            ErrorCode::RepoGated => 403,
-            ErrorCode::GithubRateLimited => 503,
-            ErrorCode::SourceUnavailable => 502,
-            ErrorCode::ValidationFailed => 422,
-            ErrorCode::EnvironmentNotFound => 404,
-            ErrorCode::InvalidCheck => 422,
-            ErrorCode::ChallengeNotOpen => 409,
-            ErrorCode::NotAuthorOrEditor => 403,
-            ErrorCode::DailyRunLimit => 429,
-            ErrorCode::LayoutInvalid => 409,
-            ErrorCode::AnotherRunActive => 409,
-            ErrorCode::CapExceeded => 409,
-            ErrorCode::NoEligibleTasks => 422,
-            ErrorCode::HeldoutNameCollision => 422,
-            ErrorCode::InvalidRunRequest => 422,
-            ErrorCode::LaunchUnknown => 503,
-            ErrorCode::LaunchFailed => 502,
-            ErrorCode::RunNotFound => 404,
-            ErrorCode::Forbidden => 403,
-            ErrorCode::RunNotCancelable => 409,
-            ErrorCode::RunNotScored => 409,
-            ErrorCode::HeldoutUnknown => 409,
-            ErrorCode::ResultFilesMissing => 422,
-            ErrorCode::ResultUnreadable => 422,
-            ErrorCode::ResultIncomplete => 422,
-            ErrorCode::ResultMismatch => 422,
-            ErrorCode::ResultNotFound => 404,
-            ErrorCode::InvalidReview => 422,
-            ErrorCode::ReviewExists => 409,
-            ErrorCode::BenchmarkNotScored => 404,
-            ErrorCode::PlanChanged => 409,
-            ErrorCode::InvalidGateResults => 422,
-            ErrorCode::InvalidPolicy => 422,
-            ErrorCode::WrongRunPurpose => 409,
-            ErrorCode::OpenenvDisconnected => 503,
-            ErrorCode::ContractInvalid => 422,
-            ErrorCode::EnvironmentTooLargeForSandbox => 422,
-            ErrorCode::SchemaInvalid => 422,
-            ErrorCode::ImageReferenceInvalid => 422,
-            ErrorCode::ImageRegistryUnsupported => 422,
-            ErrorCode::SubmissionFormatRetired => 422,
-            ErrorCode::ImageLimitExceeded => 422,
-            ErrorCode::ImageInaccessible => 422,
-            ErrorCode::ImagePlatformUnsupported => 422,
-            ErrorCode::ImageManifestUnsupported => 422,
-            ErrorCode::ImageServerInvalid => 422,
-            ErrorCode::ImageCompressedSizeExceeded => 422,
-            ErrorCode::SubmissionSizeExceeded => 422,
-            ErrorCode::ImageUnavailable => 503,
-            ErrorCode::RegistryRateLimited => 503,
-            ErrorCode::CapacityBusy => 503,
-            ErrorCode::AccountLimitReached => 409,
-            ErrorCode::SubmissionQuotaExceeded => 429,
-            ErrorCode::SubmissionNotFound => 404,
-            ErrorCode::SubmissionIdReused => 409,
-            ErrorCode::OpenenvEndpointInvalid => 422,
-            ErrorCode::ImageSchemaMismatch => 422,
-            ErrorCode::AdmissionEpisodeFailed => 422,
-            ErrorCode::SandboxStartupFailed => 503,
-            ErrorCode::AdmissionInfrastructureFailure => 503,
-            // Failure codes of a run, never an answer of their own.
-            ErrorCode::RunQueueTimeout | ErrorCode::RunStepDoesNotFit | ErrorCode::RunTrainerFailed => 500,
-            ErrorCode::Internal => 500,
-        }
-    }
+// Run failure codes (`RUN_QUEUE_TIMEOUT`, `RUN_STEP_DOES_NOT_FIT`, `RUN_TRAINER_FAILED`) are never an
+// answer of their own; their 500 only keeps every code's status defined.
+error_codes! {
+    NotFound = "NOT_FOUND", 404;
+    ChallengeNotFound = "CHALLENGE_NOT_FOUND", 404;
+    BenchmarkNotFound = "BENCHMARK_NOT_FOUND", 404;
+    MethodNotAllowed = "METHOD_NOT_ALLOWED", 405;
+    InvalidQuery = "INVALID_QUERY", 400;
+    InvalidJson = "INVALID_JSON", 400;
+    PayloadTooLarge = "PAYLOAD_TOO_LARGE", 413;
+    UnsupportedMediaType = "UNSUPPORTED_MEDIA_TYPE", 415;
+    AuthRequired = "AUTH_REQUIRED", 401;
+    InvalidToken = "INVALID_TOKEN", 401;
+    HubUnavailable = "HUB_UNAVAILABLE", 503;
+    CsrfInvalid = "CSRF_INVALID", 403;
+    OauthNotConfigured = "OAUTH_NOT_CONFIGURED", 503;
+    OauthFailed = "OAUTH_FAILED", 400;
+    HandoffInvalid = "HANDOFF_INVALID", 400;
+    InvalidAgentId = "INVALID_AGENT_ID", 422;
+    InvalidRegistration = "INVALID_REGISTRATION", 422;
+    AgentRegisteredByAnother = "AGENT_REGISTERED_BY_ANOTHER", 409;
+    AgentImmutable = "AGENT_IMMUTABLE", 409;
+    AgentNotFound = "AGENT_NOT_FOUND", 404;
+    AgentNotOwned = "AGENT_NOT_OWNED", 403;
+    InvalidPost = "INVALID_POST", 422;
+    UnknownRefs = "UNKNOWN_REFS", 422;
+    RequestIdReused = "REQUEST_ID_REUSED", 409;
+    RateLimited = "RATE_LIMITED", 429;
+    InvalidEnvironment = "INVALID_ENVIRONMENT", 422;
+    RepoNotFound = "REPO_NOT_FOUND", 404;
+    RevisionNotFound = "REVISION_NOT_FOUND", 404;
+    RepoPrivate = "REPO_PRIVATE", 403;
+    RepoGated = "REPO_GATED", 403;
+    GithubRateLimited = "GITHUB_RATE_LIMITED", 503;
+    SourceUnavailable = "SOURCE_UNAVAILABLE", 502;
+    ValidationFailed = "VALIDATION_FAILED", 422;
+    EnvironmentNotFound = "ENVIRONMENT_NOT_FOUND", 404;
+    InvalidCheck = "INVALID_CHECK", 422;
+    ChallengeNotOpen = "CHALLENGE_NOT_OPEN", 409;
+    NotAuthorOrEditor = "NOT_AUTHOR_OR_EDITOR", 403;
+    DailyRunLimit = "DAILY_RUN_LIMIT", 429;
+    LayoutInvalid = "LAYOUT_INVALID", 409;
+    AnotherRunActive = "ANOTHER_RUN_ACTIVE", 409;
+    CapExceeded = "CAP_EXCEEDED", 409;
+    NoEligibleTasks = "NO_ELIGIBLE_TASKS", 422;
+    HeldoutNameCollision = "HELDOUT_NAME_COLLISION", 422;
+    InvalidRunRequest = "INVALID_RUN_REQUEST", 422;
+    LaunchUnknown = "LAUNCH_UNKNOWN", 503;
+    LaunchFailed = "LAUNCH_FAILED", 502;
+    RunNotFound = "RUN_NOT_FOUND", 404;
+    Forbidden = "FORBIDDEN", 403;
+    RunNotCancelable = "RUN_NOT_CANCELABLE", 409;
+    RunNotScored = "RUN_NOT_SCORED", 409;
+    HeldoutUnknown = "HELDOUT_UNKNOWN", 409;
+    ResultFilesMissing = "RESULT_FILES_MISSING", 422;
+    ResultUnreadable = "RESULT_UNREADABLE", 422;
+    ResultIncomplete = "RESULT_INCOMPLETE", 422;
+    ResultMismatch = "RESULT_MISMATCH", 422;
+    ResultNotFound = "RESULT_NOT_FOUND", 404;
+    InvalidReview = "INVALID_REVIEW", 422;
+    ReviewExists = "REVIEW_EXISTS", 409;
+    BenchmarkNotScored = "BENCHMARK_NOT_SCORED", 404;
+    PlanChanged = "PLAN_CHANGED", 409;
+    InvalidGateResults = "INVALID_GATE_RESULTS", 422;
+    InvalidPolicy = "INVALID_POLICY", 422;
+    /// A collection's result route given a baseline measurement, or the other way round.
+    WrongRunPurpose = "WRONG_RUN_PURPOSE", 409;
+    /// The training cluster is not connected: every OpenEnv route but the status answers 503.
+    OpenenvDisconnected = "OPENENV_DISCONNECTED", 503;
+    ContractInvalid = "CONTRACT_INVALID", 422;
+    EnvironmentTooLargeForSandbox = "ENVIRONMENT_TOO_LARGE_FOR_SANDBOX", 422;
+    SchemaInvalid = "SCHEMA_INVALID", 422;
+    ImageReferenceInvalid = "IMAGE_REFERENCE_INVALID", 422;
+    ImageRegistryUnsupported = "IMAGE_REGISTRY_UNSUPPORTED", 422;
+    SubmissionFormatRetired = "SUBMISSION_FORMAT_RETIRED", 422;
+    ImageLimitExceeded = "IMAGE_LIMIT_EXCEEDED", 422;
+    ImageInaccessible = "IMAGE_INACCESSIBLE", 422;
+    ImagePlatformUnsupported = "IMAGE_PLATFORM_UNSUPPORTED", 422;
+    ImageManifestUnsupported = "IMAGE_MANIFEST_UNSUPPORTED", 422;
+    ImageServerInvalid = "IMAGE_SERVER_INVALID", 422;
+    ImageCompressedSizeExceeded = "IMAGE_COMPRESSED_SIZE_EXCEEDED", 422;
+    SubmissionSizeExceeded = "SUBMISSION_SIZE_EXCEEDED", 422;
+    ImageUnavailable = "IMAGE_UNAVAILABLE", 503;
+    RegistryRateLimited = "REGISTRY_RATE_LIMITED", 503;
+    CapacityBusy = "CAPACITY_BUSY", 503;
+    /// An account's registered agents or stored collections are at their cap.
+    AccountLimitReached = "ACCOUNT_LIMIT_REACHED", 409;
+    SubmissionQuotaExceeded = "SUBMISSION_QUOTA_EXCEEDED", 429;
+    SubmissionNotFound = "SUBMISSION_NOT_FOUND", 404;
+    /// The same `submission_id` resent with a changed body.
+    SubmissionIdReused = "SUBMISSION_ID_REUSED", 409;
+    /// Admission: the image's server failed an `openenv validate` criterion (author).
+    OpenenvEndpointInvalid = "OPENENV_ENDPOINT_INVALID", 422;
+    /// Admission: the image's `/schema` differs from the submission's (author).
+    ImageSchemaMismatch = "IMAGE_SCHEMA_MISMATCH", 422;
+    /// Admission: the example actions did not end the episode with a reward in [0, 1] (author).
+    AdmissionEpisodeFailed = "ADMISSION_EPISODE_FAILED", 422;
+    /// Admission: the sandbox never served `/health` (platform; retried).
+    SandboxStartupFailed = "SANDBOX_STARTUP_FAILED", 503;
+    /// Admission: the probe could not finish for the arena's reasons (platform; retried).
+    AdmissionInfrastructureFailure = "ADMISSION_INFRASTRUCTURE_FAILURE", 503;
+    /// An OpenEnv run's trainer did not start on a GPU within two hours of its assignment.
+    RunQueueTimeout = "RUN_QUEUE_TIMEOUT", 500;
+    /// An OpenEnv run's time could not fit even one optimizer step.
+    RunStepDoesNotFit = "RUN_STEP_DOES_NOT_FIT", 500;
+    /// An OpenEnv run stopped before it ended (the cluster lost it, or its trainer failed).
+    RunTrainerFailed = "RUN_TRAINER_FAILED", 500;
+    Internal = "INTERNAL", 500;
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -435,6 +169,22 @@ mod tests {
             let json = serde_json::to_string(code).unwrap();
             assert_eq!(json, format!("\"{}\"", code.as_str()));
             assert!((400..600).contains(&code.status()));
+        }
+    }
+
+    #[test]
+    fn wire_strings_are_unique_and_the_variant_in_screaming_snake_case() {
+        let mut seen = std::collections::HashSet::new();
+        for code in ErrorCode::ALL {
+            assert!(seen.insert(code.as_str()), "{} twice", code.as_str());
+            let mut snake = String::new();
+            for (i, c) in format!("{code:?}").chars().enumerate() {
+                if c.is_ascii_uppercase() && i > 0 {
+                    snake.push('_');
+                }
+                snake.push(c.to_ascii_uppercase());
+            }
+            assert_eq!(code.as_str(), snake);
         }
     }
 }

@@ -45,6 +45,7 @@ pub fn dataset_path(container_path: &str, run_id: &str) -> Option<String> {
     (!rest.split('/').any(|p| p == ".." || p.is_empty())).then(|| format!("runs/{run_id}/{rest}"))
 }
 
+// Long: the coverage rules in order, each answering the first difference it finds.
 /// The cells cover the suites exactly (every expected arm and no other, every suite and trial
 /// once, every task of the suite in each and no other, each outcome well formed, each jobs folder
 /// inside the run) and answer them as the score's inputs, suite by suite.

@@ -258,6 +258,8 @@ fn hardware(challenge: &Challenge) -> Hardware {
     }
 }
 
+// Long: the guide's nine checks in its order, each a few lines that read the ones before; one
+// function keeps the order visible.
 /// The preflight: every check the arena makes before a run, in the guide's order.
 pub fn preflight(f: &Facts) -> Preflight {
     let header = &f.challenge.spec.challenge;

@@ -4,10 +4,6 @@ use time::format_description::well_known::Rfc3339;
 use time::macros::format_description;
 use time::OffsetDateTime;
 
-pub fn now() -> OffsetDateTime {
-    OffsetDateTime::now_utc()
-}
-
 pub fn rfc3339(t: OffsetDateTime) -> String {
     t.replace_nanosecond(0).unwrap_or(t).format(&Rfc3339).unwrap_or_default()
 }
@@ -19,9 +15,4 @@ pub fn compact(t: OffsetDateTime) -> String {
 
 pub fn parse_rfc3339(s: &str) -> Option<OffsetDateTime> {
     OffsetDateTime::parse(s, &Rfc3339).ok()
-}
-
-/// Seconds since the Unix epoch.
-pub fn now_epoch() -> u64 {
-    now().unix_timestamp().max(0) as u64
 }

@@ -1,22 +1,36 @@
 #![recursion_limit = "256"]
 //! The arena server: configuration, storage, the REST API, the pages, and the wiring between them.
 
+// The features, one folder each (`features::ALL` lists them).
+pub mod agents;
+pub mod baselines;
+pub mod board;
+pub mod catalog;
+pub mod collections;
+pub mod gates;
+pub mod identity;
+pub mod jobs;
+pub mod legacy;
+pub mod openenv;
+pub mod results;
+pub mod runs;
+
+// What the features share.
 pub mod api;
+pub mod caches;
 pub mod changes;
 mod clock;
 pub mod config;
 pub mod db;
+pub mod features;
 pub mod heldout;
 pub mod http;
 pub mod hub;
-pub mod identity;
 pub mod local;
 pub mod overlay;
 mod pages;
 pub mod ports;
 pub mod registry_files;
-pub mod repo;
-pub mod service;
 pub mod sources;
 pub mod state;
 pub mod version;
@@ -33,6 +47,22 @@ use tower_http::set_header::SetResponseHeaderLayer;
 
 pub use config::Config;
 pub use state::AppState;
+
+/// Every feature, once: the API merges their routers and the workers start their passes.
+pub const FEATURES: &[features::Feature] = &[
+    crate::catalog::FEATURE,
+    crate::identity::FEATURE,
+    crate::agents::FEATURE,
+    crate::board::FEATURE,
+    crate::collections::FEATURE,
+    crate::gates::FEATURE,
+    crate::runs::FEATURE,
+    crate::results::FEATURE,
+    crate::baselines::FEATURE,
+    crate::jobs::FEATURE,
+    crate::openenv::FEATURE,
+    crate::legacy::FEATURE,
+];
 
 /// Builds the whole application: loads the registry, opens and migrates the database, and
 /// returns the router with its state.

@@ -65,105 +65,127 @@ async fn main() -> anyhow::Result<()> {
     match cli.command.unwrap_or(Command::Serve) {
         Command::Serve => serve(cli.config).await,
         Command::CheckDir { dir, fingerprints, evaluated, repeat } => {
-            let (listing, contents) = server::local::read_dir(&dir)?;
-            let suites = server::heldout::load(fingerprints.as_deref())?;
-            let held = domain::gates::fingerprint::HeldOut {
-                suites: suites
-                    .into_iter()
-                    .map(|s| {
-                        let e = evaluated.as_deref() == Some(s.suite.as_str());
-                        (s, e)
-                    })
-                    .collect(),
-            };
-            let started = std::time::Instant::now();
-            let mut report = domain::collection::check(&listing, &contents, &held);
-            for _ in 1..repeat.max(1) {
-                report = domain::collection::check(&listing, &contents, &held);
-            }
-            let per_run = started.elapsed() / repeat.max(1);
-            eprintln!(
-                "checked {} task(s), {} file(s) in {:.2} ms per run ({} run(s)); valid: {}, eligible: {}",
-                report.tasks,
-                listing.len(),
-                per_run.as_secs_f64() * 1000.0,
-                repeat.max(1),
-                report.valid,
-                report.eligible_tasks
-            );
-            println!("{}", serde_json::to_string_pretty(&report)?);
-            std::process::exit(if report.valid { 0 } else { 1 });
+            check_dir(&dir, fingerprints, evaluated, repeat)
         }
-        Command::VerifyRun { dir, run_id } => match server::local::verify_run(&dir, &run_id) {
-            Ok(answer) => {
-                println!("{}", serde_json::to_string_pretty(&answer)?);
-                Ok(())
-            }
-            Err(e) => {
-                eprintln!("{run_id}: {e}");
-                std::process::exit(1);
-            }
-        },
-        Command::FingerprintSuite { dir, suite, sealed } => {
-            let fp = server::local::fingerprint_dir(&dir, &suite, sealed)?;
-            eprintln!(
-                "{}: {} task(s), {} template phrase(s) and {} template file(s) set apart",
-                fp.suite,
-                fp.tasks.len(),
-                fp.template_shingles.len(),
-                fp.template_blobs.len()
-            );
-            println!("{}", serde_json::to_string_pretty(&fp)?);
-            Ok(())
-        }
+        Command::VerifyRun { dir, run_id } => verify_run(&dir, &run_id),
+        Command::FingerprintSuite { dir, suite, sealed } => fingerprint_suite(&dir, &suite, sealed),
         Command::CheckConfigs { configs_dir, private_overlay } => {
-            let registry = match server::registry_files::load(&configs_dir, private_overlay.as_deref()) {
-                Ok(r) => r,
-                Err(e) => {
-                    eprintln!("{e:#}");
-                    std::process::exit(1);
-                }
-            };
-            // A placeholder stands for the collection a launch mirrors.
-            let train = domain::pipeline::config::TrainDataset {
-                repo_id: "ARENA_RUNS_DATASET/placeholder".into(),
-                revision: "0".repeat(40),
-                path: "collections/RUN_ID/envs".into(),
-            };
-            for challenge in &registry.challenges {
-                let pin = &challenge.spec.pipeline.commit;
-                match domain::pipeline::config::compose(&registry, challenge, Some(&train)) {
-                    Ok(config) => {
-                        let suites = domain::pipeline::config::eval_suites(&registry, challenge)
-                            .map(|s| s.into_iter().map(|(t, ids)| (t.task_list, ids)).collect::<Vec<_>>())
-                            .unwrap_or_default();
-                        let lists = serde_json::to_string(&suites)?;
-                        println!(
-                            "# {} ({}) pipeline {pin} task-lists {lists}\n{}",
-                            challenge.id(),
-                            challenge.file_path,
-                            config.to_toml()
-                        )
-                    }
-                    // A challenge whose private suite's overlay is not here cannot be composed
-                    // on this machine; it is no problem of the registry's.
-                    Err(e) => println!(
-                        "# {} ({}) pipeline {pin} not composed: {e}",
-                        challenge.id(),
-                        challenge.file_path
-                    ),
-                }
-            }
-            eprintln!(
-                "ok: {} challenge(s), {} model(s), {} method(s), {} suite(s)",
-                registry.challenges.len(),
-                registry.models.len(),
-                registry.methods.len(),
-                registry.suites.len()
-            );
-            Ok(())
+            check_configs(&configs_dir, private_overlay)
         }
     }
+}
+
+/// `arena check-dir`: the validation's checks on a local folder, timed; exits 1 when not valid.
+fn check_dir(
+    dir: &std::path::Path,
+    fingerprints: Option<PathBuf>,
+    evaluated: Option<String>,
+    repeat: u32,
+) -> anyhow::Result<()> {
+    let (listing, contents) = server::local::read_dir(dir)?;
+    let suites = server::heldout::load(fingerprints.as_deref())?;
+    let held = domain::gates::fingerprint::HeldOut {
+        suites: suites
+            .into_iter()
+            .map(|s| {
+                let e = evaluated.as_deref() == Some(s.suite.as_str());
+                (s, e)
+            })
+            .collect(),
+    };
+    let started = std::time::Instant::now();
+    let mut report = domain::collection::check(&listing, &contents, &held);
+    for _ in 1..repeat.max(1) {
+        report = domain::collection::check(&listing, &contents, &held);
+    }
+    let per_run = started.elapsed() / repeat.max(1);
+    eprintln!(
+        "checked {} task(s), {} file(s) in {:.2} ms per run ({} run(s)); valid: {}, eligible: {}",
+        report.tasks,
+        listing.len(),
+        per_run.as_secs_f64() * 1000.0,
+        repeat.max(1),
+        report.valid,
+        report.eligible_tasks
+    );
+    println!("{}", serde_json::to_string_pretty(&report)?);
+    std::process::exit(if report.valid { 0 } else { 1 });
+}
+
+/// `arena verify-run DIR RUN_ID`: collect's checks on a local copy of a run; exits 1 on the first
+/// difference.
+fn verify_run(dir: &std::path::Path, run_id: &str) -> anyhow::Result<()> {
+    match server::local::verify_run(dir, run_id) {
+        Ok(answer) => {
+            println!("{}", serde_json::to_string_pretty(&answer)?);
+            Ok(())
+        }
+        Err(e) => {
+            eprintln!("{run_id}: {e}");
+            std::process::exit(1);
+        }
+    }
+}
+
+/// `arena fingerprint-suite`: a held-out suite's fingerprint, for the private overlay.
+fn fingerprint_suite(dir: &std::path::Path, suite: &str, sealed: bool) -> anyhow::Result<()> {
+    let fp = server::local::fingerprint_dir(dir, suite, sealed)?;
+    eprintln!(
+        "{}: {} task(s), {} template phrase(s) and {} template file(s) set apart",
+        fp.suite,
+        fp.tasks.len(),
+        fp.template_shingles.len(),
+        fp.template_blobs.len()
+    );
+    println!("{}", serde_json::to_string_pretty(&fp)?);
+    Ok(())
+}
+
+/// `arena check-configs`: loads the registry and prints each challenge's composed pipeline config.
+fn check_configs(configs_dir: &std::path::Path, private_overlay: Option<PathBuf>) -> anyhow::Result<()> {
+    let registry = match server::registry_files::load(configs_dir, private_overlay.as_deref()) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("{e:#}");
+            std::process::exit(1);
+        }
+    };
+    // A placeholder stands for the collection a launch mirrors.
+    let train = domain::pipeline::config::TrainDataset {
+        repo_id: "ARENA_RUNS_DATASET/placeholder".into(),
+        revision: "0".repeat(40),
+        path: "collections/RUN_ID/envs".into(),
+    };
+    for challenge in &registry.challenges {
+        let pin = &challenge.spec.pipeline.commit;
+        match domain::pipeline::config::compose(&registry, challenge, Some(&train)) {
+            Ok(config) => {
+                let suites = domain::pipeline::config::eval_suites(&registry, challenge)
+                    .map(|s| s.into_iter().map(|(t, ids)| (t.task_list, ids)).collect::<Vec<_>>())
+                    .unwrap_or_default();
+                let lists = serde_json::to_string(&suites)?;
+                println!(
+                    "# {} ({}) pipeline {pin} task-lists {lists}\n{}",
+                    challenge.id(),
+                    challenge.file_path,
+                    config.to_toml()
+                )
+            }
+            // A challenge whose private suite's overlay is not here cannot be composed
+            // on this machine; it is no problem of the registry's.
+            Err(e) => {
+                println!("# {} ({}) pipeline {pin} not composed: {e}", challenge.id(), challenge.file_path)
+            }
+        }
+    }
+    eprintln!(
+        "ok: {} challenge(s), {} model(s), {} method(s), {} suite(s)",
+        registry.challenges.len(),
+        registry.models.len(),
+        registry.methods.len(),
+        registry.suites.len()
+    );
+    Ok(())
 }
 
 async fn serve(mut config: Config) -> anyhow::Result<()> {

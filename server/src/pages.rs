@@ -22,10 +22,10 @@ use leptos_axum::{generate_route_list, LeptosRoutes};
 use tower_http::services::ServeDir;
 use tower_http::set_header::SetResponseHeaderLayer;
 
+use crate::board::repo::Filter;
 use crate::http::ApiError;
 use crate::identity::{Identity, Via};
-use crate::repo::board::Filter;
-use crate::{repo, service, AppState};
+use crate::AppState;
 
 fn shown(e: ApiError) -> domain::ApiErrorBody {
     e.into_body()
@@ -34,13 +34,13 @@ fn shown(e: ApiError) -> domain::ApiErrorBody {
 impl ArenaReads for AppState {
     fn challenges(&self) -> BoxFuture<'_, Read<ChallengeList>> {
         Box::pin(async move {
-            Ok(service::catalog::challenges(self).await.map_err(shown)?.value.as_ref().clone())
+            Ok(crate::catalog::service::challenges(self).await.map_err(shown)?.value.as_ref().clone())
         })
     }
 
     fn challenge<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Read<Option<ChallengeView>>> {
         Box::pin(async move {
-            match service::catalog::challenge(self, id).await {
+            match crate::catalog::service::challenge(self, id).await {
                 Ok(c) => Ok(Some(c)),
                 Err(e) if e.code() == ErrorCode::ChallengeNotFound => Ok(None),
                 Err(e) => Err(shown(e)),
@@ -50,14 +50,14 @@ impl ArenaReads for AppState {
 
     fn environments(&self, limit: u32) -> BoxFuture<'_, Read<Vec<EnvironmentRecord>>> {
         Box::pin(async move {
-            let list = service::environments::list(self, None, false, limit).await.map_err(shown)?;
+            let list = crate::collections::service::list(self, None, false, limit).await.map_err(shown)?;
             Ok(list.value.environments.clone())
         })
     }
 
     fn submission<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Read<Option<SubmissionDetail>>> {
         Box::pin(async move {
-            match service::environments::submission(self, id).await {
+            match crate::collections::service::submission(self, id).await {
                 Ok(d) => Ok(Some(d)),
                 Err(e) if e.code() == ErrorCode::EnvironmentNotFound => Ok(None),
                 Err(e) => Err(shown(e)),
@@ -78,7 +78,7 @@ impl ArenaReads for AppState {
             let Some(user) = crate::identity::session_user(session).await else {
                 return Ok(SessionView { viewer: None, sign_in });
             };
-            let agents = repo::agents::list(&self.db, Some(&user.id)).await.map_err(|e| shown(e.into()))?;
+            let agents = crate::agents::service::owned_by(self, Some(&user.id)).await.map_err(shown)?;
             Ok(SessionView {
                 viewer: Some(Viewer {
                     name: user.name,
@@ -112,7 +112,7 @@ impl ArenaReads for AppState {
             for c in
                 self.registry.challenges.iter().filter(|c| c.spec.challenge.status == ChallengeStatus::Open)
             {
-                let p = service::runs::preflight(self, c.id(), environment_id, viewer.as_ref())
+                let p = crate::runs::service::preflight(self, c.id(), environment_id, viewer.as_ref())
                     .await
                     .map_err(shown)?;
                 out.push(p);
@@ -126,9 +126,9 @@ impl ArenaReads for AppState {
         request: &'a axum::http::request::Parts,
     ) -> BoxFuture<'a, Read<(bool, Vec<domain::openenv::SubmissionView>)>> {
         Box::pin(async move {
-            let connected = service::openenv::connected(self).await.map_err(shown)?;
+            let connected = crate::openenv::service::connected(self).await.map_err(shown)?;
             let Some(me) = page_identity(request).await else { return Ok((connected, Vec::new())) };
-            Ok((connected, service::openenv::visible_to(self, &me).await.map_err(shown)?))
+            Ok((connected, crate::openenv::service::visible_to(self, &me).await.map_err(shown)?))
         })
     }
 
@@ -139,7 +139,7 @@ impl ArenaReads for AppState {
     ) -> BoxFuture<'a, Read<Option<app::api::OpenEnvRun>>> {
         Box::pin(async move {
             let Some(me) = page_identity(request).await else { return Ok(None) };
-            Ok(Some(service::openenv_runs::view_with_events(self, &me, run_id).await.map_err(shown)?))
+            Ok(Some(crate::openenv::runs::view_with_events(self, &me, run_id).await.map_err(shown)?))
         })
     }
 
@@ -147,7 +147,7 @@ impl ArenaReads for AppState {
         Box::pin(async move {
             let Some(session) = request.extensions.get::<tower_sessions::Session>() else { return Ok(None) };
             match crate::identity::session_user(session).await {
-                Some(user) if user.editor => Ok(Some(service::jobs::list(self).await.map_err(shown)?)),
+                Some(user) if user.editor => Ok(Some(crate::jobs::service::list(self).await.map_err(shown)?)),
                 _ => Ok(None),
             }
         })
@@ -162,7 +162,7 @@ impl ArenaReads for AppState {
                 if only.as_deref().is_some_and(|o| o != c.id()) {
                     continue;
                 }
-                let board = service::results::leaderboard(self, c.id(), None).await.map_err(shown)?;
+                let board = crate::results::service::leaderboard(self, c.id(), None).await.map_err(shown)?;
                 out.push(board.value.as_ref().clone());
             }
             Ok(out)
@@ -175,26 +175,23 @@ impl ArenaReads for AppState {
         environment_id: &'a str,
     ) -> BoxFuture<'a, Read<Option<Vec<TaskVerdict>>>> {
         Box::pin(async move {
-            let view = service::gates::get(self, challenge_id, environment_id).await.map_err(shown)?;
+            let view = crate::gates::service::get(self, challenge_id, environment_id).await.map_err(shown)?;
             Ok(view.verdict.map(|v| v.tasks))
         })
     }
 
     fn result<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, Read<Option<ResultView>>> {
-        Box::pin(async move {
-            let stored = repo::results::get(&self.db, run_id).await.map_err(|e| shown(e.into()))?;
-            Ok(stored.map(|r| service::results::view(&r, true)))
-        })
+        Box::pin(async move { crate::results::service::of_run(self, run_id).await.map_err(shown) })
     }
 
     fn latest_runs(&self) -> BoxFuture<'_, Read<std::collections::BTreeMap<String, RunView>>> {
         Box::pin(async move {
-            let runs = repo::runs::list(&self.db, None, None).await.map_err(|e| shown(e.into()))?;
+            let runs = crate::runs::service::all(self, None).await.map_err(shown)?;
             let mut latest = std::collections::BTreeMap::new();
             // Newest first: the first seen of each collection is its latest.
             for r in &runs {
                 if let Some(env) = &r.environment_id {
-                    latest.entry(env.clone()).or_insert_with(|| service::runs::view(self, r));
+                    latest.entry(env.clone()).or_insert_with(|| crate::runs::service::view(self, r));
                 }
             }
             Ok(latest)
@@ -203,7 +200,7 @@ impl ArenaReads for AppState {
 
     fn run<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, Read<Option<RunDetail>>> {
         Box::pin(async move {
-            match service::runs::detail(self, None, run_id).await {
+            match crate::runs::service::detail(self, None, run_id).await {
                 Ok(d) => Ok(Some(d)),
                 Err(e) if e.code() == ErrorCode::RunNotFound => Ok(None),
                 Err(e) => Err(shown(e)),
@@ -213,16 +210,16 @@ impl ArenaReads for AppState {
 
     fn runs_of<'a>(&'a self, environment_id: &'a str) -> BoxFuture<'a, Read<Vec<RunView>>> {
         Box::pin(async move {
-            let runs =
-                repo::runs::list(&self.db, None, Some(environment_id)).await.map_err(|e| shown(e.into()))?;
-            Ok(runs.iter().map(|r| service::runs::view(self, r)).collect())
+            let runs = crate::runs::service::all(self, Some(environment_id)).await.map_err(shown)?;
+            Ok(runs.iter().map(|r| crate::runs::service::view(self, r)).collect())
         })
     }
 
     fn messages(&self, limit: u32) -> BoxFuture<'_, Read<Vec<Message>>> {
         Box::pin(async move {
-            let page =
-                service::board::list(self, Filter { limit, ..Default::default() }).await.map_err(shown)?;
+            let page = crate::board::service::list(self, Filter { limit, ..Default::default() })
+                .await
+                .map_err(shown)?;
             Ok(page.value.messages.clone())
         })
     }

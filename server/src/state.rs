@@ -6,6 +6,7 @@ use axum::extract::FromRef;
 use domain::Registry;
 use leptos::config::LeptosOptions;
 
+use crate::caches::Caches;
 use crate::changes::Changes;
 use crate::config::{Config, Secret};
 use crate::db::Db;
@@ -13,7 +14,6 @@ use crate::hub::HfHub;
 use crate::identity::cache::CachedHub;
 use crate::identity::oauth::OAuthSettings;
 use crate::ports::Deps;
-use crate::service::Caches;
 use crate::sources::fetch::Sources;
 use crate::sources::{github::GitHub, hf::HfDatasets};
 use crate::version::BuildInfo;
@@ -63,7 +63,7 @@ pub struct AppState {
     /// What a run's job is made of: its image, the job script, the secrets the arena gives it.
     pub jobs: Arc<JobSettings>,
     /// How long runs may stall or wait to start, and a relay's grace period.
-    pub reconcile: crate::service::reconcile::Settings,
+    pub reconcile: crate::runs::reconcile::Settings,
     pub openenv: Arc<OpenEnvSettings>,
 }
 
@@ -102,6 +102,39 @@ pub struct OpenEnvSettings {
 }
 
 impl AppState {
+    /// The clock port's time, as stored (RFC 3339) and as an epoch.
+    pub fn now(&self) -> (String, i64) {
+        let t = self.deps.clock.now();
+        (crate::clock::rfc3339(t), t.unix_timestamp())
+    }
+
+    /// A fresh lease owner: this server and one piece of its work (two tasks of one server never
+    /// share a lease).
+    pub fn lease_holder(&self) -> String {
+        format!("{}/{}", self.server_id, crate::identity::random_hex(4))
+    }
+
+    /// The task names of the sealed held-out suites: never shown to anyone in a run's reason or
+    /// events (`domain::runs::redact_tasks`).
+    pub fn sealed_task_ids(&self) -> std::collections::BTreeSet<String> {
+        self.fingerprints
+            .iter()
+            .filter(|f| f.sealed)
+            .flat_map(|f| f.tasks.iter().map(|t| t.name.clone()))
+            .collect()
+    }
+
+    /// A challenge of the registry, or `CHALLENGE_NOT_FOUND`.
+    pub fn challenge(&self, id: &str) -> Result<&domain::registry::Challenge, crate::http::ApiError> {
+        self.registry.challenge(id).ok_or_else(|| {
+            crate::http::ApiError::new(
+                domain::ErrorCode::ChallengeNotFound,
+                format!("no challenge `{id}`; GET /api/challenges lists them"),
+            )
+        })
+    }
+
+    // Long: the wiring of every setting into its field, one line each.
     pub fn new(
         registry: Arc<Registry>,
         db: Db,
@@ -125,6 +158,7 @@ impl AppState {
         };
         let changes = Changes::new(db.backend);
         let caches = Arc::new(Caches::new(&registry)?);
+        let clock_for_sources = deps.clock.clone();
         Ok(AppState {
             changes,
             caches,
@@ -141,7 +175,7 @@ impl AppState {
                 secrets: config.job_secrets.clone(),
                 heartbeat_s: config.relay_heartbeat_s,
             }),
-            reconcile: crate::service::reconcile::Settings {
+            reconcile: crate::runs::reconcile::Settings {
                 silence_limit_s: config.silence_limit_s,
                 scheduling_s: config.scheduling_limit_s,
                 relay_grace_s: config.relay_grace_s,
@@ -184,7 +218,7 @@ impl AppState {
             }),
             sources: Arc::new(Sources::new(
                 HfDatasets::new(&config.hf_endpoint),
-                GitHub::new(&config.github_api_url, &config.github_raw_url),
+                GitHub::new(&config.github_api_url, &config.github_raw_url, clock_for_sources),
                 config.fetch_concurrency,
                 config.validations_per_hour,
             )),

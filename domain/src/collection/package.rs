@@ -7,6 +7,7 @@
 //!   prompt, `tests/` → `verifier/`, `solution/` → `oracle/`).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
@@ -40,6 +41,8 @@ pub struct Layout {
     pub errors: Vec<Issue>,
 }
 
+// Long: the layouts a collection may have (envs/, tasks/, one task, a folder of tasks), tried in
+// the guide's order.
 /// Finds the task directories. Paths are relative to the collection root (`entry_path`).
 pub fn discover(listing: &[Entry]) -> Layout {
     let mut layout = Layout::default();
@@ -201,17 +204,41 @@ pub fn reads(layout: &Layout) -> Vec<String> {
 /// Reads one task directory; structural problems go to `issues`. `None` when the task cannot be
 /// read at all (no `task.md`, unreadable frontmatter).
 pub fn read_task(dir: &TaskDir, contents: &Contents, issues: &mut Vec<Issue>) -> Option<Task> {
-    let mut task_issue = |code: &str, file: Option<&str>, field: Option<&str>, message: String| {
-        issues.push(Issue {
+    let mut out = TaskIssues { dir, issues };
+    let texts = read_texts(dir, contents, &mut out);
+    let (format, meta, prompt) = read_meta(dir, &texts, &mut out)?;
+    check_structure(dir, format, &meta, &prompt, &texts, &mut out);
+    let name = task_name(&meta).unwrap_or_else(|| dir.dir_name.clone());
+    let credit = credit_of(&meta["metadata"]);
+    Some(Task { name, dir: dir.dir.clone(), format, meta, prompt, files: dir.files.clone(), texts, credit })
+}
+
+/// A task's structural problems, each naming the task and a file of it.
+struct TaskIssues<'a> {
+    dir: &'a TaskDir,
+    issues: &'a mut Vec<Issue>,
+}
+
+impl TaskIssues<'_> {
+    fn push(&mut self, code: &str, file: Option<&str>, field: Option<&str>, message: String) {
+        self.issues.push(Issue {
             code: code.into(),
-            task: Some(dir.dir_name.clone()),
-            file: file.map(|f| format!("{}/{f}", dir.dir)),
+            task: Some(self.dir.dir_name.clone()),
+            file: file.map(|f| format!("{}/{f}", self.dir.dir)),
             field: field.map(str::to_string),
             message,
         });
-    };
+    }
+}
+
+fn has_file(dir: &TaskDir, path: &str) -> bool {
+    dir.files.iter().any(|f| f.path == path && !f.symlink)
+}
+
+/// The task's files the checks read, as text (symlinks refused, each file bounded).
+fn read_texts(dir: &TaskDir, contents: &Contents, out: &mut TaskIssues) -> BTreeMap<String, Arc<str>> {
     for f in dir.files.iter().filter(|f| f.symlink) {
-        task_issue(
+        out.push(
             "S-SYMLINK",
             Some(&f.path),
             None,
@@ -234,14 +261,14 @@ pub fn read_task(dir: &TaskDir, contents: &Contents, issues: &mut Vec<Issue>) ->
                 Some(text) => {
                     texts.insert(f.path.clone(), text);
                 }
-                None => task_issue(
+                None => out.push(
                     "S-NOT-TEXT",
                     Some(&f.path),
                     None,
                     "not UTF-8 text; the checks need to read it".into(),
                 ),
             },
-            None if f.size > MAX_FILE_BYTES => task_issue(
+            None if f.size > MAX_FILE_BYTES => out.push(
                 "S-FILE-TOO-LARGE",
                 Some(&f.path),
                 None,
@@ -249,7 +276,7 @@ pub fn read_task(dir: &TaskDir, contents: &Contents, issues: &mut Vec<Issue>) ->
             ),
             // Data files and extra verifier sources are optional reads; the package's own files must be read.
             None if !PACKAGE_FILES.contains(&f.path.as_str()) => {}
-            None => task_issue(
+            None => out.push(
                 "S-FILE-UNREADABLE",
                 Some(&f.path),
                 None,
@@ -260,25 +287,30 @@ pub fn read_task(dir: &TaskDir, contents: &Contents, issues: &mut Vec<Issue>) ->
             ),
         }
     }
-    let has = |p: &str| dir.files.iter().any(|f| f.path == p && !f.symlink);
-    let (format, meta, prompt) = if has("task.md") {
+    texts
+}
+
+/// The task's format, its metadata and its prompt: from `task.md`'s frontmatter, or a Harbor
+/// `task.toml` with `instruction.md`. `None` when there is neither, or it cannot be read.
+fn read_meta(
+    dir: &TaskDir,
+    texts: &BTreeMap<String, Arc<str>>,
+    out: &mut TaskIssues,
+) -> Option<(Format, Value, String)> {
+    let has = |p: &str| has_file(dir, p);
+    Some(if has("task.md") {
         let text = texts.get("task.md")?;
         let doc = match frontmatter::split(text) {
             Ok(doc) => doc,
             Err(e) => {
-                task_issue("S-FRONTMATTER", Some("task.md"), None, e);
+                out.push("S-FRONTMATTER", Some("task.md"), None, e);
                 return None;
             }
         };
         let meta = match frontmatter::parse_yaml(doc.yaml) {
             Ok(v) => v,
             Err(e) => {
-                task_issue(
-                    "S-FRONTMATTER",
-                    Some("task.md"),
-                    None,
-                    format!("unreadable YAML frontmatter: {e}"),
-                );
+                out.push("S-FRONTMATTER", Some("task.md"), None, format!("unreadable YAML frontmatter: {e}"));
                 return None;
             }
         };
@@ -290,12 +322,12 @@ pub fn read_task(dir: &TaskDir, contents: &Contents, issues: &mut Vec<Issue>) ->
         let meta = match harbor_meta(text) {
             Ok(v) => v,
             Err(e) => {
-                task_issue("S-TOML", Some("task.toml"), None, e);
+                out.push("S-TOML", Some("task.toml"), None, e);
                 return None;
             }
         };
         if !has("instruction.md") {
-            task_issue(
+            out.push(
                 "S-MISSING-FILE",
                 Some("instruction.md"),
                 None,
@@ -305,7 +337,7 @@ pub fn read_task(dir: &TaskDir, contents: &Contents, issues: &mut Vec<Issue>) ->
         let prompt = texts.get("instruction.md").map(|t| t.trim().to_string()).unwrap_or_default();
         (Format::Harbor, meta, prompt)
     } else {
-        task_issue(
+        out.push(
             "S-MISSING-FILE",
             Some("task.md"),
             None,
@@ -313,8 +345,19 @@ pub fn read_task(dir: &TaskDir, contents: &Contents, issues: &mut Vec<Issue>) ->
                 .into(),
         );
         return None;
-    };
+    })
+}
 
+/// The fields and files the task's format requires, its prompt, and its Dockerfile's start.
+fn check_structure(
+    dir: &TaskDir,
+    format: Format,
+    meta: &Value,
+    prompt: &str,
+    texts: &BTreeMap<String, Arc<str>>,
+    out: &mut TaskIssues,
+) {
+    let has = |p: &str| has_file(dir, p);
     let required_fields: &[&str] = match format {
         Format::Benchflow => &["task", "metadata", "agent", "verifier", "sandbox"],
         Format::Posttrain => &["version", "metadata", "agent", "verifier"],
@@ -322,7 +365,7 @@ pub fn read_task(dir: &TaskDir, contents: &Contents, issues: &mut Vec<Issue>) ->
     };
     for field in required_fields {
         if meta.get(*field).is_none_or(Value::is_null) {
-            task_issue(
+            out.push(
                 "S-MISSING-FIELD",
                 Some("task.md"),
                 Some(field),
@@ -331,7 +374,7 @@ pub fn read_task(dir: &TaskDir, contents: &Contents, issues: &mut Vec<Issue>) ->
         }
     }
     if format == Format::Posttrain && meta.get("environment").is_none() && meta.get("sandbox").is_none() {
-        task_issue(
+        out.push(
             "S-MISSING-FIELD",
             Some("task.md"),
             Some("environment"),
@@ -344,7 +387,7 @@ pub fn read_task(dir: &TaskDir, contents: &Contents, issues: &mut Vec<Issue>) ->
             _ => ("task.md", "`task.md` has no `## prompt` section, or it is empty"),
         };
         if format != Format::Harbor || has("instruction.md") {
-            task_issue("S-NO-PROMPT", Some(file), None, what.into());
+            out.push("S-NO-PROMPT", Some(file), None, what.into());
         }
     }
     let test_sh = if format == Format::Harbor { "tests/test.sh" } else { "verifier/test.sh" };
@@ -352,7 +395,7 @@ pub fn read_task(dir: &TaskDir, contents: &Contents, issues: &mut Vec<Issue>) ->
     if format == Format::Posttrain {
         required.extend(["verifier/test_outputs.py", "verifier/verifier.md", "oracle/solve.sh"]);
         if !dir.files.iter().any(|f| f.path.starts_with("verifier/rubrics/") && f.path.ends_with(".md")) {
-            task_issue(
+            out.push(
                 "S-MISSING-FILE",
                 Some("verifier/rubrics/"),
                 None,
@@ -362,12 +405,12 @@ pub fn read_task(dir: &TaskDir, contents: &Contents, issues: &mut Vec<Issue>) ->
     }
     for file in required {
         if !has(file) {
-            task_issue("S-MISSING-FILE", Some(file), None, format!("`{file}` is required"));
+            out.push("S-MISSING-FILE", Some(file), None, format!("`{file}` is required"));
         }
     }
     if let Some(docker) = texts.get("environment/Dockerfile") {
         if !crate::gates::dockerfile::starts_with_from(docker) {
-            task_issue(
+            out.push(
                 "S-DOCKERFILE",
                 Some("environment/Dockerfile"),
                 None,
@@ -375,10 +418,6 @@ pub fn read_task(dir: &TaskDir, contents: &Contents, issues: &mut Vec<Issue>) ->
             );
         }
     }
-
-    let name = task_name(&meta).unwrap_or_else(|| dir.dir_name.clone());
-    let credit = credit_of(&meta["metadata"]);
-    Some(Task { name, dir: dir.dir.clone(), format, meta, prompt, files: dir.files.clone(), texts, credit })
 }
 
 /// BenchFlow's `task: {name}` (or `task: NAME`); otherwise the directory name is the task name.

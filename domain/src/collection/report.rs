@@ -159,114 +159,12 @@ fn check_with(listing: &[Entry], contents: &Contents, heldout: &HeldOut, require
     let layout = package::discover(listing);
     let mut errors = layout.errors.clone();
     let mut warnings = Vec::new();
+    let (info, defaults) = read_submission(&layout, contents, require_submission, &mut errors, &mut warnings);
 
-    let mut info = SubmissionInfo::default();
-    let mut defaults = Defaults::default();
-    match &layout.submission_yaml {
-        Some(entry) => {
-            info.present = true;
-            match contents.get(&entry.path).map(|b| b.text().ok_or(())) {
-                Some(Ok(text)) => {
-                    let (sub, problems) = submission::parse(&text);
-                    for p in problems {
-                        errors.push(Issue {
-                            code: "S-SUBMISSION-YAML".into(),
-                            task: None,
-                            file: Some("submission.yaml".into()),
-                            field: None,
-                            message: format!("line {}: {}", p.line, p.message),
-                        });
-                    }
-                    if sub.team_name.is_none() {
-                        errors.push(Issue {
-                            code: "S-SUBMISSION-YAML".into(),
-                            task: None,
-                            file: Some("submission.yaml".into()),
-                            field: Some("team_name".into()),
-                            message: "`submission.yaml` needs a flat `team_name`".into(),
-                        });
-                    }
-                    if sub.track.is_none() {
-                        errors.push(Issue {
-                            code: "S-SUBMISSION-YAML".into(),
-                            task: None,
-                            file: Some("submission.yaml".into()),
-                            field: Some("track".into()),
-                            message: "`submission.yaml` needs `track: environments`".into(),
-                        });
-                    }
-                    defaults = Defaults { license: sub.license.clone(), origin: sub.origin.clone() };
-                    info.team_name = sub.team_name;
-                    info.track = sub.track;
-                    info.license = sub.license;
-                    info.origin = sub.origin;
-                }
-                _ => errors.push(Issue {
-                    code: "S-SUBMISSION-YAML".into(),
-                    task: None,
-                    file: Some("submission.yaml".into()),
-                    field: None,
-                    message: "`submission.yaml` could not be read as UTF-8 text of at most 1 MiB".into(),
-                }),
-            }
-        }
-        // Harbor datasets validate without one (credited to the submitting account).
-        None if layout.tasks_dir == Some("tasks") || layout.tasks.is_empty() => {}
-        None if !require_submission => warnings.push(Warning {
-            code: "W-NO-SUBMISSION-YAML".into(),
-            field: None,
-            count: None,
-            tasks: Vec::new(),
-            message: "no `submission.yaml` was checked; the collection needs one beside `envs/` (`team_name`, `track: environments`)".into(),
-        }),
-        None => errors.push(Issue {
-            code: "S-SUBMISSION-YAML".into(),
-            task: None,
-            file: Some("submission.yaml".into()),
-            field: None,
-            message: "no `submission.yaml` beside `envs/`: it needs `team_name` and `track: environments`"
-                .into(),
-        }),
-    }
-
-    let mut tasks: Vec<Option<Task>> = Vec::with_capacity(layout.tasks.len());
-    for dir in &layout.tasks {
-        tasks.push(package::read_task(dir, contents, &mut errors));
-    }
-
-    // Names must be unique (case-insensitively): results and identities are keyed by them.
-    let mut by_name: BTreeMap<String, Vec<&str>> = BTreeMap::new();
-    for t in tasks.iter().flatten() {
-        by_name.entry(t.name.to_lowercase()).or_default().push(&t.dir);
-    }
-    for (name, dirs) in by_name.iter().filter(|(_, d)| d.len() > 1) {
-        errors.push(Issue {
-            code: "S-DUPLICATE-TASK".into(),
-            task: None,
-            file: None,
-            field: Some("task.name".into()),
-            message: format!(
-                "the task name `{name}` is used by {} directories: {}",
-                dirs.len(),
-                dirs.join(", ")
-            ),
-        });
-    }
-
-    let credits: Vec<(String, Credit)> =
-        tasks.iter().flatten().map(|t| (dir_name(&t.dir).to_string(), t.credit.clone())).collect();
-    let (resolved, credit_warnings) = credit::judge(&credits, &defaults);
-    let resolved: BTreeMap<String, Credit> = resolved.into_iter().collect();
-    for w in credit_warnings {
-        let count = w.missing + w.invalid;
-        warnings.push(Warning {
-            code: "W-CREDIT".into(),
-            field: Some(w.field.clone()),
-            count: Some(count),
-            tasks: w.tasks.clone(),
-            message: w.message.clone(),
-        });
-    }
+    let tasks: Vec<Option<Task>> =
+        layout.tasks.iter().map(|dir| package::read_task(dir, contents, &mut errors)).collect();
+    duplicate_names(&tasks, &mut errors);
+    let resolved = credits(&tasks, &defaults, &mut warnings);
 
     let mut findings: Vec<Finding> = Vec::new();
     let mut task_list = Vec::with_capacity(layout.tasks.len());
@@ -277,35 +175,8 @@ fn check_with(listing: &[Entry], contents: &Contents, heldout: &HeldOut, require
         let hash = task_identity(dir.files.iter().map(|f| (f.path.as_str(), f.blob.as_str())));
         identity.insert(dir.dir_name.clone(), hash.clone());
         let own: Vec<Finding> = task.as_ref().map(|t| gates::check_task(t, heldout)).unwrap_or_default();
-        let has = |s: Severity| own.iter().any(|f| f.severity == s);
-        let status = if task.is_none() || errored.contains(dir.dir_name.as_str()) {
-            TaskStatus::Invalid
-        } else if has(Severity::Block) {
-            TaskStatus::Blocked
-        } else if has(Severity::Reject) {
-            TaskStatus::Rejected
-        } else {
-            TaskStatus::Eligible
-        };
-        match status {
-            TaskStatus::Blocked => summary.blocked += 1,
-            TaskStatus::Rejected | TaskStatus::Invalid => summary.rejected += 1,
-            TaskStatus::Eligible => {
-                summary.eligible += 1;
-                if has(Severity::Controls) {
-                    summary.needs_controls += 1;
-                }
-                if has(Severity::Review) {
-                    summary.review += 1;
-                }
-                if own.is_empty() {
-                    summary.clean += 1;
-                }
-            }
-        }
-        for f in &own {
-            *summary.by_code.entry(f.code.clone()).or_default() += 1;
-        }
+        let status = status_of(task.is_none() || errored.contains(dir.dir_name.as_str()), &own);
+        tally(&mut summary, status, &own);
         task_list.push(TaskReport {
             name: dir.dir_name.clone(),
             declared_name: task.as_ref().map(|t| t.name.clone()).filter(|n| n != &dir.dir_name),
@@ -349,6 +220,146 @@ fn check_with(listing: &[Entry], contents: &Contents, heldout: &HeldOut, require
             },
         },
     }
+}
+
+/// A task's status from whether it could be read and its own findings.
+fn status_of(invalid: bool, own: &[Finding]) -> TaskStatus {
+    let has = |s: Severity| own.iter().any(|f| f.severity == s);
+    if invalid {
+        TaskStatus::Invalid
+    } else if has(Severity::Block) {
+        TaskStatus::Blocked
+    } else if has(Severity::Reject) {
+        TaskStatus::Rejected
+    } else {
+        TaskStatus::Eligible
+    }
+}
+
+/// Counts one task into the summary.
+fn tally(summary: &mut Summary, status: TaskStatus, own: &[Finding]) {
+    let has = |s: Severity| own.iter().any(|f| f.severity == s);
+    match status {
+        TaskStatus::Blocked => summary.blocked += 1,
+        TaskStatus::Rejected | TaskStatus::Invalid => summary.rejected += 1,
+        TaskStatus::Eligible => {
+            summary.eligible += 1;
+            if has(Severity::Controls) {
+                summary.needs_controls += 1;
+            }
+            if has(Severity::Review) {
+                summary.review += 1;
+            }
+            if own.is_empty() {
+                summary.clean += 1;
+            }
+        }
+    }
+    for f in own {
+        *summary.by_code.entry(f.code.clone()).or_default() += 1;
+    }
+}
+
+fn submission_issue(field: Option<&str>, message: String) -> Issue {
+    Issue {
+        code: "S-SUBMISSION-YAML".into(),
+        task: None,
+        file: Some("submission.yaml".into()),
+        field: field.map(str::to_string),
+        message,
+    }
+}
+
+/// `submission.yaml`: what it says, and the defaults its license and origin give the tasks.
+fn read_submission(
+    layout: &package::Layout,
+    contents: &Contents,
+    require_submission: bool,
+    errors: &mut Vec<Issue>,
+    warnings: &mut Vec<Warning>,
+) -> (SubmissionInfo, Defaults) {
+    let mut info = SubmissionInfo::default();
+    let mut defaults = Defaults::default();
+    match &layout.submission_yaml {
+        Some(entry) => {
+            info.present = true;
+            match contents.get(&entry.path).map(|b| b.text().ok_or(())) {
+                Some(Ok(text)) => {
+                    let (sub, problems) = submission::parse(&text);
+                    for p in problems {
+                        errors.push(submission_issue(None, format!("line {}: {}", p.line, p.message)));
+                    }
+                    if sub.team_name.is_none() {
+                        errors.push(submission_issue(Some("team_name"), "`submission.yaml` needs a flat `team_name`".into()));
+                    }
+                    if sub.track.is_none() {
+                        errors.push(submission_issue(Some("track"), "`submission.yaml` needs `track: environments`".into()));
+                    }
+                    defaults = Defaults { license: sub.license.clone(), origin: sub.origin.clone() };
+                    info.team_name = sub.team_name;
+                    info.track = sub.track;
+                    info.license = sub.license;
+                    info.origin = sub.origin;
+                }
+                _ => errors.push(submission_issue(None, "`submission.yaml` could not be read as UTF-8 text of at most 1 MiB".into())),
+            }
+        }
+        // Harbor datasets validate without one (credited to the submitting account).
+        None if layout.tasks_dir == Some("tasks") || layout.tasks.is_empty() => {}
+        None if !require_submission => warnings.push(Warning {
+            code: "W-NO-SUBMISSION-YAML".into(),
+            field: None,
+            count: None,
+            tasks: Vec::new(),
+            message: "no `submission.yaml` was checked; the collection needs one beside `envs/` (`team_name`, `track: environments`)".into(),
+        }),
+        None => errors.push(submission_issue(None, "no `submission.yaml` beside `envs/`: it needs `team_name` and `track: environments`"
+                .into())),
+    }
+    (info, defaults)
+}
+
+/// Names must be unique (case-insensitively): results and identities are keyed by them.
+fn duplicate_names(tasks: &[Option<Task>], errors: &mut Vec<Issue>) {
+    let mut by_name: BTreeMap<String, Vec<&str>> = BTreeMap::new();
+    for t in tasks.iter().flatten() {
+        by_name.entry(t.name.to_lowercase()).or_default().push(&t.dir);
+    }
+    for (name, dirs) in by_name.iter().filter(|(_, d)| d.len() > 1) {
+        errors.push(Issue {
+            code: "S-DUPLICATE-TASK".into(),
+            task: None,
+            file: None,
+            field: Some("task.name".into()),
+            message: format!(
+                "the task name `{name}` is used by {} directories: {}",
+                dirs.len(),
+                dirs.join(", ")
+            ),
+        });
+    }
+}
+
+/// Each task's credit, judged against the collection's defaults; the warnings it gives.
+fn credits(
+    tasks: &[Option<Task>],
+    defaults: &Defaults,
+    warnings: &mut Vec<Warning>,
+) -> BTreeMap<String, Credit> {
+    let credits: Vec<(String, Credit)> =
+        tasks.iter().flatten().map(|t| (dir_name(&t.dir).to_string(), t.credit.clone())).collect();
+    let (resolved, credit_warnings) = credit::judge(&credits, defaults);
+    for w in credit_warnings {
+        let count = w.missing + w.invalid;
+        warnings.push(Warning {
+            code: "W-CREDIT".into(),
+            field: Some(w.field.clone()),
+            count: Some(count),
+            tasks: w.tasks.clone(),
+            message: w.message.clone(),
+        });
+    }
+    resolved.into_iter().collect()
 }
 
 fn dir_name(dir: &str) -> &str {

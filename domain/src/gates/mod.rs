@@ -110,55 +110,87 @@ impl Out<'_> {
     }
 }
 
-/// Runs every gate on one task.
+/// Runs every gate on one task: what its image holds, its reference solution, its verifier, and
+/// its overlap with the held-out suites.
 pub fn check_task(task: &Task, heldout: &HeldOut) -> Vec<Finding> {
     let mut out = Out { task, findings: Vec::new(), seen: BTreeSet::new() };
-    let prompt_lower = task.prompt.to_lowercase();
-    let mentioned = |path: &str| {
-        let base = names::basename(path).to_lowercase();
-        !base.is_empty() && prompt_lower.contains(&base)
-    };
+    let verifier = VerifierFacts::of(task);
+    let image = image_files(task, &verifier, &mut out);
+    image_gates(task, &verifier, &image, &mut out);
+    oracle_gates(task, &mut out);
+    verifier_gates(task, &verifier, &mut out);
+    held_out(&mut out, heldout);
+    out.findings
+}
 
-    let mut verifier = python::Verifier::default();
-    let mut has_py = false;
-    for (_, src) in task.verifier_sources() {
-        has_py = true;
-        let v = python::analyse(src);
-        verifier.paths.extend(v.paths);
-        verifier.fields.extend(v.fields);
-        verifier.compared.extend(v.compared);
-        verifier.assertions += v.assertions;
-        verifier.existence_assertions += v.existence_assertions;
-        verifier.downloads |= v.downloads;
+/// The prompt names the file (by its base name, case-insensitively).
+fn mentioned(prompt_lower: &str, path: &str) -> bool {
+    let base = names::basename(path).to_lowercase();
+    !base.is_empty() && prompt_lower.contains(&base)
+}
+
+/// What the gates know of a task's verifier.
+struct VerifierFacts<'a> {
+    dir: &'a str,
+    /// Its Python files analysed together.
+    analysis: python::Verifier,
+    has_python: bool,
+    /// Its files' base names (not `__init__.py`, `README.md`, `conftest.py`).
+    names: BTreeSet<&'a str>,
+}
+
+impl<'a> VerifierFacts<'a> {
+    fn of(task: &'a Task) -> VerifierFacts<'a> {
+        let mut analysis = python::Verifier::default();
+        let mut has_python = false;
+        for (_, src) in task.verifier_sources() {
+            has_python = true;
+            let v = python::analyse(src);
+            analysis.paths.extend(v.paths);
+            analysis.fields.extend(v.fields);
+            analysis.compared.extend(v.compared);
+            analysis.assertions += v.assertions;
+            analysis.existence_assertions += v.existence_assertions;
+            analysis.downloads |= v.downloads;
+        }
+        let dir = task.verifier_dir();
+        let names = task
+            .files
+            .iter()
+            .filter(|f| Self::inside(dir, &f.path))
+            .map(|f| names::basename(&f.path))
+            .filter(|b| !matches!(*b, "__init__.py" | "README.md" | "conftest.py"))
+            .collect();
+        VerifierFacts { dir, analysis, has_python, names }
     }
-    let verifier_dir = task.verifier_dir();
-    let verifier_names: BTreeSet<&str> = task
-        .files
-        .iter()
-        .filter(|f| {
-            f.path.starts_with(verifier_dir) && f.path.as_bytes().get(verifier_dir.len()) == Some(&b'/')
-        })
-        .map(|f| names::basename(&f.path))
-        .filter(|b| !matches!(*b, "__init__.py" | "README.md" | "conftest.py"))
-        .collect();
-    let verifier_reads =
-        |path: &str| verifier.paths.iter().any(|p| names::basename(p) == names::basename(path));
-    // The verifier's copy of an input, byte for byte (the same git blob).
-    let verifier_keeps_copy = |path: &str| {
+
+    fn inside(dir: &str, path: &str) -> bool {
+        path.starts_with(dir) && path.as_bytes().get(dir.len()) == Some(&b'/')
+    }
+
+    /// The verifier opens a file of this base name.
+    fn reads(&self, path: &str) -> bool {
+        self.analysis.paths.iter().any(|p| names::basename(p) == names::basename(path))
+    }
+
+    /// The verifier keeps its own copy of an input, byte for byte (the same git blob).
+    fn keeps_copy(&self, task: &Task, path: &str) -> bool {
         let Some(blob) = task.files.iter().find(|f| f.path == path).map(|f| f.blob.as_str()) else {
             return false;
         };
         task.files.iter().any(|f| {
-            f.path.starts_with(verifier_dir)
-                && f.path.as_bytes().get(verifier_dir.len()) == Some(&b'/')
+            Self::inside(self.dir, &f.path)
                 && names::basename(&f.path) == names::basename(path)
                 && f.blob == blob
         })
-    };
+    }
+}
 
-    // --- the agent image, from the Dockerfile ---
+/// What the agent's image holds, from the Dockerfile: (task-relative path or absolute target,
+/// content), with the copies that leak the solution or the verifier reported on the way.
+fn image_files(task: &Task, verifier: &VerifierFacts, out: &mut Out) -> Vec<(String, Option<String>)> {
     let docker_path = task.path("environment/Dockerfile");
-    let mut image: Vec<(String, Option<String>)> = Vec::new(); // (task-relative path or absolute target, content)
+    let mut image: Vec<(String, Option<String>)> = Vec::new();
     if let Some(docker) = task.text("environment/Dockerfile") {
         let ins = dockerfile::instructions(docker);
         let copies = dockerfile::copies(&ins);
@@ -193,7 +225,7 @@ pub fn check_task(task: &Task, heldout: &HeldOut) -> Vec<Finding> {
                 let own = env_files.iter().any(|e| names::basename(e) == names::basename(up));
                 if !own_dir
                     && (matches!(first, "verifier" | "tests")
-                        || (!own && verifier_names.contains(names::basename(up))))
+                        || (!own && verifier.names.contains(names::basename(up))))
                 {
                     out.push(
                         "L-IMAGE-COPIES-VERIFIER",
@@ -223,7 +255,14 @@ pub fn check_task(task: &Task, heldout: &HeldOut) -> Vec<Finding> {
             image.push((target, Some(cmd)));
         }
     }
+    image
+}
 
+/// Answer keys, grading data and verifier files the image holds, and junk copied into it.
+fn image_gates(task: &Task, verifier: &VerifierFacts, image: &[(String, Option<String>)], out: &mut Out) {
+    let docker_path = task.path("environment/Dockerfile");
+    let prompt_lower = task.prompt.to_lowercase();
+    let verifier_dir = verifier.dir;
     if let Some((junk, _)) = image.iter().find(|(p, _)| names::junk(p)) {
         out.push(
             "R-IMAGE-JUNK",
@@ -233,21 +272,21 @@ pub fn check_task(task: &Task, heldout: &HeldOut) -> Vec<Finding> {
         );
     }
 
-    for (path, content) in &image {
+    for (path, content) in image {
         // A file the build writes is shown as the Dockerfile that writes it.
         let shown = if path.starts_with('/') { docker_path.clone() } else { task.path(path) };
         if names::answer_like(path) {
-            if mentioned(path) {
+            if mentioned(&prompt_lower, path) {
                 continue;
             }
-            if verifier_reads(path) {
+            if verifier.reads(path) {
                 out.push(
                     "L-ANSWER-KEY-READ",
                     Severity::Reject,
                     Some(shown),
                     format!("the verifier reads `{}`, an answer key the image holds and the prompt never mentions: the agent can read it. Move it under `{verifier_dir}/`, which reaches the sandbox after the agent finishes", names::basename(path)),
                 );
-            } else if holds_checked_values(content.as_deref(), &verifier, &prompt_lower) {
+            } else if holds_checked_values(content.as_deref(), &verifier.analysis, &prompt_lower) {
                 out.push(
                     "L-ANSWER-FILE",
                     Severity::Reject,
@@ -264,10 +303,10 @@ pub fn check_task(task: &Task, heldout: &HeldOut) -> Vec<Finding> {
             }
             continue;
         }
-        if verifier_names.contains(names::basename(path)) {
+        if verifier.names.contains(names::basename(path)) {
             // An input the prompt names, or one the verifier keeps an identical copy of to
             // recompute the answer, is the normal shape of a task, not a leak.
-            if mentioned(path) || verifier_keeps_copy(path) {
+            if mentioned(&prompt_lower, path) || verifier.keeps_copy(task, path) {
                 continue;
             }
             out.push(
@@ -276,7 +315,7 @@ pub fn check_task(task: &Task, heldout: &HeldOut) -> Vec<Finding> {
                 Some(shown),
                 format!("`{}` has the name of a verifier file and is in the image", names::basename(path)),
             );
-        } else if verifier_reads(path) && !mentioned(path) && !names::junk(path) {
+        } else if verifier.reads(path) && !mentioned(&prompt_lower, path) && !names::junk(path) {
             out.push(
                 "R-GRADING-DATA-IN-IMAGE",
                 Severity::Review,
@@ -288,8 +327,10 @@ pub fn check_task(task: &Task, heldout: &HeldOut) -> Vec<Finding> {
             );
         }
     }
+}
 
-    // --- the reference solution ---
+/// The reference solution: missing, a no-op, or downloading.
+fn oracle_gates(task: &Task, out: &mut Out) {
     match task.oracle_path() {
         None => out.push(
             "C-NO-ORACLE",
@@ -316,19 +357,22 @@ pub fn check_task(task: &Task, heldout: &HeldOut) -> Vec<Finding> {
             }
         }
     }
+}
 
-    // --- the verifier ---
+/// The verifier: assertions that cannot fail, a reward always 1, downloads with the network off.
+fn verifier_gates(task: &Task, verifier: &VerifierFacts, out: &mut Out) {
+    let verifier_dir = verifier.dir;
     let test_sh = task.test_sh_path();
-    if has_py {
+    if verifier.has_python {
         let file = Some(task.path(&format!("{verifier_dir}/")));
-        if verifier.assertions == 0 {
+        if verifier.analysis.assertions == 0 {
             out.push(
                 "R-VERIFIER-NO-ASSERTIONS",
                 Severity::Review,
                 file,
                 "the verifier's Python files have no assertions: it cannot fail a wrong answer".into(),
             );
-        } else if verifier.existence_assertions == verifier.assertions {
+        } else if verifier.analysis.existence_assertions == verifier.analysis.assertions {
             out.push(
                 "R-VERIFIER-EXISTS-ONLY",
                 Severity::Review,
@@ -346,7 +390,7 @@ pub fn check_task(task: &Task, heldout: &HeldOut) -> Vec<Finding> {
                 "`test.sh` can only write reward 1: write 0 when the checks fail".into(),
             );
         }
-        if task.network_off() && (shell::downloads(sh) || verifier.downloads) {
+        if task.network_off() && (shell::downloads(sh) || verifier.analysis.downloads) {
             out.push(
                 "R-VERIFIER-DOWNLOADS-OFFLINE",
                 Severity::Review,
@@ -354,7 +398,7 @@ pub fn check_task(task: &Task, heldout: &HeldOut) -> Vec<Finding> {
                 format!("the verifier downloads tools or data but the task turns the network off; install them in the Dockerfile and put data under `{verifier_dir}/`"),
             );
         }
-    } else if task.network_off() && verifier.downloads {
+    } else if task.network_off() && verifier.analysis.downloads {
         out.push(
             "R-VERIFIER-DOWNLOADS-OFFLINE",
             Severity::Review,
@@ -362,9 +406,6 @@ pub fn check_task(task: &Task, heldout: &HeldOut) -> Vec<Finding> {
             "the verifier downloads data but the task turns the network off".into(),
         );
     }
-
-    held_out(&mut out, heldout);
-    out.findings
 }
 
 /// The file holds at least two fields the verifier reads, or a value its checks compare with that
@@ -394,6 +435,7 @@ fn holds_checked_values(content: Option<&str>, v: &python::Verifier, prompt_lowe
     })
 }
 
+/// Each task against each held-out suite: its prompt, its name and its files.
 fn held_out(out: &mut Out<'_>, heldout: &HeldOut) {
     let task = out.task;
     let dir_name = task.dir.rsplit('/').next().unwrap_or(&task.dir).to_lowercase();
@@ -407,89 +449,130 @@ fn held_out(out: &mut Out<'_>, heldout: &HeldOut) {
             .filter(|f| f.size >= MIN_COPY_BYTES && !f.symlink && !suite.template_blobs.contains(&f.blob))
             .map(|f| (f.blob.as_str(), f.path.as_str()))
             .collect();
-        let kind = if suite.sealed { "sealed" } else { "public" };
         for held in &suite.tasks {
-            let shared = cand.intersection(&held.shingles).count();
-            if shared > 0 {
-                let c = text::containment(&cand, &held.shingles);
-                // A sealed suite's findings carry no numbers: a containment or a phrase count
-                // would let a participant measure, edit by edit, how close a prompt is to a task
-                // nobody may see.
-                let (copy, overlap) = if suite.sealed {
-                    (String::new(), "a 13-word phrase".to_string())
-                } else {
-                    (
-                        format!(" ({}% 13-gram containment)", (c * 100.0).round()),
-                        format!("{shared} 13-word phrase(s)"),
-                    )
-                };
-                if *evaluated && c >= NEAR_COPY {
-                    out.push("D-PROMPT-COPY", Severity::Block, Some(task.path(prompt_file(task))),
-                        format!("the prompt is a near-copy{copy} of a task of the held-out suite `{}`; write a new task", suite.suite));
-                } else if *evaluated {
-                    out.push(
-                        "D-PROMPT-OVERLAP",
-                        Severity::Reject,
-                        Some(task.path(prompt_file(task))),
-                        format!(
-                            "the prompt shares {overlap} with a task of the held-out suite `{}`; reword it",
-                            suite.suite
-                        ),
-                    );
-                } else if suite.sealed {
-                    out.push("R-SEALED-OVERLAP", Severity::Review, Some(task.path(prompt_file(task))),
-                        format!("the prompt shares {overlap} with a sealed task of `{}` (not evaluated by this challenge)", suite.suite));
-                }
-            }
+            prompt_overlap(out, suite, *evaluated, &cand, held);
             let held_name = held.name.to_lowercase();
             if held_name == name || held_name == dir_name {
-                if *evaluated && suite.sealed {
-                    out.push("D-NAME-SEALED", Severity::Block, None,
-                        format!("the task name `{}` is the name of a task of the sealed held-out suite `{}`; rename the task", task.name, suite.suite));
-                } else if suite.sealed {
-                    out.push(
-                        "R-SEALED-OVERLAP",
-                        Severity::Review,
-                        None,
-                        format!(
-                            "the task name matches a sealed task of `{}` (not evaluated by this challenge)",
-                            suite.suite
-                        ),
-                    );
-                } else {
-                    out.push(
-                        "R-NAME-PUBLIC",
-                        Severity::Review,
-                        None,
-                        format!("the task name matches a task of the public benchmark `{}`", suite.suite),
-                    );
-                }
+                name_match(out, suite, *evaluated);
             }
-            for (blob, role) in &held.files {
-                let Some(path) = files.get(blob.as_str()) else { continue };
-                let (severity, what) = match role {
-                    // Copies matter most from the suite the challenge scores on; a public suite's
-                    // data is still held-out data; a sealed suite not scored here is advisory.
-                    Role::Verifier | Role::Solution if *evaluated => {
-                        (Severity::Block, "verifier or reference solution")
-                    }
-                    Role::Verifier | Role::Solution => (Severity::Review, "verifier or reference solution"),
-                    Role::Data if *evaluated || !suite.sealed => (Severity::Reject, "data file"),
-                    Role::Data => (Severity::Review, "data file"),
-                    Role::Skill => (Severity::Review, "skill file (the benchmark hands it to every agent)"),
-                    Role::Build => (Severity::Review, "image build file"),
-                };
-                out.push(
-                    "D-FILE-COPY",
-                    severity,
-                    Some(task.path(path)),
-                    format!(
-                        "identical (same git blob id) to a {kind} held-out task's {what} in `{}`",
-                        suite.suite
-                    ),
-                );
-            }
+            file_copies(out, suite, *evaluated, &files, held);
         }
+    }
+}
+
+/// The prompt shares 13-word phrases with a held-out task's (the suite's template text set apart).
+fn prompt_overlap(
+    out: &mut Out<'_>,
+    suite: &fingerprint::SuiteFingerprint,
+    evaluated: bool,
+    cand: &BTreeSet<u64>,
+    held: &fingerprint::TaskPrint,
+) {
+    let task = out.task;
+    let shared = cand.intersection(&held.shingles).count();
+    if shared > 0 {
+        let c = text::containment(cand, &held.shingles);
+        // A sealed suite's findings carry no numbers: a containment or a phrase count
+        // would let a participant measure, edit by edit, how close a prompt is to a task
+        // nobody may see.
+        let (copy, overlap) = if suite.sealed {
+            (String::new(), "a 13-word phrase".to_string())
+        } else {
+            (
+                format!(" ({}% 13-gram containment)", (c * 100.0).round()),
+                format!("{shared} 13-word phrase(s)"),
+            )
+        };
+        if evaluated && c >= NEAR_COPY {
+            out.push(
+                "D-PROMPT-COPY",
+                Severity::Block,
+                Some(task.path(prompt_file(task))),
+                format!(
+                    "the prompt is a near-copy{copy} of a task of the held-out suite `{}`; write a new task",
+                    suite.suite
+                ),
+            );
+        } else if evaluated {
+            out.push(
+                "D-PROMPT-OVERLAP",
+                Severity::Reject,
+                Some(task.path(prompt_file(task))),
+                format!(
+                    "the prompt shares {overlap} with a task of the held-out suite `{}`; reword it",
+                    suite.suite
+                ),
+            );
+        } else if suite.sealed {
+            out.push("R-SEALED-OVERLAP", Severity::Review, Some(task.path(prompt_file(task))),
+                format!("the prompt shares {overlap} with a sealed task of `{}` (not evaluated by this challenge)", suite.suite));
+        }
+    }
+}
+
+/// The task's name is a held-out task's.
+fn name_match(out: &mut Out<'_>, suite: &fingerprint::SuiteFingerprint, evaluated: bool) {
+    let task = out.task;
+    if evaluated && suite.sealed {
+        out.push(
+            "D-NAME-SEALED",
+            Severity::Block,
+            None,
+            format!(
+                "the task name `{}` is the name of a task of the sealed held-out suite `{}`; rename the task",
+                task.name, suite.suite
+            ),
+        );
+    } else if suite.sealed {
+        out.push(
+            "R-SEALED-OVERLAP",
+            Severity::Review,
+            None,
+            format!(
+                "the task name matches a sealed task of `{}` (not evaluated by this challenge)",
+                suite.suite
+            ),
+        );
+    } else {
+        out.push(
+            "R-NAME-PUBLIC",
+            Severity::Review,
+            None,
+            format!("the task name matches a task of the public benchmark `{}`", suite.suite),
+        );
+    }
+}
+
+/// The task holds a file identical to one of a held-out task's.
+fn file_copies(
+    out: &mut Out<'_>,
+    suite: &fingerprint::SuiteFingerprint,
+    evaluated: bool,
+    files: &BTreeMap<&str, &str>,
+    held: &fingerprint::TaskPrint,
+) {
+    let task = out.task;
+    let kind = if suite.sealed { "sealed" } else { "public" };
+    for (blob, role) in &held.files {
+        let Some(path) = files.get(blob.as_str()) else { continue };
+        let (severity, what) = match role {
+            // Copies matter most from the suite the challenge scores on; a public suite's
+            // data is still held-out data; a sealed suite not scored here is advisory.
+            Role::Verifier | Role::Solution if evaluated => {
+                (Severity::Block, "verifier or reference solution")
+            }
+            Role::Verifier | Role::Solution => (Severity::Review, "verifier or reference solution"),
+            Role::Data if evaluated || !suite.sealed => (Severity::Reject, "data file"),
+            Role::Data => (Severity::Review, "data file"),
+            Role::Skill => (Severity::Review, "skill file (the benchmark hands it to every agent)"),
+            Role::Build => (Severity::Review, "image build file"),
+        };
+        out.push(
+            "D-FILE-COPY",
+            severity,
+            Some(task.path(path)),
+            format!("identical (same git blob id) to a {kind} held-out task's {what} in `{}`", suite.suite),
+        );
     }
 }
 

@@ -367,49 +367,71 @@ fn minutes(s: i64) -> String {
 
 /// The run's next step, or `None` when nothing changed.
 pub fn decide(f: &Facts, limits: Limits) -> Option<Decision> {
-    // The furthest stage either source reached.
-    let stage = match (f.stage.as_deref().and_then(stage_index), f.log_stage.as_deref().and_then(stage_index))
-    {
+    let stage = furthest_stage(f);
+    if let Some(ended) = job_ended(f, limits, &stage) {
+        return Some(ended);
+    }
+    if f.job.stage == "RUNNING" {
+        return while_running(f, limits, stage);
+    }
+    None
+}
+
+/// The furthest stage either source (the relay, the log) reached.
+fn furthest_stage(f: &Facts) -> Option<String> {
+    match (f.stage.as_deref().and_then(stage_index), f.log_stage.as_deref().and_then(stage_index)) {
         (Some(s), Some(l)) if l > s => f.log_stage.clone(),
         (None, Some(_)) => f.log_stage.clone(),
         _ => f.stage.clone(),
-    };
+    }
+}
+
+/// A decision that ends the run.
+fn ending(
+    stage: &Option<String>,
+    state: RunState,
+    source: &str,
+    reason: String,
+    settle: Settle,
+    cancel: bool,
+) -> Decision {
+    let platform_fault = state == RunState::Failed && is_platform_fault(&reason);
+    Decision {
+        state,
+        stage: stage.clone(),
+        event: (source.into(), state.as_str().into(), reason.clone()),
+        reason: Some(reason),
+        platform_fault,
+        cancel_job: cancel,
+        settle: Some(settle),
+    }
+}
+
+/// HF's status ended the job (or it waited too long to start): how the run ends.
+fn job_ended(f: &Facts, limits: Limits, stage: &Option<String>) -> Option<Decision> {
     let at_stage = stage.clone().unwrap_or_else(|| "setup".into());
-    let end = |state: RunState, source: &str, reason: String, settle: Settle, cancel: bool| {
-        let platform_fault = state == RunState::Failed && is_platform_fault(&reason);
-        Some(Decision {
-            state,
-            stage: stage.clone(),
-            event: (source.into(), state.as_str().into(), reason.clone()),
-            reason: Some(reason),
-            platform_fault,
-            cancel_job: cancel,
-            settle: Some(settle),
-        })
-    };
     let started = f.job.started_epoch.is_some();
     let by_duration = if started { Settle::AtDuration } else { Settle::Release };
-    match f.job.stage.as_str() {
-        "COMPLETED" => {
-            return match f.job.has_results {
-                Some(true) => Some(Decision {
-                    state: RunState::Scored,
-                    stage: Some("collect".into()),
-                    reason: None,
-                    platform_fault: false,
-                    cancel_job: false,
-                    settle: Some(Settle::AtDuration),
-                    event: ("job status".into(), "scored".into(), "the HF job completed and its result files are in the runs dataset".into()),
-                }),
-                _ => end(
-                    RunState::Failed,
-                    "job status",
-                    format!("the pipeline exited without a result (the HF job completed at stage {at_stage}, but no result files were written)"),
-                    Settle::AtDuration,
-                    false,
-                ),
-            };
-        }
+    let decision = match f.job.stage.as_str() {
+        "COMPLETED" => match f.job.has_results {
+            Some(true) => Decision {
+                state: RunState::Scored,
+                stage: Some("collect".into()),
+                reason: None,
+                platform_fault: false,
+                cancel_job: false,
+                settle: Some(Settle::AtDuration),
+                event: ("job status".into(), "scored".into(), "the HF job completed and its result files are in the runs dataset".into()),
+            },
+            _ => ending(
+                stage,
+                RunState::Failed,
+                "job status",
+                format!("the pipeline exited without a result (the HF job completed at stage {at_stage}, but no result files were written)"),
+                Settle::AtDuration,
+                false,
+            ),
+        },
         "ERROR" => {
             let message = f.job.message.clone().unwrap_or_else(|| "no message".into());
             let reason = match (&f.job.pipeline_error, message.as_str()) {
@@ -419,95 +441,88 @@ pub fn decide(f: &Facts, limits: Limits) -> Option<Decision> {
                 // Killed before it could publish anything: only HF's status says what happened.
                 (None, _) => format!("the HF job failed at stage {at_stage}, before the pipeline published anything: {message}"),
             };
-            return end(RunState::Failed, "job status", reason, by_duration, false);
+            ending(stage, RunState::Failed, "job status", reason, by_duration, false)
         }
         "CANCELED" => {
             let message = f.job.message.clone().unwrap_or_else(|| "canceled".into());
             let settle = if started { Settle::UpToLastLog } else { Settle::Release };
-            return end(
-                RunState::Canceled,
-                "job status",
-                format!("the HF job was canceled: {message}"),
-                settle,
-                false,
-            );
+            ending(stage, RunState::Canceled, "job status", format!("the HF job was canceled: {message}"), settle, false)
         }
-        "DELETED" => {
-            return end(RunState::Failed, "job status", "the HF job was deleted".into(), by_duration, false);
+        "DELETED" => ending(stage, RunState::Failed, "job status", "the HF job was deleted".into(), by_duration, false),
+        "SCHEDULING" | "UPDATING" if f.now - f.job.created_epoch > limits.scheduling_s => ending(
+            stage,
+            RunState::Failed,
+            "reconciler",
+            format!(
+                "the HF job waited in SCHEDULING for {} without starting; canceled",
+                minutes(f.now - f.job.created_epoch)
+            ),
+            Settle::Release,
+            true,
+        ),
+        _ => return None,
+    };
+    Some(decision)
+}
+
+/// A running job: stalled (no heartbeat, and a silent log or idle GPUs past the limit), moved on
+/// (the log shows a later stage than the relay did), or started.
+fn while_running(f: &Facts, limits: Limits, stage: Option<String>) -> Option<Decision> {
+    let at_stage = stage.clone().unwrap_or_else(|| "setup".into());
+    // A job whose relay is heartbeating is alive, however quiet its log and its GPUs.
+    let heartbeating = f.relay == RelayState::Connected
+        && f.relay_seen_epoch.is_some_and(|seen| f.now - seen <= limits.relay_grace_s);
+    if !heartbeating {
+        let heard = [f.relay_seen_epoch, f.log_seen_epoch, f.job.started_epoch].into_iter().flatten().max();
+        let stalled = |reason: String| {
+            Some(ending(&stage, RunState::Failed, "reconciler", reason, Settle::UpToLastLog, true))
+        };
+        if let Some(heard) = heard.filter(|h| f.now - h > limits.stall_s) {
+            return stalled(format!(
+                "no heartbeat and no new log line for {} at stage {at_stage}; the job was canceled",
+                minutes(f.now - heard)
+            ));
         }
-        "SCHEDULING" | "UPDATING" if f.now - f.job.created_epoch > limits.scheduling_s => {
-            return end(
-                RunState::Failed,
-                "reconciler",
-                format!(
-                    "the HF job waited in SCHEDULING for {} without starting; canceled",
-                    minutes(f.now - f.job.created_epoch)
-                ),
-                Settle::Release,
-                true,
-            );
-        }
-        _ => {}
-    }
-    if f.job.stage == "RUNNING" {
-        // A job whose relay is heartbeating is alive, however quiet its log and its GPUs.
-        let heartbeating = f.relay == RelayState::Connected
-            && f.relay_seen_epoch.is_some_and(|seen| f.now - seen <= limits.relay_grace_s);
-        if !heartbeating {
-            let heard =
-                [f.relay_seen_epoch, f.log_seen_epoch, f.job.started_epoch].into_iter().flatten().max();
-            let stalled =
-                |reason: String| end(RunState::Failed, "reconciler", reason, Settle::UpToLastLog, true);
-            if let Some(heard) = heard.filter(|h| f.now - h > limits.stall_s) {
-                return stalled(format!(
-                    "no heartbeat and no new log line for {} at stage {at_stage}; the job was canceled",
-                    minutes(f.now - heard)
-                ));
-            }
-            if let Some(idle) = f.gpus_idle_since.filter(|i| f.now - i > limits.stall_s) {
-                return stalled(format!(
-                    "the job's GPUs sat idle for {} at stage {at_stage} with no heartbeat; the job was canceled",
-                    minutes(f.now - idle)
-                ));
-            }
-        }
-        // Progress the relay missed, from the logs.
-        let log_ahead =
-            match (f.log_stage.as_deref().and_then(stage_index), f.stage.as_deref().and_then(stage_index)) {
-                (Some(l), Some(s)) => l > s,
-                (Some(_), None) => true,
-                _ => false,
-            };
-        if log_ahead {
-            let to = f.log_stage.clone();
-            let kind = if f.state == RunState::Queued { "running" } else { "stage" };
-            return Some(Decision {
-                state: RunState::Running,
-                stage: to.clone(),
-                reason: None,
-                platform_fault: false,
-                cancel_job: false,
-                settle: None,
-                event: (
-                    "logs".into(),
-                    kind.into(),
-                    format!("the job's log shows stage {}", to.unwrap_or_default()),
-                ),
-            });
-        }
-        if f.state == RunState::Queued {
-            return Some(Decision {
-                state: RunState::Running,
-                stage: stage.or_else(|| Some("setup".into())),
-                reason: None,
-                platform_fault: false,
-                cancel_job: false,
-                settle: None,
-                event: ("job status".into(), "running".into(), "the HF job is running".into()),
-            });
+        if let Some(idle) = f.gpus_idle_since.filter(|i| f.now - i > limits.stall_s) {
+            return stalled(format!(
+                "the job's GPUs sat idle for {} at stage {at_stage} with no heartbeat; the job was canceled",
+                minutes(f.now - idle)
+            ));
         }
     }
-    None
+    // Progress the relay missed, from the logs.
+    let log_ahead =
+        match (f.log_stage.as_deref().and_then(stage_index), f.stage.as_deref().and_then(stage_index)) {
+            (Some(l), Some(s)) => l > s,
+            (Some(_), None) => true,
+            _ => false,
+        };
+    if log_ahead {
+        let to = f.log_stage.clone();
+        let kind = if f.state == RunState::Queued { "running" } else { "stage" };
+        return Some(Decision {
+            state: RunState::Running,
+            stage: to.clone(),
+            reason: None,
+            platform_fault: false,
+            cancel_job: false,
+            settle: None,
+            event: (
+                "logs".into(),
+                kind.into(),
+                format!("the job's log shows stage {}", to.unwrap_or_default()),
+            ),
+        });
+    }
+    (f.state == RunState::Queued).then(|| Decision {
+        state: RunState::Running,
+        stage: stage.or_else(|| Some("setup".into())),
+        reason: None,
+        platform_fault: false,
+        cancel_job: false,
+        settle: None,
+        event: ("job status".into(), "running".into(), "the HF job is running".into()),
+    })
 }
 
 /// The cost of a job's running time: HF bills per started minute, so a job that ran at all costs

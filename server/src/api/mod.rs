@@ -1,22 +1,12 @@
-//! The REST API the guide names. Every route is declared with `#[utoipa::path]` and registered
-//! through `routes!`, so `/openapi.json` is generated from the same code that serves it.
-
-mod baselines;
-mod board;
-mod catalog;
-mod environments;
-mod identity;
-mod legacy;
-mod openenv;
-mod relay;
-mod runs;
+//! The REST API the guide names, merged from every feature's router (`crate::FEATURES`). Every
+//! route is declared with `#[utoipa::path]` and registered through `routes!`, so `/openapi.json` is
+//! generated from the same code that serves it.
 
 use axum::http::{Method, Uri};
 use axum::routing::any;
 use domain::ErrorCode;
 use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
-use utoipa_axum::routes;
 
 use crate::http::ApiError;
 use crate::AppState;
@@ -101,66 +91,11 @@ pub fn document_unique_refs(openapi: &mut utoipa::openapi::OpenApi) {
 }
 
 pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::with_openapi(ApiDoc::openapi())
-        .routes(routes!(catalog::list_challenges))
-        .routes(routes!(catalog::get_challenge))
-        .routes(routes!(catalog::list_benchmarks))
-        .routes(routes!(catalog::get_benchmark))
-        .routes(routes!(catalog::formula))
-        .routes(routes!(catalog::tracks))
-        .routes(routes!(catalog::budget))
-        .routes(routes!(catalog::version))
-        .routes(routes!(identity::whoami))
-        .routes(routes!(identity::register_agent))
-        .routes(routes!(identity::discover))
-        .routes(routes!(board::list, board::post))
-        .routes(routes!(environments::validate))
-        .routes(routes!(environments::submit, environments::list))
-        .routes(routes!(environments::get))
-        .routes(routes!(environments::app_submission))
-        .routes(routes!(environments::gates))
-        .routes(routes!(runs::preflight))
-        .routes(routes!(runs::launch, runs::list))
-        .routes(routes!(runs::get))
-        .routes(routes!(runs::cancel))
-        .routes(routes!(runs::collect, runs::result))
-        .routes(routes!(runs::review))
-        .routes(routes!(runs::leaderboard))
-        .routes(routes!(baselines::launch, baselines::get))
-        .routes(routes!(baselines::collect))
-        .routes(routes!(runs::gate_plan))
-        .routes(routes!(runs::gates_get))
-        .merge(
-            // Results of every trial of up to 200 tasks.
-            OpenApiRouter::new()
-                .routes(routes!(runs::gates_attach))
-                .layer(axum::extract::DefaultBodyLimit::max(8 << 20)),
-        )
-        .routes(routes!(openenv::status))
-        .routes(routes!(openenv::submit, openenv::list))
-        .routes(routes!(openenv::get))
-        .routes(routes!(openenv::check))
-        .routes(routes!(openenv::run))
-        .routes(routes!(openenv::run_events))
-        .routes(routes!(openenv::cancel_run))
-        .routes(routes!(runs::ledger))
-        .routes(routes!(runs::hf_jobs))
-        .merge(
-            // Uploaded collections are larger than the other bodies.
-            OpenApiRouter::new()
-                .routes(routes!(environments::check))
-                .layer(axum::extract::DefaultBodyLimit::max(environments::CHECK_BODY_LIMIT)),
-        )
-        .routes(routes!(legacy::experiment_groups))
-        .routes(routes!(legacy::results))
-        .routes(routes!(legacy::verification))
-        .routes(routes!(legacy::competitions))
-        // The jobs' relay: a WebSocket, authenticated by each run's own secret.
-        .route("/api/relay/runs/{run_id}", axum::routing::get(relay::relay))
-        .route("/api/relay/cluster", axum::routing::get(openenv::cluster))
-        // Anything else under /api answers JSON, never the HTML app.
-        .route("/api/{*rest}", any(unknown_route))
-        .route("/api", any(unknown_route))
+    let api = crate::FEATURES
+        .iter()
+        .fold(OpenApiRouter::with_openapi(ApiDoc::openapi()), |api, feature| api.merge((feature.router)()));
+    // Anything else under /api answers JSON, never the HTML app.
+    api.route("/api/{*rest}", any(unknown_route)).route("/api", any(unknown_route))
 }
 
 async fn unknown_route(method: Method, uri: Uri) -> ApiError {

@@ -1,6 +1,6 @@
 //! whoami answers cached by a hash of the token for a few minutes: HF rate-limits that endpoint
 //! hard, and an agent sends the same token on every call. Concurrent misses for one token share a
-//! single HF call. A token HF refused is remembered (by hash) for a minute; outages are not cached.
+//! single HF call and count as one miss. A token HF refused is remembered (by hash) for a minute; outages are not cached.
 //!
 //! A token nobody has seen costs one HF call, so those calls are capped (`MISS_LIMITS`): per
 //! client address and in all, each over a sliding minute, and a few at once with a short queue.
@@ -92,11 +92,13 @@ impl<H: HubIdentity> CachedHub<H> {
         if let Some(known) = self.cache.get(&key).await {
             return Ok(known);
         }
-        self.admit_miss(client)?;
-        let _slot = self.miss_slot().await?;
+        // Only the first of concurrent lookups for one token runs this: the others wait for its
+        // answer, so one client's parallel requests with a new token cost one miss and one call.
         let answer = self
             .cache
             .try_get_with(key, async {
+                self.admit_miss(client)?;
+                let _slot = self.miss_slot().await?;
                 self.hub_calls.fetch_add(1, Ordering::Relaxed);
                 self.inner.whoami(token).await
             })

@@ -2,6 +2,7 @@
 //! (cached by a hash of the token); people sign in with HF OAuth and carry a session cookie, and
 //! every cookie-authenticated write carries the session's CSRF token in `X-CSRF-Token`.
 
+pub mod api;
 pub mod cache;
 pub mod oauth;
 pub mod sessions;
@@ -16,6 +17,13 @@ use tower_sessions::Session;
 
 use crate::http::ApiError;
 use crate::AppState;
+
+/// `GET /api/whoami`; the OAuth routes are outside the API document (`oauth::router`).
+pub const FEATURE: crate::features::Feature = crate::features::Feature { router, passes: &[] };
+
+fn router() -> utoipa_axum::router::OpenApiRouter<AppState> {
+    utoipa_axum::router::OpenApiRouter::new().routes(utoipa_axum::routes!(api::whoami))
+}
 
 pub const CSRF_HEADER: &str = "x-csrf-token";
 const SESSION_USER: &str = "user";
@@ -174,7 +182,7 @@ async fn recheck_editor(
     user: &mut SessionUser,
     client: Option<std::net::IpAddr>,
 ) -> bool {
-    let (_, now) = crate::service::runs::now(state);
+    let (_, now) = state.now();
     if now - user.checked_epoch < state.auth.recheck_s {
         return true;
     }

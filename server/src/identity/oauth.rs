@@ -295,7 +295,7 @@ async fn callback(
         name: info.preferred_username,
         csrf: random_secret(),
         token_ref: Some(token_ref),
-        checked_epoch: crate::service::runs::now(&state).1,
+        checked_epoch: state.now().1,
     };
     sign_in(&session, &user).await?;
     if !pending.popup {
@@ -320,10 +320,6 @@ fn hash(code: &str) -> String {
     Sha256::digest(code.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
 }
 
-fn now_epoch() -> i64 {
-    time::OffsetDateTime::now_utc().unix_timestamp()
-}
-
 async fn create_handoff(state: &AppState, user: &SessionUser) -> Result<String, ApiError> {
     let code = random_secret();
     let stored = SessionUser { csrf: String::new(), ..user.clone() };
@@ -332,7 +328,7 @@ async fn create_handoff(state: &AppState, user: &SessionUser) -> Result<String, 
     )
     .bind(hash(&code))
     .bind(serde_json::to_string(&stored).map_err(ApiError::internal)?)
-    .bind(now_epoch() + HANDOFF_LIFETIME_S)
+    .bind(state.now().1 + HANDOFF_LIFETIME_S)
     .execute(&state.db.writer)
     .await?;
     Ok(code)
@@ -376,7 +372,7 @@ async fn handoff(
         "UPDATE auth_handoffs SET used = 1 WHERE code_hash = $1 AND used = 0 AND expires_epoch >= $2 RETURNING user_json",
     )
     .bind(hash(&req.code))
-    .bind(now_epoch())
+    .bind(state.now().1)
     .fetch_optional(&state.db.writer)
     .await?;
     let row = row.ok_or_else(|| {
@@ -413,7 +409,7 @@ pub fn spawn_purge(state: AppState) {
 /// Handoff codes older than a day are gone for good.
 async fn purge_handoffs(state: &AppState) -> Result<(), sqlx::Error> {
     sqlx::query("DELETE FROM auth_handoffs WHERE expires_epoch < $1")
-        .bind(now_epoch() - 86_400)
+        .bind(state.now().1 - 86_400)
         .execute(&state.db.writer)
         .await
         .map(|_| ())

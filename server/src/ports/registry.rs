@@ -330,6 +330,8 @@ fn sha256_digest(bytes: &[u8]) -> String {
 
 #[async_trait]
 impl ImageRegistry for OciRegistries {
+    // Long: the registry protocol's steps in order (token, manifest or index, platform, config
+    // blob), each verified before the next request.
     async fn read(&self, image: &ImageRef) -> Result<ImageRead, RegistryError> {
         let mut s = Session {
             base: self.base(image.registry),

@@ -14,6 +14,7 @@ use serde::Deserialize;
 use super::hf::without_url;
 use super::{bounded_body, encode_path, RepoReader, SourceError};
 use crate::hub::http_client;
+use crate::ports::clock::Clock;
 
 #[derive(Clone)]
 pub struct GitHub {
@@ -21,6 +22,8 @@ pub struct GitHub {
     api: String,
     raw: String,
     limit: Arc<Limit>,
+    /// The rate-limit window is judged on the clock port, so fixed-clock tests reach its reset.
+    clock: Arc<dyn Clock>,
 }
 
 /// The last limit GitHub reported.
@@ -31,8 +34,9 @@ struct Limit {
 }
 
 impl GitHub {
-    pub fn new(api: &str, raw: &str) -> Self {
+    pub fn new(api: &str, raw: &str, clock: Arc<dyn Clock>) -> Self {
         GitHub {
+            clock,
             client: http_client(),
             api: api.trim_end_matches('/').to_string(),
             raw: raw.trim_end_matches('/').to_string(),
@@ -40,9 +44,13 @@ impl GitHub {
         }
     }
 
+    fn epoch(&self) -> u64 {
+        self.clock.epoch().max(0) as u64
+    }
+
     fn check_limit(&self) -> Result<(), SourceError> {
         let until = self.limit.exhausted_until.load(Ordering::Relaxed);
-        if until > crate::clock::now_epoch() {
+        if until > self.epoch() {
             return Err(SourceError::RateLimited {
                 limit: self.limit.limit.load(Ordering::Relaxed),
                 reset_epoch: until,
@@ -70,7 +78,7 @@ impl GitHub {
         }
         let exhausted = header("x-ratelimit-remaining") == Some(0);
         if exhausted && matches!(resp.status(), StatusCode::FORBIDDEN | StatusCode::TOO_MANY_REQUESTS) {
-            let reset = header("x-ratelimit-reset").unwrap_or_else(|| crate::clock::now_epoch() + 3600);
+            let reset = header("x-ratelimit-reset").unwrap_or_else(|| self.epoch() + 3600);
             self.limit.exhausted_until.store(reset, Ordering::Relaxed);
             return Err(SourceError::RateLimited {
                 limit: self.limit.limit.load(Ordering::Relaxed),

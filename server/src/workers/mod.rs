@@ -1,6 +1,6 @@
-//! Work that outlives a request, started with the server and stopped with it: the launcher (it
-//! finishes launches a crash or an HF outage left unfinished), the reconciler (it follows each
-//! launched run to its end), OpenEnv admission, the OpenEnv runs' queue timeout, and the re-check of collections judged by older gates. Each pass asks the
+//! Work that outlives a request, started with the server and stopped with it: every feature's
+//! passes (the launcher and the reconciler of runs, OpenEnv admission and its runs' sweep, the
+//! re-check of collections judged by older gates). Each pass asks the
 //! database what is unfinished and takes it one step; a run is worked on by one server at a time
 //! (its lease), so several replicas on one PostgreSQL share the work without doing it twice, and a
 //! server that dies only loses its leases.
@@ -10,7 +10,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::{service, AppState};
+use crate::AppState;
 
 /// The running background work; `stop` ends it after the pass in progress.
 pub struct Workers {
@@ -19,54 +19,22 @@ pub struct Workers {
 }
 
 impl Workers {
+    /// Starts every feature's passes (`crate::FEATURES`), each on its own task.
     pub fn start(state: AppState, tick: Duration) -> Workers {
         let (stop, stopped) = watch::channel(false);
-        let launches = state.clone();
-        let launcher = tokio::spawn(every(tick, stopped.clone(), move || {
-            let state = launches.clone();
-            async move {
-                if let Err(e) = service::runs::resume_launches(&state).await {
-                    tracing::error!(error = ?e, "the launcher's pass failed");
-                }
-            }
-        }));
-        let follows = state.clone();
-        let reconciler = tokio::spawn(every(tick, stopped.clone(), move || {
-            let state = follows.clone();
-            async move {
-                if let Err(e) = service::reconcile::pass(&state).await {
-                    tracing::error!(error = ?e, "the reconciler's pass failed");
-                }
-            }
-        }));
-        let admits = state.clone();
-        let admission = tokio::spawn(every(tick, stopped.clone(), move || {
-            let state = admits.clone();
-            async move {
-                if let Err(e) = service::admission::pass(&state).await {
-                    tracing::error!(error = ?e, "the admission pass failed");
-                }
-            }
-        }));
-        let sweeps = state.clone();
-        let openenv_runs = tokio::spawn(every(tick, stopped.clone(), move || {
-            let state = sweeps.clone();
-            async move {
-                if let Err(e) = service::openenv_runs::sweep(&state).await {
-                    tracing::error!(error = ?e, "the OpenEnv runs' sweep failed");
-                }
-            }
-        }));
-        // Gates change rarely; a pass that finds nothing to re-check is one query.
-        let rechecker = tokio::spawn(every(tick * 10, stopped, move || {
-            let state = state.clone();
-            async move {
-                if let Err(e) = service::environments::recheck_pass(&state).await {
-                    tracing::error!(error = ?e, "the re-check pass failed");
-                }
-            }
-        }));
-        Workers { stop, tasks: vec![launcher, reconciler, admission, openenv_runs, rechecker] }
+        let tasks = crate::FEATURES
+            .iter()
+            .flat_map(|feature| feature.passes)
+            .map(|pass| {
+                let state = state.clone();
+                let run = pass.run;
+                tokio::spawn(every(tick * pass.every_ticks, stopped.clone(), move || {
+                    let state = state.clone();
+                    async move { run(&state).await }
+                }))
+            })
+            .collect();
+        Workers { stop, tasks }
     }
 
     pub async fn stop(self) {

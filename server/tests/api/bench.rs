@@ -81,7 +81,7 @@ async fn bench_reconciler_pass_with_1000_finished_and_20_active_runs() {
         let mut times = Vec::new();
         for _ in 0..6 {
             let start = Instant::now();
-            server::service::reconcile::pass(&app.state).await.unwrap();
+            server::runs::reconcile::pass(&app.state).await.unwrap();
             times.push(start.elapsed());
         }
         times.sort();
@@ -198,13 +198,13 @@ async fn bench_reconciler_following_8_jobs_with_100_mib_logs() {
             j.logs.push((format!("2026-12-01T10:00:{k:02}.000Z"), line));
         }
     };
-    server::service::reconcile::pass(&app.state).await.unwrap();
+    server::runs::reconcile::pass(&app.state).await.unwrap();
     const PASSES: usize = 5;
     let (mut walls, mut cpus, mut seen) = (Vec::new(), Vec::new(), 0);
     for k in 1..=PASSES {
         append(k);
         let (t, c) = (Instant::now(), cpu_time());
-        server::service::reconcile::pass(&app.state).await.unwrap();
+        server::runs::reconcile::pass(&app.state).await.unwrap();
         walls.push(t.elapsed());
         cpus.push(cpu_time() - c);
         seen += app.scalar("SELECT COUNT(*) FROM runs WHERE log_stage = 'training'").await;

@@ -1,7 +1,7 @@
 use axum::http::{Method, StatusCode};
 use serde_json::{json, Value};
 
-use crate::harness::{ALICE, BOB, EVE};
+use crate::harness::{TestApp, ALICE, BACKENDS, BOB, EVE};
 use crate::on_both_backends;
 
 on_both_backends!(whoami_names_the_caller_and_whether_an_editor, |app| {
@@ -196,6 +196,35 @@ on_both_backends!(unseen_tokens_are_capped_per_address_and_in_all, |app| {
     assert!(all.json()["message"].as_str().unwrap().contains("everyone together"));
     assert_eq!(app.hub.whoami_calls() - before, 120);
 });
+
+// Twenty concurrent first calls with one token from one address share one HF call and count as
+// one miss: a client's parallel requests are never refused for a token it sends for the first time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_first_calls_with_one_token_cost_one_miss() {
+    for backend in BACKENDS {
+        let app = std::sync::Arc::new(TestApp::new(backend).await);
+        let before = app.hub.whoami_calls();
+        let calls: Vec<_> = (0..20)
+            .map(|_| {
+                let app = app.clone();
+                tokio::spawn(async move {
+                    let headers = [
+                        ("authorization", format!("Bearer {ALICE}")),
+                        ("x-forwarded-for", "203.0.113.9".into()),
+                    ];
+                    let headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+                    app.call(Method::GET, "/api/whoami", None, &headers).await
+                })
+            })
+            .collect();
+        for call in calls {
+            let answer = call.await.unwrap();
+            assert_eq!(answer.status, StatusCode::OK, "{backend:?}: {}", answer.text());
+        }
+        assert_eq!(app.hub.whoami_calls() - before, 1, "{backend:?}: one HF call for twenty lookups");
+        std::sync::Arc::into_inner(app).expect("the calls are done").finish().await;
+    }
+}
 
 // An account registers at most 20 agents (a repeat of one is still answered); /api/discover
 // lists them 100 a page, with the total and where the next page starts; the board's search words

@@ -9,7 +9,6 @@ mod errors;
 mod follow;
 mod harness;
 mod identity;
-mod logs;
 mod openenv;
 mod openenv_runs;
 mod pages;

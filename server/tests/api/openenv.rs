@@ -390,7 +390,7 @@ on_both_backends!(multi_thread, admission_probes_every_task_in_a_fresh_sandbox_a
         let id = format!("adm-{variant}");
         let r = submit(app, &echo_submission(&id, &format!("ghcr.io/test/echo-{variant}:v1")), ALICE).await;
         assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.text());
-        assert_eq!(server::service::admission::pass(&app.state).await.unwrap(), 1, "{variant}");
+        assert_eq!(server::openenv::admission::pass(&app.state).await.unwrap(), 1, "{variant}");
         let v = app.get_as(&format!("/api/openenv/submissions/{id}"), ALICE).await.json();
         let got = (v["state"].as_str(), v["slot"]["state"].as_str(), v["error_origin"].as_str());
         assert_eq!(got, (Some(state), Some(slot), origin), "{variant}: {v:#}");
@@ -446,16 +446,16 @@ async fn admission_bounds_on(backend: Backend) {
         let r = submit(&app, &echo_submission(&id, &format!("ghcr.io/test/echo-{variant}:v1")), ALICE).await;
         assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.text());
         let state = app.state.clone();
-        let probing = tokio::spawn(async move { server::service::admission::pass(&state).await.unwrap() });
+        let probing = tokio::spawn(async move { server::openenv::admission::pass(&state).await.unwrap() });
         if variant == "slow-steps" {
             // Past the 3 s lease a holder that did not renew would have lost it.
             tokio::time::sleep(Duration::from_millis(4500)).await;
             let account: String = app
                 .text(&format!("SELECT account_id FROM openenv_submissions WHERE submission_id = '{id}'"))
                 .await;
-            let (_, now) = server::service::runs::now(&app.state);
+            let (_, now) = app.state.now();
             let taken =
-                server::repo::openenv::lease(&app.state.db, &account, &id, "another-server", now, now + 3)
+                server::openenv::repo::lease(&app.state.db, &account, &id, "another-server", now, now + 3)
                     .await
                     .unwrap();
             assert!(!taken, "the probing server still holds the lease");
@@ -496,7 +496,7 @@ async fn measure_admission_of_a_50_task_submission() {
             ..app.state.openenv.as_ref().clone()
         });
         let start = Instant::now();
-        assert_eq!(server::service::admission::pass(&state).await.unwrap(), 1);
+        assert_eq!(server::openenv::admission::pass(&state).await.unwrap(), 1);
         let took = start.elapsed();
         let v = app.get_as(&format!("/api/openenv/submissions/fifty-{limit}"), ALICE).await.json();
         assert_eq!(v["state"], "validated", "{v:#}");
@@ -548,7 +548,7 @@ async fn sandboxes_left_by_a_crashed_server_are_stopped() {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
-    assert_eq!(server::service::admission::sweep(&app.state).await.unwrap(), 1);
+    assert_eq!(server::openenv::admission::sweep(&app.state).await.unwrap(), 1);
     assert_eq!(app.state.deps.jobs.inspect(&orphan.id).await.unwrap().status.stage, "CANCELED");
     assert_eq!(app.state.deps.jobs.inspect(&live.id).await.unwrap().status.stage, "RUNNING");
     app.state.deps.jobs.cancel(&live.id).await.unwrap();

@@ -54,7 +54,7 @@ async fn wait_connected(app: &TestApp) {
 async fn admitted(app: &TestApp, id: &str, token: &str) {
     let r = app.post_as("/api/openenv/submissions", &echo_submission(id).to_string(), token).await;
     assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.text());
-    server::service::admission::pass(&app.state).await.unwrap();
+    server::openenv::admission::pass(&app.state).await.unwrap();
     let v = app.get_as(&format!("/api/openenv/submissions/{id}"), token).await.json();
     assert_eq!(v["state"], "validated", "{v:#}");
 }
@@ -159,9 +159,9 @@ async fn runs_start_in_acceptance_order_and_time_out_in_the_queue() {
     assert_eq!((v["state"].as_str(), v["started"].as_bool()), (Some("starting"), Some(false)));
 
     clock.advance(time::Duration::seconds(7_199));
-    assert_eq!(server::service::openenv_runs::sweep(&app.state).await.unwrap(), 0);
+    assert_eq!(server::openenv::runs::sweep(&app.state).await.unwrap(), 0);
     clock.advance(time::Duration::seconds(1));
-    assert_eq!(server::service::openenv_runs::sweep(&app.state).await.unwrap(), 1);
+    assert_eq!(server::openenv::runs::sweep(&app.state).await.unwrap(), 1);
     wait_connected(&app).await;
     let v = app.get_as(&format!("/api/openenv/runs/{first}"), BOB).await.json();
     assert_eq!(v["state"], "failed");

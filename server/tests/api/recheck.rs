@@ -23,12 +23,12 @@ on_both_backends!(local, a_collection_judged_by_older_gates_is_rechecked_from_it
     let current = domain::gates::GATES_VERSION;
     let kept = submitted(app, "alice/pack", ALICE).await;
     let gone = submitted(app, "bob/pack", BOB).await;
-    assert_eq!(server::service::environments::recheck_pass(&app.state).await.unwrap(), 0, "all current");
+    assert_eq!(server::collections::service::recheck_pass(&app.state).await.unwrap(), 0, "all current");
     app.exec("UPDATE environments SET gates_version = 'gates-v3'").await.unwrap();
     // Bob's repository vanishes after he submitted it.
     std::fs::remove_dir_all(app.repos.join("datasets").join("bob/pack")).unwrap();
 
-    assert_eq!(server::service::environments::recheck_pass(&app.state).await.unwrap(), 1);
+    assert_eq!(server::collections::service::recheck_pass(&app.state).await.unwrap(), 1);
     let r = record(app, &kept).await;
     assert_eq!(
         (r["gates_version"].clone(), r["first_gates_version"].clone(), r["recheck_error"].clone()),
@@ -49,9 +49,9 @@ on_both_backends!(local, a_collection_judged_by_older_gates_is_rechecked_from_it
     // Tried again a day later, not on every pass.
     let sql = format!("SELECT recheck_epoch FROM environments WHERE id = '{gone}'");
     let first = app.scalar(&sql).await;
-    assert_eq!(server::service::environments::recheck_pass(&app.state).await.unwrap(), 0);
+    assert_eq!(server::collections::service::recheck_pass(&app.state).await.unwrap(), 0);
     assert_eq!(app.scalar(&sql).await, first, "not tried again within the day");
     app.exec("UPDATE environments SET recheck_epoch = recheck_epoch - 90000").await.unwrap();
-    assert_eq!(server::service::environments::recheck_pass(&app.state).await.unwrap(), 0);
+    assert_eq!(server::collections::service::recheck_pass(&app.state).await.unwrap(), 0);
     assert!(app.scalar(&sql).await > first - 90000, "tried again once the day had passed");
 });

@@ -445,7 +445,7 @@ on_both_backends!(local, one_server_advancing_a_launch_from_several_tasks_makes_
     let tasks: Vec<_> = (0..6)
         .map(|_| {
             let (state, run) = (app.state.clone(), run.clone());
-            tokio::spawn(async move { server::service::runs::advance(&state, &run).await.is_ok() })
+            tokio::spawn(async move { server::runs::launch::advance(&state, &run).await.is_ok() })
         })
         .collect();
     let mut advanced = 0;

@@ -1,0 +1,17 @@
+//! Agent identities owned by HF users: registration (discovery is the catalogue's).
+
+pub mod api;
+pub mod repo;
+pub mod service;
+
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::features::Feature;
+use crate::AppState;
+
+pub const FEATURE: Feature = Feature { router, passes: &[] };
+
+fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(api::register_agent))
+}

@@ -1,0 +1,40 @@
+//! What a feature declares. A feature is a folder: `api.rs` (its routes, thin), `service.rs` (its
+//! rules and reads, called by handlers, pages and background work), `repo.rs` (its SQL), and a
+//! `mod.rs` declaring its `FEATURE`: the router and the background passes. `crate::FEATURES` lists
+//! them; a new feature is its folder and two lines in `lib.rs` (its `mod` and its entry there).
+
+use std::future::Future;
+use std::pin::Pin;
+
+use utoipa_axum::router::OpenApiRouter;
+
+use crate::AppState;
+
+pub struct Feature {
+    /// Its routes, documented in `/openapi.json` by their `#[utoipa::path]`.
+    pub router: fn() -> OpenApiRouter<AppState>,
+    /// Its background work, started with the server (`crate::workers`).
+    pub passes: &'static [Pass],
+}
+
+pub type PassFuture<'a> = Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
+
+/// One piece of background work: it asks the database what is unfinished and takes it a step.
+pub struct Pass {
+    pub name: &'static str,
+    /// Runs every this many worker ticks.
+    pub every_ticks: u32,
+    pub run: for<'a> fn(&'a AppState) -> PassFuture<'a>,
+}
+
+/// A pass's work, its failure logged (a pass is tried again on the next tick).
+pub fn logged<'a, T, E: std::fmt::Debug + 'a>(
+    what: &'static str,
+    work: impl Future<Output = Result<T, E>> + Send + 'a,
+) -> PassFuture<'a> {
+    Box::pin(async move {
+        if let Err(e) = work.await {
+            tracing::error!(error = ?e, "{what} failed");
+        }
+    })
+}

@@ -1,0 +1,192 @@
+use std::collections::BTreeMap;
+
+use domain::budget::{summarize, LedgerEntry, LedgerState};
+use domain::catalog::{LiveState, MeasuredBaseline};
+use domain::Registry;
+use sqlx::Row;
+
+use crate::db::Db;
+
+struct LedgerRow {
+    challenge_id: String,
+    run_id: Option<String>,
+    entry: LedgerEntry,
+}
+
+async fn ledger(db: &Db) -> Result<Vec<LedgerRow>, sqlx::Error> {
+    let rows = sqlx::query(
+        "SELECT challenge_id, run_id, amount_cents, state FROM budget_ledger ORDER BY created_at, id",
+    )
+    .fetch_all(&db.pool)
+    .await?;
+    rows.into_iter()
+        .map(|row| {
+            let state: String = row.try_get("state")?;
+            let state = LedgerState::parse(&state).ok_or_else(|| {
+                sqlx::Error::Decode(format!("budget_ledger.state holds unknown value `{state}`").into())
+            })?;
+            Ok(LedgerRow {
+                challenge_id: row.try_get("challenge_id")?,
+                run_id: row.try_get("run_id")?,
+                entry: LedgerEntry { amount_cents: row.try_get("amount_cents")?, state },
+            })
+        })
+        .collect()
+}
+
+/// The live state every read view needs: the budget, the active job (a run holding a live
+/// reservation), and launched runs per challenge (runs that reserved and were not released).
+pub async fn live_state(db: &Db, registry: &Registry) -> Result<LiveState, sqlx::Error> {
+    let rows = ledger(db).await?;
+    let entries: Vec<LedgerEntry> = rows.iter().map(|r| r.entry).collect();
+    let active_job = rows
+        .iter()
+        .find(|r| r.entry.state == LedgerState::Live)
+        .map(|r| r.run_id.clone().unwrap_or_else(|| format!("a run on {}", r.challenge_id)));
+    // `health.runs` counts runs whose job was created.
+    let mut launched_runs = BTreeMap::new();
+    for row in sqlx::query(
+        "SELECT challenge_id, COUNT(*) AS n FROM runs WHERE launch = 'launched' GROUP BY challenge_id",
+    )
+    .fetch_all(&db.pool)
+    .await?
+    {
+        launched_runs.insert(row.try_get("challenge_id")?, row.try_get::<i64, _>("n")?.max(0) as u64);
+    }
+    let hf = hf_recorded_cents(db).await?;
+    // Newest first: the first seen per challenge is its current baseline.
+    let mut baselines = BTreeMap::new();
+    for m in crate::baselines::repo::list(db, None).await? {
+        if !baselines.contains_key(&m.challenge_id) {
+            let measured = MeasuredBaseline {
+                reference: m.as_reference(),
+                run_id: m.run_id.clone(),
+                measured_at: m.collected_at.clone(),
+            };
+            baselines.insert(m.challenge_id.clone(), measured);
+        }
+    }
+    Ok(LiveState {
+        budget: summarize(registry.budget_cap_cents, &entries, hf),
+        active_job,
+        launched_runs,
+        baselines,
+    })
+}
+
+/// A reservation of the ledger, with the run it is for.
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
+pub struct Reservation {
+    pub run_id: Option<String>,
+    pub challenge_id: String,
+    pub amount_usd: f64,
+    /// `live` (reserved before the job starts), `settled` (at what HF billed) or `released`.
+    pub state: String,
+    /// The run's state, when the reservation belongs to a run the arena knows.
+    pub run_state: Option<String>,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+/// Every reservation, newest first.
+pub async fn reservations(db: &Db) -> Result<Vec<Reservation>, sqlx::Error> {
+    sqlx::query(
+        "SELECT l.run_id, l.challenge_id, l.amount_cents, l.state, l.created_at, l.updated_at, r.state AS run_state \
+         FROM budget_ledger l LEFT JOIN runs r ON r.id = l.run_id ORDER BY l.created_at DESC, l.id LIMIT 1000",
+    )
+    .fetch_all(&db.pool)
+    .await?
+    .iter()
+    .map(|row| {
+        Ok(Reservation {
+            run_id: row.try_get("run_id")?,
+            challenge_id: row.try_get("challenge_id")?,
+            amount_usd: domain::budget::dollars(row.try_get("amount_cents")?),
+            state: row.try_get("state")?,
+            run_state: row.try_get("run_state")?,
+            created_at: row.try_get("created_at")?,
+            updated_at: row.try_get("updated_at")?,
+        })
+    })
+    .collect()
+}
+
+/// A job of the arena's HF namespace as last inspected, priced.
+pub struct HfJob<'a> {
+    pub job_id: &'a str,
+    pub run_id: Option<&'a str>,
+    pub purpose: &'a str,
+    pub flavor: &'a str,
+    pub stage: &'a str,
+    pub created_at: Option<&'a str>,
+    pub started_at: Option<&'a str>,
+    pub finished_at: Option<&'a str>,
+    pub running_s: f64,
+    pub cost_cents: i64,
+    pub now: &'a str,
+}
+
+pub async fn upsert_hf_job(db: &Db, j: &HfJob<'_>) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO hf_jobs (job_id, run_id, purpose, flavor, stage, created_at, started_at, finished_at, running_s, cost_cents, updated_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) \
+         ON CONFLICT (job_id) DO UPDATE SET stage = excluded.stage, started_at = excluded.started_at, \
+         finished_at = excluded.finished_at, running_s = excluded.running_s, cost_cents = excluded.cost_cents, \
+         updated_at = excluded.updated_at",
+    )
+    .bind(j.job_id)
+    .bind(j.run_id)
+    .bind(j.purpose)
+    .bind(j.flavor)
+    .bind(j.stage)
+    .bind(j.created_at)
+    .bind(j.started_at)
+    .bind(j.finished_at)
+    .bind(j.running_s)
+    .bind(j.cost_cents)
+    .bind(j.now)
+    .execute(&db.writer)
+    .await?;
+    Ok(())
+}
+
+/// What HF's records say finished jobs cost; `None` before any job was priced.
+pub async fn hf_recorded_cents(db: &Db) -> Result<Option<i64>, sqlx::Error> {
+    let row = sqlx::query(
+        "SELECT COUNT(*) AS n, CAST(COALESCE(SUM(cost_cents), 0) AS BIGINT) AS c FROM hf_jobs \
+         WHERE stage IN ('COMPLETED', 'CANCELED', 'ERROR', 'DELETED')",
+    )
+    .fetch_one(&db.pool)
+    .await?;
+    let n: i64 = row.try_get("n")?;
+    (n > 0).then(|| row.try_get::<i64, _>("c")).transpose()
+}
+
+/// The running seconds the reconciler recorded for each job.
+pub async fn hf_running_s(db: &Db) -> Result<Vec<(String, f64)>, sqlx::Error> {
+    sqlx::query("SELECT job_id, running_s FROM hf_jobs")
+        .fetch_all(&db.pool)
+        .await?
+        .iter()
+        .map(|r| Ok((r.try_get("job_id")?, r.try_get("running_s")?)))
+        .collect()
+}
+
+/// Committed spend after each reservation, in order: the sum so far of every reservation not
+/// released (live ones at their reservation, settled ones at what was billed).
+pub async fn history(db: &Db) -> Result<Vec<(String, i64)>, sqlx::Error> {
+    let rows =
+        sqlx::query("SELECT created_at, amount_cents, state FROM budget_ledger ORDER BY created_at, id")
+            .fetch_all(&db.pool)
+            .await?;
+    let mut total = 0i64;
+    let mut points = Vec::new();
+    for row in rows {
+        let state: String = row.try_get("state")?;
+        if state != "released" {
+            total += row.try_get::<i64, _>("amount_cents")?;
+        }
+        points.push((row.try_get("created_at")?, total));
+    }
+    Ok(points)
+}

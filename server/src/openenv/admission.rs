@@ -1,0 +1,418 @@
+//! Admission of accepted OpenEnv submissions, in the background: for each task, its pinned image in
+//! one fresh sandbox (an HF job exposing the server's port), `/health` within 120 s, the six
+//! `openenv validate` criteria, the served schema against the submission's, and the example actions
+//! played over the server's WebSocket to a terminal reward in [0, 1]. The rules are
+//! `domain::openenv::admission`; each probe's outcome is stored with the submission, so a restart
+//! resumes with the tasks still to probe, and every sandbox is stopped when its probe ends.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use domain::openenv::admission::{self, Answer, Outcome, Probe, Step, TaskProbe, Verdict};
+use domain::openenv::{SubmissionReport, SubmissionRequest};
+use domain::ErrorCode;
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{json, Value};
+use tokio_tungstenite::tungstenite::Message;
+
+use crate::ports::jobs::JobSpec;
+use crate::AppState;
+
+/// How long a sandbox may wait to be scheduled.
+const SCHEDULE_WAIT: Duration = Duration::from_secs(300);
+/// Each HTTP read of the probe, as `openenv validate` (5 s per call).
+const CALL: Duration = Duration::from_secs(5);
+/// An answer of the image's server read during a probe, and one WebSocket message of its episode:
+/// a schema or an observation is a few KB; larger is refused, not buffered.
+const MAX_ANSWER_BYTES: usize = 1 << 20;
+
+fn platform(code: ErrorCode, message: impl Into<String>) -> Outcome {
+    Outcome::Platform { code, message: message.into() }
+}
+
+fn author(code: ErrorCode, message: impl Into<String>) -> Outcome {
+    Outcome::Author { code, message: message.into() }
+}
+
+/// One task's probe in one fresh sandbox; the sandbox is stopped whatever happens.
+pub async fn probe_task(
+    s: &AppState,
+    submission: &str,
+    request: &SubmissionRequest,
+    task_id: &str,
+    image: &str,
+    port: u16,
+) -> Outcome {
+    let task = request.tasks.iter().find(|t| t.task_id == task_id);
+    let wall = task.map_or(3600, |t| t.reset_wall_s + t.rollout_wall_s + t.verifier_wall_s);
+    let spec = JobSpec {
+        docker_image: image.to_string(),
+        command: Vec::new(),
+        arguments: Vec::new(),
+        environment: BTreeMap::new(),
+        secrets: BTreeMap::new(),
+        // 2 vCPU and 16 GiB, as the guide promises every sandbox.
+        flavor: "cpu-basic".into(),
+        timeout_seconds: wall + s.openenv.health_wait.as_secs(),
+        labels: BTreeMap::from([
+            ("arena-purpose".to_string(), "openenv-admission".to_string()),
+            ("arena-submission".to_string(), submission.to_string()),
+            ("arena-task".to_string(), task_id.to_string()),
+        ]),
+        attempts: None,
+        expose: Some(crate::ports::jobs::Expose::public(port)),
+    };
+    let job = match s.deps.jobs.create(&spec).await {
+        Ok(job) => job,
+        Err(e) => {
+            return platform(
+                ErrorCode::AdmissionInfrastructureFailure,
+                format!("the sandbox was not created: {e}"),
+            )
+        }
+    };
+    // One deadline over the whole probe, whatever each step allows: a server that answers just in
+    // time, step after step, cannot hold admission.
+    let deadline = s.openenv.probe_deadline;
+    let outcome = match tokio::time::timeout(deadline, probe_in(s, &job.id, request, task_id)).await {
+        Ok(outcome) => outcome,
+        Err(_) => author(
+            ErrorCode::AdmissionEpisodeFailed,
+            format!(
+                "the probe did not finish within {} s (health, the reads and the example episode)",
+                deadline.as_secs()
+            ),
+        ),
+    };
+    if let Err(e) = s.deps.jobs.cancel(&job.id).await {
+        tracing::warn!(job = %job.id, error = %e, "stopping a sandbox failed; the sweep stops it");
+    }
+    outcome
+}
+
+async fn probe_in(s: &AppState, job_id: &str, request: &SubmissionRequest, task_id: &str) -> Outcome {
+    let start = Instant::now();
+    let url = loop {
+        match s.deps.jobs.inspect(job_id).await {
+            Ok(job) if job.status.stage == "RUNNING" && !job.status.expose_urls.is_empty() => {
+                break job.status.expose_urls[0].trim_end_matches('/').to_string()
+            }
+            Ok(job)
+                if matches!(job.status.stage.as_str(), "ERROR" | "CANCELED" | "DELETED" | "COMPLETED") =>
+            {
+                return platform(
+                    ErrorCode::SandboxStartupFailed,
+                    format!(
+                        "the sandbox ended {} before serving: {}",
+                        job.status.stage,
+                        job.status.message.unwrap_or_default()
+                    ),
+                )
+            }
+            _ if start.elapsed() > SCHEDULE_WAIT => {
+                return platform(ErrorCode::SandboxStartupFailed, "the sandbox was not scheduled in time")
+            }
+            _ => tokio::time::sleep(Duration::from_millis(200)).await,
+        }
+    };
+    let http = crate::ports::http::client(CALL);
+    let get = |path: &str| {
+        let req = http.get(format!("{url}{path}"));
+        async move { answer(req.send().await).await }
+    };
+    let ready = Instant::now();
+    loop {
+        if get("/health").await.is_some_and(|a| a.status == 200) {
+            break;
+        }
+        if ready.elapsed() > s.openenv.health_wait {
+            let secs = s.openenv.health_wait.as_secs();
+            let message = format!("the image never answered GET /health within {secs} s");
+            return platform(ErrorCode::SandboxStartupFailed, message);
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let probe = Probe {
+        openapi: get("/openapi.json").await,
+        health: get("/health").await,
+        metadata: get("/metadata").await,
+        schema: get("/schema").await,
+        mcp: answer(http.post(format!("{url}/mcp")).json(&json!({})).send().await).await,
+    };
+    let failed: Vec<String> = admission::criteria(&probe)
+        .into_iter()
+        .filter(|c| !c.passed)
+        .map(|c| format!("{} (expected {}; got {})", c.id, c.expected, c.actual))
+        .collect();
+    if !failed.is_empty() {
+        return author(
+            ErrorCode::OpenenvEndpointInvalid,
+            format!("openenv validate fails: {}", failed.join("; ")),
+        );
+    }
+    let served = probe.schema.and_then(|a| a.json).unwrap_or_default();
+    if let Err(m) = admission::schema_matches(&served, &request.schema) {
+        return author(ErrorCode::ImageSchemaMismatch, m);
+    }
+    match episode(&url, task_id, &request.example_actions).await {
+        Ok((reset, steps)) => match admission::judge_episode(&reset, &steps, request.example_actions.len()) {
+            Ok(_) => Outcome::Passed,
+            Err(m) => author(ErrorCode::AdmissionEpisodeFailed, m),
+        },
+        Err(m) => author(ErrorCode::AdmissionEpisodeFailed, m),
+    }
+}
+
+/// An answer of the image's server: its status, and its body as JSON when it is JSON of at most
+/// `MAX_ANSWER_BYTES` (a larger body is left unread, and counts as not JSON).
+async fn answer(r: Result<reqwest::Response, reqwest::Error>) -> Option<Answer> {
+    let mut r = r.ok()?;
+    let status = r.status().as_u16();
+    if r.content_length().is_some_and(|n| n > MAX_ANSWER_BYTES as u64) {
+        return Some(Answer { status, json: None });
+    }
+    let mut body = Vec::new();
+    while let Ok(Some(chunk)) = r.chunk().await {
+        if body.len() + chunk.len() > MAX_ANSWER_BYTES {
+            return Some(Answer { status, json: None });
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Some(Answer { status, json: serde_json::from_slice(&body).ok() })
+}
+
+/// The example episode over `/ws`: a reset with the task id, then the actions in order until the
+/// episode ends.
+async fn episode(url: &str, task_id: &str, actions: &[Value]) -> Result<(Step, Vec<Step>), String> {
+    let ws = url.replacen("http://", "ws://", 1).replacen("https://", "wss://", 1);
+    let config = tokio_tungstenite::tungstenite::protocol::WebSocketConfig::default()
+        .max_message_size(Some(MAX_ANSWER_BYTES))
+        .max_frame_size(Some(MAX_ANSWER_BYTES));
+    let connect = tokio_tungstenite::connect_async_with_config(format!("{ws}/ws"), Some(config), false);
+    let (mut socket, _) = tokio::time::timeout(CALL, connect)
+        .await
+        .map_err(|_| "the server did not open a WebSocket on /ws".to_string())?
+        .map_err(|e| format!("the server did not open a WebSocket on /ws: {e}"))?;
+    let reset = exchange(&mut socket, json!({"type": "reset", "data": {"task_id": task_id}})).await?;
+    let mut steps = Vec::new();
+    for action in actions {
+        let step = exchange(&mut socket, json!({"type": "step", "data": action})).await?;
+        let done = step.done;
+        steps.push(step);
+        if done {
+            break;
+        }
+    }
+    Ok((reset, steps))
+}
+
+type Socket = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// Sends one message of the episode and reads the server's observation.
+async fn exchange(socket: &mut Socket, message: Value) -> Result<Step, String> {
+    socket
+        .send(Message::Text(message.to_string().into()))
+        .await
+        .map_err(|e| format!("the episode's connection failed: {e}"))?;
+    loop {
+        let next = tokio::time::timeout(Duration::from_secs(60), socket.next())
+            .await
+            .map_err(|_| "the server did not answer within 60 s".to_string())?;
+        match next {
+            Some(Ok(Message::Text(t))) => {
+                let v: Value = serde_json::from_str(&t).map_err(|e| format!("not JSON: {e}"))?;
+                return match v["type"].as_str() {
+                    Some("observation") => serde_json::from_value::<Step>(v["data"].clone())
+                        .map_err(|e| format!("an observation the arena cannot read: {e}")),
+                    _ => Err(format!(
+                        "the server answered {}",
+                        v.to_string().chars().take(200).collect::<String>()
+                    )),
+                };
+            }
+            Some(Ok(_)) => continue,
+            Some(Err(tokio_tungstenite::tungstenite::Error::Capacity(_))) => {
+                return Err(format!("the server sent a message over {} KiB", MAX_ANSWER_BYTES >> 10))
+            }
+            _ => return Err("the server closed the episode".to_string()),
+        }
+    }
+}
+
+/// Stops sandboxes no probe is using: those a crashed or restarted server left running (a probe
+/// holds its submission's lease while its sandbox runs).
+pub async fn sweep(s: &AppState) -> Result<usize, crate::http::ApiError> {
+    let jobs = match s.deps.jobs.find_by_label("arena-purpose", "openenv-admission").await {
+        Ok(jobs) => jobs,
+        Err(e) => {
+            tracing::warn!(error = %e, "listing admission sandboxes failed; the next pass tries again");
+            return Ok(0);
+        }
+    };
+    let (_, now) = s.now();
+    let mut stopped = 0;
+    for job in jobs.iter().filter(|j| matches!(j.status.stage.as_str(), "SCHEDULING" | "RUNNING")) {
+        let submission = job.labels.get("arena-submission").map(String::as_str).unwrap_or_default();
+        if crate::openenv::repo::probing(&s.db, submission, now).await? {
+            continue;
+        }
+        match s.deps.jobs.cancel(&job.id).await {
+            Ok(()) => {
+                tracing::info!(job = %job.id, submission, "stopped a sandbox no probe was using");
+                stopped += 1;
+            }
+            Err(e) => tracing::warn!(job = %job.id, error = %e, "stopping an orphaned sandbox failed"),
+        }
+    }
+    Ok(stopped)
+}
+
+/// One pass: sandboxes left running are stopped, then each submission still validating gets its
+/// pending probes and its verdict.
+pub async fn pass(s: &AppState) -> Result<usize, crate::http::ApiError> {
+    sweep(s).await?;
+    let mut decided = 0;
+    for (account_id, submission_id) in crate::openenv::repo::validating_ids(&s.db).await? {
+        let (_, now) = s.now();
+        let me = s.lease_holder();
+        let lease_s = s.openenv.lease_s;
+        if !crate::openenv::repo::lease(&s.db, &account_id, &submission_id, &me, now, now + lease_s).await? {
+            continue;
+        }
+        // The lease is renewed every third of its length while the probes run, so that no other
+        // server takes the submission over and probes it a second time.
+        let renew = async {
+            loop {
+                tokio::time::sleep(Duration::from_secs((lease_s / 3).max(1) as u64)).await;
+                let (_, now) = s.now();
+                match crate::openenv::repo::renew(&s.db, &account_id, &submission_id, &me, now + lease_s)
+                    .await
+                {
+                    Ok(true) => {}
+                    Ok(false) => tracing::warn!(submission = %submission_id, "the admission lease was lost"),
+                    Err(e) => {
+                        tracing::warn!(submission = %submission_id, error = %e, "renewing the admission lease failed")
+                    }
+                }
+            }
+        };
+        let outcome = tokio::select! {
+            outcome = admit(s, &account_id, &submission_id) => outcome,
+            never = renew => never,
+        };
+        crate::openenv::repo::release(&s.db, &account_id, &submission_id, &me).await?;
+        if outcome? {
+            decided += 1;
+        }
+    }
+    Ok(decided)
+}
+
+/// Probes what is pending of one submission and stores its verdict; true once it is decided.
+async fn admit(s: &AppState, account_id: &str, submission_id: &str) -> Result<bool, crate::http::ApiError> {
+    let Some(stored) = crate::openenv::repo::get(&s.db, account_id, submission_id).await? else {
+        return Ok(false);
+    };
+    let request: SubmissionRequest =
+        serde_json::from_str(&stored.body).map_err(crate::http::ApiError::internal)?;
+    let images: Vec<Value> = serde_json::from_str(&stored.images).map_err(crate::http::ApiError::internal)?;
+    let mut probes: Vec<TaskProbe> = serde_json::from_str(&stored.probes).unwrap_or_default();
+    for t in &request.tasks {
+        if !probes.iter().any(|p| p.task_id == t.task_id) {
+            probes.push(TaskProbe { task_id: t.task_id.clone(), attempts: 0, last: None });
+        }
+    }
+    let image_of = |task: &str| {
+        images.iter().find(|i| i["tasks"].as_array().is_some_and(|ts| ts.iter().any(|t| t == task))).map(
+            |i| {
+                (
+                    i["resolved"].as_str().unwrap_or_default().to_string(),
+                    i["port"].as_u64().unwrap_or(8000) as u16,
+                )
+            },
+        )
+    };
+    loop {
+        match admission::verdict(&probes) {
+            Verdict::Pending => {}
+            verdict => {
+                finish(s, account_id, submission_id, &probes, verdict).await?;
+                return Ok(true);
+            }
+        }
+        let pending: Vec<(usize, String)> = probes
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| match &p.last {
+                None => true,
+                Some(Outcome::Platform { .. }) => p.attempts < admission::SANDBOX_ATTEMPTS,
+                _ => false,
+            })
+            .map(|(i, p)| (i, p.task_id.clone()))
+            .collect();
+        if pending.is_empty() {
+            return Ok(false);
+        }
+        // Several sandboxes at once; each outcome is stored as it comes in.
+        let request = &request;
+        let image_of = &image_of;
+        let mut running = futures_util::stream::iter(pending)
+            .map(|(i, task)| async move {
+                let outcome = match image_of(&task) {
+                    Some((image, port)) => probe_task(s, submission_id, request, &task, &image, port).await,
+                    None => {
+                        platform(ErrorCode::AdmissionInfrastructureFailure, "no image recorded for the task")
+                    }
+                };
+                (i, outcome)
+            })
+            .buffer_unordered(s.openenv.sandbox_limit);
+        while let Some((i, outcome)) = running.next().await {
+            probes[i].attempts += 1;
+            probes[i].last = Some(outcome);
+            let text = serde_json::to_string(&probes).expect("JSON");
+            crate::openenv::repo::save_probes(&s.db, account_id, submission_id, &text).await?;
+        }
+    }
+}
+
+async fn finish(
+    s: &AppState,
+    account_id: &str,
+    submission_id: &str,
+    probes: &[TaskProbe],
+    verdict: Verdict,
+) -> Result<(), crate::http::ApiError> {
+    let (now, _) = s.now();
+    let (state, slot, origin, errors) = match verdict {
+        Verdict::Validated => ("validated", "used", None, Vec::new()),
+        Verdict::Rejected { origin, slot, errors } => ("rejected", slot, Some(origin), errors),
+        Verdict::Pending => return Ok(()),
+    };
+    let report = SubmissionReport {
+        errors: errors
+            .into_iter()
+            .map(|(task, code, message)| domain::openenv::AdmissionError {
+                code: code.as_str().to_string(),
+                message,
+                task_id: Some(task),
+            })
+            .collect(),
+    };
+    let report = serde_json::to_string(&report).expect("JSON");
+    let probes = serde_json::to_string(probes).expect("JSON");
+    crate::openenv::repo::decide(
+        &s.db,
+        account_id,
+        submission_id,
+        state,
+        slot,
+        origin,
+        &report,
+        &probes,
+        &now,
+    )
+    .await?;
+    tracing::info!(submission = %submission_id, state, slot, "admission decided");
+    Ok(())
+}

@@ -1,0 +1,170 @@
+//! The OpenEnv track under `/api/openenv`: the cluster's status, submissions and their status, and
+//! the training cluster's own connection (`/api/relay/cluster`, a WebSocket with its credential).
+
+use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use axum::Json;
+use domain::openenv::SubmissionView;
+use domain::{ApiErrorBody, ErrorCode};
+use serde::Serialize;
+use serde_json::Value;
+use utoipa::ToSchema;
+
+use crate::http::{ApiError, ApiJson};
+use crate::identity::{same_bytes, sha256_hex, User};
+use crate::AppState;
+
+#[derive(Serialize, ToSchema)]
+pub struct OpenEnvStatus {
+    /// Whether the training cluster is connected; while it is not, every other route here answers 503.
+    pub connected: bool,
+}
+
+#[utoipa::path(get, path = "/api/openenv", tag = "openenv", responses((status = 200, body = OpenEnvStatus)))]
+pub async fn status(State(s): State<AppState>) -> Result<Json<OpenEnvStatus>, ApiError> {
+    Ok(Json(OpenEnvStatus { connected: crate::openenv::service::connected(&s).await? }))
+}
+
+#[utoipa::path(post, path = "/api/openenv/submissions", tag = "openenv", request_body = domain::openenv::SubmissionRequest,
+    responses((status = 202, description = "accepted: `state: validating`, each image pinned (`resolved`), the slot held; also the answer to the same request resent (`existing: true`)", body = SubmissionView),
+        (status = 401, description = "AUTH_REQUIRED or INVALID_TOKEN", body = ApiErrorBody),
+        (status = 409, description = "SUBMISSION_ID_REUSED: the id was used with another body", body = ApiErrorBody),
+        (status = 422, description = "CONTRACT_INVALID, ENVIRONMENT_TOO_LARGE_FOR_SANDBOX, SCHEMA_INVALID, IMAGE_REFERENCE_INVALID, IMAGE_REGISTRY_UNSUPPORTED, SUBMISSION_FORMAT_RETIRED, IMAGE_LIMIT_EXCEEDED, IMAGE_INACCESSIBLE, IMAGE_PLATFORM_UNSUPPORTED, IMAGE_MANIFEST_UNSUPPORTED, IMAGE_SERVER_INVALID, IMAGE_COMPRESSED_SIZE_EXCEEDED or SUBMISSION_SIZE_EXCEEDED: nothing was stored", body = ApiErrorBody),
+        (status = 429, description = "SUBMISSION_QUOTA_EXCEEDED with retry_after_s", body = ApiErrorBody),
+        (status = 503, description = "OPENENV_DISCONNECTED, IMAGE_UNAVAILABLE, REGISTRY_RATE_LIMITED or CAPACITY_BUSY, with retry_after_s: nothing was stored, send the identical request again", body = ApiErrorBody)),
+    security(("hf_token" = [])))]
+pub async fn submit(
+    State(s): State<AppState>,
+    User(me): User,
+    ApiJson(body): ApiJson<Value>,
+) -> Result<(StatusCode, Json<SubmissionView>), ApiError> {
+    Ok((StatusCode::ACCEPTED, Json(crate::openenv::service::submit(&s, &me, body).await?)))
+}
+
+#[utoipa::path(post, path = "/api/openenv/check", tag = "openenv", request_body = domain::openenv::SubmissionRequest,
+    responses((status = 200, description = "passes the checks that need no registry; stores nothing, reads no image", body = crate::openenv::service::Checked),
+        (status = 401, body = ApiErrorBody),
+        (status = 422, description = "CONTRACT_INVALID, ENVIRONMENT_TOO_LARGE_FOR_SANDBOX, SCHEMA_INVALID, IMAGE_REFERENCE_INVALID, IMAGE_REGISTRY_UNSUPPORTED, SUBMISSION_FORMAT_RETIRED or IMAGE_LIMIT_EXCEEDED", body = ApiErrorBody),
+        (status = 503, description = "OPENENV_DISCONNECTED", body = ApiErrorBody)),
+    security(("hf_token" = [])))]
+pub async fn check(
+    State(s): State<AppState>,
+    User(_me): User,
+    ApiJson(body): ApiJson<Value>,
+) -> Result<Json<crate::openenv::service::Checked>, ApiError> {
+    Ok(Json(crate::openenv::service::check(&s, &body).await?))
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct SubmissionList {
+    pub submissions: Vec<SubmissionView>,
+}
+
+#[utoipa::path(get, path = "/api/openenv/submissions", tag = "openenv",
+    responses((status = 200, description = "your submissions, newest first; every submission for a BenchFlow editor", body = SubmissionList),
+        (status = 401, body = ApiErrorBody), (status = 503, description = "OPENENV_DISCONNECTED", body = ApiErrorBody)),
+    security(("hf_token" = [])))]
+pub async fn list(State(s): State<AppState>, User(me): User) -> Result<Json<SubmissionList>, ApiError> {
+    Ok(Json(SubmissionList { submissions: crate::openenv::service::list(&s, &me).await? }))
+}
+
+#[utoipa::path(get, path = "/api/openenv/submissions/{id}", tag = "openenv", params(("id" = String, Path)),
+    responses((status = 200, body = SubmissionView),
+        (status = 401, body = ApiErrorBody),
+        (status = 404, description = "SUBMISSION_NOT_FOUND: not yours, or none", body = ApiErrorBody),
+        (status = 503, description = "OPENENV_DISCONNECTED", body = ApiErrorBody)),
+    security(("hf_token" = [])))]
+pub async fn get(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+    User(me): User,
+) -> Result<Json<SubmissionView>, ApiError> {
+    Ok(Json(crate::openenv::service::get(&s, &me, &id).await?))
+}
+
+#[utoipa::path(get, path = "/api/openenv/runs/{id}", tag = "openenv", params(("id" = String, Path)),
+    responses((status = 200, description = "the run: its state (in words too), optimizer steps taken (`policy_version`), its failure, the mean reward of each step", body = domain::openenv::run::OpenEnvRunView),
+        (status = 401, body = ApiErrorBody),
+        (status = 404, description = "RUN_NOT_FOUND: not yours (editors see every run), or none", body = ApiErrorBody),
+        (status = 503, description = "OPENENV_DISCONNECTED", body = ApiErrorBody)),
+    security(("hf_token" = [])))]
+pub async fn run(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+    User(me): User,
+) -> Result<Json<domain::openenv::run::OpenEnvRunView>, ApiError> {
+    crate::openenv::service::require_connected(&s).await?;
+    Ok(Json(crate::openenv::runs::view(&s, &me, &id).await?))
+}
+
+#[utoipa::path(get, path = "/api/openenv/runs/{id}/events", tag = "openenv", params(("id" = String, Path)),
+    responses((status = 200, description = "every event in order: `state`, `policy_version`, `at`, and for `rolling`/`updating` the step's rewards", body = domain::openenv::run::RunEvents),
+        (status = 401, body = ApiErrorBody),
+        (status = 404, description = "RUN_NOT_FOUND", body = ApiErrorBody),
+        (status = 503, description = "OPENENV_DISCONNECTED", body = ApiErrorBody)),
+    security(("hf_token" = [])))]
+pub async fn run_events(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+    User(me): User,
+) -> Result<Json<domain::openenv::run::RunEvents>, ApiError> {
+    crate::openenv::service::require_connected(&s).await?;
+    Ok(Json(crate::openenv::runs::events(&s, &me, &id).await?))
+}
+
+#[utoipa::path(post, path = "/api/openenv/runs/{id}/cancel", tag = "openenv", params(("id" = String, Path)),
+    responses((status = 200, description = "the run, `cancelled` (or as it ended before); the cluster is told to stop it", body = domain::openenv::run::OpenEnvRunView),
+        (status = 401, body = ApiErrorBody),
+        (status = 403, description = "FORBIDDEN: only a BenchFlow editor stops a run", body = ApiErrorBody),
+        (status = 404, description = "RUN_NOT_FOUND", body = ApiErrorBody)),
+    security(("hf_token" = [])))]
+pub async fn cancel_run(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+    User(me): User,
+) -> Result<Json<domain::openenv::run::OpenEnvRunView>, ApiError> {
+    crate::openenv::service::require_connected(&s).await?;
+    Ok(Json(crate::openenv::runs::cancel(&s, &me, &id).await?))
+}
+
+const MAX_MESSAGE: usize = 64 * 1024;
+
+/// `GET /api/relay/cluster`: the training cluster connects with its own credential.
+pub async fn cluster(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    ws: WebSocketUpgrade,
+) -> Result<Response, ApiError> {
+    let refused =
+        || ApiError::new(ErrorCode::InvalidToken, "the training cluster connects with its own credential");
+    let given = headers
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .ok_or_else(refused)?;
+    let expected = s.openenv.cluster_secret_hash.clone().ok_or_else(refused)?;
+    if !same_bytes(sha256_hex(given.trim()).as_bytes(), expected.as_bytes()) {
+        return Err(refused());
+    }
+    Ok(ws.max_message_size(MAX_MESSAGE).on_upgrade(move |socket| serve_cluster(s, socket)))
+}
+
+async fn serve_cluster(s: AppState, mut socket: WebSocket) {
+    tracing::info!("the training cluster connected");
+    while let Some(Ok(frame)) = socket.recv().await {
+        let text = match frame {
+            Message::Text(t) => t.to_string(),
+            Message::Close(_) => break,
+            _ => continue,
+        };
+        for out in crate::openenv::runs::on_message(&s, &text).await {
+            if socket.send(Message::Text(out.to_string().into())).await.is_err() {
+                break;
+            }
+        }
+    }
+    crate::openenv::runs::cluster_gone(&s).await;
+    tracing::info!("the training cluster disconnected");
+}

@@ -1,0 +1,44 @@
+//! The OpenEnv track: submissions checked at once, admission probes in sandboxes, runs on the arena's cluster.
+
+pub mod admission;
+pub mod api;
+pub mod repo;
+pub mod runs;
+pub mod runs_repo;
+pub mod service;
+
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::features::{Feature, Pass, PassFuture};
+use crate::AppState;
+
+pub const FEATURE: Feature = Feature {
+    router,
+    passes: &[
+        Pass { name: "admission", every_ticks: 1, run: admission },
+        // Fails runs stuck in the cluster's queue.
+        Pass { name: "OpenEnv runs' sweep", every_ticks: 1, run: sweep },
+    ],
+};
+
+fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(api::status))
+        .routes(routes!(api::submit, api::list))
+        .routes(routes!(api::get))
+        .routes(routes!(api::check))
+        .routes(routes!(api::run))
+        .routes(routes!(api::run_events))
+        .routes(routes!(api::cancel_run))
+        // The training cluster's connection: a WebSocket, authenticated by the cluster's secret.
+        .route("/api/relay/cluster", axum::routing::get(api::cluster))
+}
+
+fn admission(s: &AppState) -> PassFuture<'_> {
+    crate::features::logged("the admission pass", admission::pass(s))
+}
+
+fn sweep(s: &AppState) -> PassFuture<'_> {
+    crate::features::logged("the OpenEnv runs' sweep", runs::sweep(s))
+}

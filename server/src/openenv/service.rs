@@ -1,0 +1,303 @@
+//! The OpenEnv track's submissions: checked at once in the guide's order (contract, sandbox size,
+//! schema and example actions, image references, each image read from its registry, sizes), then
+//! the account's quota slot and the stored record in one transaction. Everything under
+//! `/api/openenv` but the status answers 503 while the training cluster is not connected.
+
+use std::collections::BTreeMap;
+
+use domain::openenv::run::RunState;
+use domain::openenv::{
+    self, Compatibility, ImageFacts, ImageView, RunRef, Slot, SubmissionReport, SubmissionRequest,
+    SubmissionView,
+};
+use domain::ErrorCode;
+use futures_util::StreamExt;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::http::ApiError;
+use crate::identity::Identity;
+use crate::openenv::repo::{Accepted, NewSubmission, Stored};
+use crate::ports::registry::RegistryError;
+use crate::AppState;
+
+/// Registry reads in flight for one submission.
+const READS_AT_ONCE: usize = 8;
+/// What a client waits before resending after a 503 of ours.
+const RETRY_S: u64 = 30;
+
+/// Whether the training cluster is connected (heard from within the relay grace period).
+pub async fn connected(s: &AppState) -> Result<bool, ApiError> {
+    let (_, now) = s.now();
+    Ok(match crate::openenv::repo::cluster(&s.db).await? {
+        Some((connected, seen, _, _)) => connected && now - seen <= s.reconcile.relay_grace_s,
+        None => false,
+    })
+}
+
+pub async fn require_connected(s: &AppState) -> Result<(), ApiError> {
+    if connected(s).await? {
+        return Ok(());
+    }
+    Err(ApiError::new(
+        ErrorCode::OpenenvDisconnected,
+        "the training cluster is not connected; nothing was stored. Send the identical request again later",
+    )
+    .retry_after(RETRY_S))
+}
+
+/// One image as stored with the submission.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct StoredImage {
+    submitted: String,
+    resolved: String,
+    port: u16,
+    compressed_bytes: u64,
+    labels: BTreeMap<String, String>,
+    tasks: Vec<String>,
+}
+
+fn refusal(r: openenv::Refusal) -> ApiError {
+    ApiError::new(r.code, r.message)
+}
+
+fn registry_error(image: &str, e: RegistryError) -> ApiError {
+    match e {
+        RegistryError::Inaccessible(m) => ApiError::new(ErrorCode::ImageInaccessible, m),
+        RegistryError::PlatformUnsupported(m) => ApiError::new(ErrorCode::ImagePlatformUnsupported, m),
+        RegistryError::ManifestUnsupported(m) => ApiError::new(ErrorCode::ImageManifestUnsupported, m),
+        RegistryError::Unavailable(m) => ApiError::new(
+            ErrorCode::ImageUnavailable,
+            format!("{image}: {m}; nothing was stored: send the identical request again later"),
+        )
+        .retry_after(RETRY_S),
+        RegistryError::RateLimited { message, retry_after_s } => {
+            ApiError::new(ErrorCode::RegistryRateLimited, format!("{image}: {message}"))
+                .retry_after(retry_after_s.unwrap_or(60))
+        }
+    }
+}
+
+/// The action and observation schemas compile, and every example action (and the finish action)
+/// is valid under the action schema. No remote reference is resolved.
+fn check_schemas(r: &SubmissionRequest) -> Result<(), ApiError> {
+    let compile = |part: &str| {
+        jsonschema::validator_for(&r.schema[part]).map_err(|e| {
+            ApiError::new(
+                ErrorCode::SchemaInvalid,
+                format!("`schema.{part}` is not a usable JSON Schema: {e}"),
+            )
+        })
+    };
+    let action = compile("action")?;
+    compile("observation")?;
+    let named = r
+        .example_actions
+        .iter()
+        .enumerate()
+        .map(|(i, a)| (format!("example action {i}"), a))
+        .chain(r.finish_action.iter().map(|a| ("`finish_action`".to_string(), a)));
+    for (name, a) in named {
+        if let Err(e) = action.validate(a) {
+            return Err(ApiError::new(
+                ErrorCode::SchemaInvalid,
+                format!("{name} does not match the action schema: {e} (at `{}`)", e.instance_path()),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn body_hash(body: &Value) -> String {
+    // serde_json's maps are ordered, so equal bodies serialize to equal bytes.
+    let text = serde_json::to_string(body).expect("JSON");
+    crate::identity::sha256_hex(&text)
+}
+
+/// What the at-once checks that need no registry say of a body.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct Checked {
+    pub tasks: usize,
+    /// Each image as the arena will read it (Docker's shorthand expanded).
+    pub images: Vec<String>,
+}
+
+/// `POST /api/openenv/check`: the contract, sandbox, schema and reference checks, stores nothing
+/// and reads no registry (the submissions app runs it before submitting).
+pub async fn check(s: &AppState, body: &Value) -> Result<Checked, ApiError> {
+    require_connected(s).await?;
+    let r = openenv::parse(body).map_err(refusal)?;
+    openenv::check_contract(&r).map_err(refusal)?;
+    openenv::check_schema_shape(&r).map_err(refusal)?;
+    check_schemas(&r)?;
+    let (refs, _) = openenv::image_references(&r).map_err(refusal)?;
+    Ok(Checked { tasks: r.tasks.len(), images: refs.iter().map(|i| i.canonical()).collect() })
+}
+
+/// `POST /api/openenv/submissions`.
+pub async fn submit(s: &AppState, me: &Identity, body: Value) -> Result<SubmissionView, ApiError> {
+    require_connected(s).await?;
+    let r = openenv::parse(&body).map_err(refusal)?;
+    openenv::check_contract(&r).map_err(refusal)?;
+    openenv::check_schema_shape(&r).map_err(refusal)?;
+    check_schemas(&r)?;
+    let (refs, by_task) = openenv::image_references(&r).map_err(refusal)?;
+    let hash = body_hash(&body);
+    // A resend is answered from the record, whatever the registries do now.
+    if let Some(stored) = crate::openenv::repo::get(&s.db, &me.id, &r.submission_id).await? {
+        let state = run_state(s, &stored).await?;
+        return resend(stored, &hash, state);
+    }
+    // The account's slot before any registry request: a held slot costs the registries nothing.
+    let (_, epoch_now) = s.now();
+    if let Some(frees) = crate::openenv::repo::quota_frees(&s.db, &me.id, epoch_now).await? {
+        return Err(quota_used(frees - epoch_now));
+    }
+    if crate::openenv::repo::validating(&s.db).await? >= s.openenv.admission_queue {
+        return Err(ApiError::new(
+            ErrorCode::CapacityBusy,
+            "the arena's sandboxes are busy with other submissions; nothing was stored: send the identical request again later",
+        )
+        .retry_after(RETRY_S));
+    }
+    // Each image once, several at a time; the first failure in submission order is answered.
+    let reads: Vec<Result<ImageFacts, ApiError>> = futures_util::stream::iter(refs.iter().cloned())
+        .map(|image| async move {
+            let read = s.deps.registry.read(&image).await;
+            read.map(|r| r.facts).map_err(|e| registry_error(&image.canonical(), e))
+        })
+        .buffered(READS_AT_ONCE)
+        .collect()
+        .await;
+    let mut facts = Vec::new();
+    for read in reads {
+        facts.push(read?);
+    }
+    let mut images = Vec::new();
+    for (i, (image, f)) in refs.iter().zip(&facts).enumerate() {
+        let summary = openenv::judge_image(f, r.server_port, &image.canonical()).map_err(refusal)?;
+        let tasks: Vec<String> = by_task.iter().filter(|(_, n)| **n == i).map(|(t, _)| t.clone()).collect();
+        images.push(StoredImage {
+            submitted: image.canonical(),
+            resolved: image.pinned(&f.digest),
+            port: summary.port,
+            compressed_bytes: summary.compressed_bytes,
+            labels: openenv::claimed_labels(&f.labels),
+            tasks,
+        });
+    }
+    openenv::check_total_size(&facts.iter().collect::<Vec<_>>()).map_err(refusal)?;
+    let (now, epoch) = s.now();
+    let images_json = serde_json::to_string(&images).expect("JSON");
+    let body_json = serde_json::to_string(&body).expect("JSON");
+    let new = NewSubmission {
+        account_id: &me.id,
+        account: &me.name,
+        submission_id: &r.submission_id,
+        body_hash: &hash,
+        body: &body_json,
+        images: &images_json,
+        now: &now,
+        epoch,
+    };
+    match crate::openenv::repo::accept(&s.db, &new).await? {
+        Accepted::Stored(stored) => view(&stored, false, None),
+        Accepted::Repeat(stored) => {
+            let state = run_state(s, &stored).await?;
+            resend(stored, &hash, state)
+        }
+        Accepted::QuotaUsed { frees_epoch } => Err(quota_used(frees_epoch - epoch)),
+    }
+}
+
+fn quota_used(wait_s: i64) -> ApiError {
+    let wait = wait_s.max(1) as u64;
+    ApiError::new(
+        ErrorCode::SubmissionQuotaExceeded,
+        format!("your account already has an accepted submission in the last 24 hours; your slot frees in {wait} s"),
+    )
+    .retry_after(wait)
+}
+
+async fn run_state(s: &AppState, stored: &Stored) -> Result<Option<RunState>, ApiError> {
+    Ok(match &stored.run_id {
+        Some(id) => crate::openenv::runs_repo::get(&s.db, id).await?.map(|r| r.state),
+        None => None,
+    })
+}
+
+fn resend(stored: Stored, hash: &str, run_state: Option<RunState>) -> Result<SubmissionView, ApiError> {
+    if stored.body_hash != hash {
+        return Err(ApiError::new(
+            ErrorCode::SubmissionIdReused,
+            format!(
+                "`{}` was submitted before with another body; a changed submission needs a new `submission_id`",
+                stored.submission_id
+            ),
+        ));
+    }
+    view(&stored, true, run_state)
+}
+
+fn view(stored: &Stored, existing: bool, run_state: Option<RunState>) -> Result<SubmissionView, ApiError> {
+    let request: SubmissionRequest = serde_json::from_str(&stored.body).map_err(ApiError::internal)?;
+    let images: Vec<StoredImage> = serde_json::from_str(&stored.images).map_err(ApiError::internal)?;
+    let report: SubmissionReport = serde_json::from_str(&stored.report).map_err(ApiError::internal)?;
+    // Admission's per-task outcome, once it has one.
+    let failed: BTreeMap<String, String> =
+        report.errors.iter().filter_map(|e| e.task_id.clone().map(|t| (t, e.code.clone()))).collect();
+    let status = |task: &str| match (stored.state.as_str(), failed.get(task)) {
+        (_, Some(code)) => Compatibility { status: "failed".into(), code: Some(code.clone()) },
+        ("validated", None) => Compatibility { status: "passed".into(), code: None },
+        _ => Compatibility { status: "pending".into(), code: None },
+    };
+    Ok(SubmissionView {
+        submission_id: stored.submission_id.clone(),
+        name: request.name,
+        account: stored.account.clone(),
+        state: stored.state.clone(),
+        report,
+        error_origin: stored.error_origin.clone(),
+        slot: Slot { state: stored.slot_state.clone() },
+        images: images
+            .into_iter()
+            .map(|i| ImageView {
+                compatibility: i.tasks.iter().map(|t| (t.clone(), status(t))).collect(),
+                submitted: i.submitted,
+                resolved: i.resolved,
+                port: i.port,
+                compressed_bytes: i.compressed_bytes,
+                labels: i.labels,
+            })
+            .collect(),
+        run: RunRef { run_id: stored.run_id.clone(), state: run_state },
+        source: request.source,
+        accepted_at: stored.accepted_at.clone(),
+        updated_at: stored.updated_at.clone(),
+        existing,
+    })
+}
+
+/// `GET /api/openenv/submissions/{id}`: the submitter's own; anyone else gets a 404.
+pub async fn get(s: &AppState, me: &Identity, submission_id: &str) -> Result<SubmissionView, ApiError> {
+    require_connected(s).await?;
+    let stored = crate::openenv::repo::get(&s.db, &me.id, submission_id).await?.ok_or_else(|| {
+        ApiError::new(ErrorCode::SubmissionNotFound, format!("you have no submission `{submission_id}`"))
+    })?;
+    let state = run_state(s, &stored).await?;
+    view(&stored, true, state)
+}
+
+/// `GET /api/openenv/submissions`: yours, or every one for an editor (the organizer view).
+pub async fn list(s: &AppState, me: &Identity) -> Result<Vec<SubmissionView>, ApiError> {
+    require_connected(s).await?;
+    visible_to(s, me).await
+}
+
+/// What the submissions app shows one person, connected or not.
+pub async fn visible_to(s: &AppState, me: &Identity) -> Result<Vec<SubmissionView>, ApiError> {
+    let account = (!me.editor).then_some(me.id.as_str());
+    let rows = crate::openenv::repo::list(&s.db, account).await?;
+    let states = crate::openenv::runs::states(s, account).await?;
+    rows.iter().map(|r| view(r, true, r.run_id.as_ref().and_then(|id| states.get(id).copied()))).collect()
+}

@@ -1,0 +1,43 @@
+//! Collection runs: preflight, the durable launch, the relay and the reconciler that follows each run to its end.
+
+pub mod api;
+pub mod launch;
+pub mod reconcile;
+pub mod relay;
+pub mod relay_messages;
+pub mod repo;
+pub mod service;
+
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::features::{Feature, Pass, PassFuture};
+use crate::AppState;
+
+pub const FEATURE: Feature = Feature {
+    router,
+    passes: &[
+        // Finishes launches a crash or an HF outage left unfinished.
+        Pass { name: "launcher", every_ticks: 1, run: launcher },
+        // Follows each launched run to its end.
+        Pass { name: "reconciler", every_ticks: 1, run: reconciler },
+    ],
+};
+
+fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(api::preflight))
+        .routes(routes!(api::launch, api::list))
+        .routes(routes!(api::get))
+        .routes(routes!(api::cancel))
+        // The jobs' relay: a WebSocket, authenticated by each run's own secret.
+        .route("/api/relay/runs/{run_id}", axum::routing::get(relay::relay))
+}
+
+fn launcher(s: &AppState) -> PassFuture<'_> {
+    crate::features::logged("the launcher's pass", launch::resume_launches(s))
+}
+
+fn reconciler(s: &AppState) -> PassFuture<'_> {
+    crate::features::logged("the reconciler's pass", reconcile::pass(s))
+}

@@ -1,0 +1,459 @@
+//! The reconciler: for each launched run that has not ended, read what the outside world says now
+//! (the HF job's status, its log, the relay's last heartbeat), decide with `domain::runs::follow`,
+//! and carry the decision out: the run's state, stage and reason, one event with its source, the
+//! HF job canceled when it is stuck, and the reservation settled or released when the run ends.
+//! Level-triggered and idempotent: a second pass, or a pass after a crash, finds nothing to do
+//! twice (the state change and its event and settlement are one transaction, guarded by state).
+
+use std::time::Duration;
+
+use domain::runs::follow::{self, Decision, Limits, RelayState, Settle};
+use domain::runs::{Purpose, RunState};
+
+use crate::changes::Topic;
+use crate::clock;
+use crate::http::ApiError;
+use crate::jobs::repo::HfJob;
+use crate::ports::jobs::{Job, JobError, LogLine};
+use crate::runs::repo::{Change, NewEvent, Observed, Run};
+use crate::AppState;
+
+/// How long one server may follow a run before another may take over.
+const LEASE_S: i64 = 60;
+
+/// The limits of a deployment (configuration).
+#[derive(Debug, Clone, Copy)]
+pub struct Settings {
+    /// Overrides every challenge's silence limit (`ARENA_SILENCE_LIMIT_S`).
+    pub silence_limit_s: Option<i64>,
+    /// A job in SCHEDULING this long is canceled.
+    pub scheduling_s: i64,
+    /// A relay not heard from for this long is gone.
+    pub relay_grace_s: i64,
+    /// How long a pass reads a running job's log stream before it stops.
+    pub log_read: Duration,
+}
+
+impl Settings {
+    /// A run's limits: its challenge's silence limit unless the deployment overrides it.
+    pub fn limits(&self, s: &AppState, challenge_id: &str) -> Limits {
+        let challenge = s.registry.challenge(challenge_id);
+        let stall_s = self.silence_limit_s.unwrap_or_else(|| {
+            challenge
+                .map(|c| {
+                    domain::pipeline::config::silence_limit_s(
+                        &s.registry.methods[&c.spec.challenge.method].rollout,
+                    )
+                })
+                .unwrap_or(3600)
+        });
+        Limits { stall_s, scheduling_s: self.scheduling_s, relay_grace_s: self.relay_grace_s }
+    }
+}
+
+/// Each pass reads at most this many of a job's newest log lines, and this many bytes: only what
+/// is new since the last pass matters, however long the log has grown. Few enough that the read
+/// reaches the newest line well within `log_read` on a slow stream (a 2,000-line tail cost 3x the
+/// CPU per pass in `dev/bench-follow`); the relay, not the log, carries every step.
+const LOG_TAIL: usize = 300;
+const LOG_BYTES: usize = 1 << 20;
+/// GPU readings kept per run (one a pass), for the run page's sparkline.
+const GPU_SAMPLES: usize = 60;
+
+/// A log line as the reconciler remembers the newest it read.
+fn line_key(l: &LogLine) -> String {
+    format!("{}\t{}", l.timestamp, l.line.chars().take(500).collect::<String>())
+}
+
+/// The lines of a tail that come after the newest one read before (all of them when that one is
+/// no longer in the window).
+fn new_lines<'a>(tail: &'a [LogLine], last: Option<&str>) -> &'a [LogLine] {
+    match last.and_then(|k| tail.iter().rposition(|l| line_key(l) == k)) {
+        Some(i) => &tail[i + 1..],
+        None => tail,
+    }
+}
+
+fn epoch_of(text: Option<&str>) -> Option<i64> {
+    text.and_then(clock::parse_rfc3339).map(|t| t.unix_timestamp())
+}
+
+/// Runs followed at once in a pass (each waits on HF and on its log stream).
+const AT_ONCE: usize = 8;
+
+/// One pass over every run that is being followed; answers how many changed.
+pub async fn pass(s: &AppState) -> Result<usize, ApiError> {
+    use futures_util::StreamExt;
+    let ids = crate::runs::repo::following(&s.db).await?;
+    let outcomes: Vec<Result<bool, ApiError>> = futures_util::stream::iter(ids)
+        .map(|id| async move {
+            let (_, now) = s.now();
+            let me = s.lease_holder();
+            if !crate::runs::repo::lease(&s.db, &id, &me, now, now + LEASE_S).await? {
+                return Ok(false);
+            }
+            let outcome = follow_one(s, &id).await;
+            crate::runs::repo::release_lease(&s.db, &id, &me).await?;
+            Ok(outcome.unwrap_or_else(|e| {
+                tracing::warn!(run = %id, error = %e, "following a run failed this pass");
+                false
+            }))
+        })
+        .buffer_unordered(AT_ONCE)
+        .collect()
+        .await;
+    let mut changed = 0;
+    for outcome in outcomes {
+        if outcome? {
+            changed += 1;
+        }
+    }
+    if changed > 0 {
+        s.changes.bump(Topic::Runs);
+        s.changes.bump(Topic::Ledger);
+    }
+    Ok(changed)
+}
+
+/// The job as HF shows it; a job HF no longer knows is a deleted one.
+async fn inspect(s: &AppState, job_id: &str) -> Result<Job, String> {
+    match s.deps.jobs.inspect(job_id).await {
+        Ok(job) => Ok(job),
+        Err(JobError::NotFound) => Ok(Job {
+            id: job_id.to_string(),
+            status: crate::ports::jobs::JobStatus {
+                stage: "DELETED".into(),
+                message: Some("HF no longer knows the job".into()),
+                expose_urls: Vec::new(),
+            },
+            command: Vec::new(),
+            flavor: None,
+            labels: Default::default(),
+            created_at: None,
+            started_at: None,
+            finished_at: None,
+            durations: Default::default(),
+        }),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// The job's GPUs now, as one sample (the mean utilisation and the memory in use), if HF's
+/// metrics say.
+async fn gpu_sample(s: &AppState, job_id: &str, now: i64) -> Option<domain::runs::GpuSample> {
+    let m = s.deps.jobs.metrics(job_id, Duration::from_secs(2)).await.ok()??;
+    if m.gpus.is_empty() {
+        return None;
+    }
+    let n = m.gpus.len() as f64;
+    Some(domain::runs::GpuSample {
+        epoch: now,
+        utilization_pct: (m.gpus.values().map(|g| g.utilization).sum::<f64>() / n).clamp(0.0, 100.0).round()
+            as u32,
+        memory_used_mib: (m.gpus.values().map(|g| g.memory_used_bytes).sum::<f64>() / f64::from(1u32 << 20))
+            as u64,
+    })
+}
+
+/// The pipeline's own error, when it published its failure (`reports/hub_run.json`).
+async fn pipeline_error(s: &AppState, run_id: &str) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct HubRun {
+        status: String,
+        #[serde(default)]
+        error: Option<String>,
+    }
+    let head = s.deps.datasets.head(&s.runs_dataset).await.ok()?;
+    let path = format!("runs/{run_id}/reports/hub_run.json");
+    let bytes = s.deps.datasets.read(&s.runs_dataset, &head, &path, 64 << 10).await.ok()?;
+    let record: HubRun = serde_json::from_slice(&bytes).ok()?;
+    let error: String =
+        (record.status == "failed").then_some(record.error).flatten()?.chars().take(2000).collect();
+    Some(domain::runs::redact_tasks(&error, &s.sealed_task_ids()))
+}
+
+/// The run's GPU samples with `gpu` added (the newest `GPU_SAMPLES`, as JSON) and since when its
+/// GPUs all read idle.
+fn gpu_window(run: &Run, gpu: Option<domain::runs::GpuSample>, now: i64) -> (String, Option<i64>) {
+    let mut samples: Vec<domain::runs::GpuSample> =
+        serde_json::from_str(&run.gpu_samples).unwrap_or_default();
+    let idle_since = match &gpu {
+        Some(g) if g.utilization_pct == 0 => run.gpus_idle_since.or(Some(now)),
+        Some(_) => None,
+        None => run.gpus_idle_since,
+    };
+    if let Some(g) = gpu {
+        samples.push(g);
+        let drop = samples.len().saturating_sub(GPU_SAMPLES);
+        samples.drain(..drop);
+    }
+    (serde_json::to_string(&samples).unwrap_or_else(|_| "[]".into()), idle_since)
+}
+
+/// A completed job's result files are in the runs dataset; their commit is kept, since collect
+/// reads the evidence at this commit, not at whatever the dataset holds later.
+async fn results_found(s: &AppState, run: &Run) -> Result<bool, String> {
+    let commit = results_written(s, run).await?;
+    if let Some(commit) = &commit {
+        crate::runs::repo::set_results_commit(&s.db, &run.id, commit).await.map_err(|e| e.to_string())?;
+    }
+    Ok(commit.is_some())
+}
+
+// Long: one pass reads the run twice (before and after the outside reads, so the relay's messages
+// meanwhile count) and must decide on one consistent set of facts.
+/// One pass over one launched run: HF's status, the log's new lines, the GPUs, the relay; then
+/// `follow::decide` and, when it changes the run, the change applied with its settlement.
+async fn follow_one(s: &AppState, id: &str) -> Result<bool, String> {
+    let run =
+        crate::runs::repo::get(&s.db, id).await.map_err(|e| e.to_string())?.ok_or("the run vanished")?;
+    let Some(job_id) = run.job_id.clone() else { return Ok(false) };
+    let job = inspect(s, &job_id).await?;
+    // The log's newest lines: those after the last one read are new; a new one means progress, and
+    // the newest that names a step says which stage.
+    let tail =
+        s.deps.jobs.logs(&job_id, Some(LOG_TAIL), s.reconcile.log_read, LOG_BYTES).await.unwrap_or_default();
+    let fresh = new_lines(&tail, run.log_last_line.as_deref());
+    let (at, now) = s.now();
+    let gpu = if job.status.stage == "RUNNING" { gpu_sample(s, &job_id, now).await } else { None };
+    // Read again now: what the relay stored meanwhile is in it.
+    let run =
+        crate::runs::repo::get(&s.db, id).await.map_err(|e| e.to_string())?.ok_or("the run vanished")?;
+    let log_stage = fresh
+        .iter()
+        .rev()
+        .find_map(|l| follow::stage_of_log_line(&l.line))
+        .map(String::from)
+        .or(run.log_stage.clone());
+    let last_log = fresh.last().map(|l| l.timestamp.clone()).or(run.log_last_at.clone());
+    let last_line = fresh.last().map(line_key).or(run.log_last_line.clone());
+    let (gpu_samples, idle_since) = gpu_window(&run, gpu, now);
+    let observed = Observed {
+        job_status: &job.status.stage,
+        job_created_epoch: epoch_of(job.created_at.as_deref()),
+        job_started_epoch: epoch_of(job.started_at.as_deref()),
+        log_lines: run.log_lines + fresh.len() as i64,
+        log_seen_epoch: if fresh.is_empty() { run.log_seen_epoch } else { Some(now) },
+        log_last_at: last_log.as_deref(),
+        log_stage: log_stage.as_deref(),
+        log_last_line: last_line.as_deref(),
+        gpu_samples: &gpu_samples,
+        gpus_idle_since: idle_since,
+    };
+    crate::runs::repo::observe(&s.db, id, &observed).await.map_err(|e| e.to_string())?;
+    let relay = follow::relay_now(
+        RelayState::parse(&run.relay_state),
+        run.relay_seen_epoch,
+        now,
+        s.reconcile.relay_grace_s,
+    );
+    if relay.as_str() != run.relay_state {
+        crate::runs::repo::set_relay_state(&s.db, id, relay.as_str()).await.map_err(|e| e.to_string())?;
+    }
+    let has_results =
+        if job.status.stage == "COMPLETED" { Some(results_found(s, &run).await?) } else { None };
+    let pipeline_error = if job.status.stage == "ERROR" { pipeline_error(s, id).await } else { None };
+    let facts = follow::Facts {
+        state: run.state,
+        stage: run.stage.clone(),
+        relay,
+        relay_seen_epoch: run.relay_seen_epoch,
+        log_seen_epoch: observed.log_seen_epoch,
+        log_stage: log_stage.clone(),
+        gpus_idle_since: idle_since,
+        now,
+        job: follow::Job {
+            stage: job.status.stage.clone(),
+            message: job.status.message.clone(),
+            created_epoch: observed.job_created_epoch.unwrap_or(run.created_epoch),
+            started_epoch: observed.job_started_epoch,
+            has_results,
+            pipeline_error,
+        },
+    };
+    let decision = follow::decide(&facts, s.reconcile.limits(s, &run.challenge_id));
+    record_job(s, &run, &job, last_log.as_deref(), &at).await?;
+    let Some(d) = decision else {
+        if job.status.stage != run.job_status.clone().unwrap_or_default() || !fresh.is_empty() {
+            s.changes.bump(Topic::Runs);
+        }
+        return Ok(false);
+    };
+    if d.cancel_job {
+        if let Err(e) = s.deps.jobs.cancel(&job_id).await {
+            tracing::warn!(run = %id, error = %e, "canceling a stuck job failed; the run ends anyway");
+        }
+    }
+    let settle = d.settle.map(|how| settlement(s, &run, &job, last_log.as_deref(), how));
+    apply(s, &run, &d, settle, &at, now).await?;
+    Ok(true)
+}
+
+async fn apply(
+    s: &AppState,
+    run: &Run,
+    d: &Decision,
+    settle: Option<Option<i64>>,
+    at: &str,
+    now: i64,
+) -> Result<(), String> {
+    let change = Change {
+        from: run.state,
+        state: d.state,
+        stage: d.stage.as_deref(),
+        reason: d.reason.as_deref(),
+        platform_fault: d.platform_fault,
+        event: NewEvent {
+            run_id: &run.id,
+            at,
+            epoch: now,
+            source: &d.event.0,
+            kind: &d.event.1,
+            detail: &d.event.2,
+            stage: d.stage.as_deref(),
+            ..Default::default()
+        },
+        settle_cents: settle,
+    };
+    crate::runs::repo::apply(&s.db, &run.id, &change).await.map_err(|e| e.to_string())
+}
+
+/// The files a finished run of each purpose leaves under `runs/{id}/reports/`.
+pub fn result_files(purpose: Purpose) -> [&'static str; 2] {
+    match purpose {
+        Purpose::Collection => ["score.json", "eval_task_outcomes.json"],
+        Purpose::Baseline => ["baseline.json", "eval_task_outcomes.json"],
+    }
+}
+
+/// The runs dataset commit holding every result file of the run, if the pipeline wrote them.
+async fn results_written(s: &AppState, run: &Run) -> Result<Option<String>, String> {
+    use crate::ports::datasets::DatasetError;
+    let commit =
+        s.deps.datasets.head(&s.runs_dataset).await.map_err(|e| format!("reading the runs dataset: {e}"))?;
+    for file in result_files(run.purpose) {
+        let path = format!("runs/{}/reports/{file}", run.id);
+        match s.deps.datasets.read(&s.runs_dataset, &commit, &path, 64 << 20).await {
+            Ok(_) => {}
+            Err(DatasetError::NotFound) => return Ok(None),
+            Err(e) => return Err(format!("reading the run's results: {e}")),
+        }
+    }
+    Ok(Some(commit))
+}
+
+/// The job's running seconds as HF recorded them (or as its times say).
+fn running_s(job: &Job) -> f64 {
+    if let Some(s) = job.durations.running_secs {
+        return s;
+    }
+    match (epoch_of(job.started_at.as_deref()), epoch_of(job.finished_at.as_deref())) {
+        (Some(a), Some(b)) => (b - a).max(0) as f64,
+        _ => 0.0,
+    }
+}
+
+fn hourly(s: &AppState, run: &Run) -> f64 {
+    s.registry
+        .challenge(&run.challenge_id)
+        .and_then(|c| domain::catalog::hourly_price(&s.registry, c))
+        .unwrap_or(0.0)
+}
+
+/// The reservation's end: `Some(cents)` settled, `None` released.
+fn settlement(s: &AppState, run: &Run, job: &Job, last_log: Option<&str>, how: Settle) -> Option<i64> {
+    let secs = match how {
+        Settle::Release => return None,
+        Settle::AtDuration => running_s(job),
+        Settle::UpToLastLog => match (epoch_of(job.started_at.as_deref()), epoch_of(last_log)) {
+            (Some(start), Some(last)) => (last - start).max(0) as f64,
+            _ => running_s(job),
+        },
+    };
+    // It started, so it is billed: at least its first minute (times here have whole seconds).
+    let secs = if job.started_at.is_some() { secs.max(1.0) } else { secs };
+    Some(follow::cost_cents(hourly(s, run), secs))
+}
+
+/// Keeps the job's priced record (what HF's records say was spent).
+async fn record_job(
+    s: &AppState,
+    run: &Run,
+    job: &Job,
+    last_log: Option<&str>,
+    now: &str,
+) -> Result<(), String> {
+    let secs = if job.status.stage == "CANCELED" {
+        match (epoch_of(job.started_at.as_deref()), epoch_of(last_log)) {
+            (Some(a), Some(b)) => (b - a).max(0) as f64,
+            _ => running_s(job),
+        }
+    } else {
+        running_s(job)
+    };
+    let secs = if job.started_at.is_some() { secs.max(1.0) } else { secs };
+    let row = HfJob {
+        job_id: &job.id,
+        run_id: Some(&run.id),
+        purpose: job.labels.get("arena-purpose").map(String::as_str).unwrap_or("challenge-run"),
+        flavor: job.flavor.as_deref().unwrap_or(&run.flavor),
+        stage: &job.status.stage,
+        created_at: job.created_at.as_deref(),
+        started_at: job.started_at.as_deref(),
+        finished_at: job.finished_at.as_deref(),
+        running_s: secs,
+        cost_cents: follow::cost_cents(hourly(s, run), secs),
+        now,
+    };
+    crate::jobs::repo::upsert_hf_job(&s.db, &row).await.map_err(|e| e.to_string())
+}
+
+/// Cancels a run: its HF job first (if any), then the run, with its reservation settled up to the
+/// job's last log line, or released if it never started.
+pub async fn cancel(s: &AppState, run: &Run, by: &str) -> Result<(), ApiError> {
+    let (at, now) = s.now();
+    let mut job_view = None;
+    if let Some(job_id) = &run.job_id {
+        match s.deps.jobs.cancel(job_id).await {
+            Ok(()) | Err(JobError::NotFound) => {}
+            Err(JobError::Unavailable { reason, .. }) => {
+                return Err(ApiError::new(
+                    domain::ErrorCode::HubUnavailable,
+                    format!("HF Jobs did not answer the cancel ({reason}); the run goes on: try again"),
+                ))
+            }
+            Err(e) => return Err(ApiError::internal(e)),
+        }
+        job_view = inspect(s, job_id).await.ok();
+    }
+    let logs: Vec<LogLine> = match &run.job_id {
+        Some(job_id) => {
+            s.deps.jobs.logs(job_id, Some(1), Duration::from_millis(300), 64 << 10).await.unwrap_or_default()
+        }
+        None => Vec::new(),
+    };
+    let last_log = logs.last().map(|l| l.timestamp.clone()).or(run.log_last_at.clone());
+    let settle = match &job_view {
+        Some(job) if job.started_at.is_some() => {
+            settlement(s, run, job, last_log.as_deref(), Settle::UpToLastLog)
+        }
+        _ => None,
+    };
+    if let Some(job) = &job_view {
+        record_job(s, run, job, last_log.as_deref(), &at).await.map_err(ApiError::internal)?;
+    }
+    let reason = format!("canceled by {by}");
+    let d = Decision {
+        state: RunState::Canceled,
+        stage: run.stage.clone(),
+        reason: Some(reason.clone()),
+        platform_fault: false,
+        cancel_job: false,
+        settle: None,
+        event: ("cancel".into(), "canceled".into(), reason),
+    };
+    apply(s, run, &d, Some(settle), &at, now).await.map_err(ApiError::internal)?;
+    s.changes.bump(Topic::Runs);
+    s.changes.bump(Topic::Ledger);
+    Ok(())
+}

@@ -1,0 +1,780 @@
+//! Runs and their events. A launch stores the run, its budget reservation and its first event in
+//! one transaction; `(author_id, request_key)` makes a repeated launch find the first run, and the
+//! ledger's one-live-reservation index keeps one run active across the arena.
+
+use domain::runs::{Purpose, RunState};
+use sqlx::any::AnyRow;
+use sqlx::{Any, Row, Transaction};
+
+use crate::db::Db;
+
+/// Where a launch got to. Each step is recorded once it is done, so a restart resumes after it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LaunchStep {
+    /// The run and its reservation are stored; nothing is outside yet.
+    Reserved,
+    /// The bundle is in the runs dataset (`bundle_commit`).
+    Mirrored,
+    /// The HF job exists (`job_id`).
+    Launched,
+    /// The launch definitely failed; the reservation is released.
+    Failed,
+}
+
+impl LaunchStep {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LaunchStep::Reserved => "reserved",
+            LaunchStep::Mirrored => "mirrored",
+            LaunchStep::Launched => "launched",
+            LaunchStep::Failed => "failed",
+        }
+    }
+
+    fn parse(s: &str) -> Option<LaunchStep> {
+        [LaunchStep::Reserved, LaunchStep::Mirrored, LaunchStep::Launched, LaunchStep::Failed]
+            .into_iter()
+            .find(|l| l.as_str() == s)
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Run {
+    pub id: String,
+    pub challenge_id: String,
+    pub purpose: Purpose,
+    /// `None` for a baseline measurement (the database holds them to it).
+    pub environment_id: Option<String>,
+    pub author: String,
+    pub author_id: String,
+    pub agent_id: Option<String>,
+    pub request_key: String,
+    pub request_body: String,
+    pub state: RunState,
+    pub stage: Option<String>,
+    pub reason: Option<String>,
+    pub platform_fault: bool,
+    pub launch: LaunchStep,
+    pub bundle_commit: Option<String>,
+    pub job_id: Option<String>,
+    pub job_status: Option<String>,
+    pub flavor: String,
+    pub timeout_s: i64,
+    pub reserved_cents: i64,
+    pub eligible_tasks: i64,
+    pub excluded_task_count: i64,
+    pub created_at: String,
+    pub created_epoch: i64,
+    pub updated_at: String,
+    pub relay_state: String,
+    pub relay_seen_epoch: Option<i64>,
+    pub log_lines: i64,
+    pub log_seen_epoch: Option<i64>,
+    pub log_last_at: Option<String>,
+    pub log_stage: Option<String>,
+    pub job_created_epoch: Option<i64>,
+    pub job_started_epoch: Option<i64>,
+    pub finished_at: Option<String>,
+    /// The runs dataset commit where the reconciler found the result files.
+    pub results_commit: Option<String>,
+    /// The commit of the collection's mirror (the bundle's `[train_dataset]` revision).
+    pub mirror_commit: Option<String>,
+    /// SHA-256 of the job script the job was created to run.
+    pub job_script_sha256: Option<String>,
+    /// GRPO's optimizer steps taken and planned, as the job reported them.
+    pub steps_done: Option<i64>,
+    pub steps_planned: Option<i64>,
+    /// The newest log line read, `timestamp line`: the next read starts after it.
+    pub log_last_line: Option<String>,
+    /// The job's GPU readings, oldest first (JSON of `GpuSample`s).
+    pub gpu_samples: String,
+    /// Since when every GPU has read idle, while they still do.
+    pub gpus_idle_since: Option<i64>,
+}
+
+const COLUMNS: &str = "id, challenge_id, purpose, environment_id, author, author_id, agent_id, request_key, request_body, \
+    state, stage, reason, platform_fault, launch, bundle_commit, job_id, job_status, flavor, timeout_s, \
+    reserved_cents, eligible_tasks, excluded_task_count, created_at, created_epoch, updated_at, relay_state, \
+    relay_seen_epoch, log_lines, log_seen_epoch, log_last_at, log_stage, job_created_epoch, job_started_epoch, finished_at, results_commit, \
+    mirror_commit, job_script_sha256, steps_done, steps_planned, log_last_line, gpu_samples, gpus_idle_since";
+
+fn decode_error(what: &str, value: &str) -> sqlx::Error {
+    sqlx::Error::Decode(format!("runs.{what} holds unknown value `{value}`").into())
+}
+
+fn run(row: &AnyRow) -> Result<Run, sqlx::Error> {
+    let state: String = row.try_get("state")?;
+    let launch: String = row.try_get("launch")?;
+    let purpose: String = row.try_get("purpose")?;
+    Ok(Run {
+        id: row.try_get("id")?,
+        challenge_id: row.try_get("challenge_id")?,
+        purpose: Purpose::parse(&purpose).ok_or_else(|| decode_error("purpose", &purpose))?,
+        environment_id: row.try_get("environment_id")?,
+        author: row.try_get("author")?,
+        author_id: row.try_get("author_id")?,
+        agent_id: row.try_get("agent_id")?,
+        request_key: row.try_get("request_key")?,
+        request_body: row.try_get("request_body")?,
+        state: RunState::parse(&state).ok_or_else(|| decode_error("state", &state))?,
+        stage: row.try_get("stage")?,
+        reason: row.try_get("reason")?,
+        platform_fault: row.try_get::<i64, _>("platform_fault")? != 0,
+        launch: LaunchStep::parse(&launch).ok_or_else(|| decode_error("launch", &launch))?,
+        bundle_commit: row.try_get("bundle_commit")?,
+        job_id: row.try_get("job_id")?,
+        job_status: row.try_get("job_status")?,
+        flavor: row.try_get("flavor")?,
+        timeout_s: row.try_get("timeout_s")?,
+        reserved_cents: row.try_get("reserved_cents")?,
+        eligible_tasks: row.try_get("eligible_tasks")?,
+        excluded_task_count: row.try_get("excluded_task_count")?,
+        created_at: row.try_get("created_at")?,
+        created_epoch: row.try_get("created_epoch")?,
+        updated_at: row.try_get("updated_at")?,
+        relay_state: row.try_get("relay_state")?,
+        relay_seen_epoch: row.try_get("relay_seen_epoch")?,
+        log_lines: row.try_get("log_lines")?,
+        log_seen_epoch: row.try_get("log_seen_epoch")?,
+        log_last_at: row.try_get("log_last_at")?,
+        log_stage: row.try_get("log_stage")?,
+        job_created_epoch: row.try_get("job_created_epoch")?,
+        job_started_epoch: row.try_get("job_started_epoch")?,
+        finished_at: row.try_get("finished_at")?,
+        results_commit: row.try_get("results_commit")?,
+        mirror_commit: row.try_get("mirror_commit")?,
+        job_script_sha256: row.try_get("job_script_sha256")?,
+        steps_done: row.try_get("steps_done")?,
+        steps_planned: row.try_get("steps_planned")?,
+        log_last_line: row.try_get("log_last_line")?,
+        gpu_samples: row.try_get("gpu_samples")?,
+        gpus_idle_since: row.try_get("gpus_idle_since")?,
+    })
+}
+
+pub struct NewRun<'a> {
+    pub id: &'a str,
+    pub challenge_id: &'a str,
+    pub purpose: Purpose,
+    pub environment_id: Option<&'a str>,
+    pub author: &'a str,
+    pub author_id: &'a str,
+    pub agent_id: Option<&'a str>,
+    pub request_key: &'a str,
+    pub request_body: &'a str,
+    pub flavor: &'a str,
+    pub timeout_s: i64,
+    pub reserved_cents: i64,
+    pub eligible_tasks: i64,
+    pub excluded_task_count: i64,
+    pub secret_hash: &'a str,
+    pub now: &'a str,
+    pub now_epoch: i64,
+}
+
+pub enum Inserted {
+    Stored(Run),
+    /// This author already used the request id: the stored run.
+    Repeat(Run),
+    /// Another run holds the arena's one live reservation.
+    AnotherActive,
+}
+
+/// Stores the run, its live reservation and its first event in one transaction.
+pub async fn insert(db: &Db, n: &NewRun<'_>) -> Result<Inserted, sqlx::Error> {
+    let mut tx = db.writer.begin().await?;
+    let stored = sqlx::query(
+        "INSERT INTO runs (id, challenge_id, environment_id, author, author_id, agent_id, request_key, request_body, \
+         state, launch, flavor, timeout_s, reserved_cents, eligible_tasks, excluded_task_count, secret_hash, \
+         created_at, created_epoch, updated_at, purpose) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'queued', 'reserved', $9, $10, $11, $12, $13, $14, $15, $16, $15, $17) \
+         ON CONFLICT (author_id, request_key) DO NOTHING",
+    )
+    .bind(n.id)
+    .bind(n.challenge_id)
+    .bind(n.environment_id)
+    .bind(n.author)
+    .bind(n.author_id)
+    .bind(n.agent_id)
+    .bind(n.request_key)
+    .bind(n.request_body)
+    .bind(n.flavor)
+    .bind(n.timeout_s)
+    .bind(n.reserved_cents)
+    .bind(n.eligible_tasks)
+    .bind(n.excluded_task_count)
+    .bind(n.secret_hash)
+    .bind(n.now)
+    .bind(n.now_epoch)
+    .bind(n.purpose.as_str())
+    .execute(&mut *tx)
+    .await?
+    .rows_affected()
+        == 1;
+    if !stored {
+        tx.rollback().await?;
+        let repeat = by_request(db, n.author_id, n.request_key).await?;
+        return repeat.map(Inserted::Repeat).ok_or_else(|| sqlx::Error::RowNotFound);
+    }
+    let reserved = sqlx::query(
+        "INSERT INTO budget_ledger (id, challenge_id, run_id, amount_cents, state, created_at, updated_at) \
+         VALUES ($1, $2, $1, $3, 'live', $4, $4) ON CONFLICT DO NOTHING",
+    )
+    .bind(n.id)
+    .bind(n.challenge_id)
+    .bind(n.reserved_cents)
+    .bind(n.now)
+    .execute(&mut *tx)
+    .await?
+    .rows_affected()
+        == 1;
+    if !reserved {
+        tx.rollback().await?;
+        return Ok(Inserted::AnotherActive);
+    }
+    let detail = format!("request {} by {}", n.request_key, n.author);
+    event_in(&mut tx, &launch_event(n.id, n.now, n.now_epoch, "requested", &detail)).await?;
+    tx.commit().await?;
+    let run = get(db, n.id).await?.ok_or(sqlx::Error::RowNotFound)?;
+    Ok(Inserted::Stored(run))
+}
+
+/// A run's event as stored.
+#[derive(Debug, Clone, Default)]
+pub struct NewEvent<'a> {
+    pub run_id: &'a str,
+    pub at: &'a str,
+    pub epoch: i64,
+    pub source: &'a str,
+    pub kind: &'a str,
+    pub detail: &'a str,
+    pub stage: Option<&'a str>,
+    pub passed: Option<i64>,
+    pub total: Option<i64>,
+    pub timeouts: Option<i64>,
+    pub errors: Option<i64>,
+    pub relay_seq: Option<i64>,
+}
+
+/// Stores an event; one already stored under its relay sequence number is not stored again.
+async fn event_in(tx: &mut Transaction<'_, Any>, e: &NewEvent<'_>) -> Result<bool, sqlx::Error> {
+    let done = sqlx::query(
+        "INSERT INTO run_events (run_id, at, epoch, source, kind, detail, stage, passed, total, timeouts, errors, relay_seq) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT DO NOTHING",
+    )
+    .bind(e.run_id)
+    .bind(e.at)
+    .bind(e.epoch)
+    .bind(e.source)
+    .bind(e.kind)
+    .bind(e.detail)
+    .bind(e.stage)
+    .bind(e.passed)
+    .bind(e.total)
+    .bind(e.timeouts)
+    .bind(e.errors)
+    .bind(e.relay_seq)
+    .execute(&mut **tx)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+fn launch_event<'a>(
+    run_id: &'a str,
+    at: &'a str,
+    epoch: i64,
+    kind: &'a str,
+    detail: &'a str,
+) -> NewEvent<'a> {
+    NewEvent { run_id, at, epoch, source: "launch", kind, detail, ..Default::default() }
+}
+
+pub async fn get(db: &Db, id: &str) -> Result<Option<Run>, sqlx::Error> {
+    sqlx::query(&format!("SELECT {COLUMNS} FROM runs WHERE id = $1"))
+        .bind(id)
+        .fetch_optional(&db.writer)
+        .await?
+        .as_ref()
+        .map(run)
+        .transpose()
+}
+
+pub async fn by_request(db: &Db, author_id: &str, request_key: &str) -> Result<Option<Run>, sqlx::Error> {
+    sqlx::query(&format!("SELECT {COLUMNS} FROM runs WHERE author_id = $1 AND request_key = $2"))
+        .bind(author_id)
+        .bind(request_key)
+        .fetch_optional(&db.writer)
+        .await?
+        .as_ref()
+        .map(run)
+        .transpose()
+}
+
+/// Every run request on a challenge (or all), newest first.
+pub async fn list(
+    db: &Db,
+    challenge_id: Option<&str>,
+    environment_id: Option<&str>,
+) -> Result<Vec<Run>, sqlx::Error> {
+    sqlx::query(&format!(
+        "SELECT {COLUMNS} FROM runs WHERE ($1 = '' OR challenge_id = $1) AND ($2 = '' OR environment_id = $2) \
+         ORDER BY seq DESC LIMIT 1000"
+    ))
+    .bind(challenge_id.unwrap_or(""))
+    .bind(environment_id.unwrap_or(""))
+    .fetch_all(&db.pool)
+    .await?
+    .iter()
+    .map(run)
+    .collect()
+}
+
+/// When this collection's newest counted run on the challenge was requested.
+pub async fn last_counted(
+    db: &Db,
+    environment_id: &str,
+    challenge_id: &str,
+) -> Result<Option<i64>, sqlx::Error> {
+    let row = sqlx::query(
+        "SELECT MAX(created_epoch) AS t FROM runs WHERE environment_id = $1 AND challenge_id = $2 \
+         AND state NOT IN ('failed', 'canceled')",
+    )
+    .bind(environment_id)
+    .bind(challenge_id)
+    .fetch_one(&db.writer)
+    .await?;
+    row.try_get::<Option<i64>, _>("t")
+}
+
+/// Runs whose launch is not finished: the launcher's work.
+pub async fn unlaunched(db: &Db) -> Result<Vec<String>, sqlx::Error> {
+    sqlx::query(
+        "SELECT id FROM runs WHERE launch IN ('reserved', 'mirrored') AND state = 'queued' ORDER BY seq",
+    )
+    .fetch_all(&db.pool)
+    .await?
+    .iter()
+    .map(|r| r.try_get("id"))
+    .collect()
+}
+
+/// Takes the run's lease for `owner` until `until`; false while anyone else holds it, including
+/// another task of the same server (each holder passes its own `owner`, see `AppState::lease_holder`).
+pub async fn lease(db: &Db, id: &str, owner: &str, now: i64, until: i64) -> Result<bool, sqlx::Error> {
+    let done = sqlx::query(
+        "UPDATE runs SET lease_owner = $2, lease_until = $4 \
+         WHERE id = $1 AND (lease_owner IS NULL OR lease_until < $3)",
+    )
+    .bind(id)
+    .bind(owner)
+    .bind(now)
+    .bind(until)
+    .execute(&db.writer)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+pub async fn release_lease(db: &Db, id: &str, owner: &str) -> Result<(), sqlx::Error> {
+    sqlx::query("UPDATE runs SET lease_owner = NULL, lease_until = NULL WHERE id = $1 AND lease_owner = $2")
+        .bind(id)
+        .bind(owner)
+        .execute(&db.writer)
+        .await?;
+    Ok(())
+}
+
+/// The hash of the secret the run's job is given, set just before the job is created.
+pub async fn set_secret(db: &Db, id: &str, secret_hash: &str) -> Result<(), sqlx::Error> {
+    sqlx::query("UPDATE runs SET secret_hash = $2 WHERE id = $1")
+        .bind(id)
+        .bind(secret_hash)
+        .execute(&db.writer)
+        .await?;
+    Ok(())
+}
+
+/// Records the bundle's commit: the launch is mirrored.
+/// Records the collection's mirror (the first half of the launch's dataset step).
+pub async fn collection_mirrored(
+    db: &Db,
+    id: &str,
+    commit: &str,
+    now: &str,
+    epoch: i64,
+) -> Result<(), sqlx::Error> {
+    let mut tx = db.writer.begin().await?;
+    let changed = sqlx::query(
+        "UPDATE runs SET mirror_commit = $2, updated_at = $3 WHERE id = $1 AND mirror_commit IS NULL",
+    )
+    .bind(id)
+    .bind(commit)
+    .bind(now)
+    .execute(&mut *tx)
+    .await?
+    .rows_affected();
+    if changed == 1 {
+        let detail = format!("the collection mirrored into the runs dataset at {commit}");
+        event_in(&mut tx, &launch_event(id, now, epoch, "collection mirrored", &detail)).await?;
+    }
+    tx.commit().await
+}
+
+/// The job script a run's job is created with (set before the job exists, as its secret is).
+pub async fn set_job_script(db: &Db, id: &str, sha256: &str) -> Result<(), sqlx::Error> {
+    sqlx::query("UPDATE runs SET job_script_sha256 = $2 WHERE id = $1")
+        .bind(id)
+        .bind(sha256)
+        .execute(&db.writer)
+        .await?;
+    Ok(())
+}
+
+/// GRPO's progress, as the job reports it.
+pub async fn set_progress(db: &Db, id: &str, done: i64, planned: Option<i64>) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "UPDATE runs SET steps_done = $2, steps_planned = COALESCE($3, steps_planned)          WHERE id = $1 AND state IN ('queued', 'running')",
+    )
+    .bind(id)
+    .bind(done)
+    .bind(planned)
+    .execute(&db.writer)
+    .await?;
+    Ok(())
+}
+
+pub async fn mirrored(db: &Db, id: &str, commit: &str, now: &str, epoch: i64) -> Result<(), sqlx::Error> {
+    let mut tx = db.writer.begin().await?;
+    sqlx::query("UPDATE runs SET launch = 'mirrored', bundle_commit = $2, updated_at = $3 WHERE id = $1 AND launch = 'reserved'")
+        .bind(id)
+        .bind(commit)
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
+    let detail = format!("bundle committed to the runs dataset at {commit}");
+    event_in(&mut tx, &launch_event(id, now, epoch, "mirrored", &detail)).await?;
+    tx.commit().await
+}
+
+/// Records the HF job: the launch is done.
+pub async fn launched(
+    db: &Db,
+    id: &str,
+    job_id: &str,
+    job_status: &str,
+    now: &str,
+    epoch: i64,
+) -> Result<(), sqlx::Error> {
+    let mut tx = db.writer.begin().await?;
+    sqlx::query(
+        "UPDATE runs SET launch = 'launched', job_id = $2, job_status = $3, updated_at = $4 \
+         WHERE id = $1 AND launch IN ('reserved', 'mirrored')",
+    )
+    .bind(id)
+    .bind(job_id)
+    .bind(job_status)
+    .bind(now)
+    .execute(&mut *tx)
+    .await?;
+    let detail = format!("HF job {job_id} created ({job_status})");
+    event_in(&mut tx, &launch_event(id, now, epoch, "launched", &detail)).await?;
+    tx.commit().await
+}
+
+/// The launch definitely failed: the run fails with `reason`, its reservation is released, and it
+/// does not count against the daily limit (failed runs never do).
+pub async fn launch_failed(
+    db: &Db,
+    id: &str,
+    reason: &str,
+    platform_fault: bool,
+    now: &str,
+    epoch: i64,
+) -> Result<(), sqlx::Error> {
+    let mut tx = db.writer.begin().await?;
+    sqlx::query(
+        "UPDATE runs SET launch = 'failed', state = 'failed', stage = 'setup', reason = $2, platform_fault = $3, \
+         updated_at = $4 WHERE id = $1 AND launch IN ('reserved', 'mirrored')",
+    )
+    .bind(id)
+    .bind(reason)
+    .bind(i64::from(platform_fault))
+    .bind(now)
+    .execute(&mut *tx)
+    .await?;
+    sqlx::query(
+        "UPDATE budget_ledger SET state = 'released', updated_at = $2 WHERE run_id = $1 AND state = 'live'",
+    )
+    .bind(id)
+    .bind(now)
+    .execute(&mut *tx)
+    .await?;
+    event_in(&mut tx, &launch_event(id, now, epoch, "failed", reason)).await?;
+    tx.commit().await
+}
+
+#[derive(Debug, Clone)]
+pub struct Event {
+    pub at: String,
+    pub epoch: i64,
+    pub source: String,
+    pub kind: String,
+    pub detail: String,
+    pub stage: Option<String>,
+    pub passed: Option<i64>,
+    pub total: Option<i64>,
+    pub timeouts: Option<i64>,
+    pub errors: Option<i64>,
+}
+
+pub async fn events(db: &Db, run_id: &str) -> Result<Vec<Event>, sqlx::Error> {
+    sqlx::query(
+        "SELECT at, epoch, source, kind, detail, stage, passed, total, timeouts, errors FROM run_events \
+         WHERE run_id = $1 ORDER BY seq",
+    )
+    .bind(run_id)
+    .fetch_all(&db.pool)
+    .await?
+    .iter()
+    .map(|r| {
+        Ok(Event {
+            at: r.try_get("at")?,
+            epoch: r.try_get("epoch")?,
+            source: r.try_get("source")?,
+            kind: r.try_get("kind")?,
+            detail: r.try_get("detail")?,
+            stage: r.try_get("stage")?,
+            passed: r.try_get("passed")?,
+            total: r.try_get("total")?,
+            timeouts: r.try_get("timeouts")?,
+            errors: r.try_get("errors")?,
+        })
+    })
+    .collect()
+}
+
+/// The secret's hash the run's relay must present.
+/// The hash of a run's relay secret while the run has not ended: a finished run's secret no
+/// longer opens the relay.
+pub async fn secret_hash(db: &Db, id: &str) -> Result<Option<String>, sqlx::Error> {
+    sqlx::query("SELECT secret_hash FROM runs WHERE id = $1 AND state IN ('queued', 'running')")
+        .bind(id)
+        .fetch_optional(&db.pool)
+        .await?
+        .map(|r| r.try_get("secret_hash"))
+        .transpose()
+}
+
+/// The highest sequence number of the run's stored relay messages: a job that connects (again, or
+/// in a new attempt of its command) numbers its messages from here.
+pub async fn last_relay_seq(db: &Db, id: &str) -> Result<i64, sqlx::Error> {
+    let row = sqlx::query("SELECT COALESCE(MAX(relay_seq), 0) AS seq FROM run_events WHERE run_id = $1")
+        .bind(id)
+        .fetch_one(&db.pool)
+        .await?;
+    row.try_get("seq")
+}
+
+/// Stores a relay message as an event (a repeat is stored once), marks the relay heard from, and
+/// moves the run to a later stage it reports. Answers whether the message was new.
+pub async fn relay_message(
+    db: &Db,
+    e: &NewEvent<'_>,
+    advance_to: Option<&str>,
+    holder: &str,
+) -> Result<bool, sqlx::Error> {
+    let mut tx = db.writer.begin().await?;
+    // A heartbeat only says the job is alive: it marks the relay heard from, not an event.
+    let stored = e.kind != "heartbeat" && event_in(&mut tx, e).await?;
+    sqlx::query(
+        "UPDATE runs SET relay_state = 'connected', relay_seen_epoch = $2, relay_holder = $3 \
+         WHERE id = $1 AND state IN ('queued', 'running')",
+    )
+    .bind(e.run_id)
+    .bind(e.epoch)
+    .bind(holder)
+    .execute(&mut *tx)
+    .await?;
+    if let (Some(stage), true) = (advance_to, stored) {
+        let started = sqlx::query(
+            "UPDATE runs SET state = 'running', updated_at = $2 WHERE id = $1 AND state = 'queued'",
+        )
+        .bind(e.run_id)
+        .bind(e.at)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected()
+            == 1;
+        if started {
+            let detail = format!("the job reported stage {stage} over its relay");
+            let running = NewEvent {
+                kind: "running",
+                detail: &detail,
+                relay_seq: None,
+                stage: Some(stage),
+                ..e.clone()
+            };
+            event_in(&mut tx, &running).await?;
+        }
+        sqlx::query("UPDATE runs SET stage = $2, updated_at = $3 WHERE id = $1 AND state = 'running'")
+            .bind(e.run_id)
+            .bind(stage)
+            .bind(e.at)
+            .execute(&mut *tx)
+            .await?;
+    }
+    tx.commit().await?;
+    Ok(stored)
+}
+
+/// The relay dropped (or was replaced): reconnecting until its grace period ends.
+pub async fn relay_dropped(db: &Db, id: &str, holder: &str, epoch: i64) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "UPDATE runs SET relay_state = 'reconnecting', relay_seen_epoch = $3 \
+         WHERE id = $1 AND relay_holder = $2 AND relay_state = 'connected'",
+    )
+    .bind(id)
+    .bind(holder)
+    .bind(epoch)
+    .execute(&db.writer)
+    .await?;
+    Ok(())
+}
+
+pub async fn set_relay_state(db: &Db, id: &str, state: &str) -> Result<(), sqlx::Error> {
+    sqlx::query("UPDATE runs SET relay_state = $2 WHERE id = $1")
+        .bind(id)
+        .bind(state)
+        .execute(&db.writer)
+        .await?;
+    Ok(())
+}
+
+/// Launched runs that have not ended: the reconciler's work.
+pub async fn following(db: &Db) -> Result<Vec<String>, sqlx::Error> {
+    sqlx::query(
+        "SELECT id FROM runs WHERE launch = 'launched' AND state IN ('queued', 'running') ORDER BY seq",
+    )
+    .fetch_all(&db.pool)
+    .await?
+    .iter()
+    .map(|r| r.try_get("id"))
+    .collect()
+}
+
+/// Where the reconciler found the run's result files.
+pub async fn set_results_commit(db: &Db, id: &str, commit: &str) -> Result<(), sqlx::Error> {
+    sqlx::query("UPDATE runs SET results_commit = $2 WHERE id = $1")
+        .bind(id)
+        .bind(commit)
+        .execute(&db.writer)
+        .await?;
+    Ok(())
+}
+
+/// What the reconciler saw of the job this pass.
+pub struct Observed<'a> {
+    pub job_status: &'a str,
+    pub job_created_epoch: Option<i64>,
+    pub job_started_epoch: Option<i64>,
+    /// Log lines read so far (each pass reads only new ones).
+    pub log_lines: i64,
+    pub log_seen_epoch: Option<i64>,
+    pub log_last_at: Option<&'a str>,
+    pub log_stage: Option<&'a str>,
+    pub log_last_line: Option<&'a str>,
+    pub gpu_samples: &'a str,
+    pub gpus_idle_since: Option<i64>,
+}
+
+pub async fn observe(db: &Db, id: &str, o: &Observed<'_>) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "UPDATE runs SET job_status = $2, job_created_epoch = $3, job_started_epoch = $4, log_lines = $5, \
+         log_seen_epoch = $6, log_last_at = $7, log_stage = $8, log_last_line = $9, gpu_samples = $10, \
+         gpus_idle_since = $11 WHERE id = $1",
+    )
+    .bind(id)
+    .bind(o.job_status)
+    .bind(o.job_created_epoch)
+    .bind(o.job_started_epoch)
+    .bind(o.log_lines)
+    .bind(o.log_seen_epoch)
+    .bind(o.log_last_at)
+    .bind(o.log_stage)
+    .bind(o.log_last_line)
+    .bind(o.gpu_samples)
+    .bind(o.gpus_idle_since)
+    .execute(&db.writer)
+    .await?;
+    Ok(())
+}
+
+/// A change the reconciler decided, with its event and, when the run ends, its reservation
+/// settled at `settle_cents` or released (`None`), all in one transaction.
+pub struct Change<'a> {
+    /// The state the change was decided from: it applies only if the run is still in it.
+    pub from: RunState,
+    pub state: RunState,
+    pub stage: Option<&'a str>,
+    pub reason: Option<&'a str>,
+    pub platform_fault: bool,
+    pub event: NewEvent<'a>,
+    pub settle_cents: Option<Option<i64>>,
+}
+
+pub async fn apply(db: &Db, id: &str, c: &Change<'_>) -> Result<(), sqlx::Error> {
+    let mut tx = db.writer.begin().await?;
+    let finished = c.state.is_finished().then_some(c.event.at);
+    let done = sqlx::query(
+        "UPDATE runs SET state = $2, stage = COALESCE($3, stage), reason = $4, platform_fault = $5, updated_at = $6, \
+         finished_at = COALESCE($7, finished_at), relay_state = CASE WHEN $8 = 1 AND relay_state <> 'none' THEN 'gone' ELSE relay_state END \
+         WHERE id = $1 AND state = $9",
+    )
+    .bind(id)
+    .bind(c.state.as_str())
+    .bind(c.stage)
+    .bind(c.reason)
+    .bind(i64::from(c.platform_fault))
+    .bind(c.event.at)
+    .bind(finished)
+    .bind(i64::from(c.state.is_finished()))
+    .bind(c.from.as_str())
+    .execute(&mut *tx)
+    .await?;
+    if done.rows_affected() == 0 {
+        // Something else moved the run since the decision (the relay, another pass): the next
+        // pass decides again from what is true then.
+        return tx.rollback().await;
+    }
+    event_in(&mut tx, &c.event).await?;
+    match c.settle_cents {
+        Some(Some(cents)) => {
+            sqlx::query(
+                "UPDATE budget_ledger SET state = 'settled', amount_cents = $2, updated_at = $3 WHERE run_id = $1 AND state = 'live'",
+            )
+            .bind(id)
+            .bind(cents)
+            .bind(c.event.at)
+            .execute(&mut *tx)
+            .await?;
+        }
+        Some(None) => {
+            sqlx::query("UPDATE budget_ledger SET state = 'released', updated_at = $2 WHERE run_id = $1 AND state = 'live'")
+                .bind(id)
+                .bind(c.event.at)
+                .execute(&mut *tx)
+                .await?;
+        }
+        None => {}
+    }
+    tx.commit().await
+}
+
+/// Every run's relay as stored: (run, state, last heard from).
+pub async fn relays(db: &Db) -> Result<Vec<(String, String, Option<i64>)>, sqlx::Error> {
+    sqlx::query("SELECT id, relay_state, relay_seen_epoch FROM runs WHERE relay_state IN ('connected', 'reconnecting')")
+        .fetch_all(&db.pool)
+        .await?
+        .iter()
+        .map(|r| Ok((r.try_get("id")?, r.try_get("relay_state")?, r.try_get("relay_seen_epoch")?)))
+        .collect()
+}
