@@ -8,10 +8,13 @@ use serde::{Deserialize, Serialize};
 macro_rules! error_codes {
     ($($(#[$doc:meta])* $variant:ident = $wire:literal, $status:literal;)+) => {
         /// Stable error codes. The string forms are part of the API contract: never rename one.
+        // `rename_all` rather than each row's string: utoipa does not read a `rename` a macro
+        // passes on, and a test checks each row's string is its variant in this case.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
         #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+        #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
         pub enum ErrorCode {
-            $($(#[$doc])* #[serde(rename = $wire)] $variant,)+
+            $($(#[$doc])* $variant,)+
         }
 
         impl ErrorCode {

@@ -56,4 +56,13 @@ on_both_backends!(openapi_is_generated_with_every_route, |app| {
     }
     assert!(json["components"]["schemas"]["ChallengeView"].is_object());
     assert!(json["components"]["schemas"]["ApiErrorBody"].is_object());
+    // The document's codes are the wire strings the server answers, every one of them.
+    let codes: Vec<&str> = json["components"]["schemas"]["ErrorCode"]["enum"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    let wire: Vec<&str> = domain::ErrorCode::ALL.iter().map(|c| c.as_str()).collect();
+    assert_eq!(codes, wire);
 });
