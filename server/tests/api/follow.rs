@@ -231,8 +231,15 @@ async fn every_fault_ends_the_run_with_its_reason() {
         for case in &cases {
             // Five seconds of silence fail a run; eight seconds of scheduling too. A run followed
             // by its log alone that must not stall gets ten: on a loaded machine a simulated
-            // evaluation's process can start slower than five seconds, which is no stall.
-            let silence = if case.faults.relay_off && case.state == "scored" { 10 } else { 5 };
+            // evaluation's process can start slower than five seconds, which is no stall. The
+            // 101 MiB log gets thirty (a loaded machine copies it for longer); that it was read
+            // from its tail is asserted by the stage its log showed after the flood.
+            let flood = case.faults.log_mib.is_some();
+            let silence = match (flood, case.faults.relay_off && case.state == "scored") {
+                (true, _) => 30,
+                (false, true) => 10,
+                (false, false) => 5,
+            };
             let options = Options { limits: (Some(silence), 8, 2), ..Options::local() };
             let app = TestApp::with(backend, options).await;
             app.hub.jobs.stage_ms.store(60, std::sync::atomic::Ordering::Relaxed);
@@ -247,6 +254,15 @@ async fn every_fault_ends_the_run_with_its_reason() {
             assert_eq!(job_stage(&app, &run), case.job, "{what}");
             assert_eq!(ledger(&app, &run).await.0, case.ledger, "{what}");
             eprintln!("{backend:?} {}: ended {} after {took:?}", case.name, case.state);
+            if flood {
+                // Training floods the log; only a reader of its newest lines sees the stage after.
+                let events = d["events"].as_array().unwrap();
+                let after_flood = ["the job's log shows stage heldout", "the job's log shows stage collect"];
+                assert!(
+                    events.iter().any(|e| after_flood.contains(&e["detail"].as_str().unwrap_or(""))),
+                    "{what}"
+                );
+            }
             if case.name.starts_with("relay dropped") {
                 // Resent messages were stored once.
                 let dup = app
