@@ -21,20 +21,21 @@ pub type PassFuture<'a> = Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
 
 /// One piece of background work: it asks the database what is unfinished and takes it a step.
 pub struct Pass {
+    /// Names the pass in its log lines.
     pub name: &'static str,
     /// Runs every this many worker ticks.
     pub every_ticks: u32,
     pub run: for<'a> fn(&'a AppState) -> PassFuture<'a>,
 }
 
-/// A pass's work, its failure logged (a pass is tried again on the next tick).
+/// A pass's work, its failure logged (in the span `workers` opens with the pass's name; a pass is
+/// tried again on the next tick).
 pub fn logged<'a, T, E: std::fmt::Debug + 'a>(
-    what: &'static str,
     work: impl Future<Output = Result<T, E>> + Send + 'a,
 ) -> PassFuture<'a> {
     Box::pin(async move {
         if let Err(e) = work.await {
-            tracing::error!(error = ?e, "{what} failed");
+            tracing::error!(error = ?e, "the pass failed");
         }
     })
 }

@@ -31,5 +31,5 @@ fn router() -> OpenApiRouter<AppState> {
 
 /// Gates change rarely; a pass that finds nothing to re-check is one query.
 fn recheck(s: &AppState) -> PassFuture<'_> {
-    crate::features::logged("the re-check pass", service::recheck_pass(s))
+    crate::features::logged(service::recheck_pass(s))
 }

@@ -36,9 +36,9 @@ fn router() -> OpenApiRouter<AppState> {
 }
 
 fn admission(s: &AppState) -> PassFuture<'_> {
-    crate::features::logged("the admission pass", admission::pass(s))
+    crate::features::logged(admission::pass(s))
 }
 
 fn sweep(s: &AppState) -> PassFuture<'_> {
-    crate::features::logged("the OpenEnv runs' sweep", runs::sweep(s))
+    crate::features::logged(runs::sweep(s))
 }

@@ -35,9 +35,9 @@ fn router() -> OpenApiRouter<AppState> {
 }
 
 fn launcher(s: &AppState) -> PassFuture<'_> {
-    crate::features::logged("the launcher's pass", launch::resume_launches(s))
+    crate::features::logged(launch::resume_launches(s))
 }
 
 fn reconciler(s: &AppState) -> PassFuture<'_> {
-    crate::features::logged("the reconciler's pass", reconcile::pass(s))
+    crate::features::logged(reconcile::pass(s))
 }

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
+use tracing::Instrument;
 
 use crate::AppState;
 
@@ -27,10 +28,10 @@ impl Workers {
             .flat_map(|feature| feature.passes)
             .map(|pass| {
                 let state = state.clone();
-                let run = pass.run;
+                let (run, name) = (pass.run, pass.name);
                 tokio::spawn(every(tick * pass.every_ticks, stopped.clone(), move || {
                     let state = state.clone();
-                    async move { run(&state).await }
+                    async move { run(&state).instrument(tracing::info_span!("pass", name)).await }
                 }))
             })
             .collect();
