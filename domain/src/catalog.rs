@@ -207,7 +207,7 @@ pub fn allocation(registry: &Registry, challenge: &Challenge) -> AllocationView 
 }
 
 fn health(challenge: &Challenge, allocation: &AllocationView, live: &LiveState) -> Health {
-    let runs = live.launched_runs.get(challenge.id()).copied().unwrap_or(0);
+    let runs = live.launched_runs.get(challenge.id().as_str()).copied().unwrap_or(0);
     let refuse = |reason: String| Health {
         accepting_runs: false,
         reason: Some(reason),

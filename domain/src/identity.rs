@@ -1,7 +1,4 @@
-//! Who is calling: a Hugging Face account as HF's whoami (or OAuth userinfo) describes it, and
-//! the port through which the arena asks HF.
-
-use std::future::Future;
+//! Who is calling: a Hugging Face account as HF's whoami (or OAuth userinfo) describes it.
 
 use serde::{Deserialize, Serialize};
 
@@ -42,11 +39,6 @@ pub enum HubError {
     /// The arena would not ask HF now: too many tokens it has not seen, from this client or in all.
     #[error("too many unknown tokens: {reason}")]
     Throttled { reason: String, retry_after_s: u64 },
-}
-
-/// The port to HF's identity endpoint (`GET /api/whoami-v2`).
-pub trait HubIdentity: Send + Sync + 'static {
-    fn whoami(&self, token: &str) -> impl Future<Output = Result<HubAccount, HubError>> + Send;
 }
 
 #[cfg(test)]

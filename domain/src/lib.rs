@@ -10,6 +10,7 @@ pub mod collection;
 pub mod error;
 pub mod gates;
 pub mod identity;
+pub mod ids;
 pub mod limits;
 pub mod openenv;
 pub mod pipeline;
@@ -18,7 +19,9 @@ pub mod results;
 pub mod runs;
 pub mod score;
 pub mod task;
+pub mod time;
 pub mod views;
+pub mod words;
 
 pub use error::{ApiErrorBody, ErrorCode};
 pub use registry::{ConfigError, ConfigErrors, Registry, SourceFile};

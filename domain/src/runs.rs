@@ -12,6 +12,10 @@ use crate::registry::{Challenge, ChallengeStatus, ProviderStatus};
 use crate::ErrorCode;
 
 pub mod follow;
+mod job_stage;
+mod stage;
+pub use job_stage::JobStage;
+pub use stage::Stage;
 
 /// A collection may have one counted run per challenge in this window.
 pub const DAILY_WINDOW_S: i64 = 24 * 3600;
@@ -113,9 +117,6 @@ impl RunState {
     }
 }
 
-/// The guide's coarse stages of a run, in order.
-pub const STAGES: [&str; 7] = ["setup", "snapshot", "baseline", "gate", "training", "heldout", "collect"];
-
 /// What a run is for: training on a collection, or measuring the base model alone on the held-out
 /// suite (the challenge's `baseline`, launched by an editor, no collection).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -140,10 +141,10 @@ impl Purpose {
 
     /// The stages a run of this purpose goes through: a baseline measurement snapshots the
     /// held-out suite, evaluates the base model and publishes, nothing more.
-    pub fn stages(self) -> &'static [&'static str] {
+    pub fn stages(self) -> &'static [Stage] {
         match self {
-            Purpose::Collection => &STAGES,
-            Purpose::Baseline => &["setup", "snapshot", "baseline", "collect"],
+            Purpose::Collection => &Stage::ALL,
+            Purpose::Baseline => &[Stage::Setup, Stage::Snapshot, Stage::Baseline, Stage::Collect],
         }
     }
 
@@ -577,6 +578,56 @@ pub struct RunEvent {
     /// The stage it is about, when it is about one.
     pub stage: Option<String>,
     pub detail: String,
+}
+
+impl RunEvent {
+    /// What happened, in words, with the stage it is about (`Began baseline_eval in stage
+    /// baseline`).
+    pub fn what(&self) -> String {
+        let detail = self.detail.as_str();
+        let what = match self.kind.as_str() {
+            "requested" => "Run requested".to_string(),
+            "collection mirrored" => "Collection mirrored into the runs dataset".to_string(),
+            "mirrored" => "Job bundle written to the runs dataset".to_string(),
+            "launched" => "HF job created".to_string(),
+            "hello" => "The job connected to the arena".to_string(),
+            "step" if !detail.is_empty() => format!("Began {detail}"),
+            "eval" if !detail.is_empty() => format!("Finished evaluation {detail}"),
+            "stage_started" => "Stage started".to_string(),
+            "stage_finished" => "Stage finished".to_string(),
+            "running" => "The job is running".to_string(),
+            "stage" => "Moved on".to_string(),
+            "error" => "The job reported an error".to_string(),
+            "scored" => "Scored".to_string(),
+            "failed" => "Failed".to_string(),
+            "canceled" => "Canceled".to_string(),
+            other => other.replace('_', " "),
+        };
+        match &self.stage {
+            Some(stage) => format!("{what} in stage {stage}"),
+            None => what,
+        }
+    }
+
+    /// Who said so, in words.
+    pub fn source_words(&self) -> String {
+        match self.source.as_str() {
+            "launch" => "the arena's launcher".to_string(),
+            "job status" => "HF's job status".to_string(),
+            "logs" => "the job's log".to_string(),
+            "relay" => "the job, over its relay".to_string(),
+            "reconciler" => "the arena's reconciler".to_string(),
+            other => other.to_string(),
+        }
+    }
+
+    /// The detail left to show after `what` (a step's name is already in it).
+    pub fn rest(&self) -> &str {
+        match self.kind.as_str() {
+            "step" | "eval" => "",
+            _ => &self.detail,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -172,6 +172,18 @@ pub struct Config {
     pub admission_lease_s: u64,
 }
 
+impl Default for Config {
+    /// Every setting at its flag's default, the environment ignored: what a test or a tool starts
+    /// from before it sets what it needs.
+    fn default() -> Config {
+        use clap::{Args, FromArgMatches};
+        let command = Config::augment_args(clap::Command::new("arena")).mut_args(|a| a.env(None));
+        let matches =
+            command.try_get_matches_from(["arena"]).expect("every setting has a default or is optional");
+        Config::from_arg_matches(&matches).expect("the defaults are settings")
+    }
+}
+
 impl Config {
     /// Reads the job secrets' values from the environment (see `job_secrets`).
     pub fn read_job_secrets(&mut self) {

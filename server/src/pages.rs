@@ -12,6 +12,7 @@ use axum::Router;
 use domain::board::Message;
 use domain::collection::record::{EnvironmentRecord, SubmissionDetail};
 use domain::gates::dynamic::TaskVerdict;
+use domain::ids::{ChallengeId, EnvironmentId, OpenEnvRunId, RunId};
 use domain::registry::ChallengeStatus;
 use domain::results::ResultView;
 use domain::runs::{Preflight, RunDetail, RunView};
@@ -40,7 +41,8 @@ impl ArenaReads for AppState {
 
     fn challenge<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Read<Option<ChallengeView>>> {
         Box::pin(async move {
-            match crate::catalog::service::challenge(self, id).await {
+            let Ok(id) = ChallengeId::parse(id) else { return Ok(None) };
+            match crate::catalog::service::challenge(self, &id).await {
                 Ok(c) => Ok(Some(c)),
                 Err(e) if e.code() == ErrorCode::ChallengeNotFound => Ok(None),
                 Err(e) => Err(shown(e)),
@@ -57,7 +59,8 @@ impl ArenaReads for AppState {
 
     fn submission<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Read<Option<SubmissionDetail>>> {
         Box::pin(async move {
-            match crate::collections::service::submission(self, id).await {
+            let Ok(id) = EnvironmentId::parse(id) else { return Ok(None) };
+            match crate::collections::service::submission(self, &id).await {
                 Ok(d) => Ok(Some(d)),
                 Err(e) if e.code() == ErrorCode::EnvironmentNotFound => Ok(None),
                 Err(e) => Err(shown(e)),
@@ -109,10 +112,11 @@ impl ArenaReads for AppState {
                 None => None,
             };
             let mut out = Vec::new();
+            let Ok(environment_id) = EnvironmentId::parse(environment_id) else { return Ok(out) };
             for c in
                 self.registry.challenges.iter().filter(|c| c.spec.challenge.status == ChallengeStatus::Open)
             {
-                let p = crate::runs::service::preflight(self, c.id(), environment_id, viewer.as_ref())
+                let p = crate::runs::service::preflight(self, c.id(), &environment_id, viewer.as_ref())
                     .await
                     .map_err(shown)?;
                 out.push(p);
@@ -139,7 +143,8 @@ impl ArenaReads for AppState {
     ) -> BoxFuture<'a, Read<Option<app::api::OpenEnvRun>>> {
         Box::pin(async move {
             let Some(me) = page_identity(request).await else { return Ok(None) };
-            Ok(Some(crate::openenv::runs::view_with_events(self, &me, run_id).await.map_err(shown)?))
+            let run_id = crate::http::ids::id::<OpenEnvRunId>(run_id).map_err(shown)?;
+            Ok(Some(crate::openenv::runs::view_with_events(self, &me, &run_id).await.map_err(shown)?))
         })
     }
 
@@ -159,7 +164,7 @@ impl ArenaReads for AppState {
             for c in
                 self.registry.challenges.iter().filter(|c| c.spec.challenge.status == ChallengeStatus::Open)
             {
-                if only.as_deref().is_some_and(|o| o != c.id()) {
+                if only.as_deref().is_some_and(|o| o != c.id().as_str()) {
                     continue;
                 }
                 let board = crate::results::service::leaderboard(self, c.id(), None).await.map_err(shown)?;
@@ -175,13 +180,22 @@ impl ArenaReads for AppState {
         environment_id: &'a str,
     ) -> BoxFuture<'a, Read<Option<Vec<TaskVerdict>>>> {
         Box::pin(async move {
-            let view = crate::gates::service::get(self, challenge_id, environment_id).await.map_err(shown)?;
+            let (Ok(challenge_id), Ok(environment_id)) =
+                (ChallengeId::parse(challenge_id), EnvironmentId::parse(environment_id))
+            else {
+                return Ok(None);
+            };
+            let view =
+                crate::gates::service::get(self, &challenge_id, &environment_id).await.map_err(shown)?;
             Ok(view.verdict.map(|v| v.tasks))
         })
     }
 
     fn result<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, Read<Option<ResultView>>> {
-        Box::pin(async move { crate::results::service::of_run(self, run_id).await.map_err(shown) })
+        Box::pin(async move {
+            let Ok(run_id) = RunId::parse(run_id) else { return Ok(None) };
+            crate::results::service::of_run(self, &run_id).await.map_err(shown)
+        })
     }
 
     fn latest_runs(&self) -> BoxFuture<'_, Read<std::collections::BTreeMap<String, RunView>>> {
@@ -191,7 +205,7 @@ impl ArenaReads for AppState {
             // Newest first: the first seen of each collection is its latest.
             for r in &runs {
                 if let Some(env) = &r.environment_id {
-                    latest.entry(env.clone()).or_insert_with(|| crate::runs::service::view(self, r));
+                    latest.entry(env.to_string()).or_insert_with(|| crate::runs::service::view(self, r));
                 }
             }
             Ok(latest)
@@ -200,7 +214,8 @@ impl ArenaReads for AppState {
 
     fn run<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, Read<Option<RunDetail>>> {
         Box::pin(async move {
-            match crate::runs::service::detail(self, None, run_id).await {
+            let Ok(run_id) = RunId::parse(run_id) else { return Ok(None) };
+            match crate::runs::service::detail(self, None, &run_id).await {
                 Ok(d) => Ok(Some(d)),
                 Err(e) if e.code() == ErrorCode::RunNotFound => Ok(None),
                 Err(e) => Err(shown(e)),
@@ -210,7 +225,8 @@ impl ArenaReads for AppState {
 
     fn runs_of<'a>(&'a self, environment_id: &'a str) -> BoxFuture<'a, Read<Vec<RunView>>> {
         Box::pin(async move {
-            let runs = crate::runs::service::all(self, Some(environment_id)).await.map_err(shown)?;
+            let Ok(environment_id) = EnvironmentId::parse(environment_id) else { return Ok(Vec::new()) };
+            let runs = crate::runs::service::all(self, Some(&environment_id)).await.map_err(shown)?;
             Ok(runs.iter().map(|r| crate::runs::service::view(self, r)).collect())
         })
     }

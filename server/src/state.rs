@@ -10,12 +10,10 @@ use crate::caches::Caches;
 use crate::changes::Changes;
 use crate::config::{Config, Secret};
 use crate::db::Db;
-use crate::hub::HfHub;
 use crate::identity::cache::CachedHub;
 use crate::identity::oauth::OAuthSettings;
 use crate::ports::Deps;
 use crate::sources::fetch::Sources;
-use crate::sources::{github::GitHub, hf::HfDatasets};
 use crate::version::BuildInfo;
 use domain::gates::fingerprint::SuiteFingerprint;
 
@@ -43,7 +41,7 @@ pub struct AppState {
     pub db: Db,
     pub build: Arc<BuildInfo>,
     pub leptos: LeptosOptions,
-    pub hub: Arc<CachedHub<HfHub>>,
+    pub hub: Arc<CachedHub>,
     pub auth: Arc<AuthSettings>,
     /// The hosts collections are read from.
     pub sources: Arc<Sources>,
@@ -103,9 +101,9 @@ pub struct OpenEnvSettings {
 
 impl AppState {
     /// The clock port's time, as stored (RFC 3339) and as an epoch.
-    pub fn now(&self) -> (String, i64) {
+    pub fn now(&self) -> domain::time::Timestamp {
         let t = self.deps.clock.now();
-        (crate::clock::rfc3339(t), t.unix_timestamp())
+        domain::time::Timestamp { text: crate::clock::rfc3339(t), epoch: t.unix_timestamp() }
     }
 
     /// A fresh lease owner: this server and one piece of its work (two tasks of one server never
@@ -134,6 +132,16 @@ impl AppState {
         })
     }
 
+    /// Where the challenge's runs are launched (its `compute.provider`), or why nowhere.
+    pub fn launcher_of(
+        &self,
+        challenge_id: &str,
+    ) -> Result<&Arc<dyn crate::ports::jobs::JobLauncher>, String> {
+        let c =
+            self.registry.challenge(challenge_id).ok_or_else(|| format!("no challenge `{challenge_id}`"))?;
+        self.deps.launcher(&c.spec.compute.provider)
+    }
+
     // Long: the wiring of every setting into its field, one line each.
     pub fn new(
         registry: Arc<Registry>,
@@ -158,7 +166,7 @@ impl AppState {
         };
         let changes = Changes::new(db.backend);
         let caches = Arc::new(Caches::new(&registry)?);
-        let clock_for_sources = deps.clock.clone();
+        let (hub, hf_repos, github) = (deps.hub.clone(), deps.hf_repos.clone(), deps.github.clone());
         Ok(AppState {
             changes,
             caches,
@@ -197,7 +205,7 @@ impl AppState {
             build: Arc::new(BuildInfo::capture(&config.site_root, config.overlay_source.clone())),
             leptos,
             hub: Arc::new(CachedHub::with_limits(
-                HfHub::new(&config.hf_endpoint),
+                hub,
                 std::time::Duration::from_secs(config.whoami_cache_s),
                 crate::identity::cache::MissLimits {
                     per_client: Window { cap: config.unseen_tokens_per_minute, window_ms: 60_000 },
@@ -217,8 +225,8 @@ impl AppState {
                 recheck_s: config.whoami_cache_s as i64,
             }),
             sources: Arc::new(Sources::new(
-                HfDatasets::new(&config.hf_endpoint),
-                GitHub::new(&config.github_api_url, &config.github_raw_url, clock_for_sources),
+                hf_repos,
+                github,
                 config.fetch_concurrency,
                 config.validations_per_hour,
             )),

@@ -213,7 +213,7 @@ async fn attempt_once(
             let Some(stream) = stream else { return };
             let mut lines = BufReader::new(stream).lines();
             while let Ok(Some(line)) = lines.next_line().await {
-                let stage = domain::pipeline::steps::parse_line(&line).map(|s| s.stage);
+                let stage = domain::pipeline::steps::parse_line(&line).map(|s| s.stage.as_str());
                 hub.jobs.log(&id, line);
                 if stage.is_some() && stage == crash_at.as_deref() && !crashed.swap(true, Ordering::SeqCst) {
                     hub.jobs.log(&id, "===== the node was lost (local stand-in fault: crash_at) =====");

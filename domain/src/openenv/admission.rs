@@ -168,6 +168,33 @@ pub struct TaskProbe {
 /// fresh sandbox.
 pub const SANDBOX_ATTEMPTS: u32 = 2;
 
+crate::words!(
+    /// An OpenEnv submission's state.
+    pub enum SubmissionState {
+        Validating = "validating",
+        Validated = "validated",
+        Rejected = "rejected",
+    }
+);
+
+crate::words!(
+    /// What a submission's slot is: `held` while it is checked, `used` when it counts,
+    /// `returned` when it does not.
+    pub enum SlotState {
+        Held = "held",
+        Used = "used",
+        Returned = "returned",
+    }
+);
+
+crate::words!(
+    /// Whose side a rejection is on.
+    pub enum ErrorOrigin {
+        Author = "author",
+        Platform = "platform",
+    }
+);
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum Verdict {
     /// Some task still needs a probe (a first one, or a retry after a platform failure).
@@ -176,7 +203,7 @@ pub enum Verdict {
     Validated,
     /// A task failed on the submitter's side (slot used), or on ours with no attempt left (slot
     /// returned). The errors name each failing task.
-    Rejected { origin: &'static str, slot: &'static str, errors: Vec<(String, ErrorCode, String)> },
+    Rejected { origin: ErrorOrigin, slot: SlotState, errors: Vec<(String, ErrorCode, String)> },
 }
 
 /// The submission's state from its tasks' probes.
@@ -189,7 +216,7 @@ pub fn verdict(tasks: &[TaskProbe]) -> Verdict {
         })
         .collect();
     if !author.is_empty() {
-        return Verdict::Rejected { origin: "author", slot: "used", errors: author };
+        return Verdict::Rejected { origin: ErrorOrigin::Author, slot: SlotState::Used, errors: author };
     }
     let retry = |t: &TaskProbe| match t.last {
         None => true,
@@ -209,7 +236,7 @@ pub fn verdict(tasks: &[TaskProbe]) -> Verdict {
     if platform.is_empty() {
         Verdict::Validated
     } else {
-        Verdict::Rejected { origin: "platform", slot: "returned", errors: platform }
+        Verdict::Rejected { origin: ErrorOrigin::Platform, slot: SlotState::Returned, errors: platform }
     }
 }
 
@@ -307,11 +334,11 @@ mod tests {
         );
         assert!(matches!(
             verdict(&[t("a", 1, passed.clone()), t("b", 2, platform.clone())]),
-            Verdict::Rejected { origin: "platform", slot: "returned", .. }
+            Verdict::Rejected { origin: ErrorOrigin::Platform, slot: SlotState::Returned, .. }
         ));
         assert!(matches!(
             verdict(&[t("a", 1, author), t("b", 1, platform)]),
-            Verdict::Rejected { origin: "author", slot: "used", ref errors } if errors.len() == 1 && errors[0].0 == "a"
+            Verdict::Rejected { origin: ErrorOrigin::Author, slot: SlotState::Used, ref errors } if errors.len() == 1 && errors[0].0 == "a"
         ));
     }
 }

@@ -3,6 +3,8 @@
 //! lines around it. One mapping from a step to the guide's stage serves the job's log and the
 //! relay (where the job script reports the same names).
 
+use crate::runs::Stage;
+
 /// What a step is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StepKind<'a> {
@@ -33,7 +35,7 @@ pub enum EvalArm {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Step<'a> {
     pub name: &'a str,
-    pub stage: &'static str,
+    pub stage: Stage,
     pub kind: StepKind<'a>,
 }
 
@@ -44,7 +46,7 @@ fn suite_trial(rest: &str) -> Option<(&str, u32)> {
     (!suite.is_empty()).then_some((suite, trial))
 }
 
-fn eval<'a>(name: &'a str, prefix: &str, arm: EvalArm, stage: &'static str) -> Option<Step<'a>> {
+fn eval<'a>(name: &'a str, prefix: &str, arm: EvalArm, stage: Stage) -> Option<Step<'a>> {
     let rest = name.strip_prefix(prefix)?;
     let (suite, trial) =
         if rest.is_empty() { (None, 1) } else { suite_trial(rest).map(|(s, t)| (Some(s), t))? };
@@ -54,19 +56,19 @@ fn eval<'a>(name: &'a str, prefix: &str, arm: EvalArm, stage: &'static str) -> O
 /// A step name's stage, and what it is; `None` for a name the pipeline does not print.
 pub fn step(name: &str) -> Option<Step<'_>> {
     let other = |stage| Some(Step { name, stage, kind: StepKind::Other });
-    if let Some(s) = eval(name, "baseline_eval", EvalArm::Baseline, "baseline") {
+    if let Some(s) = eval(name, "baseline_eval", EvalArm::Baseline, Stage::Baseline) {
         return Some(s);
     }
-    if let Some(s) = eval(name, "posttrain_eval", EvalArm::Final, "heldout") {
+    if let Some(s) = eval(name, "posttrain_eval", EvalArm::Final, Stage::Heldout) {
         return Some(s);
     }
-    if let Some(s) = eval(name, "sft_eval", EvalArm::Sft, "training") {
+    if let Some(s) = eval(name, "sft_eval", EvalArm::Sft, Stage::Training) {
         return Some(s);
     }
     if name == "grpo_gate_eval" {
         return Some(Step {
             name,
-            stage: "gate",
+            stage: Stage::Gate,
             kind: StepKind::Eval { arm: EvalArm::Gate, suite: None, trial: 1 },
         });
     }
@@ -78,7 +80,7 @@ pub fn step(name: &str) -> Option<Step<'_>> {
         }
         return Some(Step {
             name,
-            stage: "training",
+            stage: Stage::Training,
             kind: StepKind::Rollout { global_step: step.parse().ok()?, index: index.parse().ok()? },
         });
     }
@@ -86,20 +88,20 @@ pub fn step(name: &str) -> Option<Step<'_>> {
         || name == "snapshot_eval_tasks"
         || (name.starts_with("snapshot_eval-") && name.ends_with("_tasks"))
     {
-        return other("snapshot");
+        return other(Stage::Snapshot);
     }
     if name.starts_with("collect_verified_teacher_rollouts")
         || name == "convert_verified_sft_data"
         || name == "validate_verified_sft_data"
     {
-        return other("training");
+        return other(Stage::Training);
     }
     if name == "compare_eval_lift"
         || ["snapshot_benchmark_", "baseline_benchmark_", "final_benchmark_", "compare_benchmark_"]
             .iter()
             .any(|p| name.starts_with(p))
     {
-        return other("collect");
+        return other(Stage::Collect);
     }
     None
 }
@@ -114,6 +116,6 @@ pub fn parse_line(line: &str) -> Option<Step<'_>> {
     let rest = line.split("[arena-job] ").nth(1)?;
     let (name, _) = rest.split_once(": ")?;
     let name = name.trim();
-    let stage = crate::runs::STAGES.iter().find(|s| **s == name)?;
+    let stage = Stage::parse(name)?;
     Some(Step { name, stage, kind: StepKind::Other })
 }

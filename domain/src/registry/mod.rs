@@ -38,14 +38,16 @@ impl SourceFile {
 /// A challenge whose binding resolved and whose layout was checked.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Challenge {
+    /// `spec.challenge.id`, checked by the loader.
+    pub id: crate::ids::ChallengeId,
     pub file_path: String,
     pub spec: ChallengeFile,
     pub serving: ServingLayout,
 }
 
 impl Challenge {
-    pub fn id(&self) -> &str {
-        &self.spec.challenge.id
+    pub fn id(&self) -> &crate::ids::ChallengeId {
+        &self.id
     }
 }
 
@@ -721,7 +723,9 @@ fn bind_challenge(
         tensor_parallel: serving.tensor_parallel,
         max_context_tokens: serving.max_context_tokens,
     };
-    Some(Challenge { file_path: path, spec, serving })
+    // `check_id` refused a malformed id above, so this parse holds.
+    let id = crate::ids::ChallengeId::parse(&spec.challenge.id).ok()?;
+    Some(Challenge { id, file_path: path, spec, serving })
 }
 
 #[cfg(test)]

@@ -317,7 +317,7 @@ fn lists_open_challenges_before_planned_ones() {
         .replace("status = \"open\"", "status = \"planned\"");
     files.insert(0, SourceFile::new("challenges/aaa-planned.toml", planned));
     let registry = Registry::load(&files, &[]).unwrap();
-    let ids: Vec<&str> = registry.challenges.iter().map(|c| c.id()).collect();
+    let ids: Vec<&str> = registry.challenges.iter().map(|c| c.id().as_str()).collect();
     assert_eq!(ids, ["openenv-9b", "aaa-planned"]);
 }
 

@@ -6,16 +6,12 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{is_platform_fault, Purpose, RunState, STAGES};
+use super::{is_platform_fault, JobStage, Purpose, RunState, Stage};
 use crate::pipeline::steps;
-
-pub fn stage_index(stage: &str) -> Option<usize> {
-    STAGES.iter().position(|s| *s == stage)
-}
 
 /// The stage a job log line shows progress in: the pipeline's `[posttrainarena] {step}: …` or
 /// the job script's `[arena-job] {stage}: …` (`domain::pipeline::steps`).
-pub fn stage_of_log_line(line: &str) -> Option<&'static str> {
+pub fn stage_of_log_line(line: &str) -> Option<Stage> {
     steps::parse_line(line).map(|s| s.stage)
 }
 
@@ -81,17 +77,17 @@ impl RelayKind {
 }
 
 /// A step name's stage: a pipeline step, or one of the guide's stages the script names itself.
-fn step_stage(step: &str) -> Option<&'static str> {
-    steps::step(step).map(|s| s.stage).or_else(|| STAGES.iter().find(|s| **s == step).copied())
+fn step_stage(step: &str) -> Option<Stage> {
+    steps::step(step).map(|s| s.stage).or_else(|| Stage::parse(step))
 }
 
 impl RelayMessage {
     /// The guide's stage the message is about, once it passed `check`.
-    pub fn stage(&self) -> Option<&'static str> {
+    pub fn stage(&self) -> Option<Stage> {
         match self.kind {
             RelayKind::Step | RelayKind::Eval => self.step.as_deref().and_then(step_stage),
-            RelayKind::Progress => Some("training"),
-            _ => self.stage.as_deref().and_then(|s| STAGES.iter().find(|x| **x == s).copied()),
+            RelayKind::Progress => Some(Stage::Training),
+            _ => self.stage.as_deref().and_then(Stage::parse),
         }
     }
 
@@ -126,8 +122,9 @@ impl RelayMessage {
                 Err("a progress message says how many steps are `done`".into())
             }
             _ => match self.stage.as_deref() {
-                Some(stage) if stage_index(stage).is_none() => {
-                    Err(format!("unknown stage `{stage}`; stages are {}", STAGES.join(", ")))
+                Some(stage) if Stage::parse(stage).is_none() => {
+                    let all: Vec<&str> = Stage::ALL.iter().map(|s| s.as_str()).collect();
+                    Err(format!("unknown stage `{stage}`; stages are {}", all.join(", ")))
                 }
                 _ => Ok(()),
             },
@@ -212,10 +209,10 @@ pub struct StageEvent {
 pub fn timeline(
     events: &[StageEvent],
     state: RunState,
-    stage: Option<&str>,
+    stage: Option<Stage>,
     purpose: Purpose,
 ) -> Vec<StageSpan> {
-    let mut spans: Vec<StageSpan> = STAGES
+    let mut spans: Vec<StageSpan> = Stage::ALL
         .iter()
         .map(|s| StageSpan {
             stage: s.to_string(),
@@ -233,7 +230,7 @@ pub fn timeline(
         (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
     };
     for e in events {
-        let Some(i) = e.stage.as_deref().and_then(stage_index) else { continue };
+        let Some(i) = e.stage.as_deref().and_then(Stage::parse).map(Stage::index) else { continue };
         match e.kind.as_str() {
             // A stage starts at its first step; the one before it ends there.
             "step" | "stage_started" | "running" | "stage" => {
@@ -268,7 +265,7 @@ pub fn timeline(
             _ => {}
         }
     }
-    let reached = stage.and_then(stage_index).unwrap_or(0);
+    let reached = stage.map(Stage::index).unwrap_or(0);
     let last = spans.iter().rposition(|s| s.started_epoch.is_some()).unwrap_or(0).max(reached);
     for (i, span) in spans.iter_mut().enumerate() {
         span.status =
@@ -284,7 +281,7 @@ pub fn timeline(
             }
             .into();
     }
-    spans.retain(|s| purpose.stages().contains(&s.stage.as_str()));
+    spans.retain(|s| purpose.stages().iter().any(|p| p.as_str() == s.stage));
     spans
 }
 
@@ -292,13 +289,13 @@ pub fn timeline(
 #[derive(Debug, Clone)]
 pub struct Facts {
     pub state: RunState,
-    pub stage: Option<String>,
+    pub stage: Option<Stage>,
     pub relay: RelayState,
     pub relay_seen_epoch: Option<i64>,
     /// When a new log line last appeared (the second source of progress).
     pub log_seen_epoch: Option<i64>,
     /// The stage the newest pipeline log line shows.
-    pub log_stage: Option<String>,
+    pub log_stage: Option<Stage>,
     /// Since when every GPU of the job has read idle (HF's metrics), while they still do.
     pub gpus_idle_since: Option<i64>,
     pub now: i64,
@@ -308,8 +305,7 @@ pub struct Facts {
 /// The HF job, as inspected now.
 #[derive(Debug, Clone)]
 pub struct Job {
-    /// SCHEDULING, RUNNING, COMPLETED, CANCELED, ERROR, DELETED.
-    pub stage: String,
+    pub stage: JobStage,
     pub message: Option<String>,
     pub created_epoch: i64,
     pub started_epoch: Option<i64>,
@@ -347,7 +343,7 @@ pub enum Settle {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Decision {
     pub state: RunState,
-    pub stage: Option<String>,
+    pub stage: Option<Stage>,
     pub reason: Option<String>,
     pub platform_fault: bool,
     /// Cancel the HF job (it is stuck or silent).
@@ -371,24 +367,20 @@ pub fn decide(f: &Facts, limits: Limits) -> Option<Decision> {
     if let Some(ended) = job_ended(f, limits, &stage) {
         return Some(ended);
     }
-    if f.job.stage == "RUNNING" {
+    if f.job.stage == JobStage::Running {
         return while_running(f, limits, stage);
     }
     None
 }
 
 /// The furthest stage either source (the relay, the log) reached.
-fn furthest_stage(f: &Facts) -> Option<String> {
-    match (f.stage.as_deref().and_then(stage_index), f.log_stage.as_deref().and_then(stage_index)) {
-        (Some(s), Some(l)) if l > s => f.log_stage.clone(),
-        (None, Some(_)) => f.log_stage.clone(),
-        _ => f.stage.clone(),
-    }
+fn furthest_stage(f: &Facts) -> Option<Stage> {
+    f.stage.max(f.log_stage)
 }
 
 /// A decision that ends the run.
 fn ending(
-    stage: &Option<String>,
+    stage: &Option<Stage>,
     state: RunState,
     source: &str,
     reason: String,
@@ -398,7 +390,7 @@ fn ending(
     let platform_fault = state == RunState::Failed && is_platform_fault(&reason);
     Decision {
         state,
-        stage: stage.clone(),
+        stage: *stage,
         event: (source.into(), state.as_str().into(), reason.clone()),
         reason: Some(reason),
         platform_fault,
@@ -408,15 +400,15 @@ fn ending(
 }
 
 /// HF's status ended the job (or it waited too long to start): how the run ends.
-fn job_ended(f: &Facts, limits: Limits, stage: &Option<String>) -> Option<Decision> {
-    let at_stage = stage.clone().unwrap_or_else(|| "setup".into());
+fn job_ended(f: &Facts, limits: Limits, stage: &Option<Stage>) -> Option<Decision> {
+    let at_stage = stage.unwrap_or(Stage::Setup);
     let started = f.job.started_epoch.is_some();
     let by_duration = if started { Settle::AtDuration } else { Settle::Release };
-    let decision = match f.job.stage.as_str() {
-        "COMPLETED" => match f.job.has_results {
+    let decision = match &f.job.stage {
+        JobStage::Completed => match f.job.has_results {
             Some(true) => Decision {
                 state: RunState::Scored,
-                stage: Some("collect".into()),
+                stage: Some(Stage::Collect),
                 reason: None,
                 platform_fault: false,
                 cancel_job: false,
@@ -432,7 +424,7 @@ fn job_ended(f: &Facts, limits: Limits, stage: &Option<String>) -> Option<Decisi
                 false,
             ),
         },
-        "ERROR" => {
+        JobStage::Error => {
             let message = f.job.message.clone().unwrap_or_else(|| "no message".into());
             let reason = match (&f.job.pipeline_error, message.as_str()) {
                 // The pipeline said why before the job ended.
@@ -443,13 +435,13 @@ fn job_ended(f: &Facts, limits: Limits, stage: &Option<String>) -> Option<Decisi
             };
             ending(stage, RunState::Failed, "job status", reason, by_duration, false)
         }
-        "CANCELED" => {
+        JobStage::Canceled => {
             let message = f.job.message.clone().unwrap_or_else(|| "canceled".into());
             let settle = if started { Settle::UpToLastLog } else { Settle::Release };
             ending(stage, RunState::Canceled, "job status", format!("the HF job was canceled: {message}"), settle, false)
         }
-        "DELETED" => ending(stage, RunState::Failed, "job status", "the HF job was deleted".into(), by_duration, false),
-        "SCHEDULING" | "UPDATING" if f.now - f.job.created_epoch > limits.scheduling_s => ending(
+        JobStage::Deleted => ending(stage, RunState::Failed, "job status", "the HF job was deleted".into(), by_duration, false),
+        job if job.is_waiting() && f.now - f.job.created_epoch > limits.scheduling_s => ending(
             stage,
             RunState::Failed,
             "reconciler",
@@ -467,8 +459,8 @@ fn job_ended(f: &Facts, limits: Limits, stage: &Option<String>) -> Option<Decisi
 
 /// A running job: stalled (no heartbeat, and a silent log or idle GPUs past the limit), moved on
 /// (the log shows a later stage than the relay did), or started.
-fn while_running(f: &Facts, limits: Limits, stage: Option<String>) -> Option<Decision> {
-    let at_stage = stage.clone().unwrap_or_else(|| "setup".into());
+fn while_running(f: &Facts, limits: Limits, stage: Option<Stage>) -> Option<Decision> {
+    let at_stage = stage.unwrap_or(Stage::Setup);
     // A job whose relay is heartbeating is alive, however quiet its log and its GPUs.
     let heartbeating = f.relay == RelayState::Connected
         && f.relay_seen_epoch.is_some_and(|seen| f.now - seen <= limits.relay_grace_s);
@@ -491,18 +483,17 @@ fn while_running(f: &Facts, limits: Limits, stage: Option<String>) -> Option<Dec
         }
     }
     // Progress the relay missed, from the logs.
-    let log_ahead =
-        match (f.log_stage.as_deref().and_then(stage_index), f.stage.as_deref().and_then(stage_index)) {
-            (Some(l), Some(s)) => l > s,
-            (Some(_), None) => true,
-            _ => false,
-        };
+    let log_ahead = match (f.log_stage, f.stage) {
+        (Some(l), Some(s)) => l > s,
+        (Some(_), None) => true,
+        _ => false,
+    };
     if log_ahead {
-        let to = f.log_stage.clone();
+        let to = f.log_stage;
         let kind = if f.state == RunState::Queued { "running" } else { "stage" };
         return Some(Decision {
             state: RunState::Running,
-            stage: to.clone(),
+            stage: to,
             reason: None,
             platform_fault: false,
             cancel_job: false,
@@ -510,13 +501,13 @@ fn while_running(f: &Facts, limits: Limits, stage: Option<String>) -> Option<Dec
             event: (
                 "logs".into(),
                 kind.into(),
-                format!("the job's log shows stage {}", to.unwrap_or_default()),
+                format!("the job's log shows stage {}", to.map(Stage::as_str).unwrap_or_default()),
             ),
         });
     }
     (f.state == RunState::Queued).then(|| Decision {
         state: RunState::Running,
-        stage: stage.or_else(|| Some("setup".into())),
+        stage: stage.or(Some(Stage::Setup)),
         reason: None,
         platform_fault: false,
         cancel_job: false,

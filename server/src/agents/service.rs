@@ -1,5 +1,6 @@
 //! Agents' rules: a registration is parsed, stored within the account's cap, and immutable.
 
+use domain::agents::AgentId;
 use domain::agents::{
     compare, AgentRecord, AgentRegistration, RegisterAgentRequest, RegistrationError, Repeat,
 };
@@ -29,7 +30,7 @@ pub async fn register(
         other => ApiError::new(ErrorCode::InvalidRegistration, other.to_string()),
     })?;
     let (inserted, stored) =
-        super::repo::register(&s.db, &me.id, &me.name, &reg, &s.now().0).await?.ok_or_else(|| {
+        super::repo::register(&s.db, &me.id, &me.name, &reg, &s.now().text).await?.ok_or_else(|| {
             ApiError::new(
                 ErrorCode::AccountLimitReached,
                 format!(
@@ -69,6 +70,6 @@ pub async fn page(
 }
 
 /// One registered agent.
-pub async fn get(s: &AppState, agent_id: &str) -> Result<Option<AgentRecord>, ApiError> {
-    Ok(super::repo::get(&s.db, agent_id).await?)
+pub async fn get(s: &AppState, agent_id: &AgentId) -> Result<Option<AgentRecord>, ApiError> {
+    Ok(super::repo::get(&s.db, agent_id.as_str()).await?)
 }

@@ -7,6 +7,7 @@ use domain::results::{BaselineAnswer, BaselineMeasurement};
 use domain::runs::BaselineRequest;
 use domain::ApiErrorBody;
 
+use crate::http::ids::id as parse_id;
 use crate::http::{ApiError, ApiJson};
 use crate::identity::User;
 use crate::runs::service::Launched;
@@ -29,7 +30,7 @@ pub async fn launch(
     User(me): User,
     ApiJson(req): ApiJson<BaselineRequest>,
 ) -> Result<(StatusCode, Json<Launched>), ApiError> {
-    let launched = crate::runs::service::launch_baseline(&s, &id, &me, req).await?;
+    let launched = crate::runs::service::launch_baseline(&s, &parse_id(&id)?, &me, req).await?;
     Ok((if launched.existing { StatusCode::OK } else { StatusCode::CREATED }, Json(launched)))
 }
 
@@ -40,7 +41,7 @@ pub async fn get(
     State(s): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Json<BaselineAnswer>, ApiError> {
-    Ok(Json(crate::baselines::service::get(&s, &id).await?))
+    Ok(Json(crate::baselines::service::get(&s, &parse_id(&id)?).await?))
 }
 
 #[utoipa::path(post, path = "/api/challenges/{id}/baseline/{run_id}/collect", tag = "results",
@@ -58,6 +59,6 @@ pub async fn collect(
     Path((id, run_id)): Path<(String, String)>,
     User(me): User,
 ) -> Result<(StatusCode, Json<BaselineMeasurement>), ApiError> {
-    let m = crate::baselines::service::collect(&s, &id, &run_id, &me).await?;
+    let m = crate::baselines::service::collect(&s, &parse_id(&id)?, &parse_id(&run_id)?, &me).await?;
     Ok((if m.existing { StatusCode::OK } else { StatusCode::CREATED }, Json(m)))
 }

@@ -2,6 +2,7 @@
 //! the runs' launcher and cap), collects it with the same evidence checks as a collection's result,
 //! and the challenge's `baseline` then shows the latest measurement.
 
+use domain::ids::{ChallengeId, RunId};
 use domain::results::{self, BaselineAnswer, BaselineMeasurement};
 use domain::runs::{Purpose, RunState};
 use domain::ErrorCode;
@@ -14,8 +15,8 @@ use crate::AppState;
 /// `POST /api/challenges/{id}/baseline/{run_id}/collect`: editors only; idempotent.
 pub async fn collect(
     s: &AppState,
-    challenge_id: &str,
-    run_id: &str,
+    challenge_id: &ChallengeId,
+    run_id: &RunId,
     me: &Identity,
 ) -> Result<BaselineMeasurement, ApiError> {
     if !me.editor {
@@ -55,7 +56,7 @@ pub async fn collect(
     let results::Verified::Reference(r) = verified else {
         return Err(ApiError::internal("a baseline run verified as a collection's"));
     };
-    let (now, epoch) = s.now();
+    let domain::time::Timestamp { text: now, epoch } = s.now();
     let measurement = BaselineMeasurement {
         run_id: run_id.to_string(),
         challenge_id: challenge_id.to_string(),
@@ -79,7 +80,7 @@ pub async fn collect(
 }
 
 /// `GET /api/challenges/{id}/baseline`: public.
-pub async fn get(s: &AppState, challenge_id: &str) -> Result<BaselineAnswer, ApiError> {
+pub async fn get(s: &AppState, challenge_id: &ChallengeId) -> Result<BaselineAnswer, ApiError> {
     let challenge = s.registry.challenge(challenge_id).ok_or_else(|| {
         ApiError::new(
             ErrorCode::ChallengeNotFound,

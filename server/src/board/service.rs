@@ -75,7 +75,7 @@ pub async fn post(s: &AppState, me: &Identity, req: PostRequest) -> Result<PostV
         other => ApiError::new(ErrorCode::InvalidPost, other.to_string()),
     })?;
     if let Some(agent) = &post.agent_id {
-        let record = crate::agents::service::get(s, agent.as_str()).await?.ok_or_else(|| {
+        let record = crate::agents::service::get(s, agent).await?.ok_or_else(|| {
             ApiError::new(ErrorCode::AgentNotFound, format!("no agent `{agent}`: register it first"))
         })?;
         if record.owner_id != me.id {

@@ -10,6 +10,7 @@ use serde::Deserialize;
 use utoipa::IntoParams;
 
 use super::service::DiscoverView;
+use crate::http::ids::id as parse_id;
 use crate::http::{ApiError, ApiQuery};
 use crate::identity::Caller;
 use crate::AppState;
@@ -27,7 +28,7 @@ pub async fn get_challenge(
     State(s): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Json<ChallengeView>, ApiError> {
-    Ok(Json(crate::catalog::service::challenge(&s, &id).await?))
+    Ok(Json(crate::catalog::service::challenge(&s, &parse_id(&id)?).await?))
 }
 
 #[utoipa::path(get, path = "/api/benchmarks", tag = "benchmarks", responses((status = 200, body = BenchmarkList)))]

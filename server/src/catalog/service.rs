@@ -1,6 +1,7 @@
 //! The public catalogue: challenges with their live health, benchmarks, the budget, the formula.
 
 use domain::catalog::{self, LiveState};
+use domain::ids::ChallengeId;
 use domain::views::{BenchmarkDetail, BenchmarkList, BudgetView, ChallengeList, ChallengeView, Formula};
 use domain::ErrorCode;
 
@@ -33,7 +34,7 @@ pub async fn challenges(s: &AppState) -> Result<Snapshot<ChallengeList>, ApiErro
         .await
 }
 
-pub async fn challenge(s: &AppState, id: &str) -> Result<ChallengeView, ApiError> {
+pub async fn challenge(s: &AppState, id: &ChallengeId) -> Result<ChallengeView, ApiError> {
     challenges(s).await?.value.challenges.iter().find(|c| c.id == id).cloned().ok_or_else(|| {
         ApiError::new(
             ErrorCode::ChallengeNotFound,

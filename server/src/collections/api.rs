@@ -17,6 +17,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::submit::{self, CheckRequest, SubmissionView, Submitted, ValidationFailed, ValidationView};
 use crate::collections::service::EnvironmentList;
+use crate::http::ids::id as parse_id;
 use crate::http::{ApiError, ApiJson, ApiQuery};
 use crate::identity::User;
 use crate::AppState;
@@ -102,7 +103,7 @@ pub async fn get(
     State(s): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Json<EnvironmentView>, ApiError> {
-    let (environment, validation) = crate::collections::service::get(&s, &id).await?;
+    let (environment, validation) = crate::collections::service::get(&s, &parse_id(&id)?).await?;
     Ok(Json(EnvironmentView { environment, validation }))
 }
 
@@ -119,7 +120,7 @@ pub async fn app_submission(
     State(s): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Json<AppSubmissionView>, ApiError> {
-    let d = crate::collections::service::submission(&s, &id).await?;
+    let d = crate::collections::service::submission(&s, &parse_id(&id)?).await?;
     Ok(Json(AppSubmissionView {
         environment: d.environment,
         validation: d.validation,

@@ -4,6 +4,7 @@ use domain::collection::record::{posttrain, EnvironmentRecord, SubmissionDetail}
 use domain::collection::request::Source;
 use domain::collection::Report;
 use domain::gates::GATES_VERSION;
+use domain::ids::EnvironmentId;
 use domain::registry::Challenge;
 use domain::ErrorCode;
 use serde::Serialize;
@@ -47,7 +48,7 @@ pub async fn list(
 }
 
 /// A collection with the validation stored at submission.
-pub async fn get(s: &AppState, id: &str) -> Result<(EnvironmentRecord, Report), ApiError> {
+pub async fn get(s: &AppState, id: &EnvironmentId) -> Result<(EnvironmentRecord, Report), ApiError> {
     let (record, report) = crate::collections::repo::get(&s.db, id)
         .await?
         .ok_or_else(|| ApiError::new(ErrorCode::EnvironmentNotFound, format!("no collection `{id}`")))?;
@@ -56,7 +57,7 @@ pub async fn get(s: &AppState, id: &str) -> Result<(EnvironmentRecord, Report), 
 }
 
 /// What a collection's page shows: the record, its validation and the PostTrain commands.
-pub async fn submission(s: &AppState, id: &str) -> Result<SubmissionDetail, ApiError> {
+pub async fn submission(s: &AppState, id: &EnvironmentId) -> Result<SubmissionDetail, ApiError> {
     let (environment, validation) = get(s, id).await?;
     let posttrain = posttrain(&environment, &validation);
     Ok(SubmissionDetail { environment, validation, posttrain })
@@ -85,7 +86,7 @@ const DAY_S: i64 = 24 * 3600;
 /// be read is noted on the record and tried again a day later (ten minutes when it did not answer).
 /// Several servers may pass at once: the update applies only over the judgement it replaces.
 pub async fn recheck_pass(s: &AppState) -> Result<usize, ApiError> {
-    let (now, epoch) = s.now();
+    let domain::time::Timestamp { text: now, epoch } = s.now();
     let mut done = 0;
     for id in crate::collections::repo::stale(&s.db, GATES_VERSION, epoch - DAY_S, RECHECK_BATCH).await? {
         let Some((record, _)) = crate::collections::repo::get(&s.db, &id).await? else { continue };

@@ -115,7 +115,15 @@ async fn prepare<'a>(
         ));
     }
     if let Some(agent_id) = &req.agent_id {
-        let agent = crate::agents::service::get(s, agent_id).await?.ok_or_else(|| {
+        let no_agent = || {
+            ApiError::new(
+                ErrorCode::AgentNotFound,
+                format!("no agent `{agent_id}`; register it first, or send `agent_id: null`"),
+            )
+        };
+        // A string that is no agent id names no agent.
+        let parsed = domain::agents::AgentId::parse(agent_id).map_err(|_| no_agent())?;
+        let agent = crate::agents::service::get(s, &parsed).await?.ok_or_else(|| {
             ApiError::new(
                 ErrorCode::AgentNotFound,
                 format!("no agent `{agent_id}`; register it first, or send `agent_id: null`"),
@@ -152,7 +160,7 @@ async fn run_validation(
     }
     let fetched = super::service::validate(s, &source, challenge)
         .await
-        .map_err(|e| source_error(e, &source, s.now().1))?;
+        .map_err(|e| source_error(e, &source, s.now().epoch))?;
     let report = fetched.report;
     Ok(ValidationView {
         challenge_id: req.challenge_id.clone(),
@@ -267,13 +275,13 @@ pub async fn submit(s: &AppState, me: &Identity, req: EnvironmentRequest) -> Res
             author: &me.name,
             author_id: &me.id,
             agent_id: req.agent_id.as_deref(),
-            challenge_id: challenge.map(|c| c.id()).unwrap_or(domain::collection::record::TRACK),
+            challenge_id: challenge.map(|c| c.id().as_str()).unwrap_or(domain::collection::record::TRACK),
             source: &source,
             commit: &commit,
             title: &title,
             notes: req.notes.trim(),
             report: &validation.report,
-            now: &s.now().0,
+            now: &s.now().text,
         },
     )
     .await?

@@ -6,6 +6,7 @@ use domain::ApiErrorBody;
 use serde::Deserialize;
 use utoipa::IntoParams;
 
+use crate::http::ids::id as parse_id;
 use crate::http::{ApiError, ApiJson, ApiQuery};
 use crate::identity::User;
 use crate::AppState;
@@ -40,7 +41,7 @@ pub async fn gate_plan(
         band_attempts: p.band_attempts.unwrap_or(d.band_attempts),
         no_oracle: p.no_oracle.unwrap_or(d.no_oracle),
     };
-    Ok(Json(crate::gates::service::plan(&s, &id, &env, &me, policy).await?))
+    Ok(Json(crate::gates::service::plan(&s, &parse_id(&id)?, &parse_id(&env)?, &me, policy).await?))
 }
 
 #[utoipa::path(get, path = "/api/challenges/{id}/environments/{env_id}/gates", tag = "gates",
@@ -51,7 +52,7 @@ pub async fn gates_get(
     State(s): State<AppState>,
     Path((id, env)): Path<(String, String)>,
 ) -> Result<Json<crate::gates::service::GatesView>, ApiError> {
-    Ok(Json(crate::gates::service::get(&s, &id, &env).await?))
+    Ok(Json(crate::gates::service::get(&s, &parse_id(&id)?, &parse_id(&env)?).await?))
 }
 
 #[utoipa::path(post, path = "/api/challenges/{id}/environments/{env_id}/gates", tag = "gates",
@@ -67,5 +68,5 @@ pub async fn gates_attach(
     User(me): User,
     ApiJson(results): ApiJson<domain::gates::dynamic::GateResults>,
 ) -> Result<Json<crate::gates::service::GatesView>, ApiError> {
-    Ok(Json(crate::gates::service::attach(&s, &id, &env, &me, results).await?))
+    Ok(Json(crate::gates::service::attach(&s, &parse_id(&id)?, &parse_id(&env)?, &me, results).await?))
 }

@@ -4,6 +4,7 @@
 
 use domain::collection::report::TaskStatus;
 use domain::gates::dynamic::{self, EligibleTask, GateResults, Plan, PlanInput, Policy, TaskVerdict};
+use domain::ids::{ChallengeId, EnvironmentId};
 use domain::ErrorCode;
 use serde::Serialize;
 use sqlx::Row;
@@ -34,8 +35,8 @@ pub struct GatesView {
 /// The plan, derived from the stored validation (made from the pinned commit) and the challenge.
 async fn derive(
     s: &AppState,
-    challenge_id: &str,
-    environment_id: &str,
+    challenge_id: &ChallengeId,
+    environment_id: &EnvironmentId,
     policy: Policy,
 ) -> Result<Plan, ApiError> {
     policy.check().map_err(|m| ApiError::new(ErrorCode::InvalidPolicy, m))?;
@@ -76,8 +77,8 @@ async fn derive(
 /// `gates plan`: the collection's author or an editor.
 pub async fn plan(
     s: &AppState,
-    challenge_id: &str,
-    environment_id: &str,
+    challenge_id: &ChallengeId,
+    environment_id: &EnvironmentId,
     me: &Identity,
     policy: Policy,
 ) -> Result<Plan, ApiError> {
@@ -94,7 +95,11 @@ pub async fn plan(
 }
 
 /// `gates get`: public.
-pub async fn get(s: &AppState, challenge_id: &str, environment_id: &str) -> Result<GatesView, ApiError> {
+pub async fn get(
+    s: &AppState,
+    challenge_id: &ChallengeId,
+    environment_id: &EnvironmentId,
+) -> Result<GatesView, ApiError> {
     s.registry.challenge(challenge_id).ok_or_else(|| {
         ApiError::new(ErrorCode::ChallengeNotFound, format!("no challenge `{challenge_id}`"))
     })?;
@@ -129,8 +134,8 @@ pub async fn get(s: &AppState, challenge_id: &str, environment_id: &str) -> Resu
 /// must be the one the results were made from; the arena judges the trials.
 pub async fn attach(
     s: &AppState,
-    challenge_id: &str,
-    environment_id: &str,
+    challenge_id: &ChallengeId,
+    environment_id: &EnvironmentId,
     me: &Identity,
     results: GateResults,
 ) -> Result<GatesView, ApiError> {
@@ -157,7 +162,7 @@ pub async fn attach(
         ));
     }
     let verdicts = dynamic::judge(&plan, &results);
-    let (now, _) = s.now();
+    let now = s.now().text;
     sqlx::query(
         "INSERT INTO gate_verdicts (environment_id, challenge_id, plan_hash, verdicts, attached_by, attached_at) \
          VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (environment_id, challenge_id) DO UPDATE SET \

@@ -40,6 +40,13 @@ impl ApiError {
     }
 }
 
+/// `CODE: message`, for logs.
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.body.code.as_str(), self.body.message)
+    }
+}
+
 impl From<sqlx::Error> for ApiError {
     fn from(e: sqlx::Error) -> Self {
         ApiError::internal(e)

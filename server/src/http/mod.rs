@@ -3,6 +3,7 @@
 
 pub mod client;
 mod error;
+pub mod ids;
 mod json;
 mod query;
 

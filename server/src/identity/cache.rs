@@ -12,7 +12,9 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use domain::identity::{HubAccount, HubError, HubIdentity};
+use domain::identity::{HubAccount, HubError};
+
+use crate::ports::identity::HubIdentity;
 use domain::limits::{Window, Windows};
 use sha2::{Digest, Sha256};
 
@@ -38,8 +40,8 @@ pub const MISS_LIMITS: MissLimits = MissLimits {
 /// Client addresses kept for the per-client window.
 const MAX_CLIENTS: usize = 10_000;
 
-pub struct CachedHub<H> {
-    inner: H,
+pub struct CachedHub {
+    inner: std::sync::Arc<dyn HubIdentity>,
     cache: moka::future::Cache<[u8; 32], HubAccount>,
     refused: moka::future::Cache<[u8; 32], ()>,
     lookups: AtomicU64,
@@ -58,12 +60,16 @@ pub struct CacheStats {
     pub hub_calls: u64,
 }
 
-impl<H: HubIdentity> CachedHub<H> {
-    pub fn new(inner: H, ttl: Duration) -> CachedHub<H> {
+impl CachedHub {
+    pub fn new(inner: std::sync::Arc<dyn HubIdentity>, ttl: Duration) -> CachedHub {
         CachedHub::with_limits(inner, ttl, MISS_LIMITS)
     }
 
-    pub fn with_limits(inner: H, ttl: Duration, limits: MissLimits) -> CachedHub<H> {
+    pub fn with_limits(
+        inner: std::sync::Arc<dyn HubIdentity>,
+        ttl: Duration,
+        limits: MissLimits,
+    ) -> CachedHub {
         CachedHub {
             inner,
             cache: moka::future::Cache::builder().max_capacity(100_000).time_to_live(ttl).build(),

@@ -182,7 +182,7 @@ async fn recheck_editor(
     user: &mut SessionUser,
     client: Option<std::net::IpAddr>,
 ) -> bool {
-    let (_, now) = state.now();
+    let now = state.now().epoch;
     if now - user.checked_epoch < state.auth.recheck_s {
         return true;
     }

@@ -61,7 +61,7 @@ impl OAuthSettings {
             client_secret,
             provider_url: provider_url.trim_end_matches('/').to_string(),
             redirect_url: format!("{}/login/callback", public_url.trim_end_matches('/')),
-            http: crate::hub::http_client(),
+            http: crate::ports::identity::http_client(),
             endpoints: tokio::sync::OnceCell::new(),
         }
     }
@@ -295,7 +295,7 @@ async fn callback(
         name: info.preferred_username,
         csrf: random_secret(),
         token_ref: Some(token_ref),
-        checked_epoch: state.now().1,
+        checked_epoch: state.now().epoch,
     };
     sign_in(&session, &user).await?;
     if !pending.popup {
@@ -328,7 +328,7 @@ async fn create_handoff(state: &AppState, user: &SessionUser) -> Result<String, 
     )
     .bind(hash(&code))
     .bind(serde_json::to_string(&stored).map_err(ApiError::internal)?)
-    .bind(state.now().1 + HANDOFF_LIFETIME_S)
+    .bind(state.now().epoch + HANDOFF_LIFETIME_S)
     .execute(&state.db.writer)
     .await?;
     Ok(code)
@@ -372,7 +372,7 @@ async fn handoff(
         "UPDATE auth_handoffs SET used = 1 WHERE code_hash = $1 AND used = 0 AND expires_epoch >= $2 RETURNING user_json",
     )
     .bind(hash(&req.code))
-    .bind(state.now().1)
+    .bind(state.now().epoch)
     .fetch_optional(&state.db.writer)
     .await?;
     let row = row.ok_or_else(|| {
@@ -409,7 +409,7 @@ pub fn spawn_purge(state: AppState) {
 /// Handoff codes older than a day are gone for good.
 async fn purge_handoffs(state: &AppState) -> Result<(), sqlx::Error> {
     sqlx::query("DELETE FROM auth_handoffs WHERE expires_epoch < $1")
-        .bind(state.now().1 - 86_400)
+        .bind(state.now().epoch - 86_400)
         .execute(&state.db.writer)
         .await
         .map(|_| ())

@@ -63,15 +63,15 @@ pub async fn list(s: &AppState) -> Result<JobsView, ApiError> {
     };
     let prices = s.deps.jobs.prices().await.map_err(unavailable)?;
     let listed = s.deps.jobs.list().await.map_err(unavailable)?;
-    let (now_text, now) = s.now();
+    let domain::time::Timestamp { text: now_text, epoch: now } = s.now();
     let recorded: BTreeMap<String, f64> = crate::jobs::repo::hf_running_s(&s.db).await?.into_iter().collect();
     let mut jobs = Vec::new();
     for job in listed.iter().filter(|j| is_pipeline(j, &j.command)) {
         let flavor = job.flavor.clone().unwrap_or_default();
         // A run's job as the reconciler priced it (a canceled one up to its last log line),
         // else HF's recorded running time.
-        let running_s = match recorded.get(&job.id) {
-            Some(secs) if follow_terminal(&job.status.stage) => *secs,
+        let running_s = match recorded.get(job.id.as_str()) {
+            Some(secs) if job.status.stage.has_ended() => *secs,
             _ => job.durations.running_secs.unwrap_or_else(|| {
                 match (epoch_of(job.started_at.as_deref()), epoch_of(job.finished_at.as_deref())) {
                     (Some(a), Some(b)) => (b - a) as f64,
@@ -89,7 +89,7 @@ pub async fn list(s: &AppState) -> Result<JobsView, ApiError> {
                 run_id: job.labels.get("arena-run").map(String::as_str),
                 purpose: &purpose,
                 flavor: &flavor,
-                stage: &job.status.stage,
+                stage: job.status.stage.as_str(),
                 created_at: job.created_at.as_deref(),
                 started_at: job.started_at.as_deref(),
                 finished_at: job.finished_at.as_deref(),
@@ -100,12 +100,12 @@ pub async fn list(s: &AppState) -> Result<JobsView, ApiError> {
         )
         .await?;
         jobs.push(JobRow {
-            job_id: job.id.clone(),
+            job_id: job.id.to_string(),
             purpose,
             run_id: job.labels.get("arena-run").cloned(),
             challenge_id: job.labels.get("arena-challenge").cloned(),
             flavor,
-            stage: job.status.stage.clone(),
+            stage: job.status.stage.to_string(),
             created_at: job.created_at.clone(),
             started_at: job.started_at.clone(),
             finished_at: job.finished_at.clone(),
@@ -121,7 +121,7 @@ pub async fn list(s: &AppState) -> Result<JobsView, ApiError> {
         .into_iter()
         .map(|(run_id, state, seen)| RelayRow {
             state: follow::relay_now(RelayState::parse(&state), seen, now, s.reconcile.relay_grace_s),
-            run_id,
+            run_id: run_id.into(),
             seen_epoch: seen,
         })
         .filter(|r| matches!(r.state, RelayState::Connected | RelayState::Reconnecting))
@@ -162,10 +162,6 @@ pub fn heldout_unchecked(s: &AppState) -> Vec<String> {
         }
     }
     out
-}
-
-fn follow_terminal(stage: &str) -> bool {
-    matches!(stage, "COMPLETED" | "CANCELED" | "ERROR" | "DELETED")
 }
 
 /// Every reservation of the ledger, newest first.

@@ -5,10 +5,14 @@
 //! `domain::openenv::admission`; each probe's outcome is stored with the submission, so a restart
 //! resumes with the tasks still to probe, and every sandbox is stopped when its probe ends.
 
+use domain::ids::{JobId, SubmissionId, TaskId};
+use domain::runs::JobStage;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use domain::openenv::admission::{self, Answer, Outcome, Probe, Step, TaskProbe, Verdict};
+use domain::openenv::admission::{
+    self, Answer, Outcome, Probe, SlotState, Step, SubmissionState, TaskProbe, Verdict,
+};
 use domain::openenv::{SubmissionReport, SubmissionRequest};
 use domain::ErrorCode;
 use futures_util::{SinkExt, StreamExt};
@@ -37,9 +41,9 @@ fn author(code: ErrorCode, message: impl Into<String>) -> Outcome {
 /// One task's probe in one fresh sandbox; the sandbox is stopped whatever happens.
 pub async fn probe_task(
     s: &AppState,
-    submission: &str,
+    submission: &SubmissionId,
     request: &SubmissionRequest,
-    task_id: &str,
+    task_id: &TaskId,
     image: &str,
     port: u16,
 ) -> Outcome {
@@ -90,16 +94,14 @@ pub async fn probe_task(
     outcome
 }
 
-async fn probe_in(s: &AppState, job_id: &str, request: &SubmissionRequest, task_id: &str) -> Outcome {
+async fn probe_in(s: &AppState, job_id: &JobId, request: &SubmissionRequest, task_id: &TaskId) -> Outcome {
     let start = Instant::now();
     let url = loop {
         match s.deps.jobs.inspect(job_id).await {
-            Ok(job) if job.status.stage == "RUNNING" && !job.status.expose_urls.is_empty() => {
+            Ok(job) if job.status.stage == JobStage::Running && !job.status.expose_urls.is_empty() => {
                 break job.status.expose_urls[0].trim_end_matches('/').to_string()
             }
-            Ok(job)
-                if matches!(job.status.stage.as_str(), "ERROR" | "CANCELED" | "DELETED" | "COMPLETED") =>
-            {
+            Ok(job) if job.status.stage.has_ended() => {
                 return platform(
                     ErrorCode::SandboxStartupFailed,
                     format!(
@@ -183,7 +185,7 @@ async fn answer(r: Result<reqwest::Response, reqwest::Error>) -> Option<Answer> 
 
 /// The example episode over `/ws`: a reset with the task id, then the actions in order until the
 /// episode ends.
-async fn episode(url: &str, task_id: &str, actions: &[Value]) -> Result<(Step, Vec<Step>), String> {
+async fn episode(url: &str, task_id: &TaskId, actions: &[Value]) -> Result<(Step, Vec<Step>), String> {
     let ws = url.replacen("http://", "ws://", 1).replacen("https://", "wss://", 1);
     let config = tokio_tungstenite::tungstenite::protocol::WebSocketConfig::default()
         .max_message_size(Some(MAX_ANSWER_BYTES))
@@ -249,9 +251,9 @@ pub async fn sweep(s: &AppState) -> Result<usize, crate::http::ApiError> {
             return Ok(0);
         }
     };
-    let (_, now) = s.now();
+    let now = s.now().epoch;
     let mut stopped = 0;
-    for job in jobs.iter().filter(|j| matches!(j.status.stage.as_str(), "SCHEDULING" | "RUNNING")) {
+    for job in jobs.iter().filter(|j| matches!(j.status.stage, JobStage::Scheduling | JobStage::Running)) {
         let submission = job.labels.get("arena-submission").map(String::as_str).unwrap_or_default();
         if crate::openenv::repo::probing(&s.db, submission, now).await? {
             continue;
@@ -268,48 +270,86 @@ pub async fn sweep(s: &AppState) -> Result<usize, crate::http::ApiError> {
 }
 
 /// One pass: sandboxes left running are stopped, then each submission still validating gets its
-/// pending probes and its verdict.
+/// pending probes and its verdict, under its admission lease (renewed while the probes run, so
+/// that no other server probes it a second time).
 pub async fn pass(s: &AppState) -> Result<usize, crate::http::ApiError> {
     sweep(s).await?;
-    let mut decided = 0;
-    for (account_id, submission_id) in crate::openenv::repo::validating_ids(&s.db).await? {
-        let (_, now) = s.now();
-        let me = s.lease_holder();
-        let lease_s = s.openenv.lease_s;
-        if !crate::openenv::repo::lease(&s.db, &account_id, &submission_id, &me, now, now + lease_s).await? {
-            continue;
-        }
-        // The lease is renewed every third of its length while the probes run, so that no other
-        // server takes the submission over and probes it a second time.
-        let renew = async {
-            loop {
-                tokio::time::sleep(Duration::from_secs((lease_s / 3).max(1) as u64)).await;
-                let (_, now) = s.now();
-                match crate::openenv::repo::renew(&s.db, &account_id, &submission_id, &me, now + lease_s)
-                    .await
-                {
-                    Ok(true) => {}
-                    Ok(false) => tracing::warn!(submission = %submission_id, "the admission lease was lost"),
-                    Err(e) => {
-                        tracing::warn!(submission = %submission_id, error = %e, "renewing the admission lease failed")
-                    }
-                }
-            }
-        };
-        let outcome = tokio::select! {
-            outcome = admit(s, &account_id, &submission_id) => outcome,
-            never = renew => never,
-        };
-        crate::openenv::repo::release(&s.db, &account_id, &submission_id, &me).await?;
-        if outcome? {
-            decided += 1;
-        }
+    crate::engine::pass(s, &Admissions).await
+}
+
+/// A submission in admission: its account and id.
+pub struct Validating {
+    pub account_id: String,
+    pub submission_id: SubmissionId,
+}
+
+impl std::fmt::Display for Validating {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.submission_id)
     }
-    Ok(decided)
+}
+
+/// OpenEnv submissions being admitted, on the engine (`crate::engine`).
+pub struct Admissions;
+
+#[async_trait::async_trait]
+impl crate::engine::Track for Admissions {
+    type Key = Validating;
+    const RECORD: &'static str = "submission";
+
+    /// One at a time: a submission's probes run several sandboxes at once already.
+    fn at_once(&self) -> usize {
+        1
+    }
+
+    fn lease_s(&self, s: &AppState) -> i64 {
+        s.openenv.lease_s
+    }
+
+    async fn due(&self, s: &AppState) -> Result<Vec<Validating>, crate::http::ApiError> {
+        Ok(crate::openenv::repo::validating_ids(&s.db)
+            .await?
+            .into_iter()
+            .map(|(account_id, submission_id)| Validating { account_id, submission_id })
+            .collect())
+    }
+
+    async fn lease(
+        &self,
+        s: &AppState,
+        k: &Validating,
+        holder: &str,
+        now: i64,
+        until: i64,
+    ) -> Result<bool, sqlx::Error> {
+        crate::openenv::repo::lease(&s.db, &k.account_id, &k.submission_id, holder, now, until).await
+    }
+
+    async fn renew(
+        &self,
+        s: &AppState,
+        k: &Validating,
+        holder: &str,
+        until: i64,
+    ) -> Result<bool, sqlx::Error> {
+        crate::openenv::repo::renew(&s.db, &k.account_id, &k.submission_id, holder, until).await
+    }
+
+    async fn release(&self, s: &AppState, k: &Validating, holder: &str) -> Result<(), sqlx::Error> {
+        crate::openenv::repo::release(&s.db, &k.account_id, &k.submission_id, holder).await
+    }
+
+    async fn step(&self, s: &AppState, k: &Validating) -> Result<bool, String> {
+        admit(s, &k.account_id, &k.submission_id).await.map_err(|e| e.to_string())
+    }
 }
 
 /// Probes what is pending of one submission and stores its verdict; true once it is decided.
-async fn admit(s: &AppState, account_id: &str, submission_id: &str) -> Result<bool, crate::http::ApiError> {
+async fn admit(
+    s: &AppState,
+    account_id: &str,
+    submission_id: &SubmissionId,
+) -> Result<bool, crate::http::ApiError> {
     let Some(stored) = crate::openenv::repo::get(&s.db, account_id, submission_id).await? else {
         return Ok(false);
     };
@@ -359,7 +399,11 @@ async fn admit(s: &AppState, account_id: &str, submission_id: &str) -> Result<bo
         let mut running = futures_util::stream::iter(pending)
             .map(|(i, task)| async move {
                 let outcome = match image_of(&task) {
-                    Some((image, port)) => probe_task(s, submission_id, request, &task, &image, port).await,
+                    // Checked at submission with the task id's rule, so it parses.
+                    Some((image, port)) => match TaskId::parse(&task) {
+                        Ok(task) => probe_task(s, submission_id, request, &task, &image, port).await,
+                        Err(e) => platform(ErrorCode::AdmissionInfrastructureFailure, e.to_string()),
+                    },
                     None => {
                         platform(ErrorCode::AdmissionInfrastructureFailure, "no image recorded for the task")
                     }
@@ -379,14 +423,14 @@ async fn admit(s: &AppState, account_id: &str, submission_id: &str) -> Result<bo
 async fn finish(
     s: &AppState,
     account_id: &str,
-    submission_id: &str,
+    submission_id: &SubmissionId,
     probes: &[TaskProbe],
     verdict: Verdict,
 ) -> Result<(), crate::http::ApiError> {
-    let (now, _) = s.now();
+    let now = s.now().text;
     let (state, slot, origin, errors) = match verdict {
-        Verdict::Validated => ("validated", "used", None, Vec::new()),
-        Verdict::Rejected { origin, slot, errors } => ("rejected", slot, Some(origin), errors),
+        Verdict::Validated => (SubmissionState::Validated, SlotState::Used, None, Vec::new()),
+        Verdict::Rejected { origin, slot, errors } => (SubmissionState::Rejected, slot, Some(origin), errors),
         Verdict::Pending => return Ok(()),
     };
     let report = SubmissionReport {
@@ -413,6 +457,6 @@ async fn finish(
         &now,
     )
     .await?;
-    tracing::info!(submission = %submission_id, state, slot, "admission decided");
+    tracing::info!(submission = %submission_id, %state, %slot, "admission decided");
     Ok(())
 }

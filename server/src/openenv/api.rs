@@ -12,6 +12,7 @@ use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
+use crate::http::ids::id as parse_id;
 use crate::http::{ApiError, ApiJson};
 use crate::identity::{same_bytes, sha256_hex, User};
 use crate::AppState;
@@ -81,7 +82,7 @@ pub async fn get(
     Path(id): Path<String>,
     User(me): User,
 ) -> Result<Json<SubmissionView>, ApiError> {
-    Ok(Json(crate::openenv::service::get(&s, &me, &id).await?))
+    Ok(Json(crate::openenv::service::get(&s, &me, &parse_id(&id)?).await?))
 }
 
 #[utoipa::path(get, path = "/api/openenv/runs/{id}", tag = "openenv", params(("id" = String, Path)),
@@ -96,7 +97,7 @@ pub async fn run(
     User(me): User,
 ) -> Result<Json<domain::openenv::run::OpenEnvRunView>, ApiError> {
     crate::openenv::service::require_connected(&s).await?;
-    Ok(Json(crate::openenv::runs::view(&s, &me, &id).await?))
+    Ok(Json(crate::openenv::runs::view(&s, &me, &parse_id(&id)?).await?))
 }
 
 #[utoipa::path(get, path = "/api/openenv/runs/{id}/events", tag = "openenv", params(("id" = String, Path)),
@@ -111,7 +112,7 @@ pub async fn run_events(
     User(me): User,
 ) -> Result<Json<domain::openenv::run::RunEvents>, ApiError> {
     crate::openenv::service::require_connected(&s).await?;
-    Ok(Json(crate::openenv::runs::events(&s, &me, &id).await?))
+    Ok(Json(crate::openenv::runs::events(&s, &me, &parse_id(&id)?).await?))
 }
 
 #[utoipa::path(post, path = "/api/openenv/runs/{id}/cancel", tag = "openenv", params(("id" = String, Path)),
@@ -126,7 +127,7 @@ pub async fn cancel_run(
     User(me): User,
 ) -> Result<Json<domain::openenv::run::OpenEnvRunView>, ApiError> {
     crate::openenv::service::require_connected(&s).await?;
-    Ok(Json(crate::openenv::runs::cancel(&s, &me, &id).await?))
+    Ok(Json(crate::openenv::runs::cancel(&s, &me, &parse_id(&id)?).await?))
 }
 
 const MAX_MESSAGE: usize = 64 * 1024;

@@ -1,5 +1,7 @@
 //! OpenEnv submissions, the accounts' quota slots, and the training cluster's connection.
 
+use domain::ids::SubmissionId;
+use domain::openenv::admission::{ErrorOrigin, SlotState, SubmissionState};
 use domain::openenv::QUOTA_WINDOW_S;
 use sqlx::any::AnyRow;
 use sqlx::Row;
@@ -14,8 +16,8 @@ pub struct Stored {
     pub body_hash: String,
     pub body: String,
     pub images: String,
-    pub state: String,
-    pub slot_state: String,
+    pub state: SubmissionState,
+    pub slot_state: SlotState,
     pub report: String,
     pub error_origin: Option<String>,
     pub run_id: Option<String>,
@@ -28,6 +30,14 @@ const COLUMNS: &str =
     "account_id, account, submission_id, body_hash, body, images, state, slot_state, report, \
     error_origin, run_id, probes, accepted_at, updated_at";
 
+/// A column holding one of an enum's words.
+fn word<T>(row: &AnyRow, column: &str, parse: fn(&str) -> Option<T>) -> Result<T, sqlx::Error> {
+    let stored: String = row.try_get(column)?;
+    parse(&stored).ok_or_else(|| {
+        sqlx::Error::Decode(format!("openenv_submissions.{column} holds unknown value `{stored}`").into())
+    })
+}
+
 fn stored(row: &AnyRow) -> Result<Stored, sqlx::Error> {
     Ok(Stored {
         account_id: row.try_get("account_id")?,
@@ -36,8 +46,8 @@ fn stored(row: &AnyRow) -> Result<Stored, sqlx::Error> {
         body_hash: row.try_get("body_hash")?,
         body: row.try_get("body")?,
         images: row.try_get("images")?,
-        state: row.try_get("state")?,
-        slot_state: row.try_get("slot_state")?,
+        state: word(row, "state", SubmissionState::parse)?,
+        slot_state: word(row, "slot_state", SlotState::parse)?,
         report: row.try_get("report")?,
         error_origin: row.try_get("error_origin")?,
         run_id: row.try_get("run_id")?,
@@ -225,7 +235,7 @@ pub async fn cluster_gone(db: &Db, holder: &str) -> Result<(), sqlx::Error> {
 }
 
 /// Submissions waiting for admission: (account, submission id), oldest first.
-pub async fn validating_ids(db: &Db) -> Result<Vec<(String, String)>, sqlx::Error> {
+pub async fn validating_ids(db: &Db) -> Result<Vec<(String, SubmissionId)>, sqlx::Error> {
     sqlx::query("SELECT account_id, submission_id FROM openenv_submissions WHERE state = 'validating' ORDER BY seq LIMIT 50")
         .fetch_all(&db.pool)
         .await?
@@ -314,9 +324,9 @@ pub async fn decide(
     db: &Db,
     account_id: &str,
     submission_id: &str,
-    state: &str,
-    slot: &str,
-    origin: Option<&str>,
+    state: SubmissionState,
+    slot: SlotState,
+    origin: Option<ErrorOrigin>,
     report: &str,
     probes: &str,
     now: &str,
@@ -328,15 +338,15 @@ pub async fn decide(
     )
     .bind(account_id)
     .bind(submission_id)
-    .bind(state)
-    .bind(slot)
-    .bind(origin)
+    .bind(state.as_str())
+    .bind(slot.as_str())
+    .bind(origin.map(ErrorOrigin::as_str))
     .bind(report)
     .bind(probes)
     .bind(now)
     .execute(&mut *tx)
     .await?;
-    if slot == "returned" {
+    if slot == SlotState::Returned {
         sqlx::query("DELETE FROM openenv_quota WHERE account_id = $1 AND submission_id = $2")
             .bind(account_id)
             .bind(submission_id)

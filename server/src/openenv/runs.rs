@@ -17,6 +17,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use domain::ids::OpenEnvRunId;
 use domain::openenv::episode::{EPISODES_PER_STEP, QUEUE_TIMEOUT_S, RUN_LIMIT_S};
 use domain::openenv::run::{reward_curve, OpenEnvRunView, RunEvent, RunEvents, RunFailure, RunState};
 use domain::openenv::SubmissionRequest;
@@ -75,7 +76,7 @@ pub async fn on_message(s: &AppState, text: &str) -> Vec<Value> {
 }
 
 async fn handle(s: &AppState, message: ClusterMessage) -> Result<Vec<Value>, sqlx::Error> {
-    let (at, epoch) = s.now();
+    let domain::time::Timestamp { text: at, epoch } = s.now();
     match message {
         ClusterMessage::Hello { gpus_free, sandboxes_free, runs } => {
             crate::openenv::repo::cluster_seen(
@@ -145,6 +146,7 @@ async fn forget_lost(s: &AppState, held: &[String], at: &str) -> Result<Vec<Valu
         crate::openenv::runs_repo::end(
             &s.db,
             &run.run_id,
+            None,
             RunState::Failed,
             Some(ErrorCode::RunTrainerFailed.as_str()),
             "RUN_TRAINER_FAILED: the training cluster reconnected without this run",
@@ -198,7 +200,7 @@ async fn schedule(s: &AppState) -> Result<Option<RunRow>, sqlx::Error> {
     let Some((account_id, submission_id)) = crate::openenv::runs_repo::queue_head(&s.db).await? else {
         return Ok(None);
     };
-    let (at, epoch) = s.now();
+    let domain::time::Timestamp { text: at, epoch } = s.now();
     let run_id = format!("oe-{}", crate::identity::random_hex(8));
     if !crate::openenv::runs_repo::assign(&s.db, &run_id, &account_id, &submission_id, &at, epoch).await? {
         return Ok(None);
@@ -251,34 +253,74 @@ async fn assignment(s: &AppState, run: &RunRow) -> Result<Option<Value>, sqlx::E
 /// The worker's pass: runs whose trainer has not started on a GPU two hours after their
 /// assignment fail with `RUN_QUEUE_TIMEOUT` (their time is not spent; the cluster gets a stop).
 pub async fn sweep(s: &AppState) -> Result<usize, ApiError> {
-    let (at, now) = s.now();
-    let mut ended = 0;
-    for run in crate::openenv::runs_repo::in_states(&s.db, &[RunState::Starting]).await? {
-        if now - run.assigned_epoch >= QUEUE_TIMEOUT_S {
-            let message = "RUN_QUEUE_TIMEOUT: the trainer did not start on a GPU within two hours; none of the run's time was spent";
-            if crate::openenv::runs_repo::end(
-                &s.db,
-                &run.run_id,
-                RunState::Failed,
-                Some("RUN_QUEUE_TIMEOUT"),
-                message,
-                &at,
-            )
-            .await?
-            {
-                ended += 1;
-            }
-        }
-    }
-    Ok(ended)
+    crate::engine::pass(s, &QueueTimeouts).await
 }
 
-fn not_found(run_id: &str) -> ApiError {
+/// OpenEnv runs past the queue's limit, on the engine (`crate::engine`).
+pub struct QueueTimeouts;
+
+/// Long enough for one run's end to be written.
+const SWEEP_LEASE_S: i64 = 30;
+
+#[async_trait::async_trait]
+impl crate::engine::Track for QueueTimeouts {
+    type Key = String;
+    const RECORD: &'static str = "OpenEnv run";
+
+    fn at_once(&self) -> usize {
+        1
+    }
+
+    fn lease_s(&self, _: &AppState) -> i64 {
+        SWEEP_LEASE_S
+    }
+
+    async fn due(&self, s: &AppState) -> Result<Vec<String>, ApiError> {
+        Ok(crate::openenv::runs_repo::starting_before(&s.db, s.now().epoch - QUEUE_TIMEOUT_S).await?)
+    }
+
+    async fn lease(
+        &self,
+        s: &AppState,
+        id: &String,
+        holder: &str,
+        now: i64,
+        until: i64,
+    ) -> Result<bool, sqlx::Error> {
+        crate::openenv::runs_repo::lease(&s.db, id, holder, now, until).await
+    }
+
+    async fn renew(&self, s: &AppState, id: &String, holder: &str, until: i64) -> Result<bool, sqlx::Error> {
+        crate::openenv::runs_repo::renew(&s.db, id, holder, until).await
+    }
+
+    async fn release(&self, s: &AppState, id: &String, holder: &str) -> Result<(), sqlx::Error> {
+        crate::openenv::runs_repo::release(&s.db, id, holder).await
+    }
+
+    /// Ends the run unless it started (or ended) since it was found due.
+    async fn step(&self, s: &AppState, id: &String) -> Result<bool, String> {
+        let message = "RUN_QUEUE_TIMEOUT: the trainer did not start on a GPU within two hours; none of the run's time was spent";
+        crate::openenv::runs_repo::end(
+            &s.db,
+            id,
+            Some(RunState::Starting),
+            RunState::Failed,
+            Some("RUN_QUEUE_TIMEOUT"),
+            message,
+            &s.now().text,
+        )
+        .await
+        .map_err(|e| e.to_string())
+    }
+}
+
+fn not_found(run_id: &OpenEnvRunId) -> ApiError {
     ApiError::new(ErrorCode::RunNotFound, format!("you have no OpenEnv run `{run_id}`"))
 }
 
 /// The run, if `me` may see it (its submitter, or an editor); anyone else gets a 404.
-async fn visible(s: &AppState, me: &Identity, run_id: &str) -> Result<(RunRow, String), ApiError> {
+async fn visible(s: &AppState, me: &Identity, run_id: &OpenEnvRunId) -> Result<(RunRow, String), ApiError> {
     let run = crate::openenv::runs_repo::get(&s.db, run_id).await?.ok_or_else(|| not_found(run_id))?;
     if run.account_id != me.id && !me.editor {
         return Err(not_found(run_id));
@@ -290,7 +332,7 @@ async fn visible(s: &AppState, me: &Identity, run_id: &str) -> Result<(RunRow, S
     Ok((run, account))
 }
 
-pub async fn view(s: &AppState, me: &Identity, run_id: &str) -> Result<OpenEnvRunView, ApiError> {
+pub async fn view(s: &AppState, me: &Identity, run_id: &OpenEnvRunId) -> Result<OpenEnvRunView, ApiError> {
     let (run, account) = visible(s, me, run_id).await?;
     let events = crate::openenv::runs_repo::events(&s.db, run_id).await?;
     Ok(run_view(&run, account, &events))
@@ -314,7 +356,7 @@ pub fn run_view(run: &RunRow, account: String, events: &[RunEvent]) -> OpenEnvRu
     }
 }
 
-pub async fn events(s: &AppState, me: &Identity, run_id: &str) -> Result<RunEvents, ApiError> {
+pub async fn events(s: &AppState, me: &Identity, run_id: &OpenEnvRunId) -> Result<RunEvents, ApiError> {
     visible(s, me, run_id).await?;
     Ok(RunEvents {
         run_id: run_id.to_string(),
@@ -326,7 +368,7 @@ pub async fn events(s: &AppState, me: &Identity, run_id: &str) -> Result<RunEven
 pub async fn view_with_events(
     s: &AppState,
     me: &Identity,
-    run_id: &str,
+    run_id: &OpenEnvRunId,
 ) -> Result<(OpenEnvRunView, Vec<RunEvent>), ApiError> {
     let (run, account) = visible(s, me, run_id).await?;
     let events = crate::openenv::runs_repo::events(&s.db, run_id).await?;
@@ -335,15 +377,15 @@ pub async fn view_with_events(
 
 /// `POST /api/openenv/runs/{id}/cancel`: an editor stops a run; the cluster gets a stop. Resent, it
 /// answers the run as it is.
-pub async fn cancel(s: &AppState, me: &Identity, run_id: &str) -> Result<OpenEnvRunView, ApiError> {
+pub async fn cancel(s: &AppState, me: &Identity, run_id: &OpenEnvRunId) -> Result<OpenEnvRunView, ApiError> {
     let (run, account) = visible(s, me, run_id).await?;
     if !me.editor {
         return Err(ApiError::new(ErrorCode::Forbidden, "only a BenchFlow editor can stop an OpenEnv run"));
     }
     if !run.state.terminal() {
-        let (at, _) = s.now();
+        let at = s.now().text;
         let message = format!("cancelled by {}", me.name);
-        crate::openenv::runs_repo::end(&s.db, run_id, RunState::Cancelled, None, &message, &at).await?;
+        crate::openenv::runs_repo::end(&s.db, run_id, None, RunState::Cancelled, None, &message, &at).await?;
     }
     let run = crate::openenv::runs_repo::get(&s.db, run_id).await?.ok_or_else(|| not_found(run_id))?;
     let events = crate::openenv::runs_repo::events(&s.db, run_id).await?;

@@ -71,6 +71,51 @@ pub async fn list(db: &Db, account_id: Option<&str>) -> Result<Vec<RunRow>, sqlx
 }
 
 /// Runs in the given states.
+/// Runs assigned before `epoch` that are still `starting`: past the queue's limit.
+pub async fn starting_before(db: &Db, epoch: i64) -> Result<Vec<String>, sqlx::Error> {
+    sqlx::query("SELECT run_id FROM openenv_runs WHERE state = 'starting' AND assigned_epoch <= $1 ORDER BY assigned_epoch")
+        .bind(epoch)
+        .fetch_all(&db.pool)
+        .await?
+        .iter()
+        .map(|r| r.try_get("run_id"))
+        .collect()
+}
+
+/// Takes the run's lease for `owner` until `until`; false while another holder has it.
+pub async fn lease(db: &Db, run_id: &str, owner: &str, now: i64, until: i64) -> Result<bool, sqlx::Error> {
+    let done = sqlx::query(
+        "UPDATE openenv_runs SET lease_owner = $2, lease_until = $4 \
+         WHERE run_id = $1 AND (lease_owner IS NULL OR lease_until < $3)",
+    )
+    .bind(run_id)
+    .bind(owner)
+    .bind(now)
+    .bind(until)
+    .execute(&db.writer)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+pub async fn renew(db: &Db, run_id: &str, owner: &str, until: i64) -> Result<bool, sqlx::Error> {
+    let done = sqlx::query("UPDATE openenv_runs SET lease_until = $3 WHERE run_id = $1 AND lease_owner = $2")
+        .bind(run_id)
+        .bind(owner)
+        .bind(until)
+        .execute(&db.writer)
+        .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+pub async fn release(db: &Db, run_id: &str, owner: &str) -> Result<(), sqlx::Error> {
+    sqlx::query("UPDATE openenv_runs SET lease_owner = NULL, lease_until = NULL WHERE run_id = $1 AND lease_owner = $2")
+        .bind(run_id)
+        .bind(owner)
+        .execute(&db.writer)
+        .await?;
+    Ok(())
+}
+
 pub async fn in_states(db: &Db, states: &[RunState]) -> Result<Vec<RunRow>, sqlx::Error> {
     let list = states.iter().map(|s| format!("'{}'", s.as_str())).collect::<Vec<_>>().join(", ");
     sqlx::query(&format!(
@@ -270,10 +315,12 @@ fn error_code_of(message: &str) -> Option<String> {
 }
 
 /// The arena ends a run itself (an editor's cancel, or the queue timeout): the state, its event
-/// after the last one, and the reason; false when it had already ended.
+/// after the last one, and the reason; false when it had already ended, or (with `only_from`)
+/// had moved on from that state.
 pub async fn end(
     db: &Db,
     run_id: &str,
+    only_from: Option<RunState>,
     state: RunState,
     code: Option<&str>,
     message: &str,
@@ -283,7 +330,7 @@ pub async fn end(
     let Some(run) = run_in(&mut tx, run_id).await? else {
         return Ok(false);
     };
-    if run.state.terminal() {
+    if run.state.terminal() || only_from.is_some_and(|from| run.state != from) {
         return Ok(false);
     }
     // Far past anything the cluster has sent, so that its own events never take this sequence.

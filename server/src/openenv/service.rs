@@ -5,6 +5,8 @@
 
 use std::collections::BTreeMap;
 
+use domain::ids::SubmissionId;
+use domain::openenv::admission::SubmissionState;
 use domain::openenv::run::RunState;
 use domain::openenv::{
     self, Compatibility, ImageFacts, ImageView, RunRef, Slot, SubmissionReport, SubmissionRequest,
@@ -28,7 +30,7 @@ const RETRY_S: u64 = 30;
 
 /// Whether the training cluster is connected (heard from within the relay grace period).
 pub async fn connected(s: &AppState) -> Result<bool, ApiError> {
-    let (_, now) = s.now();
+    let now = s.now().epoch;
     Ok(match crate::openenv::repo::cluster(&s.db).await? {
         Some((connected, seen, _, _)) => connected && now - seen <= s.reconcile.relay_grace_s,
         None => false,
@@ -149,7 +151,7 @@ pub async fn submit(s: &AppState, me: &Identity, body: Value) -> Result<Submissi
         return resend(stored, &hash, state);
     }
     // The account's slot before any registry request: a held slot costs the registries nothing.
-    let (_, epoch_now) = s.now();
+    let epoch_now = s.now().epoch;
     if let Some(frees) = crate::openenv::repo::quota_frees(&s.db, &me.id, epoch_now).await? {
         return Err(quota_used(frees - epoch_now));
     }
@@ -187,7 +189,7 @@ pub async fn submit(s: &AppState, me: &Identity, body: Value) -> Result<Submissi
         });
     }
     openenv::check_total_size(&facts.iter().collect::<Vec<_>>()).map_err(refusal)?;
-    let (now, epoch) = s.now();
+    let domain::time::Timestamp { text: now, epoch } = s.now();
     let images_json = serde_json::to_string(&images).expect("JSON");
     let body_json = serde_json::to_string(&body).expect("JSON");
     let new = NewSubmission {
@@ -246,19 +248,19 @@ fn view(stored: &Stored, existing: bool, run_state: Option<RunState>) -> Result<
     // Admission's per-task outcome, once it has one.
     let failed: BTreeMap<String, String> =
         report.errors.iter().filter_map(|e| e.task_id.clone().map(|t| (t, e.code.clone()))).collect();
-    let status = |task: &str| match (stored.state.as_str(), failed.get(task)) {
+    let status = |task: &str| match (stored.state, failed.get(task)) {
         (_, Some(code)) => Compatibility { status: "failed".into(), code: Some(code.clone()) },
-        ("validated", None) => Compatibility { status: "passed".into(), code: None },
+        (SubmissionState::Validated, None) => Compatibility { status: "passed".into(), code: None },
         _ => Compatibility { status: "pending".into(), code: None },
     };
     Ok(SubmissionView {
         submission_id: stored.submission_id.clone(),
         name: request.name,
         account: stored.account.clone(),
-        state: stored.state.clone(),
+        state: stored.state.as_str().to_string(),
         report,
         error_origin: stored.error_origin.clone(),
-        slot: Slot { state: stored.slot_state.clone() },
+        slot: Slot { state: stored.slot_state.as_str().to_string() },
         images: images
             .into_iter()
             .map(|i| ImageView {
@@ -279,7 +281,11 @@ fn view(stored: &Stored, existing: bool, run_state: Option<RunState>) -> Result<
 }
 
 /// `GET /api/openenv/submissions/{id}`: the submitter's own; anyone else gets a 404.
-pub async fn get(s: &AppState, me: &Identity, submission_id: &str) -> Result<SubmissionView, ApiError> {
+pub async fn get(
+    s: &AppState,
+    me: &Identity,
+    submission_id: &SubmissionId,
+) -> Result<SubmissionView, ApiError> {
     require_connected(s).await?;
     let stored = crate::openenv::repo::get(&s.db, &me.id, submission_id).await?.ok_or_else(|| {
         ApiError::new(ErrorCode::SubmissionNotFound, format!("you have no submission `{submission_id}`"))

@@ -66,7 +66,7 @@ pub struct GpuMetrics {
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct JobStatus {
-    pub stage: String,
+    pub stage: domain::runs::JobStage,
     #[serde(default)]
     pub message: Option<String>,
     /// Where an exposed port is reached once the job runs.
@@ -89,7 +89,7 @@ pub struct JobDurations {
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Job {
-    pub id: String,
+    pub id: domain::ids::JobId,
     pub status: JobStatus,
     #[serde(default)]
     pub command: Vec<String>,

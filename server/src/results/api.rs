@@ -7,6 +7,7 @@ use domain::ApiErrorBody;
 use serde::Deserialize;
 use utoipa::IntoParams;
 
+use crate::http::ids::id as parse_id;
 use crate::http::{ApiError, ApiJson, ApiQuery};
 use crate::identity::User;
 use crate::AppState;
@@ -26,7 +27,7 @@ pub async fn collect(
     Path((id, run_id)): Path<(String, String)>,
     User(me): User,
 ) -> Result<(StatusCode, Json<domain::results::ResultView>), ApiError> {
-    let r = crate::results::service::collect(&s, &id, &run_id, &me).await?;
+    let r = crate::results::service::collect(&s, &parse_id(&id)?, &parse_id(&run_id)?, &me).await?;
     Ok((if r.existing { StatusCode::OK } else { StatusCode::CREATED }, Json(r)))
 }
 
@@ -37,7 +38,7 @@ pub async fn result(
     State(s): State<AppState>,
     Path((id, run_id)): Path<(String, String)>,
 ) -> Result<Json<domain::results::ResultView>, ApiError> {
-    Ok(Json(crate::results::service::get(&s, &id, &run_id).await?))
+    Ok(Json(crate::results::service::get(&s, &parse_id(&id)?, &parse_id(&run_id)?).await?))
 }
 
 #[utoipa::path(post, path = "/api/challenges/{id}/runs/{run_id}/result/review", tag = "results",
@@ -54,7 +55,7 @@ pub async fn review(
     User(me): User,
     ApiJson(r): ApiJson<domain::results::Review>,
 ) -> Result<Json<domain::results::ResultView>, ApiError> {
-    Ok(Json(crate::results::service::review(&s, &id, &run_id, &me, r).await?))
+    Ok(Json(crate::results::service::review(&s, &parse_id(&id)?, &parse_id(&run_id)?, &me, r).await?))
 }
 
 #[derive(Deserialize, IntoParams)]
@@ -72,8 +73,11 @@ pub async fn leaderboard(
     Path(id): Path<String>,
     ApiQuery(p): ApiQuery<BoardParams>,
 ) -> Result<axum::response::Response, ApiError> {
-    let board =
-        crate::results::service::leaderboard(&s, &id, p.benchmark.as_deref().filter(|b| !b.is_empty()))
-            .await?;
+    let board = crate::results::service::leaderboard(
+        &s,
+        &parse_id(&id)?,
+        p.benchmark.as_deref().filter(|b| !b.is_empty()),
+    )
+    .await?;
     Ok(axum::response::IntoResponse::into_response(board))
 }

@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 
 use domain::collection::report::TaskStatus;
+use domain::ids::{ChallengeId, RunId};
 use domain::results::{self, Evidence, RankedRun, ResultView, Review, ReviewView, RunEvidence, Verified};
 use domain::runs::{Purpose, RunState};
 use domain::score::Z95;
@@ -119,8 +120,8 @@ pub async fn verify_run(
 /// `result collect`: the run's author, the collection's author or an editor; idempotent.
 pub async fn collect(
     s: &AppState,
-    challenge_id: &str,
-    run_id: &str,
+    challenge_id: &ChallengeId,
+    run_id: &RunId,
     me: &Identity,
 ) -> Result<ResultView, ApiError> {
     let run = crate::runs::service::find(s, run_id).await?;
@@ -160,7 +161,7 @@ pub async fn collect(
         .filter(|t| t.status == TaskStatus::Eligible)
         .map(|t| t.identity.clone())
         .collect();
-    let (now, _) = s.now();
+    let now = s.now().text;
     let (inserted, stored) = crate::results::repo::insert(
         &s.db,
         &NewResult {
@@ -205,11 +206,11 @@ pub fn refused(e: results::Refused, editor: bool) -> ApiError {
 }
 
 /// A run's collected result, on any challenge (the run page knows only its id).
-pub async fn of_run(s: &AppState, run_id: &str) -> Result<Option<ResultView>, ApiError> {
+pub async fn of_run(s: &AppState, run_id: &RunId) -> Result<Option<ResultView>, ApiError> {
     Ok(crate::results::repo::get(&s.db, run_id).await?.map(|r| view(&r, true)))
 }
 
-pub async fn get(s: &AppState, challenge_id: &str, run_id: &str) -> Result<ResultView, ApiError> {
+pub async fn get(s: &AppState, challenge_id: &ChallengeId, run_id: &RunId) -> Result<ResultView, ApiError> {
     crate::results::repo::get(&s.db, run_id)
         .await?
         .filter(|r| r.challenge_id == challenge_id)
@@ -225,8 +226,8 @@ pub async fn get(s: &AppState, challenge_id: &str, run_id: &str) -> Result<Resul
 /// `result review`: editors only, once.
 pub async fn review(
     s: &AppState,
-    challenge_id: &str,
-    run_id: &str,
+    challenge_id: &ChallengeId,
+    run_id: &RunId,
     me: &Identity,
     r: Review,
 ) -> Result<ResultView, ApiError> {
@@ -235,7 +236,7 @@ pub async fn review(
     }
     r.check().map_err(|m| ApiError::new(ErrorCode::InvalidReview, m))?;
     let current = get(s, challenge_id, run_id).await?;
-    let (now, _) = s.now();
+    let now = s.now().text;
     // Milliseconds: the order of reviews decides a row's latest accepted run.
     let order = (s.deps.clock.now().unix_timestamp_nanos() / 1_000_000) as i64;
     if !crate::results::repo::review(&s.db, run_id, &r, &me.name, &now, order).await? {
@@ -251,7 +252,7 @@ pub async fn review(
 /// `GET /api/challenges/{id}/leaderboard[?benchmark=ID]`.
 pub async fn leaderboard(
     s: &AppState,
-    challenge_id: &str,
+    challenge_id: &ChallengeId,
     benchmark: Option<&str>,
 ) -> Result<Snapshot<Leaderboard>, ApiError> {
     let challenge = s.registry.challenge(challenge_id).ok_or_else(|| {
@@ -273,7 +274,7 @@ pub async fn leaderboard(
 
 async fn board(
     s: &AppState,
-    challenge_id: &str,
+    challenge_id: &ChallengeId,
     suites: Vec<String>,
     benchmark: Option<&str>,
 ) -> Result<Leaderboard, ApiError> {
@@ -347,7 +348,7 @@ async fn board(
 /// A challenge's rows on one benchmark alone (for `GET /api/benchmarks/{id}`).
 pub async fn benchmark_rows(
     s: &AppState,
-    challenge_id: &str,
+    challenge_id: &ChallengeId,
     benchmark: &str,
 ) -> Result<Vec<LeaderboardRow>, ApiError> {
     Ok(leaderboard(s, challenge_id, Some(benchmark)).await?.value.rows.clone())

@@ -8,6 +8,7 @@ use domain::{ApiErrorBody, ErrorCode};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
+use crate::http::ids::{id as parse_id, optional};
 use crate::http::{ApiError, ApiJson, ApiQuery};
 use crate::identity::{Caller, User};
 use crate::runs::service::{Launched, RunList};
@@ -36,7 +37,7 @@ pub async fn preflight(
         .environment_id
         .filter(|e| !e.is_empty())
         .ok_or_else(|| ApiError::new(ErrorCode::InvalidQuery, "`environment_id` is required (env-…)"))?;
-    Ok(Json(crate::runs::service::preflight(&s, &id, &env, me.as_ref()).await?))
+    Ok(Json(crate::runs::service::preflight(&s, &parse_id(&id)?, &parse_id(&env)?, me.as_ref()).await?))
 }
 
 #[utoipa::path(post, path = "/api/challenges/{id}/runs", tag = "runs", params(("id" = String, Path)), request_body = RunRequest,
@@ -57,7 +58,7 @@ pub async fn launch(
     User(me): User,
     ApiJson(req): ApiJson<RunRequest>,
 ) -> Result<(StatusCode, Json<Launched>), ApiError> {
-    let launched = crate::runs::service::launch(&s, &id, &me, req).await?;
+    let launched = crate::runs::service::launch(&s, &parse_id(&id)?, &me, req).await?;
     let status = if launched.existing { StatusCode::OK } else { StatusCode::CREATED };
     Ok((status, Json(launched)))
 }
@@ -78,7 +79,8 @@ pub async fn list(
     ApiQuery(p): ApiQuery<ListParams>,
 ) -> Result<Json<RunList>, ApiError> {
     Ok(Json(
-        crate::runs::service::list(&s, &id, p.environment_id.as_deref().filter(|e| !e.is_empty())).await?,
+        crate::runs::service::list(&s, &parse_id(&id)?, optional(p.environment_id.as_deref())?.as_ref())
+            .await?,
     ))
 }
 
@@ -89,7 +91,7 @@ pub async fn get(
     State(s): State<AppState>,
     Path((id, run_id)): Path<(String, String)>,
 ) -> Result<Json<RunDetail>, ApiError> {
-    Ok(Json(crate::runs::service::detail(&s, Some(&id), &run_id).await?))
+    Ok(Json(crate::runs::service::detail(&s, Some(&parse_id(&id)?), &parse_id(&run_id)?).await?))
 }
 
 #[utoipa::path(post, path = "/api/challenges/{id}/runs/{run_id}/cancel", tag = "runs",
@@ -104,5 +106,5 @@ pub async fn cancel(
     Path((id, run_id)): Path<(String, String)>,
     User(me): User,
 ) -> Result<Json<RunDetail>, ApiError> {
-    Ok(Json(crate::runs::service::cancel(&s, &id, &run_id, &me).await?))
+    Ok(Json(crate::runs::service::cancel(&s, &parse_id(&id)?, &parse_id(&run_id)?, &me).await?))
 }

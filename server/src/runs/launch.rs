@@ -13,9 +13,11 @@ use std::collections::BTreeMap;
 
 use domain::collection::package;
 use domain::collection::report::TaskStatus;
+use domain::ids::{EnvironmentId, JobId, RunId};
 use domain::pipeline::bundle::{self, JobManifest};
 use domain::pipeline::config::{self, TrainDataset};
 use domain::pipeline::{self as pipeline, secrets};
+use domain::runs::JobStage;
 use serde::{Deserialize, Serialize};
 
 use crate::http::ApiError;
@@ -27,7 +29,7 @@ use crate::AppState;
 pub const RUN_LABEL: &str = "arena-run";
 
 /// How long one server may work on a run before another may take over.
-const LEASE_S: i64 = 120;
+pub const LEASE_S: i64 = 120;
 
 fn dataset_step(e: DatasetError) -> Step {
     match e {
@@ -48,7 +50,7 @@ struct MirrorMarker {
     tasks_dir: String,
 }
 
-fn marker_path(run_id: &str) -> String {
+fn marker_path(run_id: &RunId) -> String {
     format!("{}/arena-mirror.json", pipeline::mirror_dir(run_id))
 }
 
@@ -57,7 +59,7 @@ fn marker_path(run_id: &str) -> String {
 async fn mirror_collection(
     s: &AppState,
     run: &Run,
-    environment_id: &str,
+    environment_id: &EnvironmentId,
 ) -> Result<(String, MirrorMarker), Step> {
     let ds = &s.runs_dataset;
     if let Some(found) = read_marker(s, run, "main").await? {
@@ -142,7 +144,7 @@ pub async fn bundle(s: &AppState, run: &Run) -> Result<String, Step> {
                 None => mirror_collection(s, run, environment_id).await?,
             };
             if run.mirror_commit.as_deref() != Some(&mirror) {
-                let (at, epoch) = s.now();
+                let domain::time::Timestamp { text: at, epoch } = s.now();
                 crate::runs::repo::collection_mirrored(&s.db, &run.id, &mirror, &at, epoch)
                     .await
                     .map_err(|e| Step::Unknown(e.to_string()))?;
@@ -179,7 +181,7 @@ pub async fn bundle(s: &AppState, run: &Run) -> Result<String, Step> {
         model_repo: None,
         private_artifacts: true,
         private_model: true,
-        run_id: run.id.clone(),
+        run_id: run.id.to_string(),
         schema_version: 1,
         submission_id,
         team_name,
@@ -195,7 +197,7 @@ pub async fn bundle(s: &AppState, run: &Run) -> Result<String, Step> {
 }
 
 /// Creates the run's HF job, unless one carrying its label exists.
-pub async fn create_job(s: &AppState, run: &Run) -> Result<(String, String), Step> {
+pub async fn create_job(s: &AppState, run: &Run) -> Result<(JobId, JobStage), Step> {
     let job_step = |e: JobError| {
         match e {
         JobError::Unavailable { reason, .. } => Step::Unknown(reason),
@@ -205,9 +207,8 @@ pub async fn create_job(s: &AppState, run: &Run) -> Result<(String, String), Ste
         other => Step::Failed(format!("HF Jobs refused the launch: {other}; stop and tell an organizer")),
     }
     };
-    if let Some(job) =
-        s.deps.jobs.find_by_label(RUN_LABEL, &run.id).await.map_err(job_step)?.into_iter().next()
-    {
+    let jobs = s.launcher_of(&run.challenge_id).map_err(Step::Failed)?;
+    if let Some(job) = jobs.find_by_label(RUN_LABEL, &run.id).await.map_err(job_step)?.into_iter().next() {
         return Ok((job.id, job.status.stage));
     }
     let c = s.challenge(&run.challenge_id).map_err(|e| Step::Failed(e.into_body().message))?;
@@ -236,8 +237,8 @@ pub async fn create_job(s: &AppState, run: &Run) -> Result<(String, String), Ste
     secrets_map.insert("ARENA_RUN_SECRET".into(), secret);
     secrets_map.insert(secrets::BRIDGE_KEY.into(), crate::identity::random_secret());
     let labels = BTreeMap::from([
-        (RUN_LABEL.to_string(), run.id.clone()),
-        ("arena-challenge".to_string(), run.challenge_id.clone()),
+        (RUN_LABEL.to_string(), run.id.to_string()),
+        ("arena-challenge".to_string(), run.challenge_id.to_string()),
         ("arena-request".to_string(), run.request_key.clone()),
         ("arena-purpose".to_string(), run.purpose.job_purpose().to_string()),
     ]);
@@ -254,7 +255,7 @@ pub async fn create_job(s: &AppState, run: &Run) -> Result<(String, String), Ste
         }),
         arguments: Vec::new(),
         environment: BTreeMap::from([
-            ("ARENA_RUN_ID".to_string(), run.id.clone()),
+            ("ARENA_RUN_ID".to_string(), run.id.to_string()),
             ("ARENA_URL".to_string(), s.public_url.clone()),
             ("ARENA_JOB_NAMESPACE".to_string(), s.jobs.namespace.clone()),
             ("ARENA_HEARTBEAT_S".to_string(), s.jobs.heartbeat_s.to_string()),
@@ -266,7 +267,7 @@ pub async fn create_job(s: &AppState, run: &Run) -> Result<(String, String), Ste
         attempts: c.spec.compute.attempts,
         expose: Some(Expose::public(bundle::bridge_port(&run.id))),
     };
-    let job = s.deps.jobs.create(&spec).await.map_err(job_step)?;
+    let job = jobs.create(&spec).await.map_err(job_step)?;
     Ok((job.id, job.status.stage))
 }
 
@@ -294,25 +295,19 @@ impl From<ApiError> for Advance {
 
 /// Takes the run's launch one step at a time to its end, under the run's lease. Safe to call
 /// again after a crash anywhere: every step first looks for what an earlier attempt did.
-pub async fn advance(s: &AppState, id: &str) -> Result<Run, Advance> {
-    let (_, t) = s.now();
-    let me = s.lease_holder();
-    if !crate::runs::repo::lease(&s.db, id, &me, t, t + LEASE_S).await? {
-        return Err(Advance::Busy);
-    }
-    let outcome = advance_leased(s, id).await;
-    crate::runs::repo::release_lease(&s.db, id, &me).await?;
+pub async fn advance(s: &AppState, id: &RunId) -> Result<Run, Advance> {
+    let outcome = crate::engine::leased(s, &Launching, id, advance_leased(s, id)).await?;
     s.changes.bump(crate::changes::Topic::Runs);
-    outcome
+    outcome.unwrap_or(Err(Advance::Busy))
 }
 
-async fn advance_leased(s: &AppState, id: &str) -> Result<Run, Advance> {
+async fn advance_leased(s: &AppState, id: &RunId) -> Result<Run, Advance> {
     let mut run =
         crate::runs::repo::get(&s.db, id).await?.ok_or_else(|| ApiError::internal("a run vanished"))?;
     if run.launch == LaunchStep::Reserved {
         match bundle(s, &run).await {
             Ok(commit) => {
-                let (at, epoch) = s.now();
+                let domain::time::Timestamp { text: at, epoch } = s.now();
                 crate::runs::repo::mirrored(&s.db, id, &commit, &at, epoch).await?
             }
             Err(Step::Unknown(reason)) => return Err(Advance::Unknown(reason)),
@@ -323,8 +318,8 @@ async fn advance_leased(s: &AppState, id: &str) -> Result<Run, Advance> {
     if run.launch == LaunchStep::Mirrored {
         match create_job(s, &run).await {
             Ok((job_id, status)) => {
-                let (at, epoch) = s.now();
-                crate::runs::repo::launched(&s.db, id, &job_id, &status, &at, epoch).await?
+                let domain::time::Timestamp { text: at, epoch } = s.now();
+                crate::runs::repo::launched(&s.db, id, &job_id, status.as_str(), &at, epoch).await?
             }
             Err(Step::Unknown(reason)) => return Err(Advance::Unknown(reason)),
             Err(Step::Failed(reason)) => {
@@ -337,8 +332,8 @@ async fn advance_leased(s: &AppState, id: &str) -> Result<Run, Advance> {
     Ok(run)
 }
 
-async fn fail(s: &AppState, id: &str, reason: &str, platform: bool) -> Result<Run, Advance> {
-    let (at, epoch) = s.now();
+async fn fail(s: &AppState, id: &RunId, reason: &str, platform: bool) -> Result<Run, Advance> {
+    let domain::time::Timestamp { text: at, epoch } = s.now();
     crate::runs::repo::launch_failed(&s.db, id, reason, platform, &at, epoch).await?;
     s.changes.bump(crate::changes::Topic::Ledger);
     Ok(crate::runs::repo::get(&s.db, id).await?.ok_or_else(|| ApiError::internal("a run vanished"))?)
@@ -352,16 +347,60 @@ pub enum Step {
 
 /// Launches left unfinished (a crash, HF down): the background launcher's pass.
 pub async fn resume_launches(s: &AppState) -> Result<usize, ApiError> {
-    let mut done = 0;
-    for id in crate::runs::repo::unlaunched(&s.db).await? {
-        match advance(s, &id).await {
-            Ok(_) => done += 1,
-            Err(Advance::Busy) => {}
-            Err(Advance::Unknown(reason)) => {
-                tracing::warn!(run = %id, %reason, "a launch is still unfinished")
-            }
-            Err(Advance::Internal(e)) => tracing::error!(run = %id, error = ?e, "resuming a launch failed"),
-        }
+    let done = crate::engine::pass(s, &Launching).await?;
+    if done > 0 {
+        s.changes.bump(crate::changes::Topic::Runs);
     }
     Ok(done)
+}
+
+/// Runs and baselines whose launch is unfinished, on the engine (`crate::engine`), under the
+/// run's one lease (the reconciler's too, so a launch and a follow of one run never overlap).
+pub struct Launching;
+
+#[async_trait::async_trait]
+impl crate::engine::Track for Launching {
+    type Key = RunId;
+    const RECORD: &'static str = "run";
+
+    /// One at a time: each launch mirrors a collection and creates a job.
+    fn at_once(&self) -> usize {
+        1
+    }
+
+    fn lease_s(&self, _: &AppState) -> i64 {
+        LEASE_S
+    }
+
+    async fn due(&self, s: &AppState) -> Result<Vec<RunId>, ApiError> {
+        Ok(crate::runs::repo::unlaunched(&s.db).await?)
+    }
+
+    async fn lease(
+        &self,
+        s: &AppState,
+        id: &RunId,
+        holder: &str,
+        now: i64,
+        until: i64,
+    ) -> Result<bool, sqlx::Error> {
+        crate::runs::repo::lease(&s.db, id, holder, now, until).await
+    }
+
+    async fn renew(&self, s: &AppState, id: &RunId, holder: &str, until: i64) -> Result<bool, sqlx::Error> {
+        crate::runs::repo::renew_lease(&s.db, id, holder, until).await
+    }
+
+    async fn release(&self, s: &AppState, id: &RunId, holder: &str) -> Result<(), sqlx::Error> {
+        crate::runs::repo::release_lease(&s.db, id, holder).await
+    }
+
+    async fn step(&self, s: &AppState, id: &RunId) -> Result<bool, String> {
+        match advance_leased(s, id).await {
+            Ok(_) => Ok(true),
+            Err(Advance::Unknown(reason)) => Err(format!("the launch is still unfinished: {reason}")),
+            Err(Advance::Internal(e)) => Err(e.to_string()),
+            Err(Advance::Busy) => Ok(false),
+        }
+    }
 }

@@ -7,19 +7,20 @@
 
 use std::time::Duration;
 
+use domain::ids::{ChallengeId, JobId, RunId};
 use domain::runs::follow::{self, Decision, Limits, RelayState, Settle};
-use domain::runs::{Purpose, RunState};
+use domain::runs::{Purpose, RunState, Stage};
 
 use crate::changes::Topic;
 use crate::clock;
 use crate::http::ApiError;
 use crate::jobs::repo::HfJob;
-use crate::ports::jobs::{Job, JobError, LogLine};
+use crate::ports::jobs::{Job, JobError, JobLauncher, LogLine};
 use crate::runs::repo::{Change, NewEvent, Observed, Run};
 use crate::AppState;
 
 /// How long one server may follow a run before another may take over.
-const LEASE_S: i64 = 60;
+pub const LEASE_S: i64 = 60;
 
 /// The limits of a deployment (configuration).
 #[derive(Debug, Clone, Copy)]
@@ -36,7 +37,7 @@ pub struct Settings {
 
 impl Settings {
     /// A run's limits: its challenge's silence limit unless the deployment overrides it.
-    pub fn limits(&self, s: &AppState, challenge_id: &str) -> Limits {
+    pub fn limits(&self, s: &AppState, challenge_id: &ChallengeId) -> Limits {
         let challenge = s.registry.challenge(challenge_id);
         let stall_s = self.silence_limit_s.unwrap_or_else(|| {
             challenge
@@ -78,36 +79,9 @@ fn epoch_of(text: Option<&str>) -> Option<i64> {
     text.and_then(clock::parse_rfc3339).map(|t| t.unix_timestamp())
 }
 
-/// Runs followed at once in a pass (each waits on HF and on its log stream).
-const AT_ONCE: usize = 8;
-
 /// One pass over every run that is being followed; answers how many changed.
 pub async fn pass(s: &AppState) -> Result<usize, ApiError> {
-    use futures_util::StreamExt;
-    let ids = crate::runs::repo::following(&s.db).await?;
-    let outcomes: Vec<Result<bool, ApiError>> = futures_util::stream::iter(ids)
-        .map(|id| async move {
-            let (_, now) = s.now();
-            let me = s.lease_holder();
-            if !crate::runs::repo::lease(&s.db, &id, &me, now, now + LEASE_S).await? {
-                return Ok(false);
-            }
-            let outcome = follow_one(s, &id).await;
-            crate::runs::repo::release_lease(&s.db, &id, &me).await?;
-            Ok(outcome.unwrap_or_else(|e| {
-                tracing::warn!(run = %id, error = %e, "following a run failed this pass");
-                false
-            }))
-        })
-        .buffer_unordered(AT_ONCE)
-        .collect()
-        .await;
-    let mut changed = 0;
-    for outcome in outcomes {
-        if outcome? {
-            changed += 1;
-        }
-    }
+    let changed = crate::engine::pass(s, &Following).await?;
     if changed > 0 {
         s.changes.bump(Topic::Runs);
         s.changes.bump(Topic::Ledger);
@@ -116,13 +90,13 @@ pub async fn pass(s: &AppState) -> Result<usize, ApiError> {
 }
 
 /// The job as HF shows it; a job HF no longer knows is a deleted one.
-async fn inspect(s: &AppState, job_id: &str) -> Result<Job, String> {
-    match s.deps.jobs.inspect(job_id).await {
+async fn inspect(jobs: &dyn JobLauncher, job_id: &JobId) -> Result<Job, String> {
+    match jobs.inspect(job_id).await {
         Ok(job) => Ok(job),
         Err(JobError::NotFound) => Ok(Job {
-            id: job_id.to_string(),
+            id: job_id.clone(),
             status: crate::ports::jobs::JobStatus {
-                stage: "DELETED".into(),
+                stage: domain::runs::JobStage::Deleted,
                 message: Some("HF no longer knows the job".into()),
                 expose_urls: Vec::new(),
             },
@@ -140,8 +114,8 @@ async fn inspect(s: &AppState, job_id: &str) -> Result<Job, String> {
 
 /// The job's GPUs now, as one sample (the mean utilisation and the memory in use), if HF's
 /// metrics say.
-async fn gpu_sample(s: &AppState, job_id: &str, now: i64) -> Option<domain::runs::GpuSample> {
-    let m = s.deps.jobs.metrics(job_id, Duration::from_secs(2)).await.ok()??;
+async fn gpu_sample(jobs: &dyn JobLauncher, job_id: &JobId, now: i64) -> Option<domain::runs::GpuSample> {
+    let m = jobs.metrics(job_id, Duration::from_secs(2)).await.ok()??;
     if m.gpus.is_empty() {
         return None;
     }
@@ -156,7 +130,7 @@ async fn gpu_sample(s: &AppState, job_id: &str, now: i64) -> Option<domain::runs
 }
 
 /// The pipeline's own error, when it published its failure (`reports/hub_run.json`).
-async fn pipeline_error(s: &AppState, run_id: &str) -> Option<String> {
+async fn pipeline_error(s: &AppState, run_id: &RunId) -> Option<String> {
     #[derive(serde::Deserialize)]
     struct HubRun {
         status: String,
@@ -204,38 +178,37 @@ async fn results_found(s: &AppState, run: &Run) -> Result<bool, String> {
 // meanwhile count) and must decide on one consistent set of facts.
 /// One pass over one launched run: HF's status, the log's new lines, the GPUs, the relay; then
 /// `follow::decide` and, when it changes the run, the change applied with its settlement.
-async fn follow_one(s: &AppState, id: &str) -> Result<bool, String> {
+async fn follow_one(s: &AppState, id: &RunId) -> Result<bool, String> {
     let run =
         crate::runs::repo::get(&s.db, id).await.map_err(|e| e.to_string())?.ok_or("the run vanished")?;
     let Some(job_id) = run.job_id.clone() else { return Ok(false) };
-    let job = inspect(s, &job_id).await?;
+    let jobs = s.launcher_of(&run.challenge_id)?.as_ref();
+    let job = inspect(jobs, &job_id).await?;
     // The log's newest lines: those after the last one read are new; a new one means progress, and
     // the newest that names a step says which stage.
-    let tail =
-        s.deps.jobs.logs(&job_id, Some(LOG_TAIL), s.reconcile.log_read, LOG_BYTES).await.unwrap_or_default();
+    let tail = jobs.logs(&job_id, Some(LOG_TAIL), s.reconcile.log_read, LOG_BYTES).await.unwrap_or_default();
     let fresh = new_lines(&tail, run.log_last_line.as_deref());
-    let (at, now) = s.now();
-    let gpu = if job.status.stage == "RUNNING" { gpu_sample(s, &job_id, now).await } else { None };
+    let domain::time::Timestamp { text: at, epoch: now } = s.now();
+    let gpu = if job.status.stage == domain::runs::JobStage::Running {
+        gpu_sample(jobs, &job_id, now).await
+    } else {
+        None
+    };
     // Read again now: what the relay stored meanwhile is in it.
     let run =
         crate::runs::repo::get(&s.db, id).await.map_err(|e| e.to_string())?.ok_or("the run vanished")?;
-    let log_stage = fresh
-        .iter()
-        .rev()
-        .find_map(|l| follow::stage_of_log_line(&l.line))
-        .map(String::from)
-        .or(run.log_stage.clone());
+    let log_stage = fresh.iter().rev().find_map(|l| follow::stage_of_log_line(&l.line)).or(run.log_stage);
     let last_log = fresh.last().map(|l| l.timestamp.clone()).or(run.log_last_at.clone());
     let last_line = fresh.last().map(line_key).or(run.log_last_line.clone());
     let (gpu_samples, idle_since) = gpu_window(&run, gpu, now);
     let observed = Observed {
-        job_status: &job.status.stage,
+        job_status: job.status.stage.as_str(),
         job_created_epoch: epoch_of(job.created_at.as_deref()),
         job_started_epoch: epoch_of(job.started_at.as_deref()),
         log_lines: run.log_lines + fresh.len() as i64,
         log_seen_epoch: if fresh.is_empty() { run.log_seen_epoch } else { Some(now) },
         log_last_at: last_log.as_deref(),
-        log_stage: log_stage.as_deref(),
+        log_stage: log_stage.map(Stage::as_str),
         log_last_line: last_line.as_deref(),
         gpu_samples: &gpu_samples,
         gpus_idle_since: idle_since,
@@ -250,16 +223,19 @@ async fn follow_one(s: &AppState, id: &str) -> Result<bool, String> {
     if relay.as_str() != run.relay_state {
         crate::runs::repo::set_relay_state(&s.db, id, relay.as_str()).await.map_err(|e| e.to_string())?;
     }
-    let has_results =
-        if job.status.stage == "COMPLETED" { Some(results_found(s, &run).await?) } else { None };
+    let has_results = if job.status.stage == domain::runs::JobStage::Completed {
+        Some(results_found(s, &run).await?)
+    } else {
+        None
+    };
     let pipeline_error = if job.status.stage == "ERROR" { pipeline_error(s, id).await } else { None };
     let facts = follow::Facts {
         state: run.state,
-        stage: run.stage.clone(),
+        stage: run.stage,
         relay,
         relay_seen_epoch: run.relay_seen_epoch,
         log_seen_epoch: observed.log_seen_epoch,
-        log_stage: log_stage.clone(),
+        log_stage,
         gpus_idle_since: idle_since,
         now,
         job: follow::Job {
@@ -274,13 +250,13 @@ async fn follow_one(s: &AppState, id: &str) -> Result<bool, String> {
     let decision = follow::decide(&facts, s.reconcile.limits(s, &run.challenge_id));
     record_job(s, &run, &job, last_log.as_deref(), &at).await?;
     let Some(d) = decision else {
-        if job.status.stage != run.job_status.clone().unwrap_or_default() || !fresh.is_empty() {
+        if Some(job.status.stage.as_str()) != run.job_status.as_deref() || !fresh.is_empty() {
             s.changes.bump(Topic::Runs);
         }
         return Ok(false);
     };
     if d.cancel_job {
-        if let Err(e) = s.deps.jobs.cancel(&job_id).await {
+        if let Err(e) = jobs.cancel(&job_id).await {
             tracing::warn!(run = %id, error = %e, "canceling a stuck job failed; the run ends anyway");
         }
     }
@@ -300,7 +276,7 @@ async fn apply(
     let change = Change {
         from: run.state,
         state: d.state,
-        stage: d.stage.as_deref(),
+        stage: d.stage.map(Stage::as_str),
         reason: d.reason.as_deref(),
         platform_fault: d.platform_fault,
         event: NewEvent {
@@ -310,7 +286,7 @@ async fn apply(
             source: &d.event.0,
             kind: &d.event.1,
             detail: &d.event.2,
-            stage: d.stage.as_deref(),
+            stage: d.stage.map(Stage::as_str),
             ..Default::default()
         },
         settle_cents: settle,
@@ -397,7 +373,7 @@ async fn record_job(
         run_id: Some(&run.id),
         purpose: job.labels.get("arena-purpose").map(String::as_str).unwrap_or("challenge-run"),
         flavor: job.flavor.as_deref().unwrap_or(&run.flavor),
-        stage: &job.status.stage,
+        stage: job.status.stage.as_str(),
         created_at: job.created_at.as_deref(),
         started_at: job.started_at.as_deref(),
         finished_at: job.finished_at.as_deref(),
@@ -411,10 +387,11 @@ async fn record_job(
 /// Cancels a run: its HF job first (if any), then the run, with its reservation settled up to the
 /// job's last log line, or released if it never started.
 pub async fn cancel(s: &AppState, run: &Run, by: &str) -> Result<(), ApiError> {
-    let (at, now) = s.now();
+    let domain::time::Timestamp { text: at, epoch: now } = s.now();
     let mut job_view = None;
+    let jobs = s.launcher_of(&run.challenge_id).map_err(ApiError::internal)?.as_ref();
     if let Some(job_id) = &run.job_id {
-        match s.deps.jobs.cancel(job_id).await {
+        match jobs.cancel(job_id).await {
             Ok(()) | Err(JobError::NotFound) => {}
             Err(JobError::Unavailable { reason, .. }) => {
                 return Err(ApiError::new(
@@ -424,11 +401,11 @@ pub async fn cancel(s: &AppState, run: &Run, by: &str) -> Result<(), ApiError> {
             }
             Err(e) => return Err(ApiError::internal(e)),
         }
-        job_view = inspect(s, job_id).await.ok();
+        job_view = inspect(jobs, job_id).await.ok();
     }
     let logs: Vec<LogLine> = match &run.job_id {
         Some(job_id) => {
-            s.deps.jobs.logs(job_id, Some(1), Duration::from_millis(300), 64 << 10).await.unwrap_or_default()
+            jobs.logs(job_id, Some(1), Duration::from_millis(300), 64 << 10).await.unwrap_or_default()
         }
         None => Vec::new(),
     };
@@ -445,7 +422,7 @@ pub async fn cancel(s: &AppState, run: &Run, by: &str) -> Result<(), ApiError> {
     let reason = format!("canceled by {by}");
     let d = Decision {
         state: RunState::Canceled,
-        stage: run.stage.clone(),
+        stage: run.stage,
         reason: Some(reason.clone()),
         platform_fault: false,
         cancel_job: false,
@@ -456,4 +433,49 @@ pub async fn cancel(s: &AppState, run: &Run, by: &str) -> Result<(), ApiError> {
     s.changes.bump(Topic::Runs);
     s.changes.bump(Topic::Ledger);
     Ok(())
+}
+
+/// Launched runs that have not ended, on the engine (`crate::engine`), under the run's one lease.
+pub struct Following;
+
+#[async_trait::async_trait]
+impl crate::engine::Track for Following {
+    type Key = RunId;
+    const RECORD: &'static str = "run";
+
+    /// Each waits on HF and on its log stream.
+    fn at_once(&self) -> usize {
+        8
+    }
+
+    fn lease_s(&self, _: &AppState) -> i64 {
+        LEASE_S
+    }
+
+    async fn due(&self, s: &AppState) -> Result<Vec<RunId>, ApiError> {
+        Ok(crate::runs::repo::following(&s.db).await?)
+    }
+
+    async fn lease(
+        &self,
+        s: &AppState,
+        id: &RunId,
+        holder: &str,
+        now: i64,
+        until: i64,
+    ) -> Result<bool, sqlx::Error> {
+        crate::runs::repo::lease(&s.db, id, holder, now, until).await
+    }
+
+    async fn renew(&self, s: &AppState, id: &RunId, holder: &str, until: i64) -> Result<bool, sqlx::Error> {
+        crate::runs::repo::renew_lease(&s.db, id, holder, until).await
+    }
+
+    async fn release(&self, s: &AppState, id: &RunId, holder: &str) -> Result<(), sqlx::Error> {
+        crate::runs::repo::release_lease(&s.db, id, holder).await
+    }
+
+    async fn step(&self, s: &AppState, id: &RunId) -> Result<bool, String> {
+        follow_one(s, id).await
+    }
 }

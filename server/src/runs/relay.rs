@@ -28,11 +28,15 @@ pub async fn relay(
         .get(axum::http::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "));
+    // A path that is no run id names no run: refused as an unknown run's relay is.
+    let run_id = domain::ids::RunId::parse(&run_id).map_err(|_| {
+        ApiError::new(domain::ErrorCode::InvalidToken, "a relay connects with its run's own secret")
+    })?;
     relay_messages::admit(&s, &run_id, secret).await?;
     Ok(ws.max_message_size(MAX_MESSAGE).on_upgrade(move |socket| serve(s, run_id, socket)))
 }
 
-async fn serve(s: AppState, run_id: String, mut socket: WebSocket) {
+async fn serve(s: AppState, run_id: domain::ids::RunId, mut socket: WebSocket) {
     tracing::info!(run = %run_id, "relay connected");
     let last = relay_messages::last_seq(&s, &run_id).await;
     if socket.send(Message::Text(serde_json::json!({ "last_seq": last }).to_string().into())).await.is_err() {

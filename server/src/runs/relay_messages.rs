@@ -1,7 +1,8 @@
 //! What a relay's messages do to its run: a connection admitted by the run's own secret, each
 //! message checked and stored once (its stage advanced, its counts kept), the drop recorded.
 
-use domain::runs::follow::{stage_index, RelayKind, RelayMessage};
+use domain::ids::RunId;
+use domain::runs::follow::{RelayKind, RelayMessage};
 use domain::ErrorCode;
 
 use super::repo::NewEvent;
@@ -9,7 +10,7 @@ use crate::http::ApiError;
 use crate::AppState;
 
 /// A relay connects with its run's own secret, and only while the run has not ended.
-pub async fn admit(s: &AppState, run_id: &str, secret: Option<&str>) -> Result<(), ApiError> {
+pub async fn admit(s: &AppState, run_id: &RunId, secret: Option<&str>) -> Result<(), ApiError> {
     let refused = || ApiError::new(ErrorCode::InvalidToken, "a relay connects with its run's own secret");
     let hash = crate::identity::sha256_hex(secret.ok_or_else(refused)?.trim());
     let stored = super::repo::secret_hash(&s.db, run_id).await?.unwrap_or_default();
@@ -20,13 +21,13 @@ pub async fn admit(s: &AppState, run_id: &str, secret: Option<&str>) -> Result<(
 }
 
 /// The highest sequence number stored for the run's relay (0 for none).
-pub async fn last_seq(s: &AppState, run_id: &str) -> i64 {
+pub async fn last_seq(s: &AppState, run_id: &RunId) -> i64 {
     super::repo::last_relay_seq(&s.db, run_id).await.unwrap_or(0)
 }
 
 /// The relay closed: its run is `reconnecting` until it comes back or its grace ends.
-pub async fn dropped(s: &AppState, run_id: &str) {
-    let (_, epoch) = s.now();
+pub async fn dropped(s: &AppState, run_id: &RunId) {
+    let epoch = s.now().epoch;
     if let Err(e) = super::repo::relay_dropped(&s.db, run_id, &s.server_id, epoch).await {
         tracing::error!(run = %run_id, error = %e, "recording a dropped relay failed");
     }
@@ -42,7 +43,7 @@ pub enum Refused {
 }
 
 /// Stores one message; answers its sequence number to acknowledge.
-pub async fn store(s: &AppState, run_id: &str, text: &str) -> Result<u64, Refused> {
+pub async fn store(s: &AppState, run_id: &RunId, text: &str) -> Result<u64, Refused> {
     let seq =
         serde_json::from_str::<serde_json::Value>(text).ok().and_then(|v| v["seq"].as_u64()).unwrap_or(0);
     let m: RelayMessage =
@@ -52,7 +53,7 @@ pub async fn store(s: &AppState, run_id: &str, text: &str) -> Result<u64, Refuse
         tracing::error!(run = %run_id, error = %e, "storing a relay message failed");
         Refused::Later
     };
-    let (at, epoch) = s.now();
+    let domain::time::Timestamp { text: at, epoch } = s.now();
     let run = super::repo::get(&s.db, run_id)
         .await
         .map_err(internal)?
@@ -66,11 +67,8 @@ pub async fn store(s: &AppState, run_id: &str, text: &str) -> Result<u64, Refuse
     }
     let advance = match (m.kind, stage) {
         (RelayKind::Step | RelayKind::Eval | RelayKind::Progress, Some(stage)) => {
-            let later = match run.stage.as_deref().and_then(stage_index) {
-                Some(current) => stage_index(stage).is_some_and(|i| i > current),
-                None => true,
-            };
-            later.then_some(stage)
+            let later = run.stage.is_none_or(|current| stage > current);
+            later.then_some(stage.as_str())
         }
         _ => None,
     };
@@ -89,7 +87,7 @@ pub async fn store(s: &AppState, run_id: &str, text: &str) -> Result<u64, Refuse
         source: "relay",
         kind,
         detail: &detail,
-        stage,
+        stage: stage.map(|s| s.as_str()),
         passed: count(m.passed),
         total: count(m.total),
         timeouts: count(m.timeouts),

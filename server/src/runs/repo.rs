@@ -2,7 +2,8 @@
 //! one transaction; `(author_id, request_key)` makes a repeated launch find the first run, and the
 //! ledger's one-live-reservation index keeps one run active across the arena.
 
-use domain::runs::{Purpose, RunState};
+use domain::ids::{ChallengeId, EnvironmentId, JobId, RunId};
+use domain::runs::{Purpose, RunState, Stage};
 use sqlx::any::AnyRow;
 use sqlx::{Any, Row, Transaction};
 
@@ -40,23 +41,23 @@ impl LaunchStep {
 
 #[derive(Debug, Clone)]
 pub struct Run {
-    pub id: String,
-    pub challenge_id: String,
+    pub id: RunId,
+    pub challenge_id: ChallengeId,
     pub purpose: Purpose,
     /// `None` for a baseline measurement (the database holds them to it).
-    pub environment_id: Option<String>,
+    pub environment_id: Option<EnvironmentId>,
     pub author: String,
     pub author_id: String,
     pub agent_id: Option<String>,
     pub request_key: String,
     pub request_body: String,
     pub state: RunState,
-    pub stage: Option<String>,
+    pub stage: Option<Stage>,
     pub reason: Option<String>,
     pub platform_fault: bool,
     pub launch: LaunchStep,
     pub bundle_commit: Option<String>,
-    pub job_id: Option<String>,
+    pub job_id: Option<JobId>,
     pub job_status: Option<String>,
     pub flavor: String,
     pub timeout_s: i64,
@@ -71,7 +72,7 @@ pub struct Run {
     pub log_lines: i64,
     pub log_seen_epoch: Option<i64>,
     pub log_last_at: Option<String>,
-    pub log_stage: Option<String>,
+    pub log_stage: Option<Stage>,
     pub job_created_epoch: Option<i64>,
     pub job_started_epoch: Option<i64>,
     pub finished_at: Option<String>,
@@ -102,6 +103,11 @@ fn decode_error(what: &str, value: &str) -> sqlx::Error {
     sqlx::Error::Decode(format!("runs.{what} holds unknown value `{value}`").into())
 }
 
+fn stage_of(row: &AnyRow, column: &str) -> Result<Option<Stage>, sqlx::Error> {
+    let stored: Option<String> = row.try_get(column)?;
+    stored.map(|s| Stage::parse(&s).ok_or_else(|| decode_error(column, &s))).transpose()
+}
+
 fn run(row: &AnyRow) -> Result<Run, sqlx::Error> {
     let state: String = row.try_get("state")?;
     let launch: String = row.try_get("launch")?;
@@ -117,7 +123,7 @@ fn run(row: &AnyRow) -> Result<Run, sqlx::Error> {
         request_key: row.try_get("request_key")?,
         request_body: row.try_get("request_body")?,
         state: RunState::parse(&state).ok_or_else(|| decode_error("state", &state))?,
-        stage: row.try_get("stage")?,
+        stage: stage_of(row, "stage")?,
         reason: row.try_get("reason")?,
         platform_fault: row.try_get::<i64, _>("platform_fault")? != 0,
         launch: LaunchStep::parse(&launch).ok_or_else(|| decode_error("launch", &launch))?,
@@ -137,7 +143,7 @@ fn run(row: &AnyRow) -> Result<Run, sqlx::Error> {
         log_lines: row.try_get("log_lines")?,
         log_seen_epoch: row.try_get("log_seen_epoch")?,
         log_last_at: row.try_get("log_last_at")?,
-        log_stage: row.try_get("log_stage")?,
+        log_stage: stage_of(row, "log_stage")?,
         job_created_epoch: row.try_get("job_created_epoch")?,
         job_started_epoch: row.try_get("job_started_epoch")?,
         finished_at: row.try_get("finished_at")?,
@@ -347,7 +353,7 @@ pub async fn last_counted(
 }
 
 /// Runs whose launch is not finished: the launcher's work.
-pub async fn unlaunched(db: &Db) -> Result<Vec<String>, sqlx::Error> {
+pub async fn unlaunched(db: &Db) -> Result<Vec<RunId>, sqlx::Error> {
     sqlx::query(
         "SELECT id FROM runs WHERE launch IN ('reserved', 'mirrored') AND state = 'queued' ORDER BY seq",
     )
@@ -371,6 +377,17 @@ pub async fn lease(db: &Db, id: &str, owner: &str, now: i64, until: i64) -> Resu
     .bind(until)
     .execute(&db.writer)
     .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// Extends `owner`'s lease to `until`; false when another holder took it meanwhile.
+pub async fn renew_lease(db: &Db, id: &str, owner: &str, until: i64) -> Result<bool, sqlx::Error> {
+    let done = sqlx::query("UPDATE runs SET lease_until = $3 WHERE id = $1 AND lease_owner = $2")
+        .bind(id)
+        .bind(owner)
+        .bind(until)
+        .execute(&db.writer)
+        .await?;
     Ok(done.rows_affected() == 1)
 }
 
@@ -650,7 +667,7 @@ pub async fn set_relay_state(db: &Db, id: &str, state: &str) -> Result<(), sqlx:
 }
 
 /// Launched runs that have not ended: the reconciler's work.
-pub async fn following(db: &Db) -> Result<Vec<String>, sqlx::Error> {
+pub async fn following(db: &Db) -> Result<Vec<RunId>, sqlx::Error> {
     sqlx::query(
         "SELECT id FROM runs WHERE launch = 'launched' AND state IN ('queued', 'running') ORDER BY seq",
     )
@@ -770,7 +787,7 @@ pub async fn apply(db: &Db, id: &str, c: &Change<'_>) -> Result<(), sqlx::Error>
 }
 
 /// Every run's relay as stored: (run, state, last heard from).
-pub async fn relays(db: &Db) -> Result<Vec<(String, String, Option<i64>)>, sqlx::Error> {
+pub async fn relays(db: &Db) -> Result<Vec<(RunId, String, Option<i64>)>, sqlx::Error> {
     sqlx::query("SELECT id, relay_state, relay_seen_epoch FROM runs WHERE relay_state IN ('connected', 'reconnecting')")
         .fetch_all(&db.pool)
         .await?

@@ -13,6 +13,7 @@ use domain::board::RequestId;
 use domain::collection::record::EnvironmentRecord;
 use domain::collection::report::TaskStatus;
 use domain::collection::Report;
+use domain::ids::{ChallengeId, EnvironmentId, RunId};
 use domain::runs::follow::{self, StageEvent};
 use domain::runs::{
     self, BaselineFacts, BaselineRequest, Caller, Collection, Facts, Launch, Preflight, Purpose, RunDetail,
@@ -26,6 +27,11 @@ use crate::identity::Identity;
 use crate::runs::launch;
 use crate::runs::repo::{Inserted, LaunchStep, NewRun, Run};
 use crate::AppState;
+
+/// A fresh run id: `run-` and eight random bytes in hex.
+fn new_run_id() -> RunId {
+    RunId::parse(&format!("run-{}", crate::identity::random_hex(8))).expect("hex is an id")
+}
 
 /// How long a launch request waits for another server that is launching the same run.
 const WAIT_FOR_OTHER: Duration = Duration::from_secs(30);
@@ -66,14 +72,21 @@ fn heldout_names(s: &AppState, challenge: &domain::registry::Challenge) -> BTree
 /// pipeline, or a secret it has no value for.
 pub fn job_problems(s: &AppState, c: &domain::registry::Challenge) -> Vec<String> {
     let have: BTreeSet<String> = s.jobs.secrets.keys().cloned().collect();
-    domain::pipeline::job_problems(&s.registry, c, &have)
+    let mut problems = domain::pipeline::job_problems(&s.registry, c, &have);
+    // A planned provider is refused as such before the layout is looked at.
+    if c.spec.compute.provider_status != domain::registry::ProviderStatus::Planned {
+        if let Err(none) = s.deps.launcher(&c.spec.compute.provider) {
+            problems.push(none);
+        }
+    }
+    problems
 }
 
 /// Gathers what the checks read and runs them.
 async fn check(
     s: &AppState,
-    challenge_id: &str,
-    environment_id: &str,
+    challenge_id: &ChallengeId,
+    environment_id: &EnvironmentId,
     caller: Option<&Identity>,
 ) -> Result<(Preflight, Option<runs::Refusal>, EnvironmentRecord, Report), ApiError> {
     let c = s.challenge(challenge_id)?;
@@ -93,7 +106,7 @@ async fn check(
         caller: caller.map(|i| Caller { id: i.id.clone(), name: i.name.clone(), editor: i.editor }),
         collection: collection_of(&record, author_id, &report),
         last_counted_epoch: crate::runs::repo::last_counted(&s.db, environment_id, challenge_id).await?,
-        now_epoch: s.now().1,
+        now_epoch: s.now().epoch,
         active_run: live.active_job,
         remaining_cents: domain::budget::cents_ceil(live.budget.remaining_usd),
         heldout_names: &heldout,
@@ -107,8 +120,8 @@ async fn check(
 /// `GET /api/challenges/{id}/runs/preflight`: stores and reserves nothing.
 pub async fn preflight(
     s: &AppState,
-    challenge_id: &str,
-    environment_id: &str,
+    challenge_id: &ChallengeId,
+    environment_id: &EnvironmentId,
     caller: Option<&Identity>,
 ) -> Result<Preflight, ApiError> {
     Ok(check(s, challenge_id, environment_id, caller).await?.0)
@@ -127,7 +140,7 @@ pub struct Launched {
 /// `POST /api/challenges/{id}/runs`.
 pub async fn launch(
     s: &AppState,
-    challenge_id: &str,
+    challenge_id: &ChallengeId,
     me: &Identity,
     req: RunRequest,
 ) -> Result<Launched, ApiError> {
@@ -148,7 +161,8 @@ pub async fn launch(
             ));
         }
     }
-    let (preflight, refusal, _, _) = check(s, challenge_id, &launch.environment_id, Some(me)).await?;
+    let environment_id = crate::http::ids::id::<EnvironmentId>(&launch.environment_id)?;
+    let (preflight, refusal, _, _) = check(s, challenge_id, &environment_id, Some(me)).await?;
     if let Some(r) = refusal {
         // The same request, stored a moment ago by another replica or a retry: its own run is what
         // the checks refuse now, and it is the answer.
@@ -162,14 +176,14 @@ pub async fn launch(
         return Err(e);
     }
     let c = s.challenge(challenge_id)?;
-    let (now_text, now_epoch) = s.now();
-    let id = format!("run-{}", crate::identity::random_hex(8));
+    let domain::time::Timestamp { text: now_text, epoch: now_epoch } = s.now();
+    let id = new_run_id();
     let reserved_cents = (preflight.max_compute_usd.unwrap_or(0.0) * 100.0).round() as i64;
     let new = NewRun {
         id: &id,
         challenge_id,
         purpose: Purpose::Collection,
-        environment_id: Some(&launch.environment_id),
+        environment_id: Some(&environment_id),
         author: &me.name,
         author_id: &me.id,
         agent_id: launch.agent_id.as_ref().map(|a| a.as_str()),
@@ -237,7 +251,7 @@ async fn store(s: &AppState, new: &NewRun<'_>, request_id: &RequestId) -> Result
 /// suite, as a job through the same launcher, charged to the same cap. Idempotent by request id.
 pub async fn launch_baseline(
     s: &AppState,
-    challenge_id: &str,
+    challenge_id: &ChallengeId,
     me: &Identity,
     req: BaselineRequest,
 ) -> Result<Launched, ApiError> {
@@ -267,8 +281,8 @@ pub async fn launch_baseline(
         }
         return Err(ApiError::new(r.code, r.message));
     }
-    let (now_text, now_epoch) = s.now();
-    let id = format!("run-{}", crate::identity::random_hex(8));
+    let domain::time::Timestamp { text: now_text, epoch: now_epoch } = s.now();
+    let id = new_run_id();
     let new = NewRun {
         id: &id,
         challenge_id,
@@ -308,7 +322,7 @@ async fn finish(s: &AppState, run: Run, existing: bool) -> Result<Launched, ApiE
                 )
                 .with("launched", "unknown")
                 .with("retry_with_same_request_id", true)
-                .with("run_id", run.id.clone()));
+                .with("run_id", run.id.to_string()));
             }
             Err(launch::Advance::Internal(e)) => return Err(e),
         },
@@ -320,12 +334,12 @@ async fn finish(s: &AppState, run: Run, existing: bool) -> Result<Launched, ApiE
         )
         .with("launched", false)
         .with("retry_with_same_request_id", false)
-        .with("run_id", run.id.clone()));
+        .with("run_id", run.id.to_string()));
     }
     Ok(Launched { launched: run.launch == LaunchStep::Launched, run: view(s, &run), existing })
 }
 
-async fn wait_for_other(s: &AppState, id: &str) -> Result<Run, ApiError> {
+async fn wait_for_other(s: &AppState, id: &RunId) -> Result<Run, ApiError> {
     let start = std::time::Instant::now();
     loop {
         let run =
@@ -349,23 +363,23 @@ async fn wait_for_other(s: &AppState, id: &str) -> Result<Run, ApiError> {
 pub fn view(s: &AppState, r: &Run) -> RunView {
     let launched = r.launch == LaunchStep::Launched;
     RunView {
-        run_id: r.id.clone(),
-        challenge_id: r.challenge_id.clone(),
+        run_id: r.id.to_string(),
+        challenge_id: r.challenge_id.to_string(),
         purpose: r.purpose,
-        environment_id: r.environment_id.clone(),
+        environment_id: r.environment_id.as_ref().map(String::from),
         author: r.author.clone(),
         agent_id: r.agent_id.clone(),
         request_key: r.request_key.clone(),
         state: r.state,
-        stage: r.stage.clone(),
+        stage: r.stage.map(|s| s.as_str().to_string()),
         reason: r.reason.clone(),
         status: match (&r.job_status, launched) {
             (Some(status), true) => status.clone(),
             _ => "not launched".into(),
         },
         job_status: r.job_status.clone(),
-        job_id: r.job_id.clone(),
-        job_url: r.job_id.as_deref().map(|j| s.deps.jobs.job_url(j)),
+        job_id: r.job_id.as_ref().map(String::from),
+        job_url: r.job_id.as_deref().and_then(|j| Some(s.launcher_of(&r.challenge_id).ok()?.job_url(j))),
         runs_url: launched.then(|| s.deps.datasets.url(&s.runs_dataset, &format!("runs/{}", r.id))),
         report_url: (r.state == runs::RunState::Scored).then(|| {
             let file = crate::runs::reconcile::result_files(r.purpose)[0];
@@ -393,29 +407,33 @@ pub struct RunList {
 
 pub async fn list(
     s: &AppState,
-    challenge_id: &str,
-    environment_id: Option<&str>,
+    challenge_id: &ChallengeId,
+    environment_id: Option<&EnvironmentId>,
 ) -> Result<RunList, ApiError> {
     s.challenge(challenge_id)?;
-    let runs = crate::runs::repo::list(&s.db, Some(challenge_id), environment_id).await?;
+    let runs = crate::runs::repo::list(&s.db, Some(challenge_id), environment_id.map(|e| e.as_str())).await?;
     Ok(RunList { challenge_id: challenge_id.to_string(), runs: runs.iter().map(|r| view(s, r)).collect() })
 }
 
 /// Every run on every challenge (or one collection's), newest first.
-pub async fn all(s: &AppState, environment_id: Option<&str>) -> Result<Vec<Run>, ApiError> {
-    Ok(crate::runs::repo::list(&s.db, None, environment_id).await?)
+pub async fn all(s: &AppState, environment_id: Option<&EnvironmentId>) -> Result<Vec<Run>, ApiError> {
+    Ok(crate::runs::repo::list(&s.db, None, environment_id.map(|e| e.as_str())).await?)
 }
 
 /// A run, on any challenge (the run page knows only its id).
-pub async fn find(s: &AppState, run_id: &str) -> Result<Run, ApiError> {
+pub async fn find(s: &AppState, run_id: &RunId) -> Result<Run, ApiError> {
     crate::runs::repo::get(&s.db, run_id)
         .await?
         .ok_or_else(|| ApiError::new(ErrorCode::RunNotFound, format!("no run `{run_id}`")))
 }
 
-pub async fn detail(s: &AppState, challenge_id: Option<&str>, run_id: &str) -> Result<RunDetail, ApiError> {
+pub async fn detail(
+    s: &AppState,
+    challenge_id: Option<&ChallengeId>,
+    run_id: &RunId,
+) -> Result<RunDetail, ApiError> {
     let run = find(s, run_id).await?;
-    if let Some(c) = challenge_id.filter(|c| *c != run.challenge_id) {
+    if let Some(c) = challenge_id.filter(|c| **c != run.challenge_id) {
         return Err(ApiError::new(ErrorCode::RunNotFound, format!("no run `{run_id}` on `{c}`")));
     }
     let stored = crate::runs::repo::events(&s.db, run_id).await?;
@@ -432,8 +450,8 @@ pub async fn detail(s: &AppState, challenge_id: Option<&str>, run_id: &str) -> R
             errors: count(e.errors),
         })
         .collect();
-    let stages = follow::timeline(&stage_events, run.state, run.stage.as_deref(), run.purpose);
-    let (_, now_epoch) = s.now();
+    let stages = follow::timeline(&stage_events, run.state, run.stage, run.purpose);
+    let now_epoch = s.now().epoch;
     let relay = follow::relay_now(
         follow::RelayState::parse(&run.relay_state),
         run.relay_seen_epoch,
@@ -460,8 +478,8 @@ pub async fn detail(s: &AppState, challenge_id: Option<&str>, run_id: &str) -> R
 /// `POST …/runs/{run_id}/cancel`: an editor at any time, the run's author while it is queued.
 pub async fn cancel(
     s: &AppState,
-    challenge_id: &str,
-    run_id: &str,
+    challenge_id: &ChallengeId,
+    run_id: &RunId,
     me: &Identity,
 ) -> Result<RunDetail, ApiError> {
     let run = find(s, run_id).await?;

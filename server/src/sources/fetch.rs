@@ -3,6 +3,7 @@
 //! the same Dockerfile and `test.sh` many times), with at most `concurrency` requests in flight.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Instant;
 
 use domain::collection::listing::{listed_bytes, Blob, MAX_COLLECTION_BYTES, MAX_FILE_BYTES};
@@ -14,8 +15,6 @@ use serde::Serialize;
 use tokio::sync::Semaphore;
 use utoipa::ToSchema;
 
-use super::github::GitHub;
-use super::hf::HfDatasets;
 use super::{RepoReader, SourceError};
 
 /// What one validation cost.
@@ -37,8 +36,8 @@ pub struct Fetched {
 
 /// Both hosts, and how much validation may run at once.
 pub struct Sources {
-    pub hf: HfDatasets,
-    pub github: GitHub,
+    pub hf: Arc<dyn RepoReader>,
+    pub github: Arc<dyn RepoReader>,
     pub concurrency: usize,
     /// Validations running at once; more wait their turn (each holds its files in memory).
     pub running: Semaphore,
@@ -62,7 +61,12 @@ pub const VALIDATION_WINDOW_MS: u64 = 3_600_000;
 pub const CHECK_QUEUE: usize = 16;
 
 impl Sources {
-    pub fn new(hf: HfDatasets, github: GitHub, concurrency: usize, validations_per_hour: usize) -> Self {
+    pub fn new(
+        hf: Arc<dyn RepoReader>,
+        github: Arc<dyn RepoReader>,
+        concurrency: usize,
+        validations_per_hour: usize,
+    ) -> Self {
         let per_account =
             domain::limits::Window { cap: validations_per_hour, window_ms: VALIDATION_WINDOW_MS };
         Sources {
@@ -147,8 +151,8 @@ impl Sources {
     }
 }
 
-async fn snapshot<R: RepoReader + Clone + 'static>(
-    reader: &R,
+async fn snapshot(
+    reader: &Arc<dyn RepoReader>,
     source: &Source,
     commit: &str,
     concurrency: usize,
@@ -181,8 +185,8 @@ async fn snapshot<R: RepoReader + Clone + 'static>(
 /// it shares, `concurrency` at a time; a file larger than the per-file bound is left out. With a
 /// `budget`, the reads stop with `TooLarge` as soon as the paths read so far pass it. Answers the
 /// contents, the blobs read and their bytes.
-async fn read_blobs<R: RepoReader + Clone + 'static>(
-    reader: &R,
+async fn read_blobs(
+    reader: &Arc<dyn RepoReader>,
     source: &Source,
     commit: &str,
     listing: &[Entry],
@@ -232,8 +236,8 @@ async fn read_blobs<R: RepoReader + Clone + 'static>(
     Ok((contents, files_read, bytes_read))
 }
 
-pub async fn validate<R: RepoReader + Clone + 'static>(
-    reader: &R,
+pub async fn validate(
+    reader: &Arc<dyn RepoReader>,
     source: &Source,
     heldout: HeldOut,
     concurrency: usize,

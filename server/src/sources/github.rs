@@ -13,8 +13,8 @@ use serde::Deserialize;
 
 use super::hf::without_url;
 use super::{bounded_body, encode_path, RepoReader, SourceError};
-use crate::hub::http_client;
 use crate::ports::clock::Clock;
+use crate::ports::identity::http_client;
 
 #[derive(Clone)]
 pub struct GitHub {
@@ -126,6 +126,7 @@ fn status_error(status: StatusCode, revision: &str) -> SourceError {
     }
 }
 
+#[async_trait::async_trait]
 impl RepoReader for GitHub {
     async fn resolve(&self, source: &Source) -> Result<String, SourceError> {
         let url = format!(

@@ -10,7 +10,7 @@ use serde::Deserialize;
 
 use super::{bounded_body, encode_path, RepoReader, SourceError};
 use crate::config::Secret;
-use crate::hub::http_client;
+use crate::ports::identity::http_client;
 
 /// At most this many listing pages (HF pages by 1,000).
 const MAX_PAGES: u32 = 30;
@@ -113,6 +113,7 @@ fn next_link(headers: &reqwest::header::HeaderMap, endpoint: &str) -> Result<Opt
     Ok(None)
 }
 
+#[async_trait::async_trait]
 impl RepoReader for HfDatasets {
     async fn resolve(&self, source: &Source) -> Result<String, SourceError> {
         let url = format!(

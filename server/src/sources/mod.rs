@@ -7,8 +7,6 @@ pub mod fetch;
 pub mod github;
 pub mod hf;
 
-use std::future::Future;
-
 use domain::collection::request::Source;
 use domain::collection::Entry;
 
@@ -45,21 +43,14 @@ pub fn in_repo(source: &Source, path: &str) -> String {
     }
 }
 
-/// A host of collections. `list` answers paths relative to `dir` (the entry path).
+/// A host of collections (HF datasets, GitHub): the port dataset and repository reads go
+/// through. `list` answers paths relative to `dir` (the entry path).
+#[async_trait::async_trait]
 pub trait RepoReader: Send + Sync {
-    fn resolve(&self, source: &Source) -> impl Future<Output = Result<String, SourceError>> + Send;
-    fn list(
-        &self,
-        source: &Source,
-        commit: &str,
-    ) -> impl Future<Output = Result<(Vec<Entry>, u32), SourceError>> + Send;
-    fn read(
-        &self,
-        source: &Source,
-        commit: &str,
-        path: &str,
-        max: u64,
-    ) -> impl Future<Output = Result<Vec<u8>, SourceError>> + Send;
+    async fn resolve(&self, source: &Source) -> Result<String, SourceError>;
+    async fn list(&self, source: &Source, commit: &str) -> Result<(Vec<Entry>, u32), SourceError>;
+    async fn read(&self, source: &Source, commit: &str, path: &str, max: u64)
+        -> Result<Vec<u8>, SourceError>;
 }
 
 /// Percent-encodes each segment of a repository path.

@@ -89,6 +89,7 @@ pub struct TestApp {
     pub url: String,
     pg_database: Option<String>,
     config: Config,
+    deps: server::ports::Deps,
     _configs: Option<std::sync::Arc<tempfile::TempDir>>,
     _dir: tempfile::TempDir,
 }
@@ -150,6 +151,9 @@ pub struct Options {
     pub probe_deadline_s: u64,
     /// The admission lease (seconds).
     pub admission_lease_s: u64,
+    /// Docker Hub's and GHCR's addresses and the token origins allowed besides theirs (the
+    /// stand-in's when absent).
+    pub registries: Option<(String, String, Vec<String>)>,
 }
 
 /// The deployed defaults: each challenge's silence limit, half an hour of scheduling, two minutes
@@ -172,6 +176,7 @@ impl Options {
             clock: None,
             probe_deadline_s: 900,
             admission_lease_s: 600,
+            registries: None,
         }
     }
 }
@@ -186,6 +191,7 @@ impl Default for Options {
             clock: None,
             probe_deadline_s: 900,
             admission_lease_s: 600,
+            registries: None,
         }
     }
 }
@@ -230,65 +236,57 @@ impl TestApp {
         // Served on a real port too: the stand-in's jobs report back to the arena over its relay.
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let public_url = format!("http://{}", listener.local_addr().unwrap());
+        let (registry_docker_url, registry_ghcr_url, registry_auth_origins) =
+            options.registries.unwrap_or_else(|| {
+                (format!("{hub_url}/registry/docker.io"), format!("{hub_url}/registry/ghcr.io"), Vec::new())
+            });
+        // The deployed defaults, with the outside world on the stand-in and the test's own data,
+        // limits and timings (fast ticks, short waits).
         let config = Config {
-            addr: "127.0.0.1:0".parse().unwrap(),
             data_dir: dir.path().to_path_buf(),
             database_url: Some(Secret(url)),
             configs_dir: options.configs_dir,
-            private_overlay: None,
-            private_repo: None,
-            overlay_source: None,
             site_root: site_root.clone(),
-            frame_ancestors: "https://huggingface.co https://*.huggingface.co".into(),
             hf_endpoint: hub_url.clone(),
-            openid_provider_url: None,
+            github_api_url: hub_url.clone(),
+            github_raw_url: format!("{hub_url}/raw"),
+            registry_docker_url,
+            registry_ghcr_url,
+            registry_auth_origins,
             oauth_client_id: Some("arena-test".into()),
             oauth_client_secret: Some(Secret("arena-test-secret".into())),
             public_url: Some(public_url.clone()),
-            space_host: None,
-            cookie_secure: true,
-            editor_org: "benchflow".into(),
-            whoami_cache_s: 300,
-            unseen_tokens_per_minute: 10,
-            unseen_tokens_total_per_minute: 120,
-            validations_per_hour: 30,
-            github_api_url: hub_url.clone(),
-            github_raw_url: format!("{hub_url}/raw"),
-            fetch_concurrency: 16,
-            fingerprints_dir: Some(fingerprints),
             hf_token: Some(Secret(ARENA_BOT.into())),
-            jobs_namespace: "benchflow".into(),
             runs_dataset: RUNS_DATASET.into(),
             leaderboard_dataset: LEADERBOARD_DATASET.into(),
-            job_image: domain::pipeline::DEFAULT_JOB_IMAGE.into(),
-            job_script_url: Some(format!("{public_url}/arena_job.py")),
             job_secrets: options
                 .job_secrets
                 .iter()
                 .map(|(k, v)| (k.to_string(), Secret(v.to_string())))
                 .collect(),
+            fingerprints_dir: Some(fingerprints),
+            cluster_secret: Some(Secret(CLUSTER_SECRET.into())),
+            trusted_proxy_hops: Some(1),
+            fetch_concurrency: 16,
             worker_tick_s: 1,
             silence_limit_s: options.limits.0,
             scheduling_limit_s: options.limits.1,
             relay_grace_s: options.limits.2,
             relay_heartbeat_s: 0.5,
             log_read_ms: 200,
-            trusted_proxy_hops: Some(1),
-            registry_docker_url: format!("{hub_url}/registry/docker.io"),
-            registry_ghcr_url: format!("{hub_url}/registry/ghcr.io"),
-            registry_auth_origins: Vec::new(),
-            cluster_secret: Some(Secret(CLUSTER_SECRET.into())),
-            openenv_admission_queue: 20,
             sandbox_health_s: 3,
             sandbox_limit: 4,
             probe_deadline_s: options.probe_deadline_s,
             admission_lease_s: options.admission_lease_s,
+            ..Config::default()
         };
+        // The one set of adapters: a replica shares it, as servers behind one address share the
+        // outside world.
         let mut deps = server::ports::Deps::real(&config);
         if let Some(clock) = options.clock {
             deps.clock = clock;
         }
-        let (router, state) = server::build_with(&config, deps).await.expect("the test app builds");
+        let (router, state) = server::build_with(&config, deps.clone()).await.expect("the test app builds");
         let served = router.clone();
         tokio::spawn(async move { axum::serve(listener, served).await });
         TestApp {
@@ -301,6 +299,7 @@ impl TestApp {
             url: public_url,
             pg_database,
             config,
+            deps,
             _configs: options.keep,
             _dir: dir,
         }
@@ -308,7 +307,8 @@ impl TestApp {
 
     /// A second server on the same database and stand-in, as a replica behind the same address.
     pub async fn replica(&self) -> TestApp {
-        let (router, state) = server::build(&self.config).await.expect("the replica builds");
+        let (router, state) =
+            server::build_with(&self.config, self.deps.clone()).await.expect("the replica builds");
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let served = router.clone();
@@ -324,6 +324,7 @@ impl TestApp {
             // The first server drops the database.
             pg_database: None,
             config: self.config.clone(),
+            deps: self.deps.clone(),
             _configs: self._configs.clone(),
             _dir: tempfile::tempdir().unwrap(),
         }

@@ -453,7 +453,7 @@ async fn admission_bounds_on(backend: Backend) {
             let account: String = app
                 .text(&format!("SELECT account_id FROM openenv_submissions WHERE submission_id = '{id}'"))
                 .await;
-            let (_, now) = app.state.now();
+            let now = app.state.now().epoch;
             let taken =
                 server::openenv::repo::lease(&app.state.db, &account, &id, "another-server", now, now + 3)
                     .await

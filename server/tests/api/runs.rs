@@ -438,7 +438,7 @@ on_both_backends!(local, one_server_advancing_a_launch_from_several_tasks_makes_
         f.create_count = Some(1);
     }
     let r = launch(app, "alice-run-0001", &env, ALICE).await;
-    let run = r.json()["run_id"].as_str().unwrap().to_string();
+    let run = domain::ids::RunId::parse(r.json()["run_id"].as_str().unwrap()).unwrap();
     app.exec(&format!("UPDATE runs SET launch = 'reserved', bundle_commit = NULL WHERE id = '{run}'"))
         .await
         .unwrap();

@@ -1,15 +1,20 @@
 use super::*;
+use crate::runs::Stage;
+
+fn stage_of_log_line_str(line: &str) -> Option<&'static str> {
+    stage_of_log_line(line).map(Stage::as_str)
+}
 
 const LIMITS: Limits = Limits { stall_s: 600, scheduling_s: 1800, relay_grace_s: 120 };
 
 fn facts(job_stage: &str) -> Facts {
     Facts {
         state: RunState::Running,
-        stage: Some("training".into()),
+        stage: Stage::parse("training"),
         relay: RelayState::Connected,
         relay_seen_epoch: Some(10_000),
         log_seen_epoch: Some(9_990),
-        log_stage: Some("training".into()),
+        log_stage: Stage::parse("training"),
         gpus_idle_since: None,
         now: 10_010,
         job: Job {
@@ -34,7 +39,7 @@ fn completed_means_scored_only_with_results() {
     f.job.has_results = Some(true);
     let d = decide(&f, LIMITS).unwrap();
     assert_eq!(
-        (d.state, d.settle, d.stage.as_deref()),
+        (d.state, d.settle, d.stage.map(Stage::as_str)),
         (RunState::Scored, Some(Settle::AtDuration), Some("collect"))
     );
     f.job.has_results = Some(false);
@@ -155,10 +160,10 @@ fn stuck_in_scheduling_is_canceled_and_released() {
 #[test]
 fn logs_move_the_stage_when_the_relay_missed_it_and_running_starts_a_queued_run() {
     let mut f = facts("RUNNING");
-    f.log_stage = Some("heldout".into());
+    f.log_stage = Stage::parse("heldout");
     let d = decide(&f, LIMITS).unwrap();
     assert_eq!(
-        (d.state, d.stage.as_deref(), d.event.0.as_str()),
+        (d.state, d.stage.map(Stage::as_str), d.event.0.as_str()),
         (RunState::Running, Some("heldout"), "logs")
     );
     let mut q = facts("RUNNING");
@@ -166,24 +171,31 @@ fn logs_move_the_stage_when_the_relay_missed_it_and_running_starts_a_queued_run(
     q.stage = None;
     q.log_stage = None;
     let d = decide(&q, LIMITS).unwrap();
-    assert_eq!((d.state, d.stage.as_deref()), (RunState::Running, Some("setup")));
+    assert_eq!((d.state, d.stage.map(Stage::as_str)), (RunState::Running, Some("setup")));
 }
 
 #[test]
 fn log_lines_name_their_stage() {
     assert_eq!(
-        stage_of_log_line("[posttrainarena] baseline_eval: bench eval run --tasks-dir x"),
+        stage_of_log_line_str("[posttrainarena] baseline_eval: bench eval run --tasks-dir x"),
         Some("baseline")
     );
-    assert_eq!(stage_of_log_line("2026 [posttrainarena] grpo_gate_eval: x"), Some("gate"));
+    assert_eq!(stage_of_log_line_str("2026 [posttrainarena] grpo_gate_eval: x"), Some("gate"));
     assert_eq!(
-        stage_of_log_line("[posttrainarena] grpo_rollout_000004_000001: bench eval run"),
+        stage_of_log_line_str("[posttrainarena] grpo_rollout_000004_000001: bench eval run"),
         Some("training")
     );
-    assert_eq!(stage_of_log_line("[posttrainarena] posttrain_eval.tb2.t02: bench eval run"), Some("heldout"));
-    assert_eq!(stage_of_log_line("[arena-job] setup: starting vllm"), Some("setup"));
-    assert_eq!(stage_of_log_line("[posttrainarena] final_eval: x"), None, "a step the pipeline never prints");
-    assert_eq!(stage_of_log_line("plain output"), None);
+    assert_eq!(
+        stage_of_log_line_str("[posttrainarena] posttrain_eval.tb2.t02: bench eval run"),
+        Some("heldout")
+    );
+    assert_eq!(stage_of_log_line_str("[arena-job] setup: starting vllm"), Some("setup"));
+    assert_eq!(
+        stage_of_log_line_str("[posttrainarena] final_eval: x"),
+        None,
+        "a step the pipeline never prints"
+    );
+    assert_eq!(stage_of_log_line_str("plain output"), None);
 }
 
 #[test]
@@ -210,8 +222,11 @@ fn relay_messages_are_checked() {
         planned: None,
     };
     assert!(m(1, RelayKind::Step, Some("baseline_eval.tb2.t02")).check().is_ok());
-    assert_eq!(m(1, RelayKind::Step, Some("baseline_eval.tb2.t02")).stage(), Some("baseline"));
-    assert_eq!(m(1, RelayKind::Step, Some("setup")).stage(), Some("setup"));
+    assert_eq!(
+        m(1, RelayKind::Step, Some("baseline_eval.tb2.t02")).stage().map(Stage::as_str),
+        Some("baseline")
+    );
+    assert_eq!(m(1, RelayKind::Step, Some("setup")).stage().map(Stage::as_str), Some("setup"));
     assert!(m(1, RelayKind::Eval, Some("grpo_gate_eval")).check().is_ok());
     assert!(m(1, RelayKind::Eval, Some("snapshot_train_tasks")).check().is_err(), "not an evaluation");
     assert!(m(0, RelayKind::Heartbeat, None).check().is_err());
@@ -242,33 +257,33 @@ fn the_timeline_marks_done_running_failed_and_pending() {
     events.push(StageEvent { passed: Some(1), total: Some(4), ..ev(30, "eval", "snapshot") });
     events.push(StageEvent { passed: Some(2), total: Some(5), ..ev(35, "eval", "snapshot") });
     events.push(ev(40, "step", "baseline"));
-    let t = timeline(&events, RunState::Running, Some("baseline"), Purpose::Collection);
+    let t = timeline(&events, RunState::Running, Stage::parse("baseline"), Purpose::Collection);
     let status: Vec<&str> = t.iter().map(|s| s.status.as_str()).collect();
     assert_eq!(status, ["done", "done", "running", "pending", "pending", "pending", "pending"]);
     assert_eq!(
         (t[1].started_epoch, t[1].finished_epoch, t[1].passed, t[1].total),
         (Some(20), Some(40), Some(3), Some(9))
     );
-    let failed = timeline(&events, RunState::Failed, Some("baseline"), Purpose::Collection);
+    let failed = timeline(&events, RunState::Failed, Stage::parse("baseline"), Purpose::Collection);
     assert_eq!(failed[2].status, "failed");
     // Stages known only from the log (no relay events) still show how far the run got.
-    let from_logs = timeline(&[], RunState::Running, Some("gate"), Purpose::Collection);
+    let from_logs = timeline(&[], RunState::Running, Stage::parse("gate"), Purpose::Collection);
     let status: Vec<&str> = from_logs.iter().map(|s| s.status.as_str()).collect();
     assert_eq!(status, ["done", "done", "done", "running", "pending", "pending", "pending"]);
-    let scored = timeline(&[], RunState::Scored, Some("collect"), Purpose::Collection);
+    let scored = timeline(&[], RunState::Scored, Stage::parse("collect"), Purpose::Collection);
     assert!(scored.iter().all(|s| s.status == "done"));
 }
 
 #[test]
 fn a_baseline_measurement_shows_only_its_own_stages() {
     let events = vec![ev(10, "step", "setup"), ev(20, "step", "baseline")];
-    let t = timeline(&events, RunState::Running, Some("baseline"), Purpose::Baseline);
+    let t = timeline(&events, RunState::Running, Stage::parse("baseline"), Purpose::Baseline);
     let shown: Vec<(&str, &str)> = t.iter().map(|s| (s.stage.as_str(), s.status.as_str())).collect();
     assert_eq!(
         shown,
         [("setup", "done"), ("snapshot", "done"), ("baseline", "running"), ("collect", "pending")]
     );
-    let scored = timeline(&events, RunState::Scored, Some("collect"), Purpose::Baseline);
+    let scored = timeline(&events, RunState::Scored, Stage::parse("collect"), Purpose::Baseline);
     assert_eq!(scored.len(), 4);
     assert!(scored.iter().all(|s| s.status == "done"));
 }

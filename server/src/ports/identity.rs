@@ -1,11 +1,18 @@
-//! The real HTTP adapter for HF's identity endpoint (`GET {HF_ENDPOINT}/api/whoami-v2`).
+//! HF's identity endpoint (`GET {HF_ENDPOINT}/api/whoami-v2`): the port, and its HTTP adapter.
 //! Redirects are refused, so a token never follows one to another host.
 
 use std::time::Duration;
 
-use domain::identity::{HubAccount, HubError, HubIdentity, OrgRole};
+use async_trait::async_trait;
+use domain::identity::{HubAccount, HubError, OrgRole};
 use reqwest::StatusCode;
 use serde::Deserialize;
+
+/// Who a token belongs to, as HF says.
+#[async_trait]
+pub trait HubIdentity: Send + Sync {
+    async fn whoami(&self, token: &str) -> Result<HubAccount, HubError>;
+}
 
 #[derive(Clone)]
 pub struct HfHub {
@@ -51,6 +58,7 @@ fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<u64> {
     headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?.trim().parse().ok()
 }
 
+#[async_trait]
 impl HubIdentity for HfHub {
     async fn whoami(&self, token: &str) -> Result<HubAccount, HubError> {
         let resp = self

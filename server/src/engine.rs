@@ -1,0 +1,118 @@
+//! The one engine every track's long-running records go through: collection runs and baselines
+//! being launched (`runs::launch`) and followed (`runs::reconcile`), OpenEnv submissions in
+//! admission (`openenv::admission`) and OpenEnv runs waiting in the cluster's queue
+//! (`openenv::runs`). A track says which of its records are due, how one is leased, and what one
+//! step on it is. The engine takes each due record's lease (a record another server holds is left
+//! to it), renews it every third of its length while the step runs, releases it afterwards, and
+//! logs a failed step with the record's id. So no two servers, and no two tasks of one server,
+//! ever work on one record at once, whatever the track; and a server that dies mid-step leaves
+//! a lease that lapses, after which the next pass anywhere resumes the record.
+
+use std::fmt::Display;
+use std::future::Future;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures_util::StreamExt;
+
+use crate::http::ApiError;
+use crate::AppState;
+
+/// A kind of record the engine works on.
+#[async_trait]
+pub trait Track: Send + Sync {
+    /// A record's key.
+    type Key: Display + Send + Sync;
+    /// What a record is called in logs (`run`, `submission`).
+    const RECORD: &'static str;
+
+    /// Records worked on at once in a pass.
+    fn at_once(&self) -> usize;
+    /// How long a lease lasts unrenewed (seconds; at least 3).
+    fn lease_s(&self, s: &AppState) -> i64;
+    /// The records a pass takes a step on, in the order they came.
+    async fn due(&self, s: &AppState) -> Result<Vec<Self::Key>, ApiError>;
+    /// Takes the record's lease for `holder` until `until`; false while another holder has it.
+    async fn lease(
+        &self,
+        s: &AppState,
+        key: &Self::Key,
+        holder: &str,
+        now: i64,
+        until: i64,
+    ) -> Result<bool, sqlx::Error>;
+    /// Extends `holder`'s lease; false when it was lost.
+    async fn renew(
+        &self,
+        s: &AppState,
+        key: &Self::Key,
+        holder: &str,
+        until: i64,
+    ) -> Result<bool, sqlx::Error>;
+    async fn release(&self, s: &AppState, key: &Self::Key, holder: &str) -> Result<(), sqlx::Error>;
+    /// One step on one record, under its lease: whether it changed, or why the step failed (the
+    /// next pass tries again).
+    async fn step(&self, s: &AppState, key: &Self::Key) -> Result<bool, String>;
+}
+
+/// Runs `work` on one record under its lease: `None` when another holder has the lease.
+pub async fn leased<T: Track, R>(
+    s: &AppState,
+    track: &T,
+    key: &T::Key,
+    work: impl Future<Output = R>,
+) -> Result<Option<R>, sqlx::Error> {
+    let holder = s.lease_holder();
+    let lease_s = track.lease_s(s).max(3);
+    let now = s.now().epoch;
+    if !track.lease(s, key, &holder, now, now + lease_s).await? {
+        return Ok(None);
+    }
+    let renew = async {
+        loop {
+            tokio::time::sleep(Duration::from_secs((lease_s / 3) as u64)).await;
+            match track.renew(s, key, &holder, s.now().epoch + lease_s).await {
+                Ok(true) => {}
+                Ok(false) => tracing::warn!(record = T::RECORD, id = %key, "the lease was lost"),
+                Err(e) => {
+                    tracing::warn!(record = T::RECORD, id = %key, error = %e, "renewing the lease failed")
+                }
+            }
+        }
+    };
+    let out = tokio::select! {
+        out = work => out,
+        never = renew => never,
+    };
+    track.release(s, key, &holder).await?;
+    Ok(Some(out))
+}
+
+/// One pass of a track: a step on each due record under its lease, `at_once` at a time.
+/// Answers how many records changed.
+pub async fn pass<T: Track>(s: &AppState, track: &T) -> Result<usize, ApiError> {
+    let keys = track.due(s).await?;
+    let outcomes: Vec<Result<bool, sqlx::Error>> = futures_util::stream::iter(keys)
+        .map(|key| async move {
+            let stepped = leased(s, track, &key, track.step(s, &key)).await?;
+            Ok(match stepped {
+                Some(Ok(changed)) => changed,
+                Some(Err(e)) => {
+                    tracing::warn!(record = T::RECORD, id = %key, error = %e, "a step failed this pass");
+                    false
+                }
+                // Another server has it this pass.
+                None => false,
+            })
+        })
+        .buffer_unordered(track.at_once().max(1))
+        .collect()
+        .await;
+    let mut changed = 0;
+    for outcome in outcomes {
+        if outcome? {
+            changed += 1;
+        }
+    }
+    Ok(changed)
+}

@@ -1,0 +1,43 @@
+//! Ids read from a path, a query or a body: parsed into their `domain::ids` type here, at the
+//! edge, so services never see a bare string. A string that is no id of its kind names no record,
+//! so it answers the not-found code a lookup of a well-formed id would.
+
+use domain::ids::{ChallengeId, EnvironmentId, IdError, OpenEnvRunId, RunId, SubmissionId};
+use domain::ErrorCode;
+
+use super::ApiError;
+
+/// An id type and the code that says its record is missing.
+pub trait Named: Sized {
+    const MISSING: ErrorCode;
+    fn parse(raw: &str) -> Result<Self, IdError>;
+}
+
+macro_rules! named {
+    ($($id:ty => $code:ident),* $(,)?) => {$(
+        impl Named for $id {
+            const MISSING: ErrorCode = ErrorCode::$code;
+            fn parse(raw: &str) -> Result<Self, IdError> {
+                <$id>::parse(raw)
+            }
+        }
+    )*};
+}
+
+named!(
+    ChallengeId => ChallengeNotFound,
+    EnvironmentId => EnvironmentNotFound,
+    RunId => RunNotFound,
+    OpenEnvRunId => RunNotFound,
+    SubmissionId => SubmissionNotFound,
+);
+
+/// `raw` as an id of kind `T`, or `T`'s not-found error.
+pub fn id<T: Named>(raw: &str) -> Result<T, ApiError> {
+    T::parse(raw).map_err(|e| ApiError::new(T::MISSING, e.to_string()))
+}
+
+/// An optional id (a query filter): empty is absent.
+pub fn optional<T: Named>(raw: Option<&str>) -> Result<Option<T>, ApiError> {
+    raw.filter(|r| !r.is_empty()).map(id).transpose()
+}
