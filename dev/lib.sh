@@ -33,7 +33,7 @@ ensure_rust_tools() {
 
 ensure_node_tools() {
   if [ ! -x node_modules/.bin/wasm-opt ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-    log "installing npm packages (binaryen, playwright-core)"
+    log "installing npm packages (binaryen, playwright-core, axe-core)"
     npm ci --no-audit --no-fund --loglevel=error
   fi
 }
@@ -53,6 +53,10 @@ ensure_test_tools() {
   command -v chromium >/dev/null || missing+=(chromium)
   command -v chromedriver >/dev/null || missing+=(chromium-driver)
   command -v wrk >/dev/null || missing+=(wrk)
+  # A real container registry for the OpenEnv track's registry tests (dev/registry/).
+  [ -x /usr/bin/docker-registry ] || missing+=(docker-registry)
+  command -v skopeo >/dev/null || missing+=(skopeo)
+  command -v umoci >/dev/null || missing+=(umoci)
   [ ${#missing[@]} -eq 0 ] || apt_install "${missing[@]}"
   python3 -c 'import pytest' 2>/dev/null || { log "installing pytest from PyPI"; python3 -m pip install -q pytest; }
   # The API contract check (tests/cli/test_openapi_contract.py), at a fixed version.
@@ -158,4 +162,49 @@ assemble_local_configs() {
   if [ -n "$cap" ]; then
     sed -i "s/^cap_usd = .*/cap_usd = $cap/" "$dest/arena.toml"
   fi
+}
+
+# Starts the HF stand-in and an arena on free loopback ports with the local-demo registry, as the
+# CLI and browser tests (and the page benchmarks) use them; PROFILE is the build (debug, release).
+# Sets `url`, `hub` and `work`, exports ARENA_TEST_* for the tests, and stops both on exit.
+start_test_stack() {
+  local profile=$1
+  work=$(mktemp -d)
+  free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+  port=$(free_port)
+  hub_port=$(free_port)
+  url="http://127.0.0.1:$port"
+  hub="http://127.0.0.1:$hub_port"
+  log "starting the HF stand-in at $hub and the arena at $url"
+  mkdir -p "$work/hub-repos" "$work/fingerprints"
+  "$CARGO_TARGET_DIR/$profile/arena" fingerprint-suite tests/fixtures/heldout/sealed-suite --suite openenv-heldout --sealed \
+    >"$work/fingerprints/openenv-heldout.json"
+  "$CARGO_TARGET_DIR/$profile/arena" fingerprint-suite tests/fixtures/heldout/public-bench --suite public-bench \
+    >"$work/fingerprints/public-bench.json"
+  assemble_local_configs "$work/configs"
+  cluster_secret=dev-test-cluster-credential
+  # Every CLI and browser test reaches this one server from 127.0.0.1 as a few accounts, so the
+  # per-address and per-account caps are lifted here; the API tests check them at their defaults.
+  STANDIN_ADDR="127.0.0.1:$hub_port" ARENA_HUB_USERS="$ROOT/tests/fixtures/hub-users.json" STANDIN_STAGE_MS=300 \
+    STANDIN_CLIENT_ID=arena-test STANDIN_CLIENT_SECRET=arena-test-secret ARENA_HUB_REPOS="$work/hub-repos" \
+    STANDIN_IMAGES="$ROOT/tests/fixtures/images" STANDIN_CLUSTER_URL="$url" STANDIN_CLUSTER_SECRET="$cluster_secret" \
+    STANDIN_OPENENV_CORE="$OPENENV_CORE" STANDIN_CLUSTER_HEARTBEAT_MS=500 STANDIN_SEED_DATASETS="$(seed_datasets)" \
+    "$CARGO_TARGET_DIR/$profile/arena-standin" >"$work/standin.log" 2>&1 &
+  standin_pid=$!
+  ARENA_ADDR="127.0.0.1:$port" ARENA_DATA_DIR="$work" ARENA_SITE_ROOT="$SITE" ARENA_FINGERPRINTS_DIR="$work/fingerprints" \
+    ARENA_CONFIGS_DIR="$work/configs" HF_TOKEN=hf_local_test_arena_bot_5a5a5a ARENA_JOBS_NAMESPACE=benchflow \
+    ARENA_RUNS_DATASET=benchflow/arena-runs ARENA_LEADERBOARD_DATASET=benchflow/arena-leaderboard ARENA_WORKER_TICK_S=1 \
+    ARENA_JOB_SECRET_DAYTONA_API_KEY=local-simulated-daytona-key ARENA_RELAY_HEARTBEAT_S=1 \
+    ARENA_UNSEEN_TOKENS_PER_MINUTE=5000 ARENA_UNSEEN_TOKENS_TOTAL_PER_MINUTE=5000 ARENA_VALIDATIONS_PER_HOUR=5000 \
+    GITHUB_API_URL="$hub" GITHUB_RAW_URL="$hub/raw" \
+    ARENA_FRAME_ANCESTORS="https://huggingface.co https://*.huggingface.co http://localhost:*" \
+    HF_ENDPOINT="$hub" OPENID_PROVIDER_URL="$hub" OAUTH_CLIENT_ID=arena-test OAUTH_CLIENT_SECRET=arena-test-secret \
+    ARENA_SANDBOX_HEALTH_S=45 ARENA_SANDBOX_LIMIT=3 ARENA_CLUSTER_SECRET="$cluster_secret" ARENA_REGISTRY_DOCKER_URL="$hub/registry/docker.io" ARENA_REGISTRY_GHCR_URL="$hub/registry/ghcr.io" \
+    RUST_LOG=warn "$CARGO_TARGET_DIR/$profile/arena" serve >"$work/server.log" 2>&1 &
+  server_pid=$!
+  trap 'kill $server_pid $standin_pid 2>/dev/null || true; rm -rf "$work"' EXIT
+  for _ in $(seq 60); do curl -fs "$url/healthz" >/dev/null 2>&1 && break; sleep 0.5; done
+  curl -fs "$url/healthz" >/dev/null || { cat "$work/server.log"; exit 1; }
+  export ARENA_TEST_URL="$url" ARENA_TEST_HUB_URL="$hub" ARENA_TEST_USERS="$ROOT/tests/fixtures/hub-users.json"
+  export ARENA_TEST_HUB_REPOS="$work/hub-repos" ARENA_TEST_OPENENV_CORE="$OPENENV_CORE"
 }

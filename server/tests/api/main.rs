@@ -12,6 +12,7 @@ mod identity;
 mod openenv;
 mod openenv_runs;
 mod pages;
+mod real_registry;
 mod recheck;
 mod replicas;
 mod results;
