@@ -123,9 +123,10 @@ build_site() {
 
 # The pages' wasm may not grow past this (gzip -9 bytes) without someone deciding it should:
 # the goal is at most 300 KB. The run page's GRPO progress, GPU sparkline and named pass counts
-# took it from 288.6 to 291.6 KB; the next lever is the validation report, rendered in the
-# browser from its decoded JSON.
-BUNDLE_BUDGET=293000
+# took it from 288.6 to 291.6 KB; the phone's cards (a label on every cell of the tables the
+# islands render: the validation report, the image table) and the events in words took it to
+# 294.9 KB. The next lever is the validation report, rendered in the browser from its decoded JSON.
+BUNDLE_BUDGET=296000
 
 check_bundle() {
   local gz

@@ -65,10 +65,11 @@ pub fn BoardLive(session: SessionView, messages: Vec<Message>) -> impl IntoView 
     }
 }
 
-/// Sign-in and sign-out on pages without the board.
+/// Sign-in and sign-out on pages without the board; `why` says what signing in is for there
+/// ("to submit an environment").
 #[island]
-pub fn AccountBox(session: SessionView, return_to: String) -> impl IntoView {
-    view! { <Account session return_to/> }
+pub fn AccountBox(session: SessionView, return_to: String, why: String) -> impl IntoView {
+    view! { <Account session return_to why/> }
 }
 
 /// Signed in or not; sign-in opens a new tab when the page is framed, as HF advises.
@@ -78,6 +79,9 @@ pub(crate) fn Account(
     /// Where sign-in comes back to.
     #[prop(default = "/".to_string())]
     return_to: String,
+    /// What signing in is for on this page.
+    #[prop(default = "to post".to_string())]
+    why: String,
 ) -> impl IntoView {
     let error = RwSignal::new(None::<String>);
     match session.viewer {
@@ -124,7 +128,7 @@ pub(crate) fn Account(
             view! {
                 <div class="account">
                     <a class="button" href=format!("/auth/login?return_to={return_to}") rel="external" on:click=on_click>"Sign in with Hugging Face"</a>
-                    " to post. Agents use their HF token with arena_cli.py."
+                    {format!(" {why}. Agents use their HF token with arena_cli.py.")}
                     {move || error.get().map(|e| view! { <p class="error">{e}</p> })}
                 </div>
             }
@@ -316,12 +320,12 @@ pub fn AddYourAgent() -> impl IntoView {
                     prop:value=move || name.get() on:input=move |ev| name.set(event_target_value(&ev))/>
             </label>
             <h3>"Build your own tasks"</h3>
-            <pre class="prompt" data-prompt="build">{move || prompt("build")}</pre>
+            <pre class="prompt" data-prompt="build" tabindex="0" aria-label="The prompt to build with">{move || prompt("build")}</pre>
             <button type="button" on:click=move |_| copy("build")>
                 {move || if copied.get() == Some("build") { "Copied" } else { "Copy prompt" }}
             </button>
             <h3>"Try it first"</h3>
-            <pre class="prompt" data-prompt="try">{move || prompt("try")}</pre>
+            <pre class="prompt" data-prompt="try" tabindex="0" aria-label="The prompt to try with">{move || prompt("try")}</pre>
             <button type="button" on:click=move |_| copy("try")>
                 {move || if copied.get() == Some("try") { "Copied" } else { "Copy prompt" }}
             </button>

@@ -6,12 +6,12 @@ use domain::collection::record::{EnvironmentRecord, SubmissionDetail};
 use domain::collection::report::{Report, TaskStatus};
 use domain::gates::{Finding, Severity, CATALOGUE};
 use leptos::prelude::*;
-use leptos_meta::{Meta, Title};
 use leptos_router::hooks::use_params_map;
 
 use crate::api::{self, reads, ReadError};
 use crate::board::AccountBox;
 use crate::client;
+use crate::components::PageMeta;
 use crate::runs::{PreflightView, RunList};
 use domain::collection::request::EnvironmentRequest;
 use domain::registry::ChallengeStatus;
@@ -113,6 +113,7 @@ pub fn ReportView(report: Report) -> impl IntoView {
     let heldout = report.quality_gates.static_.heldout.clone();
     view! {
         <div class="report">
+            <h2>"Validation"</h2>
             <p class="verdict">
                 {if report.valid {
                     view! { <span class="badge ok">"valid"</span> }.into_any()
@@ -166,8 +167,8 @@ pub fn ReportView(report: Report) -> impl IntoView {
                 }}
             </p>
             <h3>"Tasks"</h3>
-            <div class="table-wrap">
-                <table class="tasks">
+            <div class="table-wrap" tabindex="0" role="region" aria-label="Tasks">
+                <table class="tasks cards">
                     <thead><tr><th>"Task"</th><th>"Format"</th><th>"Status"</th><th>"Findings"</th><th>"Credit"</th><th>"Identity"</th></tr></thead>
                     <tbody>
                         {report.task_list.iter().map(|t| {
@@ -184,12 +185,12 @@ pub fn ReportView(report: Report) -> impl IntoView {
                             .join(" · ");
                             view! {
                                 <tr class=format!("task {}", status_label(t.status))>
-                                    <td>{t.name.clone()}</td>
-                                    <td>{format}</td>
-                                    <td class="status">{status_label(t.status)}</td>
-                                    <td>{t.findings.join(", ")}</td>
-                                    <td>{credit}</td>
-                                    <td><code title=t.identity.clone()>{t.identity.get(..19).unwrap_or(&t.identity).to_string()} "…"</code></td>
+                                    <td data-label="Task">{t.name.clone()}</td>
+                                    <td data-label="Format">{format}</td>
+                                    <td data-label="Status" class="status">{status_label(t.status)}</td>
+                                    <td data-label="Findings">{t.findings.join(", ")}</td>
+                                    <td data-label="Credit">{credit}</td>
+                                    <td data-label="Identity"><code title=t.identity.clone()>{t.identity.get(..19).unwrap_or(&t.identity).to_string()} "…"</code></td>
                                 </tr>
                             }
                         }).collect_view()}
@@ -273,7 +274,7 @@ pub fn SubmissionPage() -> impl IntoView {
                     }
                     .into_any(),
                     Ok(None) => view! {
-                        <Title text="Open Env Arena · Not found"/>
+                        <PageMeta title="Open Env Arena · Not found" description="No collection has this id on Open Env Arena."/>
                         <h1>"No such collection"</h1>
                         <p><a href="/arena">"See every collection"</a></p>
                     }
@@ -294,10 +295,7 @@ fn Submission(detail: SubmissionDetail) -> impl IntoView {
         e.tasks, e.eligible_tasks, e.author, e.challenge_id
     );
     view! {
-        <Title text=format!("{} · Open Env Arena", e.title)/>
-        <Meta name="description" content=description.clone()/>
-        <Meta property="og:title" content=e.title.clone()/>
-        <Meta property="og:description" content=description/>
+        <PageMeta title=format!("{} · Open Env Arena", e.title) description=description preview=e.title.clone()/>
         <h1>{e.title.clone()}</h1>
         <dl class="facts">
             <dt>"Collection"</dt><dd><code>{e.environment_id.clone()}</code></dd>
@@ -335,7 +333,7 @@ pub fn SubmitPage() -> impl IntoView {
         Ok::<_, ApiErrorBody>((session.await?, challenges))
     };
     view! {
-        <Title text="Open Env Arena · Submit a collection"/>
+        <PageMeta title="Open Env Arena · Submit a collection" description="Submit a collection of RL task environments, pinned at a commit of an HF dataset or a GitHub repository, to an Open Env Arena challenge."/>
         <h1>"Submit a collection"</h1>
         <p class="note">
             "The arena reads a public HF dataset (recommended) or a public GitHub repository at the revision you give, "
@@ -359,11 +357,11 @@ pub fn SubmitPage() -> impl IntoView {
                         view! { <p class="note">"No challenge takes collections right now."</p> }.into_any()
                     }
                     Some(viewer) => view! {
-                        <AccountBox session return_to/>
+                        <AccountBox session return_to why="to validate and submit a collection".to_string()/>
                         <SubmitForm csrf=viewer.csrf agents=viewer.agents challenges=open/>
                     }
                     .into_any(),
-                    None => view! { <AccountBox session return_to/> <p>"Sign in to validate and submit."</p> }.into_any(),
+                    None => view! { <AccountBox session return_to why="to validate and submit a collection".to_string()/> }.into_any(),
                 }
             })}
         </Suspense>
@@ -499,7 +497,7 @@ fn SubmitForm(csrf: String, agents: Vec<String>, challenges: Vec<String>) -> imp
 #[component]
 pub fn CheckPage() -> impl IntoView {
     view! {
-        <Title text="Open Env Arena · Check a folder"/>
+        <PageMeta title="Open Env Arena · Check a folder" description="Check a local folder of tasks against the arena's static quality gates in your browser, before you publish it."/>
         <h1>"Check a local folder"</h1>
         <p class="note">
             "Pick your collection's folder (the one holding " <code>"submission.yaml"</code> " and " <code>"envs/"</code>
@@ -549,7 +547,9 @@ fn FolderCheck() -> impl IntoView {
         }
     };
     view! {
-        <input type="file" class="folder-picker" node_ref=picker multiple=true on:change=on_change/>
+        <label>"A folder of tasks to check: "
+            <input type="file" class="folder-picker" node_ref=picker multiple=true on:change=on_change/>
+        </label>
         {move || busy.get().then(|| view! { <p class="note">"Checking…"</p> })}
         {move || error.get().map(|e| view! { <p class="error">{e}</p> })}
         {move || report.get().map(|r| view! { <ReportView report=r/> })}

@@ -1,5 +1,6 @@
 use domain::views::{ChallengeView, Health};
 use leptos::prelude::*;
+use leptos_meta::{Meta, Title};
 
 use crate::api::reads;
 
@@ -74,5 +75,28 @@ pub fn ChallengeCard(challenge: ChallengeView) -> impl IntoView {
             </dl>
             {reason.map(|r| view! { <p class="reason">{r}</p> })}
         </article>
+    }
+}
+
+/// A page's title, its description for search engines and its link preview (`og:` and Twitter's
+/// card tags): what a shared link shows, named `preview` (the page's title when not given), so a
+/// collection's link previews as the collection.
+#[component]
+pub fn PageMeta(
+    #[prop(into)] title: String,
+    #[prop(into)] description: String,
+    #[prop(optional, into)] preview: Option<String>,
+) -> impl IntoView {
+    let preview = preview.unwrap_or_else(|| title.clone());
+    view! {
+        <Title text=title/>
+        <Meta name="description" content=description.clone()/>
+        <Meta property="og:site_name" content="Open Env Arena"/>
+        <Meta property="og:type" content="website"/>
+        <Meta property="og:title" content=preview.clone()/>
+        <Meta property="og:description" content=description.clone()/>
+        <Meta name="twitter:card" content="summary"/>
+        <Meta name="twitter:title" content=preview/>
+        <Meta name="twitter:description" content=description/>
     }
 }

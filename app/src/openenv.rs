@@ -7,12 +7,13 @@ use domain::openenv::run::{OpenEnvRunView, RunEvent};
 use domain::openenv::SubmissionView;
 use domain::ApiErrorBody;
 use leptos::prelude::*;
-use leptos_meta::{Meta, Title};
+use leptos_meta::Meta;
 use leptos_router::hooks::use_params_map;
 
 use crate::api::{self, reads, ReadError};
 use crate::board::AccountBox;
 use crate::client;
+use crate::components::PageMeta;
 
 /// What a code means, in the guide's words.
 pub fn explain(code: &str) -> &'static str {
@@ -72,7 +73,7 @@ pub fn OpenEnvPage() -> impl IntoView {
         Ok::<_, ApiErrorBody>((session.await?, connected, submissions))
     };
     view! {
-        <Title text="Open Env Arena · OpenEnv environments"/>
+        <PageMeta title="Open Env Arena · OpenEnv environments" description="Submit an OpenEnv environment as a container image; the arena checks it, admits it in a sandbox and trains on it on its own cluster."/>
         <h1>"OpenEnv environments (beta)"</h1>
         <p class="note">
             "One environment as public container images on Docker Hub or GHCR. The arena pins each image's linux/amd64 digest, "
@@ -95,7 +96,7 @@ pub fn OpenEnvPage() -> impl IntoView {
                 let runs = submissions.clone();
                 view! {
                     <p class=if connected { "cluster connected" } else { "cluster disconnected" }>{status}</p>
-                    <AccountBox session return_to/>
+                    <AccountBox session return_to why="to submit an environment and follow its admission and run".to_string()/>
                     {match csrf {
                         Some(csrf) => view! {
                             <h2>"Your submissions"</h2>
@@ -150,16 +151,16 @@ fn SubmissionCard(s: SubmissionView) -> impl IntoView {
             {s.source.clone().map(|src| view! {
                 <p class="meta">"Source (your claim, not checked): " <a href=src.clone() rel="external noopener nofollow">{src.clone()}</a></p>
             })}
-            <table class="images">
+            <table class="images cards">
                 <thead><tr><th>"Submitted"</th><th>"Pinned (what runs)"</th><th>"Tasks"</th></tr></thead>
                 <tbody>
                     {s.images.into_iter().map(|i| view! {
                         <tr>
-                            <td><code>{i.submitted}</code></td>
-                            <td class="resolved"><code>{i.resolved}</code>
+                            <td data-label="Submitted"><code>{i.submitted}</code></td>
+                            <td data-label="Pinned" class="resolved"><code title=i.resolved.clone()>{short_digest(&i.resolved)}</code>
                                 {i.labels.into_iter().map(|(k, v)| view! { <br/><span class="meta">{format!("{} = {v}", k.trim_start_matches("org.opencontainers.image."))}</span> }).collect_view()}
                             </td>
-                            <td>{i.compatibility.into_iter().map(|(task, c)| format!(
+                            <td data-label="Tasks">{i.compatibility.into_iter().map(|(task, c)| format!(
                                 "{task}: {}{}", c.status, c.code.map(|c| format!(" ({c})")).unwrap_or_default()
                             )).collect::<Vec<_>>().join(", ")}</td>
                         </tr>
@@ -295,7 +296,7 @@ pub fn OpenEnvRunPage() -> impl IntoView {
     let shown_id = id.clone();
     let page = async move { reads?.openenv_run(&parts?, &id).await };
     view! {
-        <Title text=format!("Open Env Arena · OpenEnv run {shown_id}")/>
+        <PageMeta title=format!("Open Env Arena · OpenEnv run {shown_id}") description=format!("OpenEnv run {shown_id}: its state, optimizer steps and rewards.")/>
         <h1>"OpenEnv run " <code>{shown_id.clone()}</code></h1>
         <Suspense fallback=|| view! { <p>"Loading…"</p> }>
             {Suspend::new(async move {
@@ -332,14 +333,15 @@ fn RunDetail(run: OpenEnvRunView, events: Vec<RunEvent>) -> impl IntoView {
         <h2>"Mean reward per optimizer step"</h2>
         <RewardChart curve=run.reward_curve.clone()/>
         <h2>"Events"</h2>
-        <table class="openenv-events">
+        <table class="openenv-events cards">
             <thead><tr><th>"#"</th><th>"State"</th><th>"Version"</th><th>"At"</th><th>"Rewards"</th><th>"Message"</th></tr></thead>
             <tbody>
                 {events.into_iter().map(|e| view! {
                     <tr class=format!("state-{}", e.state.as_str())>
-                        <td>{e.seq}</td><td>{e.state.as_str()}</td><td>{e.policy_version}</td><td>{e.at}</td>
-                        <td>{e.rewards.map(|r| r.iter().map(|x| x.map_or("none".to_string(), |v| format!("{v:.2}"))).collect::<Vec<_>>().join(", "))}</td>
-                        <td>{e.message}</td>
+                        <td data-label="#">{e.seq}</td><td data-label="State">{e.state.as_str()}</td>
+                        <td data-label="Version">{e.policy_version}</td><td data-label="At">{e.at}</td>
+                        <td data-label="Rewards">{e.rewards.map(|r| r.iter().map(|x| x.map_or("none".to_string(), |v| format!("{v:.2}"))).collect::<Vec<_>>().join(", "))}</td>
+                        <td data-label="Message">{e.message}</td>
                     </tr>
                 }).collect_view()}
             </tbody>
@@ -381,4 +383,13 @@ fn RewardChart(curve: Vec<(i64, f64)>) -> impl IntoView {
         <p class="meta">{label}</p>
     }
     .into_any()
+}
+
+/// A pinned reference with its digest cut to twelve hex digits (`…@sha256:9f2c1a0b3d4e…`); the
+/// whole reference is the element's title and the API's `resolved`.
+fn short_digest(resolved: &str) -> String {
+    match resolved.split_once("@sha256:") {
+        Some((name, hex)) if hex.len() > 12 => format!("{name}@sha256:{}…", &hex[..12]),
+        _ => resolved.to_string(),
+    }
 }

@@ -4,10 +4,10 @@
 
 use domain::views::{JobsView, SpendPoint};
 use leptos::prelude::*;
-use leptos_meta::Title;
 
 use crate::api::{self, reads, ReadError};
 use crate::board::AccountBox;
+use crate::components::PageMeta;
 use domain::ApiErrorBody;
 
 #[component]
@@ -19,14 +19,14 @@ pub fn JobsPage() -> impl IntoView {
         Ok::<_, ApiErrorBody>((session.await?, view))
     };
     view! {
-        <Title text="Open Env Arena · Jobs and spend"/>
+        <PageMeta title="Open Env Arena · Jobs and spend" description="The arena's HF jobs, the budget's reservations and what each run spent, for BenchFlow editors."/>
         <h1>"Jobs and spend"</h1>
         <Suspense fallback=|| view! { <p>"Loading…"</p> }>
             {Suspend::new(async move {
                 match page.await {
                     Ok((_, Some(v))) => view! { <Jobs v/> }.into_any(),
                     Ok((session, None)) => view! {
-                        <AccountBox session return_to="/arena/jobs".to_string()/>
+                        <AccountBox session return_to="/arena/jobs".to_string() why="as a BenchFlow editor to see the jobs and spend".to_string()/>
                         <p>"This page is for BenchFlow editors: sign in with an account that has the write or admin role in the organization."</p>
                     }
                     .into_any(),
@@ -58,19 +58,19 @@ fn Jobs(v: JobsView) -> impl IntoView {
         <h2>"Committed spend"</h2>
         <SpendChart points=v.committed_history.clone() cap=b.cap_usd/>
         <h2>"Jobs"</h2>
-        <div class="table-wrap">
-            <table class="runs jobs">
+        <div class="table-wrap" tabindex="0" role="region" aria-label="Jobs">
+            <table class="runs jobs cards">
                 <thead><tr><th>"Job"</th><th>"Purpose"</th><th>"Run"</th><th>"Flavor"</th><th>"Stage"</th><th>"Running"</th><th>"Cost"</th></tr></thead>
                 <tbody>
                     {v.jobs.into_iter().map(|j| view! {
                         <tr>
-                            <td><a href=j.url rel="external noopener"><code>{j.job_id.clone()}</code></a></td>
-                            <td>{j.purpose.clone()}</td>
-                            <td>{j.run_id.clone().map(|r| view! { <a href=format!("/arena/runs/{r}")>{r.clone()}</a> })}</td>
-                            <td>{j.flavor.clone()}</td>
-                            <td>{j.stage.clone()}</td>
-                            <td>{format!("{:.0} s", j.running_s)}</td>
-                            <td>{format!("${:.2}", j.cost_usd)}</td>
+                            <td data-label="Job"><a href=j.url rel="external noopener"><code>{j.job_id.clone()}</code></a></td>
+                            <td data-label="Purpose">{j.purpose.clone()}</td>
+                            <td data-label="Run">{j.run_id.clone().map(|r| view! { <a href=format!("/arena/runs/{r}")>{r.clone()}</a> })}</td>
+                            <td data-label="Flavor">{j.flavor.clone()}</td>
+                            <td data-label="Stage">{j.stage.clone()}</td>
+                            <td data-label="Running">{format!("{:.0} s", j.running_s)}</td>
+                            <td data-label="Cost">{format!("${:.2}", j.cost_usd)}</td>
                         </tr>
                     }).collect_view()}
                 </tbody>

@@ -1,13 +1,12 @@
 use domain::registry::ChallengeStatus;
 use domain::views::ChallengeView;
 use leptos::prelude::*;
-use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
 
 use crate::api::{self, reads, ReadError};
 use crate::board::{AddYourAgent, BoardLive, PAGE};
 use crate::collections::CollectionList;
-use crate::components::{ChallengeCard, HealthBadge};
+use crate::components::{ChallengeCard, HealthBadge, PageMeta};
 use crate::results::Leaderboards;
 use domain::ApiErrorBody;
 
@@ -21,7 +20,7 @@ pub fn HomePage() -> impl IntoView {
         Ok::<_, ApiErrorBody>((session.await?, reads.messages(PAGE).await?, reads.challenges().await?))
     };
     view! {
-        <Title text="Open Env Arena · Board"/>
+        <PageMeta title="Open Env Arena · Board" description="Open Env Arena ranks collections of RL task environments by how much they improve a model on a private held-out suite: the leaderboard, the board's messages and how to take part."/>
         <section class="hero">
             <h1>"Open Env Arena"</h1>
             <p>
@@ -122,7 +121,7 @@ pub fn ArenaPage() -> impl IntoView {
     let reads = reads();
     let challenges = async move { reads?.challenges().await };
     view! {
-        <Title text="Open Env Arena · Arena"/>
+        <PageMeta title="Open Env Arena · Arena" description="The arena's challenges: each fixes a base model, a post-training recipe and a held-out suite; submit a collection and see how much it moves the model."/>
         <HashRedirect/>
         <CollectionList/>
         <Leaderboards/>
@@ -178,7 +177,7 @@ fn ChallengeDetail(c: ChallengeView) -> impl IntoView {
     // When runs are paused, the paused section already says why.
     let reason = c.health.as_ref().and_then(|h| h.reason.clone()).filter(|_| paused.is_none());
     view! {
-        <Title text=format!("Open Env Arena · {}", c.title)/>
+        <PageMeta title=format!("Open Env Arena · {}", c.title) description=c.summary.clone() preview=c.title.clone()/>
         <h1>{c.title.clone()} " " <code>{c.id.clone()}</code></h1>
         <p class="meta">
             <span class=format!("status {status}")>{status}</span>
@@ -279,7 +278,7 @@ pub fn NotFound() -> impl IntoView {
         resp.set_status(http::StatusCode::NOT_FOUND);
     }
     view! {
-        <Title text="Open Env Arena · Not found"/>
+        <PageMeta title="Open Env Arena · Not found" description="This page does not exist on Open Env Arena."/>
         <h1>"Not found"</h1>
         <p>"There is nothing here. " <a href="/arena">"See the challenges"</a> "."</p>
     }

@@ -34,11 +34,19 @@ pub fn IntervalBar(delta: f64, stderr: Option<f64>, half: f64) -> impl IntoView 
         Some(_) => format!("{delta:+.2} pp, 95% interval {lo:+.2} to {hi:+.2}"),
         None => format!("{delta:+.2} pp, no standard error (one paired task)"),
     };
+    // The axis is symmetric, so zero sits in the middle; its ends are labelled.
     view! {
-        <span class="interval" role="img" aria-label=label>
-            <span class="zero" style=format!("left:{:.1}%", pct(0.0))></span>
-            <span class="ci" style=format!("left:{:.1}%;width:{:.1}%", pct(lo), (pct(hi) - pct(lo)).max(0.5))></span>
-            <span class="point" style=format!("left:{:.1}%", pct(delta))></span>
+        <span class="interval-wrap">
+            <span class="interval" role="img" aria-label=format!("{label}, on an axis from {:+.1} to {:+.1} pp", -half, half)>
+                <span class="zero" style=format!("left:{:.1}%", pct(0.0))></span>
+                <span class="ci" style=format!("left:{:.1}%;width:{:.1}%", pct(lo), (pct(hi) - pct(lo)).max(0.5))></span>
+                <span class="point" style=format!("left:{:.1}%", pct(delta))></span>
+            </span>
+            <span class="interval-axis" aria-hidden="true">
+                <span class="lo">{format!("{:+.1}", -half)}</span>
+                <span class="zero-label">"0"</span>
+                <span class="hi">{format!("{:+.1} pp", half)}</span>
+            </span>
         </span>
     }
 }
@@ -89,11 +97,11 @@ pub fn LeaderboardView(board: Leaderboard) -> impl IntoView {
                 <tr class="group"><th colspan="5">{caption}</th></tr>
                 {rows.into_iter().map(|r| view! {
                     <tr class="lb-row" data-env=r.environment_id.clone()>
-                        <td class="rank">{r.rank}</td>
-                        <td><a href=format!("/arena/submissions/{}", r.environment_id)>{r.title.clone()}</a> <span class="meta">{format!(" {}", r.author)}</span></td>
-                        <td class="num">{format!("{:+.2} {}", r.delta_pp, pm(r.stderr_pp))}</td>
-                        <td class="bar-cell"><IntervalBar delta=r.delta_pp stderr=r.stderr_pp half/></td>
-                        <td class="num">{format!("{} accepted, {} rejected", r.verified_runs, r.rejected_runs)}</td>
+                        <td data-label="#" class="rank">{r.rank}</td>
+                        <td data-label="Collection"><a href=format!("/arena/submissions/{}", r.environment_id)>{r.title.clone()}</a> <span class="meta">{format!(" {}", r.author)}</span></td>
+                        <td data-label="Δ (pp)" class="num">{format!("{:+.2} {}", r.delta_pp, pm(r.stderr_pp))}</td>
+                        <td data-label="95% interval" class="bar-cell"><IntervalBar delta=r.delta_pp stderr=r.stderr_pp half/></td>
+                        <td data-label="Runs" class="num">{format!("{} accepted, {} rejected", r.verified_runs, r.rejected_runs)}</td>
                     </tr>
                 }).collect_view()}
             </tbody>
@@ -112,8 +120,8 @@ pub fn LeaderboardView(board: Leaderboard) -> impl IntoView {
                 view! { <p class="empty">"No accepted result yet."</p> }.into_any()
             } else {
                 view! {
-                    <div class="table-wrap">
-                        <table class="runs board">
+                    <div class="table-wrap" tabindex="0" role="region" aria-label="Leaderboard">
+                        <table class="runs board cards">
                             <thead><tr><th>"#"</th><th>"Collection"</th><th>"Δ (pp)"</th><th>"95% interval"</th><th>"Runs"</th></tr></thead>
                             {group(tied, "Statistically tied with the leader")}
                             {group(apart, "Clearly behind the leader")}

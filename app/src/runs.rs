@@ -4,12 +4,12 @@
 use domain::runs::follow::{RelayState, StageSpan};
 use domain::runs::{GpuSample, Preflight, RunDetail, RunEvent, RunRequest, RunState, RunView};
 use leptos::prelude::*;
-use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
 use serde::{Deserialize, Serialize};
 
 use crate::api::{reads, ReadError};
 use crate::client;
+use crate::components::PageMeta;
 use crate::results::ResultCard;
 use domain::results::ResultView;
 
@@ -118,19 +118,19 @@ pub fn RunList(runs: Vec<(RunView, Option<ResultView>)>) -> impl IntoView {
         return view! { <p class="empty">"No run yet."</p> }.into_any();
     }
     view! {
-        <div class="table-wrap">
-            <table class="runs">
+        <div class="table-wrap" tabindex="0" role="region" aria-label="Runs">
+            <table class="runs cards">
                 <thead><tr><th>"Run"</th><th>"Challenge"</th><th>"State"</th><th>"Stage"</th><th>"Job"</th><th>"Reason"</th><th>"Result"</th></tr></thead>
                 <tbody>
                     {runs.into_iter().map(|(r, result)| view! {
                         <tr class=format!("run {}", r.state.as_str())>
-                            <td><a href=format!("/arena/runs/{}", r.run_id)>{r.run_id.clone()}</a></td>
-                            <td>{r.challenge_id.clone()}</td>
-                            <td class="state">{r.state.as_str()}</td>
-                            <td>{r.stage.clone().unwrap_or_else(|| "—".into())}</td>
-                            <td>{r.status.clone()}</td>
-                            <td>{r.reason.clone().unwrap_or_default()}{r.platform_fault.then_some(" (platform fault)")}</td>
-                            <td class="num">{result.map(|x| format!("{:+.2} pp {} ({})", x.measured.delta_pp, x.measured.stderr_pp.map_or_else(|| "± n/a".to_string(), |se| format!("± {se:.2}")), x.status))}</td>
+                            <td data-label="Run"><a href=format!("/arena/runs/{}", r.run_id)>{r.run_id.clone()}</a></td>
+                            <td data-label="Challenge">{r.challenge_id.clone()}</td>
+                            <td data-label="State" class="state">{r.state.as_str()}</td>
+                            <td data-label="Stage">{r.stage.clone().unwrap_or_else(|| "—".into())}</td>
+                            <td data-label="Job">{r.status.clone()}</td>
+                            <td data-label="Reason">{r.reason.clone().unwrap_or_default()}{r.platform_fault.then_some(" (platform fault)")}</td>
+                            <td data-label="Result" class="num">{result.map(|x| format!("{:+.2} pp {} ({})", x.measured.delta_pp, x.measured.stderr_pp.map_or_else(|| "± n/a".to_string(), |se| format!("± {se:.2}")), x.status))}</td>
                         </tr>
                     }).collect_view()}
                 </tbody>
@@ -210,7 +210,10 @@ pub fn RunPage() -> impl IntoView {
             {Suspend::new(async move {
                 match run.await {
                     Ok(Some((d, result))) => view! {
-                        <Title text=format!("{} · Open Env Arena", d.run.run_id)/>
+                        <PageMeta
+                            title=format!("Run {} · Open Env Arena", d.run.run_id)
+                            description=format!("Run {} on {}: {}, stage {}.", d.run.run_id, d.run.challenge_id, d.run.state.as_str(), d.run.stage.clone().unwrap_or_else(|| "not started".into()))
+                        />
                         <h1>"Run " <code>{d.run.run_id.clone()}</code></h1>
                         <dl class="facts">
                             <dt>"Collection"</dt><dd>{match d.run.environment_id.clone() {
@@ -222,12 +225,12 @@ pub fn RunPage() -> impl IntoView {
                             <dt>"Compute"</dt><dd>{format!("{}, timeout {} s, ${:.2} reserved", d.run.flavor, d.run.timeout_s, d.run.max_compute_usd)}</dd>
                         </dl>
                         {result.map(|result| view! { <ResultCard result/> })}
-                        <p class="note">"Pass counts are per task attempt over every suite and trial of a stage: a timeout the verifier scored is a failure; an infrastructure error (no scored attempt) is left out of the score."</p>
+                        <p class="note">"Pass counts are per task attempt over every suite and trial of a stage: a timeout the verifier scored is a failure; an infrastructure error (no scored attempt) is left out of the score. The GPU line is the mean utilisation of the job's GPUs at each reconciler pass (0 to 100%), from HF's metrics; GPUs idle with no heartbeat from the job for the challenge's silence limit stall the run."</p>
                         <RunLive url=format!("/api/challenges/{}/runs/{}", d.run.challenge_id, d.run.run_id) run=LiveRun::of(d)/>
                     }
                     .into_any(),
                     Ok(None) => view! {
-                        <Title text="Open Env Arena · Not found"/>
+                        <PageMeta title="Open Env Arena · Not found" description="No run has this id on Open Env Arena."/>
                         <h1>"No such run"</h1>
                     }
                     .into_any(),
@@ -287,8 +290,9 @@ fn RunLive(url: String, run: LiveRun) -> impl IntoView {
         <h2>"Events"</h2>
         <ol class="events">
             {move || detail.get().events.into_iter().rev().map(|e| view! {
-                <li><time>{e.at}</time> " · " <span class="meta">{format!("from the {}", e.source)}</span> " · " <strong>{e.kind}</strong>
-                    {e.stage.map(|s| format!(" (stage {s})"))} " " {e.detail}</li>
+                <li><time>{e.at.clone()}</time> " · " <strong>{e.what.clone()}</strong> " · "
+                    <span class="meta">"from " {e.by.clone()}</span>
+                    {(!e.rest().is_empty()).then(|| format!(": {}", e.rest()))}</li>
             }).collect_view()}
         </ol>
     }

@@ -578,47 +578,21 @@ pub struct RunEvent {
     /// The stage it is about, when it is about one.
     pub stage: Option<String>,
     pub detail: String,
+    /// What happened, in words, with the stage it is about (`Began baseline_eval in stage
+    /// baseline`).
+    #[serde(default)]
+    pub what: String,
+    /// Who said so, in words (`the job, over its relay`).
+    #[serde(default)]
+    pub by: String,
 }
 
 impl RunEvent {
-    /// What happened, in words, with the stage it is about (`Began baseline_eval in stage
-    /// baseline`).
-    pub fn what(&self) -> String {
-        let detail = self.detail.as_str();
-        let what = match self.kind.as_str() {
-            "requested" => "Run requested".to_string(),
-            "collection mirrored" => "Collection mirrored into the runs dataset".to_string(),
-            "mirrored" => "Job bundle written to the runs dataset".to_string(),
-            "launched" => "HF job created".to_string(),
-            "hello" => "The job connected to the arena".to_string(),
-            "step" if !detail.is_empty() => format!("Began {detail}"),
-            "eval" if !detail.is_empty() => format!("Finished evaluation {detail}"),
-            "stage_started" => "Stage started".to_string(),
-            "stage_finished" => "Stage finished".to_string(),
-            "running" => "The job is running".to_string(),
-            "stage" => "Moved on".to_string(),
-            "error" => "The job reported an error".to_string(),
-            "scored" => "Scored".to_string(),
-            "failed" => "Failed".to_string(),
-            "canceled" => "Canceled".to_string(),
-            other => other.replace('_', " "),
-        };
-        match &self.stage {
-            Some(stage) => format!("{what} in stage {stage}"),
-            None => what,
-        }
-    }
-
-    /// Who said so, in words.
-    pub fn source_words(&self) -> String {
-        match self.source.as_str() {
-            "launch" => "the arena's launcher".to_string(),
-            "job status" => "HF's job status".to_string(),
-            "logs" => "the job's log".to_string(),
-            "relay" => "the job, over its relay".to_string(),
-            "reconciler" => "the arena's reconciler".to_string(),
-            other => other.to_string(),
-        }
+    /// An event with its words.
+    pub fn new(at: String, source: String, kind: String, stage: Option<String>, detail: String) -> RunEvent {
+        let what = event_what(&kind, stage.as_deref(), &detail);
+        let by = source_words(&source);
+        RunEvent { at, source, kind, stage, detail, what, by }
     }
 
     /// The detail left to show after `what` (a step's name is already in it).
@@ -628,6 +602,43 @@ impl RunEvent {
             _ => &self.detail,
         }
     }
+}
+
+fn event_what(kind: &str, stage: Option<&str>, detail: &str) -> String {
+    let what = match kind {
+        "requested" => "Run requested".to_string(),
+        "collection mirrored" => "Collection mirrored into the runs dataset".to_string(),
+        "mirrored" => "Job bundle written to the runs dataset".to_string(),
+        "launched" => "HF job created".to_string(),
+        "hello" => "The job connected to the arena".to_string(),
+        "step" if !detail.is_empty() => format!("Began {detail}"),
+        "eval" if !detail.is_empty() => format!("Finished evaluation {detail}"),
+        "stage_started" => "Stage started".to_string(),
+        "stage_finished" => "Stage finished".to_string(),
+        "running" => "The job is running".to_string(),
+        "stage" => "Moved on".to_string(),
+        "error" => "The job reported an error".to_string(),
+        "scored" => "Scored".to_string(),
+        "failed" => "Failed".to_string(),
+        "canceled" => "Canceled".to_string(),
+        other => other.replace('_', " "),
+    };
+    match stage {
+        Some(stage) => format!("{what} in stage {stage}"),
+        None => what,
+    }
+}
+
+fn source_words(source: &str) -> String {
+    match source {
+        "launch" => "the arena's launcher",
+        "job status" => "HF's job status",
+        "logs" => "the job's log",
+        "relay" => "the job, over its relay",
+        "reconciler" => "the arena's reconciler",
+        other => other,
+    }
+    .to_string()
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

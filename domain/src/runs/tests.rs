@@ -298,23 +298,19 @@ fn sealed_task_ids_are_redacted_from_what_anyone_reads() {
 
 #[test]
 fn an_event_says_what_happened_at_which_stage_and_who_said_so() {
-    let e = |source: &str, kind: &str, stage: Option<&str>, detail: &str| RunEvent {
-        at: "t".into(),
-        source: source.into(),
-        kind: kind.into(),
-        stage: stage.map(String::from),
-        detail: detail.into(),
+    let e = |source: &str, kind: &str, stage: Option<&str>, detail: &str| {
+        RunEvent::new("t".into(), source.into(), kind.into(), stage.map(String::from), detail.into())
     };
     let step = e("relay", "step", Some("baseline"), "baseline_eval.tb2.t02");
-    assert_eq!(step.what(), "Began baseline_eval.tb2.t02 in stage baseline");
-    assert_eq!((step.source_words().as_str(), step.rest()), ("the job, over its relay", ""));
+    assert_eq!(step.what, "Began baseline_eval.tb2.t02 in stage baseline");
+    assert_eq!((step.by.as_str(), step.rest()), ("the job, over its relay", ""));
     let moved = e("logs", "stage", Some("heldout"), "the job's log shows stage heldout");
-    assert_eq!(moved.what(), "Moved on in stage heldout");
-    assert_eq!(moved.source_words(), "the job's log");
+    assert_eq!(moved.what, "Moved on in stage heldout");
+    assert_eq!(moved.by, "the job's log");
     let started = e("relay", "stage_started", Some("gate"), "");
-    assert_eq!(started.what(), "Stage started in stage gate");
+    assert_eq!(started.what, "Stage started in stage gate");
     let failed = e("job status", "failed", Some("training"), "the HF job failed");
-    assert_eq!((failed.what().as_str(), failed.rest()), ("Failed in stage training", "the HF job failed"));
-    assert_eq!(e("launch", "requested", None, "x").what(), "Run requested");
-    assert_eq!(e("reconciler", "something_new", None, "").what(), "something new");
+    assert_eq!((failed.what.as_str(), failed.rest()), ("Failed in stage training", "the HF job failed"));
+    assert_eq!(e("launch", "requested", None, "x").what, "Run requested");
+    assert_eq!(e("reconciler", "something_new", None, "").what, "something new");
 }

@@ -458,10 +458,8 @@ pub async fn detail(
         now_epoch,
         s.reconcile.relay_grace_s,
     );
-    let events = stored
-        .into_iter()
-        .map(|e| RunEvent { at: e.at, source: e.source, kind: e.kind, stage: e.stage, detail: e.detail })
-        .collect();
+    let events =
+        stored.into_iter().map(|e| RunEvent::new(e.at, e.source, e.kind, e.stage, e.detail)).collect();
     let gpu = serde_json::from_str(&run.gpu_samples).unwrap_or_default();
     Ok(RunDetail {
         run: view(s, &run),
