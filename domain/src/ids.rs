@@ -12,11 +12,19 @@ pub const MAX_ID_CHARS: usize = 128;
 
 /// Why a string is not an id.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("`{shown}` is not a {what}: 1 to {MAX_ID_CHARS} letters, digits, '-', '_' or '.', starting with a letter or digit")]
+#[error("`{shown}` is not {} {what}: 1 to {MAX_ID_CHARS} letters, digits, '-', '_' or '.', starting with a letter or digit", article(what))]
 pub struct IdError {
     pub what: &'static str,
     /// The first 80 characters of what was given.
     pub shown: String,
+}
+
+fn article(what: &str) -> &'static str {
+    if what.starts_with(['a', 'e', 'i', 'o', 'u', 'O']) {
+        "an"
+    } else {
+        "a"
+    }
 }
 
 /// The one shape every record id has; each record's own rules (a registry file's name, a
@@ -195,6 +203,7 @@ mod tests {
             let e = ChallengeId::parse(bad).unwrap_err();
             assert_eq!(e.what, "challenge id");
             assert!(e.to_string().contains("is not a challenge id"), "{e}");
+            assert!(EnvironmentId::parse(bad).unwrap_err().to_string().contains("is not an environment id"));
         }
     }
 

@@ -59,6 +59,7 @@ pub async fn gates_get(
     params(("id" = String, Path), ("env_id" = String, Path)), request_body = domain::gates::dynamic::GateResults,
     responses((status = 200, description = "judged: a verdict per task", body = crate::gates::service::GatesView),
         (status = 401, body = ApiErrorBody), (status = 403, description = "FORBIDDEN: editors only", body = ApiErrorBody),
+        (status = 404, description = "CHALLENGE_NOT_FOUND or ENVIRONMENT_NOT_FOUND", body = ApiErrorBody),
         (status = 409, description = "PLAN_CHANGED: made from another plan", body = ApiErrorBody),
         (status = 422, description = "INVALID_GATE_RESULTS or INVALID_POLICY", body = ApiErrorBody)),
     security(("hf_token" = [])))]
