@@ -156,8 +156,8 @@ fn SubmissionCard(s: SubmissionView) -> impl IntoView {
                 <tbody>
                     {s.images.into_iter().map(|i| view! {
                         <tr>
-                            <td data-label="Submitted"><code>{i.submitted}</code></td>
-                            <td data-label="Pinned" class="resolved"><code title=i.resolved.clone()>{short_digest(&i.resolved)}</code>
+                            <td data-label="Submitted"><ImageName reference=i.submitted.clone()/></td>
+                            <td data-label="Pinned" class="resolved"><span title=i.resolved.clone()><ImageName reference=short_digest(&i.resolved)/></span>
                                 {i.labels.into_iter().map(|(k, v)| view! { <br/><span class="meta">{format!("{} = {v}", k.trim_start_matches("org.opencontainers.image."))}</span> }).collect_view()}
                             </td>
                             <td data-label="Tasks">{i.compatibility.into_iter().map(|(task, c)| format!(
@@ -392,4 +392,14 @@ fn short_digest(resolved: &str) -> String {
         Some((name, hex)) if hex.len() > 12 => format!("{name}@sha256:{}…", &hex[..12]),
         _ => resolved.to_string(),
     }
+}
+
+/// An image reference that may break on a phone between its repository and its tag or digest
+/// (`ghcr.io/x/env` then `@sha256:…`), never inside either.
+#[component]
+fn ImageName(reference: String) -> impl IntoView {
+    let slash = reference.rfind('/').map_or(0, |i| i + 1);
+    let cut = reference[slash..].find(['@', ':']).map_or(reference.len(), |i| slash + i);
+    let (name, rest) = reference.split_at(cut);
+    view! { <code>{name.to_string()}<wbr/>{rest.to_string()}</code> }
 }
