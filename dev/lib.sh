@@ -57,6 +57,10 @@ ensure_test_tools() {
   [ -x /usr/bin/docker-registry ] || missing+=(docker-registry)
   command -v skopeo >/dev/null || missing+=(skopeo)
   command -v umoci >/dev/null || missing+=(umoci)
+  # The stand-in runs a sandbox's command in its own network and mount namespace (standin::sandbox).
+  command -v socat >/dev/null || missing+=(socat)
+  command -v ip >/dev/null || missing+=(iproute2)
+  command -v unshare >/dev/null || missing+=(util-linux)
   [ ${#missing[@]} -eq 0 ] || apt_install "${missing[@]}"
   python3 -c 'import pytest' 2>/dev/null || { log "installing pytest from PyPI"; python3 -m pip install -q pytest; }
   # The API contract check (tests/cli/test_openapi_contract.py), at a fixed version.
@@ -67,9 +71,11 @@ ensure_test_tools() {
 # What the stand-in's HF jobs run on this machine's Python (the arena's job script and the simulated
 # pipeline, standin/sim): huggingface_hub and websockets from PyPI.
 ensure_job_python() {
-  python3 -c 'import huggingface_hub, websockets.sync.client' 2>/dev/null && return
-  log "installing huggingface_hub and websockets from PyPI (what the arena's job script needs)"
-  python3 -m pip install -q huggingface_hub "websockets>=13,<16"
+  # At the version the arena's Jobs calls were checked against (tests/cli/test_hf_jobs_client.py).
+  [ "$(python3 -c 'import huggingface_hub; print(huggingface_hub.__version__)' 2>/dev/null)" = 2.4.0 ] &&
+    python3 -c 'import websockets.sync.client' 2>/dev/null && return
+  log "installing huggingface_hub 2.4.0 and websockets from PyPI (what the arena's job script needs)"
+  python3 -m pip install -q huggingface_hub==2.4.0 "websockets>=13,<16"
 }
 
 # The datasets the stand-in makes from folders, with commits fixed by their content: the local demo's
@@ -189,11 +195,12 @@ start_test_stack() {
   STANDIN_ADDR="127.0.0.1:$hub_port" ARENA_HUB_USERS="$ROOT/tests/fixtures/hub-users.json" STANDIN_STAGE_MS=300 \
     STANDIN_CLIENT_ID=arena-test STANDIN_CLIENT_SECRET=arena-test-secret ARENA_HUB_REPOS="$work/hub-repos" \
     STANDIN_IMAGES="$ROOT/tests/fixtures/images" STANDIN_CLUSTER_URL="$url" STANDIN_CLUSTER_SECRET="$cluster_secret" \
-    STANDIN_OPENENV_CORE="$OPENENV_CORE" STANDIN_CLUSTER_HEARTBEAT_MS=500 STANDIN_SEED_DATASETS="$(seed_datasets)" \
+    STANDIN_OPENENV_CORE="$OPENENV_CORE" STANDIN_CLUSTER_HEARTBEAT_MS=500 STANDIN_SEED_DATASETS="$(seed_datasets)" STANDIN_JOB_NULLS=1 \
     "$CARGO_TARGET_DIR/$profile/arena-standin" >"$work/standin.log" 2>&1 &
   standin_pid=$!
   ARENA_ADDR="127.0.0.1:$port" ARENA_DATA_DIR="$work" ARENA_SITE_ROOT="$SITE" ARENA_FINGERPRINTS_DIR="$work/fingerprints" \
     ARENA_CONFIGS_DIR="$work/configs" HF_TOKEN=hf_local_test_arena_bot_5a5a5a ARENA_JOBS_NAMESPACE=benchflow \
+    ARENA_SANDBOX_TOKEN=hf_local_test_arena_sandbox_3c3c3c \
     ARENA_RUNS_DATASET=benchflow/arena-runs ARENA_LEADERBOARD_DATASET=benchflow/arena-leaderboard ARENA_WORKER_TICK_S=1 \
     ARENA_JOB_SECRET_DAYTONA_API_KEY=local-simulated-daytona-key ARENA_RELAY_HEARTBEAT_S=1 \
     ARENA_UNSEEN_TOKENS_PER_MINUTE=5000 ARENA_UNSEEN_TOKENS_TOTAL_PER_MINUTE=5000 ARENA_VALIDATIONS_PER_HOUR=5000 \

@@ -189,6 +189,20 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+_system_getaddrinfo = socket.getaddrinfo
+
+
+def _loopback_names(host, *args, **kwargs):
+    """RFC 6761 §6.3: names under `localhost` are the loopback address, whatever the system
+    resolver says (glibc resolves `localhost` itself only). HF's exposed URLs are `*.hf.jobs`."""
+    if isinstance(host, str) and host.rstrip(".").lower().endswith(".localhost"):
+        host = "127.0.0.1"
+    return _system_getaddrinfo(host, *args, **kwargs)
+
+
+socket.getaddrinfo = _loopback_names
+
+
 def answers(url: str, headers: dict | None = None) -> bool:
     try:
         with urllib.request.urlopen(urllib.request.Request(url, headers=headers or {}), timeout=10) as r:
@@ -250,10 +264,12 @@ def public_url(port: int) -> str:
         try:
             with urllib.request.urlopen(request, timeout=20) as r:
                 job = json.load(r)
-            ports = (job.get("expose") or {}).get("ports") or [port]
-            urls = (job.get("status") or {}).get("exposeUrls") or []
-            if port in ports and len(urls) > ports.index(port):
-                return urls[ports.index(port)].rstrip("/")
+            # HF's URL for a port names it in its host (`{job}--{port}.hf.jobs`): picked by that,
+            # as huggingface_hub's sandbox does, never by its place in the list.
+            for url in (job.get("status") or {}).get("exposeUrls") or []:
+                host = url.split("://", 1)[-1].split("/", 1)[0]
+                if f"--{port}." in host:
+                    return url.rstrip("/")
         except OSError:
             pass
         time.sleep(3)

@@ -58,6 +58,15 @@ pub fn summarize(cap_cents: i64, entries: &[LedgerEntry], hf_recorded_cents: Opt
     }
 }
 
+/// HF's surcharge for a job that exposes ports, per hour while it starts or runs (HF's pricing
+/// page: $0.01/h).
+pub const EXPOSED_PORTS_USD_PER_HOUR: f64 = 0.01;
+
+/// A job's price per hour: its flavor's, plus the exposed-port surcharge when it exposes any.
+pub fn job_hourly_usd(flavor_usd_per_hour: f64, exposes_ports: bool) -> f64 {
+    flavor_usd_per_hour + if exposes_ports { EXPOSED_PORTS_USD_PER_HOUR } else { 0.0 }
+}
+
 pub fn dollars(cents: i64) -> f64 {
     cents as f64 / 100.0
 }

@@ -11,6 +11,7 @@ pub mod error;
 pub mod gates;
 pub mod identity;
 pub mod ids;
+pub mod job_labels;
 pub mod limits;
 pub mod openenv;
 pub mod pipeline;

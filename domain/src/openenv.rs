@@ -344,6 +344,14 @@ pub struct ImageFacts {
     /// `EXPOSE`d ports as the config lists them (`8000/tcp`).
     pub exposed_ports: Vec<String>,
     pub labels: BTreeMap<String, String>,
+    /// The config's `Env`, `KEY=value` each.
+    #[serde(default)]
+    pub env: Vec<String>,
+    /// The config's `WorkingDir` and `User` (empty when the image sets none).
+    #[serde(default)]
+    pub workdir: String,
+    #[serde(default)]
+    pub user: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -357,6 +365,74 @@ pub struct Layer {
 pub struct ImageSummary {
     pub port: u16,
     pub compressed_bytes: u64,
+    pub start: SandboxStart,
+}
+
+/// How a sandbox job starts an image's server. HF runs a job's `command` as it is and does not
+/// pass it to the image's entrypoint ("Always spell out the full command", HF's Jobs docs), so the
+/// command is the image's own `ENTRYPOINT` followed by its `CMD`, as `docker run` would start it.
+/// The container keeps the image's `WORKDIR` and `USER`; its `ENV` is sent as the job's
+/// environment too, so the server sees the same variables whether or not HF applies the image's.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SandboxStart {
+    pub command: Vec<String>,
+    pub env: BTreeMap<String, String>,
+}
+
+/// The longest `Env` an image may have: a few dozen variables is usual.
+pub const MAX_ENV_VARS: usize = 128;
+pub const MAX_ENV_CHARS: usize = 32 * 1024;
+
+/// The sandbox start of an image, or why none can be built from its config.
+pub fn sandbox_start(facts: &ImageFacts) -> Result<SandboxStart, String> {
+    let command: Vec<String> = facts.entrypoint.iter().chain(&facts.cmd).cloned().collect();
+    if command.is_empty() {
+        return Err("the image has no ENTRYPOINT or CMD to start its server".into());
+    }
+    if command.len() > MAX_START_ARGS {
+        return Err(format!("its start command has {} arguments; at most {MAX_START_ARGS}", command.len()));
+    }
+    let chars: usize = command.iter().map(|a| a.chars().count()).sum();
+    if chars > MAX_START_CHARS {
+        return Err(format!("its start command has {chars} characters; at most {MAX_START_CHARS}"));
+    }
+    if command[0].is_empty() {
+        return Err("its start command begins with an empty program name".into());
+    }
+    if facts.env.len() > MAX_ENV_VARS {
+        return Err(format!("its ENV sets {} variables; at most {MAX_ENV_VARS}", facts.env.len()));
+    }
+    if facts.env.iter().map(String::len).sum::<usize>() > MAX_ENV_CHARS {
+        return Err(format!("its ENV holds more than {MAX_ENV_CHARS} characters"));
+    }
+    let mut env = BTreeMap::new();
+    for entry in &facts.env {
+        let (key, value) = entry.split_once('=').unwrap_or((entry.as_str(), ""));
+        let valid = key.bytes().next().is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
+            && key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+        if !valid {
+            return Err(format!(
+                "its ENV entry `{}` is not NAME=value",
+                entry.chars().take(80).collect::<String>()
+            ));
+        }
+        // A later entry wins, as in the container.
+        env.insert(key.to_string(), value.to_string());
+    }
+    Ok(SandboxStart { command, env })
+}
+
+/// The URL HF lists for `port` among a job's `status.exposeUrls`: the one whose host holds
+/// `--{port}.` (HF's `https://{job_id}--{port}.hf.jobs`), as `huggingface_hub`'s sandbox picks
+/// it; never by position, since the list's order is not documented.
+pub fn exposed_url(urls: &[String], port: u16) -> Option<String> {
+    let marker = format!("--{port}.");
+    urls.iter()
+        .find(|u| {
+            let host = u.split_once("://").map_or(u.as_str(), |(_, rest)| rest);
+            host.split(['/', '?', '#']).next().unwrap_or_default().contains(&marker)
+        })
+        .map(|u| u.trim_end_matches('/').to_string())
 }
 
 /// The start command, the port and the size of one image.
@@ -366,17 +442,10 @@ pub fn judge_image(
     name: &str,
 ) -> Result<ImageSummary, Refusal> {
     let server = |m: String| refuse(ErrorCode::ImageServerInvalid, format!("{name}: {m}"));
-    let start: Vec<&String> = facts.entrypoint.iter().chain(&facts.cmd).collect();
-    if start.is_empty() {
-        return server("the image has no ENTRYPOINT or CMD to start its server".into());
-    }
-    if start.len() > MAX_START_ARGS {
-        return server(format!("its start command has {} arguments; at most {MAX_START_ARGS}", start.len()));
-    }
-    let chars: usize = start.iter().map(|a| a.chars().count()).sum();
-    if chars > MAX_START_CHARS {
-        return server(format!("its start command has {chars} characters; at most {MAX_START_CHARS}"));
-    }
+    let start = match sandbox_start(facts) {
+        Ok(start) => start,
+        Err(m) => return server(m),
+    };
     let tcp: Vec<u16> = facts
         .exposed_ports
         .iter()
@@ -409,7 +478,7 @@ pub fn judge_image(
             format!("{name}: {bytes} bytes compressed; at most {MAX_IMAGE_BYTES} (2 GiB)"),
         );
     }
-    Ok(ImageSummary { port, compressed_bytes: bytes })
+    Ok(ImageSummary { port, compressed_bytes: bytes, start })
 }
 
 /// All images together, with a layer shared by several counted once.

@@ -153,6 +153,12 @@ pub struct Config {
     /// it the cluster cannot connect and the OpenEnv routes answer 503.
     #[arg(long, env = "ARENA_CLUSTER_SECRET", hide_env_values = true)]
     pub cluster_secret: Option<Secret>,
+    /// The HF token the admission probe sends to a sandbox's exposed port (HF lets a token of the
+    /// jobs namespace through; `portsPublic` is not used). A token of its own, read-only in the
+    /// namespace, and never `HF_TOKEN`: HF does not document whether its jobs proxy passes the
+    /// header on to the participant's server. Without it admission cannot probe (a platform error).
+    #[arg(long, env = "ARENA_SANDBOX_TOKEN", hide_env_values = true)]
+    pub sandbox_token: Option<Secret>,
     /// OpenEnv submissions waiting for admission beyond which new ones are refused `CAPACITY_BUSY`.
     #[arg(long, env = "ARENA_OPENENV_ADMISSION_QUEUE", default_value_t = 20)]
     pub openenv_admission_queue: i64,

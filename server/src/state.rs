@@ -97,6 +97,8 @@ pub struct OpenEnvSettings {
     pub probe_deadline: std::time::Duration,
     /// The admission lease, renewed every third of it while probes run.
     pub lease_s: i64,
+    /// The HF token a probe sends to a sandbox's exposed port (`ARENA_SANDBOX_TOKEN`).
+    pub sandbox_token: Option<crate::config::Secret>,
 }
 
 impl AppState {
@@ -199,6 +201,7 @@ impl AppState {
                 sandbox_limit: config.sandbox_limit.max(1),
                 probe_deadline: std::time::Duration::from_secs(config.probe_deadline_s.max(1)),
                 lease_s: config.admission_lease_s.max(3) as i64,
+                sandbox_token: config.sandbox_token.clone(),
             }),
             registry,
             db,

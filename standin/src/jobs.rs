@@ -5,8 +5,11 @@
 //! who may write in the namespace.
 //!
 //! A job of the uv image runs its command as a local process with the simulated pipeline on its
-//! `PATH` (`crate::runner`); a job of an image the stand-in serves, with a port to expose, runs
-//! that image's server (`crate::sandbox`); any other image cannot run here and errs at once.
+//! `PATH` (`crate::runner`); a job of an image the stand-in's registry holds, with a port to
+//! expose, runs its command in that image's played container (`crate::sandbox`); any other image
+//! cannot run here and errs at once. Creates are refused as HF refuses them: no command, or a
+//! label outside `[A-Za-z0-9_-]{1,100}`. Answers carry `retry` (attempts − 1); with the `nulls`
+//! switch (or `STANDIN_JOB_NULLS=1`) every optional field that holds nothing is an explicit `null`.
 //! `GET …/{id}/logs?tail=N` starts N lines from the end; `GET …/{id}/metrics` streams a sample a
 //! second (CPU, memory and each GPU's utilisation; GPUs sit idle while the job's processes are
 //! stopped) and answers 406 once the job has ended. `PUT /_standin/jobs` sets fault switches for
@@ -105,6 +108,10 @@ pub struct JobFaults {
     pub infra: Vec<String>,
     #[serde(default)]
     pub count: Option<u32>,
+    /// Answer explicit `null` for the optional fields that hold nothing (see [`answer`]), for
+    /// every job, until the faults are cleared.
+    #[serde(default)]
+    pub nulls: bool,
 }
 
 impl JobFaults {
@@ -112,6 +119,7 @@ impl JobFaults {
         self != &JobFaults {
             create_status: self.create_status,
             create_count: self.create_count,
+            nulls: self.nulls,
             ..Default::default()
         }
     }
@@ -144,16 +152,52 @@ pub struct JobView {
     pub secrets: Vec<String>,
     pub flavor: String,
     pub labels: BTreeMap<String, String>,
+    /// Not in HF's answer: the stand-in's own record of `timeoutSeconds`.
+    #[serde(skip)]
     pub timeout: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub attempts: Option<u32>,
+    /// Tries including the first (the create's `attempts`); HF answers `retry`, one less.
+    #[serde(skip)]
+    pub attempts: u32,
+    pub retry: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub expose: Option<Expose>,
     pub status: Value,
     pub durations: Value,
     pub owner: Value,
-    #[serde(rename = "type")]
-    pub kind: &'static str,
+}
+
+/// Keys and values HF accepts in labels: 1 to 100 of `[A-Za-z0-9_-]`.
+fn valid_label(text: &str) -> bool {
+    (1..=100).contains(&text.len())
+        && text.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+/// A job as HF answers it; with the `nulls` switch on, every optional field that holds nothing
+/// is an explicit `null` rather than empty or missing (a client must read both the same).
+pub fn answer(view: &JobView, nulls: bool) -> Value {
+    let mut v = serde_json::to_value(view).unwrap_or_default();
+    if nulls {
+        for key in ["labels", "arguments", "environment", "secrets", "command"] {
+            let empty = v[key].as_array().is_some_and(|a| a.is_empty())
+                || v[key].as_object().is_some_and(|o| o.is_empty());
+            if empty {
+                v[key] = Value::Null;
+            }
+        }
+        for key in ["expose", "volumes", "spaceId", "dockerImage", "startedAt", "finishedAt"] {
+            if v.get(key).is_none_or(Value::is_null) {
+                v[key] = Value::Null;
+            }
+        }
+        if v["status"].get("exposeUrls").is_none() {
+            v["status"]["exposeUrls"] = Value::Null;
+        }
+        v["status"]["sshUrl"] = Value::Null;
+        if view.started_at.is_none() {
+            v["durations"] = Value::Null;
+        }
+    }
+    v
 }
 
 impl JobView {
@@ -207,7 +251,14 @@ pub struct Jobs {
     next: AtomicU64,
     /// How long each simulated step takes, in ms (`STANDIN_STEP_MS` of a job's programs).
     pub stage_ms: AtomicU64,
+    /// Each create's body as it came, secret values masked: `GET /_standin/jobs/bodies`.
+    pub bodies: std::sync::Mutex<Vec<Value>>,
+    /// Answer nulls from the start (`STANDIN_JOB_NULLS=1`), as the `nulls` switch does.
+    pub nulls_always: std::sync::atomic::AtomicBool,
 }
+
+/// The bodies kept for `GET /_standin/jobs/bodies`, newest last.
+const KEPT_BODIES: usize = 2000;
 
 pub fn now_rfc3339() -> String {
     time::OffsetDateTime::now_utc()
@@ -256,6 +307,11 @@ impl Jobs {
         });
     }
 
+    /// Whether answers carry explicit nulls now.
+    pub fn nulls(&self) -> bool {
+        self.nulls_always.load(Ordering::Relaxed) || self.faults.lock().unwrap().nulls
+    }
+
     pub fn stats(&self) -> Value {
         let jobs = self.jobs.lock().unwrap();
         json!({"jobs_created": jobs.len(), "jobs_running": jobs.iter().filter(|j| j.stage() == "RUNNING").count()})
@@ -273,7 +329,13 @@ pub(crate) fn router() -> Router<SharedHub> {
 }
 
 pub(crate) fn control() -> Router<SharedHub> {
-    Router::new().route("/_standin/jobs", get(get_faults).put(put_faults).delete(clear_faults))
+    Router::new()
+        .route("/_standin/jobs", get(get_faults).put(put_faults).delete(clear_faults))
+        .route("/_standin/jobs/bodies", get(bodies))
+}
+
+async fn bodies(State(hub): State<SharedHub>) -> Json<Value> {
+    Json(Value::Array(hub.jobs.bodies.lock().unwrap().clone()))
 }
 
 #[derive(Deserialize)]
@@ -283,7 +345,8 @@ struct CreateJob {
     docker_image: Option<String>,
     #[serde(default)]
     space_id: Option<String>,
-    command: Vec<String>,
+    #[serde(default)]
+    command: Option<Vec<String>>,
     #[serde(default)]
     arguments: Vec<String>,
     #[serde(default)]
@@ -298,7 +361,7 @@ struct CreateJob {
     labels: BTreeMap<String, String>,
     #[serde(default)]
     attempts: Option<u32>,
-    /// Ports to expose; an image the stand-in serves with a `serve` command then runs as a sandbox.
+    /// Ports to expose; a job of an image the stand-in's registry holds then runs as a sandbox.
     #[serde(default)]
     expose: Option<Expose>,
 }
@@ -320,10 +383,32 @@ async fn create(
     State(hub): State<SharedHub>,
     Path(namespace): Path<String>,
     headers: HeaderMap,
-    Json(req): Json<CreateJob>,
+    Json(raw): Json<Value>,
 ) -> Response {
     if let Some(r) = crate::write_refusal(&hub, &headers, &namespace) {
         return r;
+    }
+    let req: CreateJob = match serde_json::from_value(raw.clone()) {
+        Ok(req) => req,
+        Err(e) => return hf_error(StatusCode::BAD_REQUEST, None, &format!("Invalid job spec: {e}")),
+    };
+    // What HF refuses: a missing or empty command (HF runs it as it is), and labels outside
+    // `[A-Za-z0-9_-]{1,100}`.
+    let command = match req.command.clone() {
+        Some(c) if !c.is_empty() && !c[0].is_empty() => c,
+        _ => {
+            return hf_error(
+                StatusCode::BAD_REQUEST,
+                None,
+                "Invalid job spec: command must be a non-empty list",
+            )
+        }
+    };
+    if let Some((k, v)) = req.labels.iter().find(|(k, v)| !valid_label(k) || !valid_label(v)) {
+        let message = format!(
+            "Invalid label {k}={v}: label keys and values must be 1-100 characters of letters, digits, '-' and '_'"
+        );
+        return hf_error(StatusCode::BAD_REQUEST, None, &message);
     }
     let jobs = &hub.jobs;
     // Create faults answer instead of creating.
@@ -365,6 +450,7 @@ async fn create(
                     *f = JobFaults {
                         create_status: f.create_status,
                         create_count: f.create_count,
+                        nulls: f.nulls,
                         ..Default::default()
                     }
                 }
@@ -383,20 +469,32 @@ async fn create(
         finished_at: None,
         docker_image: req.docker_image,
         space_id: req.space_id,
-        command: req.command,
+        command,
         arguments: req.arguments,
         environment: req.environment,
         secrets: req.secrets.keys().cloned().collect(),
         flavor,
         labels: req.labels,
         timeout: req.timeout_seconds.unwrap_or(1800),
-        attempts: req.attempts,
+        attempts: req.attempts.unwrap_or(1).max(1),
+        retry: req.attempts.unwrap_or(1).max(1) - 1,
         expose: req.expose.clone(),
         status: json!({"stage": "SCHEDULING", "message": null}),
         durations: json!({}),
         owner: json!({"id": format!("org-{namespace}"), "name": namespace, "type": "org"}),
-        kind: "job",
     };
+    {
+        let mut recorded = raw;
+        if let Some(secrets) = recorded.get_mut("secrets").and_then(Value::as_object_mut) {
+            for v in secrets.values_mut() {
+                *v = json!("***");
+            }
+        }
+        let mut kept = jobs.bodies.lock().unwrap();
+        kept.push(json!({"id": id, "body": recorded}));
+        let over = kept.len().saturating_sub(KEPT_BODIES);
+        kept.drain(..over);
+    }
     let job = Job {
         view: view.clone(),
         pid: None,
@@ -412,12 +510,12 @@ async fn create(
     jobs.jobs.lock().unwrap().push(job);
     let image = view.docker_image.clone().unwrap_or_default();
     let sandbox = match view.expose_ports().is_empty() {
-        false => crate::sandbox::serve_command(&hub, &image),
+        false => crate::sandbox::image_of(&hub.images, &image),
         true => None,
     };
     match sandbox {
-        Some(command) => {
-            tokio::spawn(crate::sandbox::run(hub.clone(), id, command));
+        Some(image) => {
+            tokio::spawn(crate::sandbox::run(hub.clone(), id, image));
         }
         None if crate::runner::runs_command(&image) => {
             tokio::spawn(crate::runner::run(hub.clone(), id));
@@ -428,7 +526,7 @@ async fn create(
             hub.jobs.set_stage(&id, "ERROR", Some(message));
         }
     }
-    Json(view).into_response()
+    Json(answer(&view, hub.jobs.nulls())).into_response()
 }
 
 fn view_of(hub: &SharedHub, namespace: &str, id: &str) -> Option<JobView> {
@@ -444,7 +542,7 @@ async fn inspect(
         return r;
     }
     match view_of(&hub, &namespace, &id) {
-        Some(v) => Json(v).into_response(),
+        Some(v) => Json(answer(&v, hub.jobs.nulls())).into_response(),
         None => hf_error(StatusCode::NOT_FOUND, None, "Job not found"),
     }
 }
@@ -485,7 +583,8 @@ async fn list(
             })
             .collect()
     };
-    let page: Vec<JobView> = all.iter().skip(cursor).take(limit).cloned().collect();
+    let nulls = hub.jobs.nulls();
+    let page: Vec<Value> = all.iter().skip(cursor).take(limit).map(|v| answer(v, nulls)).collect();
     let mut resp = Json(page).into_response();
     if cursor + limit < all.len() {
         let base = hub.public_url.lock().unwrap().clone();

@@ -35,6 +35,10 @@ struct Args {
     /// How long each stage of a simulated pipeline job takes, in milliseconds.
     #[arg(long, env = "STANDIN_STAGE_MS", default_value_t = 2000)]
     stage_ms: u64,
+    /// Answer explicit `null` for every optional job field that holds nothing, as a client must
+    /// read the same as a missing key (`huggingface_hub` reads them with `.get()`).
+    #[arg(long, env = "STANDIN_JOB_NULLS", default_value_t = false)]
+    job_nulls: bool,
     /// A directory of container image descriptions to serve as Docker Hub and GHCR (`/registry/…`).
     /// Datasets made from folders, `OWNER/NAME=DIR[,…]`, each committed with a fixed author and
     /// date so its commit is the same everywhere (the local demo's held-out suite).
@@ -78,6 +82,7 @@ async fn main() -> anyhow::Result<()> {
             .with_tree_page_size(args.tree_page_size)
             .with_github_rate_limit(args.github_rate_limit)
             .with_stage_ms(args.stage_ms);
+    hub.jobs.nulls_always.store(args.job_nulls, std::sync::atomic::Ordering::Relaxed);
     if let Some(dir) = args.repos {
         anyhow::ensure!(dir.is_dir(), "ARENA_HUB_REPOS {} is not a directory", dir.display());
         tracing::info!("serving the git repositories under {}", dir.display());

@@ -68,9 +68,18 @@ pub struct Image {
     pub labels: BTreeMap<String, String>,
     #[serde(default)]
     pub layers: Vec<LayerSpec>,
-    /// How a sandbox runs this image on the stand-in (a local command); read by the jobs.
+    /// The config's `Env` (`KEY=value`), `WorkingDir` and `User`.
     #[serde(default)]
-    pub serve: Option<Value>,
+    pub env: Vec<String>,
+    #[serde(default)]
+    pub workdir: String,
+    #[serde(default)]
+    pub user: String,
+    /// What the image's layers would hold, for a sandbox of it on the stand-in: local folders
+    /// mounted at the image's paths (`{"mounts": {"/app": "{dir}"}}`; `crate::sandbox`). Not
+    /// part of the image's config: a sandbox runs the command its job gives.
+    #[serde(default)]
+    pub local: Option<Value>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -91,7 +100,7 @@ pub fn load(dir: &Path) -> std::io::Result<BTreeMap<String, Repository>> {
                 stack.push(path);
             } else if path.extension().is_some_and(|e| e == "json") {
                 let text = std::fs::read_to_string(&path)?;
-                // `{dir}` in a serve command is the folder of the description (scripts beside it).
+                // `{dir}` is the folder of the description (scripts beside it).
                 let folder = path.parent().unwrap_or(dir).canonicalize()?;
                 let text = text.replace("{dir}", &folder.to_string_lossy());
                 let repo: Repository = serde_json::from_str(&text).map_err(|e| {
@@ -121,6 +130,9 @@ fn config_of(image: &Image) -> Value {
             "Cmd": (!image.cmd.is_empty()).then_some(&image.cmd),
             "ExposedPorts": image.exposed_ports.iter().map(|p| (p.clone(), json!({}))).collect::<serde_json::Map<_, _>>(),
             "Labels": image.labels,
+            "Env": (!image.env.is_empty()).then_some(&image.env),
+            "WorkingDir": image.workdir,
+            "User": image.user,
         },
         "rootfs": {"type": "layers", "diff_ids": []},
     })

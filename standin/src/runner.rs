@@ -5,8 +5,8 @@
 //!
 //! The process gets what a job's container gets: the job's `environment` and `secrets`, `JOB_ID`
 //! (HF sets it), a working directory and home of its own; and this machine's view of the world:
-//! `HF_ENDPOINT` is the stand-in, and a port in `expose` is reachable at `http://127.0.0.1:PORT`
-//! (`status.exposeUrls`). Its output, stdout and stderr merged, is the job's log, line by line.
+//! `HF_ENDPOINT` is the stand-in, and a port in `expose` is reachable at
+//! `http://{job}--{port}.localhost:{port}` (`status.exposeUrls`, HF's shape under `localhost`). Its output, stdout and stderr merged, is the job's log, line by line.
 //! Exit 0 completes the job; another exit starts the command again while `attempts` remain, then
 //! errs. Cancel and timeout stop the whole process group.
 //!
@@ -86,14 +86,17 @@ pub async fn run(hub: SharedHub, id: String) {
         return;
     }
     hub.jobs.set_stage(&id, "RUNNING", None);
-    let urls: Vec<String> = view.expose_ports().iter().map(|p| format!("http://127.0.0.1:{p}")).collect();
+    // HF's shape, `{job}--{port}.` in the host, under `localhost` (RFC 6761: loopback), and the
+    // port itself since the job shares this machine's network.
+    let urls: Vec<String> =
+        view.expose_ports().iter().map(|p| format!("http://{}--{p}.localhost:{p}", view.id)).collect();
     hub.jobs.with(&id, |j| {
         if !j.finished() && !urls.is_empty() {
             j.view.status["exposeUrls"] = serde_json::json!(urls);
         }
     });
     hub.jobs.log(&id, format!("===== Job started at {} =====", crate::jobs::now_rfc3339()));
-    let attempts = view.attempts.unwrap_or(1).max(1);
+    let attempts = view.attempts;
     let proxy = RelayProxy::start(&view, &faults).await;
     // The container's filesystem: the same paths for every attempt, emptied before each; apart
     // from every other job's, of this stand-in or another one on the machine.
@@ -121,7 +124,6 @@ pub async fn run(hub: SharedHub, id: String) {
                     _ => "an unknown status".to_string(),
                 };
                 if attempt < attempts {
-                    hub.jobs.with(&id, |j| j.view.status["failureCount"] = serde_json::json!(attempt));
                     hub.jobs.log(
                         &id,
                         format!(

@@ -1,133 +1,347 @@
-//! Sandboxes: an HF job whose image is one the stand-in serves with a `serve` command, created with
-//! a port to `expose`, runs that command as a local process instead of the simulated pipeline
-//! (`{port}` in its arguments becomes a free loopback port, also given as `PORT`). A `serve` may set
-//! the process's `cwd` and `env`; `{openenv_core}` in any of them is the folder `openenv-core` is
-//! installed in (`STANDIN_OPENENV_CORE`), for images built on it. The job's status carries
-//! `exposeUrls` once it runs; the process is stopped when the job is canceled or times out, and with
-//! the stand-in (`kill_on_drop`).
+//! Sandboxes: an HF job of an image the stand-in's registry holds, created with ports to `expose`,
+//! runs the job's own `command` as HF would run it in that image's container, not a command the
+//! stand-in chooses. The container is played on this machine with Linux namespaces (`unshare`, as
+//! root): a network namespace of its own, so the server binds its port (`0.0.0.0:8000` or any)
+//! as in a container and no other sandbox or process sees it, and a mount namespace whose root is
+//! this machine's with the image's layers played by the local folders its description names
+//! (`local.mounts`, e.g. `/app` → the folder of `echo_server.py`; `{openenv_core}` is
+//! `STANDIN_OPENENV_CORE`). The command starts from the image's `WORKDIR` with the image's `ENV`,
+//! then the job's `environment`, then `JOB_ID` and `ACCELERATOR`, as HF sets them. (`USER` is not
+//! played: the stand-in runs as root.)
+//!
+//! Each exposed port is reached as HF's jobs proxy reaches it: `status.exposeUrls` lists
+//! `http://{job}--{port}.localhost:{proxy}` (HF's `https://{job}--{port}.hf.jobs`, under `localhost`,
+//! RFC 6761), a proxy of the stand-in on loopback that lets through a request bearing the token of a
+//! user who may read the namespace (any request, for a port in `portsPublic`) and answers 401
+//! otherwise, then carries the connection (HTTP or WebSocket) into the namespace through a unix
+//! socket (`socat`, started in the namespace). The process group is stopped when the job is
+//! canceled or times out, and with the stand-in.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::Stdio;
 use std::time::Duration;
 
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
 use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::registry::Repository;
+use crate::registry::{Image, Repository};
 use crate::SharedHub;
 
-/// How the stand-in runs an image as a local process.
-#[derive(Debug, Clone)]
-pub struct Serve {
-    pub command: Vec<String>,
-    pub cwd: Option<String>,
-    pub env: Vec<(String, String)>,
-}
-
-impl Serve {
-    fn parse(serve: &Value) -> Option<Serve> {
-        let command: Vec<String> =
-            serve["command"].as_array()?.iter().filter_map(Value::as_str).map(String::from).collect();
-        let env = serve["env"]
-            .as_object()
-            .map(|m| m.iter().filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string()))).collect())
-            .unwrap_or_default();
-        let cwd = serve["cwd"].as_str().map(String::from);
-        (!command.is_empty()).then_some(Serve { command, cwd, env })
-    }
-
-    /// Fills the placeholders; an image that needs `openenv-core` where none is configured cannot
-    /// start, and says why.
-    fn resolve(&self, port: u16) -> Result<Serve, String> {
-        let core = std::env::var("STANDIN_OPENENV_CORE").ok().filter(|c| !c.is_empty());
-        let fill = |s: &str| -> Result<String, String> {
-            let s = s.replace("{port}", &port.to_string());
-            match (s.contains("{openenv_core}"), &core) {
-                (false, _) => Ok(s),
-                (true, Some(core)) => Ok(s.replace("{openenv_core}", core)),
-                (true, None) => Err("this image runs on openenv-core: set STANDIN_OPENENV_CORE to the folder it is installed in (dev/test and dev/run install it)".into()),
-            }
-        };
-        Ok(Serve {
-            command: self.command.iter().map(|a| fill(a.as_str())).collect::<Result<_, _>>()?,
-            cwd: self.cwd.as_deref().map(fill).transpose()?,
-            env: self.env.iter().map(|(k, v)| Ok((k.clone(), fill(v)?))).collect::<Result<_, String>>()?,
-        })
-    }
-}
-
-/// How the stand-in serves the image a pinned reference (`host/name@sha256:…`) names, if it serves
-/// that image.
-pub fn serve_command(hub: &SharedHub, image: &str) -> Option<Serve> {
-    serve_of(&hub.images, image)
-}
-
-pub fn serve_of(images: &BTreeMap<String, Repository>, image: &str) -> Option<Serve> {
-    let (name, digest) = image.split_once('@')?;
+/// The image a pinned reference (`host/name@sha256:…`) names, if the stand-in's registry holds it.
+pub fn image_of(images: &BTreeMap<String, Repository>, reference: &str) -> Option<Image> {
+    let (name, digest) = reference.split_once('@')?;
     let repo = images.get(name)?;
     let repo_name = name.split_once('/').map(|(_, n)| n).unwrap_or(name);
     for (tag_name, tag) in &repo.tags {
         for (n, image) in tag.images.iter().enumerate() {
             if crate::registry::manifest_digest(repo_name, tag_name, tag, n) == digest {
-                return Serve::parse(image.serve.as_ref()?);
+                return Some(image.clone());
             }
         }
     }
     None
 }
 
-fn free_port() -> Option<u16> {
-    std::net::TcpListener::bind("127.0.0.1:0").ok()?.local_addr().ok().map(|a| a.port())
+/// The image's `local.mounts`, placeholders filled: (path in the image, local folder).
+fn mounts(image: &Image) -> Result<Vec<(String, String)>, String> {
+    let core = std::env::var("STANDIN_OPENENV_CORE").ok().filter(|c| !c.is_empty());
+    let Some(list) = image.local.as_ref().and_then(|l| l["mounts"].as_object()) else {
+        return Ok(Vec::new());
+    };
+    list.iter()
+        .map(|(at, from)| {
+            let from = from.as_str().ok_or("a mount's folder is not a string")?;
+            let from = match (from.contains("{openenv_core}"), &core) {
+                (false, _) => from.to_string(),
+                (true, Some(core)) => from.replace("{openenv_core}", core),
+                (true, None) => return Err("this image runs on openenv-core: set STANDIN_OPENENV_CORE to the folder it is installed in (dev/test and dev/run install it)".to_string()),
+            };
+            Ok((at.clone(), from))
+        })
+        .collect()
 }
 
-/// Starts the image's server as a local process on a free loopback port; it is killed when the
-/// returned child is dropped.
-pub fn start(serve: &Serve) -> Result<(tokio::process::Child, u16), String> {
-    let port = free_port().ok_or("no free port for the sandbox")?;
-    let serve = serve.resolve(port)?;
-    let mut command = tokio::process::Command::new(&serve.command[0]);
-    if let Some(cwd) = &serve.cwd {
-        command.current_dir(cwd);
+/// Sets up the container in the new namespaces, then runs the command. Arguments: the root's
+/// folder, the sockets' folder, the workdir, the number of mounts, the ports, then `at from` per
+/// mount, then the environment (`K=V` each) and the command, as `env` takes them.
+const CONTAINER: &str = r#"set -e
+root=$1; socks=$2; workdir=$3; nmounts=$4; ports=$5; shift 5
+ip link set lo up
+mount -t tmpfs tmpfs "$root"
+for d in /*; do
+  n=${d#/}
+  case $n in proc|sys|dev|tmp) continue;; esac
+  if [ -L "$d" ]; then ln -s "$(readlink "$d")" "$root/$n"
+  elif [ -d "$d" ]; then mkdir "$root/$n"; mount --rbind "$d" "$root/$n"; fi
+done
+for n in proc sys dev tmp; do mkdir "$root/$n"; mount --rbind "/$n" "$root/$n"; done
+i=0
+while [ "$i" -lt "$nmounts" ]; do
+  mkdir -p "$root$1"; mount --bind "$2" "$root$1"; shift 2; i=$((i+1))
+done
+for p in $ports; do
+  socat "UNIX-LISTEN:$socks/$p.sock,fork,unlink-early" "TCP:127.0.0.1:$p" 2>/dev/null &
+done
+exec chroot "$root" /usr/bin/env -i -C "${workdir:-/}" -- "$@"
+"#;
+
+/// The job's processes, in a process group of their own.
+struct Container {
+    child: tokio::process::Child,
+    pgid: Option<i32>,
+    dir: PathBuf,
+}
+
+impl Drop for Container {
+    fn drop(&mut self) {
+        if let Some(pgid) = self.pgid {
+            let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
     }
-    let child = command
-        .args(&serve.command[1..])
-        .envs(serve.env.iter().map(|(k, v)| (k, v)))
-        .env("PORT", port.to_string())
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
+}
+
+/// What starts a container: the job's id, command, environment and exposed ports.
+struct Spec<'a> {
+    id: &'a str,
+    command: &'a [String],
+    environment: &'a BTreeMap<String, String>,
+    ports: Vec<u16>,
+}
+
+fn start(image: &Image, spec: &Spec) -> Result<Container, String> {
+    let id = spec.id;
+    // Unique on the machine: stand-ins in one process number their jobs alike.
+    let dir =
+        std::env::temp_dir().join(format!("standin-sandbox-{}-{:x}-{id}", std::process::id(), rand_id()));
+    let root = dir.join("root");
+    let socks = dir.join("socks");
+    std::fs::create_dir_all(&root)
+        .and_then(|_| std::fs::create_dir_all(&socks))
+        .map_err(|e| e.to_string())?;
+    let mounts = mounts(image)?;
+    // The image's ENV, then the job's environment, then what HF sets in every job.
+    let mut env: BTreeMap<String, String> = BTreeMap::new();
+    for entry in &image.env {
+        let (k, v) = entry.split_once('=').unwrap_or((entry, ""));
+        env.insert(k.to_string(), v.to_string());
+    }
+    env.extend(spec.environment.clone());
+    env.insert("JOB_ID".into(), id.to_string());
+    env.insert("ACCELERATOR".into(), "none".into());
+    let ports: Vec<String> = spec.ports.iter().map(u16::to_string).collect();
+    let mut args: Vec<String> = vec![
+        "--net".into(),
+        "--mount".into(),
+        "--fork".into(),
+        "--propagation".into(),
+        "private".into(),
+        "sh".into(),
+        "-c".into(),
+        CONTAINER.into(),
+        "container".into(),
+        root.to_string_lossy().into_owned(),
+        socks.to_string_lossy().into_owned(),
+        image.workdir.clone(),
+        mounts.len().to_string(),
+        ports.join(" "),
+    ];
+    for (at, from) in &mounts {
+        args.push(at.clone());
+        args.push(from.clone());
+    }
+    args.extend(env.iter().map(|(k, v)| format!("{k}={v}")));
+    args.extend(spec.command.iter().cloned());
+    let child = tokio::process::Command::new("unshare")
+        .args(&args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
         .kill_on_drop(true)
         .spawn()
-        .map_err(|e| format!("the sandbox did not start: {e}"))?;
-    Ok((child, port))
+        .map_err(|e| format!("the sandbox did not start (unshare: {e})"))?;
+    let pgid = child.id().map(|p| p as i32);
+    Ok(Container { child, pgid, dir })
+}
+
+/// The head of an HTTP request (up to its blank line), at most 64 KiB.
+async fn read_head(conn: &mut tokio::net::TcpStream) -> Option<Vec<u8>> {
+    let mut head = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        if head.len() > 64 << 10 {
+            return None;
+        }
+        let n = conn.read(&mut buf).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        head.extend_from_slice(&buf[..n]);
+    }
+    Some(head)
+}
+
+fn bearer_of(head: &[u8]) -> Option<String> {
+    String::from_utf8_lossy(head).lines().find_map(|l| {
+        let (name, value) = l.split_once(':')?;
+        let value = value.trim();
+        (name.eq_ignore_ascii_case("authorization"))
+            .then(|| {
+                value.strip_prefix("Bearer ").or_else(|| value.strip_prefix("bearer ")).map(str::to_string)
+            })
+            .flatten()
+    })
+}
+
+/// Whether a request bearing this token (or none) gets through.
+type Allow = std::sync::Arc<dyn Fn(Option<&str>) -> bool + Send + Sync>;
+
+/// HF's jobs proxy for one exposed port: the token check, then the connection carried to the
+/// namespace's socket.
+async fn proxy(listener: tokio::net::TcpListener, allow: Allow, sock: PathBuf) {
+    loop {
+        let Ok((mut conn, _)) = listener.accept().await else { return };
+        let allow = allow.clone();
+        let sock = sock.clone();
+        tokio::spawn(async move {
+            let Some(head) = read_head(&mut conn).await else { return };
+            let allowed = allow(bearer_of(&head).as_deref());
+            if !allowed {
+                let body = json!({"error": "Invalid credentials in Authorization header"}).to_string();
+                let answer = format!(
+                    "HTTP/1.1 401 Unauthorized\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = conn.write_all(answer.as_bytes()).await;
+                return;
+            }
+            let Ok(mut inner) = tokio::net::UnixStream::connect(&sock).await else {
+                let _ = conn
+                    .write_all(b"HTTP/1.1 502 Bad Gateway\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+                    .await;
+                return;
+            };
+            if inner.write_all(&head).await.is_ok() {
+                let _ = tokio::io::copy_bidirectional(&mut conn, &mut inner).await;
+            }
+        });
+    }
 }
 
 /// Runs the job's sandbox to its end.
-pub async fn run(hub: SharedHub, id: String, serve: Serve) {
-    let Some((timeout_s, cancel)) = hub.jobs.with(&id, |j| (j.view.timeout, j.cancel.clone())) else {
+pub async fn run(hub: SharedHub, id: String, image: Image) {
+    let Some((view, namespace, cancel)) =
+        hub.jobs.with(&id, |j| (j.view.clone(), j.namespace.clone(), j.cancel.clone()))
+    else {
         return;
     };
-    let (mut child, port) = match start(&serve) {
-        Ok(started) => started,
+    let spec =
+        Spec { id: &id, command: &view.command, environment: &view.environment, ports: view.expose_ports() };
+    let mut container = match start(&image, &spec) {
+        Ok(c) => c,
         Err(message) => {
+            hub.jobs.log(&id, message.clone());
             hub.jobs.set_stage(&id, "ERROR", Some(message));
             return;
         }
     };
+    let public: Vec<u16> = view.expose.as_ref().map(|e| e.ports_public.clone()).unwrap_or_default();
+    let mut urls = Vec::new();
+    let mut proxies = Vec::new();
+    for port in view.expose_ports() {
+        let Ok(listener) = tokio::net::TcpListener::bind("127.0.0.1:0").await else { continue };
+        let Ok(addr) = listener.local_addr() else { continue };
+        urls.push(format!("http://{id}--{port}.localhost:{}", addr.port()));
+        let sock = container.dir.join("socks").join(format!("{port}.sock"));
+        let (hub, namespace, public) = (hub.clone(), namespace.clone(), public.contains(&port));
+        let allow: Allow = std::sync::Arc::new(move |token| {
+            public || token.and_then(|t| hub.user_by_token(t)).is_some_and(|u| u.may_read(&namespace))
+        });
+        proxies.push(tokio::spawn(proxy(listener, allow, sock)));
+    }
     hub.jobs.set_stage(&id, "RUNNING", None);
     hub.jobs.with(&id, |j| {
         if !j.finished() {
-            j.view.status["exposeUrls"] = json!([format!("http://127.0.0.1:{port}")]);
+            j.view.status["exposeUrls"] = Value::from(urls.clone());
         }
     });
-    hub.jobs.log(&id, format!("sandbox serving on 127.0.0.1:{port} (local stand-in)"));
+    hub.jobs.log(&id, format!("===== Job started at {} =====", crate::jobs::now_rfc3339()));
+    // The container's output is the job's log.
+    for out in [
+        container.child.stdout.take().map(|o| Box::new(o) as Box<dyn tokio::io::AsyncRead + Send + Unpin>),
+        container.child.stderr.take().map(|o| Box::new(o) as Box<dyn tokio::io::AsyncRead + Send + Unpin>),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        let hub = hub.clone();
+        let id = id.clone();
+        tokio::spawn(async move {
+            use tokio::io::AsyncBufReadExt;
+            let mut lines = tokio::io::BufReader::new(out).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                hub.jobs.log(&id, line);
+            }
+        });
+    }
     tokio::select! {
-        status = child.wait() => {
-            let message = status.map(|s| format!("the image's server exited ({s})")).unwrap_or_else(|e| e.to_string());
-            hub.jobs.set_stage(&id, "ERROR", Some(message));
+        status = container.child.wait() => {
+            let message = status.map(|s| format!("the command exited ({s})")).unwrap_or_else(|e| e.to_string());
+            let stage = if message.contains("exit status: 0") { "COMPLETED" } else { "ERROR" };
+            hub.jobs.set_stage(&id, stage, Some(message));
         }
         _ = cancel.notified() => {}
-        _ = tokio::time::sleep(Duration::from_secs(timeout_s)) => {
+        _ = tokio::time::sleep(Duration::from_secs(view.timeout)) => {
             hub.jobs.set_stage(&id, "ERROR", Some("Job timeout".into()));
         }
     }
-    let _ = child.kill().await;
+    for p in proxies {
+        p.abort();
+    }
+    drop(container);
+}
+
+/// A sandbox the stand-in's simulated trainer starts itself (it plays the arena's cluster, not an
+/// HF client): the image's own `ENTRYPOINT` + `CMD` in its played container, its one exposed port
+/// reached at `127.0.0.1:{port}` with no token. Stopped when dropped.
+pub struct LocalSandbox {
+    _container: Container,
+    proxy: tokio::task::JoinHandle<()>,
+    pub port: u16,
+}
+
+impl Drop for LocalSandbox {
+    fn drop(&mut self) {
+        self.proxy.abort();
+    }
+}
+
+impl LocalSandbox {
+    pub async fn start(image: &Image) -> Result<LocalSandbox, String> {
+        let port = image
+            .exposed_ports
+            .iter()
+            .find_map(|p| p.split('/').next()?.parse::<u16>().ok())
+            .ok_or("the image exposes no port")?;
+        let command: Vec<String> = image.entrypoint.iter().chain(&image.cmd).cloned().collect();
+        let id = format!("local-{:016x}", rand_id());
+        let environment = BTreeMap::new();
+        let container =
+            start(image, &Spec { id: &id, command: &command, environment: &environment, ports: vec![port] })?;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.map_err(|e| e.to_string())?;
+        let local = listener.local_addr().map_err(|e| e.to_string())?.port();
+        let sock = container.dir.join("socks").join(format!("{port}.sock"));
+        let proxy = tokio::spawn(proxy(listener, std::sync::Arc::new(|_| true), sock));
+        Ok(LocalSandbox { _container: container, proxy, port: local })
+    }
+}
+
+fn rand_id() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed) ^ ((std::process::id() as u64) << 32)
 }

@@ -206,8 +206,9 @@ impl Trainer {
         version: i64,
     ) -> Option<f64> {
         let image = task.image.as_deref()?;
-        let serve = crate::sandbox::serve_of(&self.images, image)?;
-        let (child, port) = crate::sandbox::start(&serve).ok()?;
+        let image = crate::sandbox::image_of(&self.images, image)?;
+        let sandbox = crate::sandbox::LocalSandbox::start(&image).await.ok()?;
+        let port = sandbox.port;
         let result = tokio::time::timeout(
             Duration::from_secs(task.reset_wall_s + task.rollout_wall_s + task.verifier_wall_s),
             self.episode(submission, task, port, seed, version),
@@ -215,7 +216,7 @@ impl Trainer {
         .await
         .ok()
         .flatten();
-        drop(child);
+        drop(sandbox);
         result
     }
 

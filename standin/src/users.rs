@@ -79,5 +79,10 @@ pub fn demo() -> Vec<HubUser> {
             "The arena's own account (local demo)",
             vec![OrgMembership { name: "benchflow".into(), role: "write".into() }],
         ),
+        user(
+            "arena-sandbox",
+            "The arena's sandbox reader, read-only in benchflow (local demo)",
+            vec![OrgMembership { name: "benchflow".into(), role: "read".into() }],
+        ),
     ]
 }

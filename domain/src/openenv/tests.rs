@@ -204,12 +204,17 @@ fn facts() -> ImageFacts {
         cmd: vec!["server.app:app".into(), "--port".into(), "8000".into()],
         exposed_ports: vec!["8000/tcp".into()],
         labels: BTreeMap::new(),
+        env: vec!["PATH=/usr/local/bin:/usr/bin:/bin".into(), "MODE=a=b".into()],
+        workdir: "/app".into(),
+        user: String::new(),
     }
 }
 
 #[test]
 fn an_image_needs_a_start_command_one_port_and_a_bounded_size() {
-    assert_eq!(judge_image(&facts(), None, "i").unwrap(), ImageSummary { port: 8000, compressed_bytes: 150 });
+    let summary = judge_image(&facts(), None, "i").unwrap();
+    assert_eq!((summary.port, summary.compressed_bytes), (8000, 150));
+    assert_eq!(summary.start.command, ["uvicorn", "server.app:app", "--port", "8000"]);
     let code = |f: ImageFacts, port: Option<u16>| judge_image(&f, port, "i").err().map(|e| e.code);
     assert_eq!(
         code(ImageFacts { entrypoint: vec![], cmd: vec![], ..facts() }, None),
@@ -233,6 +238,46 @@ fn an_image_needs_a_start_command_one_port_and_a_bounded_size() {
     assert_eq!(code(big, None), Some(ErrorCode::ImageCompressedSizeExceeded));
     let layers = (0..129).map(|i| Layer { digest: format!("sha256:{i}"), size: 1 }).collect();
     assert_eq!(code(ImageFacts { layers, ..facts() }, None), Some(ErrorCode::ImageCompressedSizeExceeded));
+}
+
+#[test]
+fn a_sandbox_starts_with_the_images_entrypoint_then_cmd_and_its_env() {
+    let start = sandbox_start(&facts()).unwrap();
+    assert_eq!(start.command, ["uvicorn", "server.app:app", "--port", "8000"]);
+    assert_eq!(start.env["PATH"], "/usr/local/bin:/usr/bin:/bin");
+    assert_eq!(start.env["MODE"], "a=b", "only the first `=` splits");
+    let cmd_only =
+        ImageFacts { entrypoint: vec![], cmd: vec!["sh".into(), "-c".into(), "serve".into()], ..facts() };
+    assert_eq!(sandbox_start(&cmd_only).unwrap().command, ["sh", "-c", "serve"]);
+    let later = ImageFacts { env: vec!["A=1".into(), "A=2".into(), "EMPTY".into()], ..facts() };
+    let env = sandbox_start(&later).unwrap().env;
+    assert_eq!((env["A"].as_str(), env["EMPTY"].as_str()), ("2", ""));
+    for bad in ["=x", "1A=x", "A B=x"] {
+        let f = ImageFacts { env: vec![bad.into()], ..facts() };
+        assert_eq!(
+            judge_image(&f, None, "i").err().map(|e| e.code),
+            Some(ErrorCode::ImageServerInvalid),
+            "{bad}"
+        );
+    }
+    let empty_program = ImageFacts { entrypoint: vec![String::new()], ..facts() };
+    assert!(sandbox_start(&empty_program).is_err());
+    let many = ImageFacts { env: (0..129).map(|i| format!("V{i}=1")).collect(), ..facts() };
+    assert!(sandbox_start(&many).is_err());
+}
+
+#[test]
+fn an_exposed_url_is_picked_by_its_port_not_its_position() {
+    let urls = vec![
+        "https://abc--9000.hf.jobs".to_string(),
+        "https://abc--8000.hf.jobs/".to_string(),
+        "https://abc--80000.hf.jobs".to_string(),
+    ];
+    assert_eq!(exposed_url(&urls, 8000).as_deref(), Some("https://abc--8000.hf.jobs"));
+    assert_eq!(exposed_url(&urls, 9000).as_deref(), Some("https://abc--9000.hf.jobs"));
+    assert_eq!(exposed_url(&urls, 7000), None);
+    // The marker counts in the host only.
+    assert_eq!(exposed_url(&["https://evil.example/abc--7000.x".to_string()], 7000), None);
 }
 
 #[test]

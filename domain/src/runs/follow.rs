@@ -367,7 +367,7 @@ pub fn decide(f: &Facts, limits: Limits) -> Option<Decision> {
     if let Some(ended) = job_ended(f, limits, &stage) {
         return Some(ended);
     }
-    if f.job.stage == JobStage::Running {
+    if f.job.stage.is_active() {
         return while_running(f, limits, stage);
     }
     None

@@ -39,9 +39,20 @@ impl JobStage {
         matches!(self, JobStage::Completed | JobStage::Canceled | JobStage::Error | JobStage::Deleted)
     }
 
-    /// Waiting for hardware (or for an update of its spec) before it runs.
+    /// Waiting for hardware before it runs.
     pub fn is_waiting(&self) -> bool {
-        matches!(self, JobStage::Scheduling | JobStage::Updating)
+        matches!(self, JobStage::Scheduling)
+    }
+
+    /// Its container runs: `RUNNING`, or `UPDATING` (a change to a running job's spec), which
+    /// `huggingface_hub` counts as active like `RUNNING` (`hf jobs ps`).
+    pub fn is_active(&self) -> bool {
+        matches!(self, JobStage::Running | JobStage::Updating)
+    }
+
+    /// Scheduled or running: HF may still bill it, so the arena stops it when it is not needed.
+    pub fn is_live(&self) -> bool {
+        self.is_waiting() || self.is_active()
     }
 }
 
@@ -88,7 +99,10 @@ mod tests {
         }
         let new: JobStage = serde_json::from_str("\"PAUSED\"").unwrap();
         assert_eq!(new, JobStage::Other("PAUSED".into()));
-        assert!(!new.has_ended() && !new.is_waiting());
-        assert!(JobStage::Error.has_ended() && JobStage::Updating.is_waiting());
+        assert!(!new.has_ended() && !new.is_waiting() && !new.is_active());
+        assert!(JobStage::Error.has_ended() && JobStage::Scheduling.is_waiting());
+        // UPDATING is active like RUNNING, never "still scheduling".
+        assert!(JobStage::Updating.is_active() && !JobStage::Updating.is_waiting());
+        assert!(JobStage::Updating.is_live() && !JobStage::Completed.is_live());
     }
 }

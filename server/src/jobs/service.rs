@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use domain::job_labels;
 use domain::openenv::run::RunState;
 use domain::runs::follow::{self, RelayState};
 use domain::views::{JobRow, JobsView, RelayRow, SpendPoint};
@@ -51,6 +52,17 @@ pub fn job_secrets(s: &AppState) -> Vec<domain::views::JobSecretRow> {
         .collect()
 }
 
+/// The challenge id a job's label names: a label is the id, or its rewritten form when the id
+/// holds characters HF refuses in labels (`domain::job_labels`).
+fn challenge_of_label(s: &AppState, label: &str) -> String {
+    s.registry
+        .challenges
+        .iter()
+        .map(|c| c.id().to_string())
+        .find(|id| job_labels::value(id) == label)
+        .unwrap_or_else(|| label.to_string())
+}
+
 fn epoch_of(text: Option<&str>) -> Option<i64> {
     text.and_then(clock::parse_rfc3339).map(|t| t.unix_timestamp())
 }
@@ -80,13 +92,15 @@ pub async fn list(s: &AppState) -> Result<JobsView, ApiError> {
                 }
             }),
         };
-        let cost = follow::cost_cents(prices.get(&flavor).copied().unwrap_or(0.0), running_s);
-        let purpose = job.labels.get("arena-purpose").cloned().unwrap_or_else(|| "other".into());
+        let hourly =
+            domain::budget::job_hourly_usd(prices.get(&flavor).copied().unwrap_or(0.0), job.exposes_ports());
+        let cost = follow::cost_cents(hourly, running_s);
+        let purpose = job.labels.get(job_labels::PURPOSE).cloned().unwrap_or_else(|| "other".into());
         crate::jobs::repo::upsert_hf_job(
             &s.db,
             &HfJob {
                 job_id: &job.id,
-                run_id: job.labels.get("arena-run").map(String::as_str),
+                run_id: job.labels.get(job_labels::RUN).map(String::as_str),
                 purpose: &purpose,
                 flavor: &flavor,
                 stage: job.status.stage.as_str(),
@@ -102,8 +116,8 @@ pub async fn list(s: &AppState) -> Result<JobsView, ApiError> {
         jobs.push(JobRow {
             job_id: job.id.to_string(),
             purpose,
-            run_id: job.labels.get("arena-run").cloned(),
-            challenge_id: job.labels.get("arena-challenge").cloned(),
+            run_id: job.labels.get(job_labels::RUN).cloned(),
+            challenge_id: job.labels.get(job_labels::CHALLENGE).map(|l| challenge_of_label(s, l)),
             flavor,
             stage: job.status.stage.to_string(),
             created_at: job.created_at.clone(),

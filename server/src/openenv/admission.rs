@@ -6,7 +6,7 @@
 //! resumes with the tasks still to probe, and every sandbox is stopped when its probe ends.
 
 use domain::ids::{JobId, SubmissionId, TaskId};
-use domain::runs::JobStage;
+use domain::job_labels;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -19,6 +19,7 @@ use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Value};
 use tokio_tungstenite::tungstenite::Message;
 
+use crate::config::Secret;
 use crate::ports::jobs::JobSpec;
 use crate::AppState;
 
@@ -38,33 +39,47 @@ fn author(code: ErrorCode, message: impl Into<String>) -> Outcome {
     Outcome::Author { code, message: message.into() }
 }
 
+/// What a task's sandbox runs: its pinned image, the port its server listens on, its start.
+pub struct Sandbox {
+    pub image: String,
+    pub port: u16,
+    pub start: domain::openenv::SandboxStart,
+}
+
 /// One task's probe in one fresh sandbox; the sandbox is stopped whatever happens.
 pub async fn probe_task(
     s: &AppState,
     submission: &SubmissionId,
     request: &SubmissionRequest,
     task_id: &TaskId,
-    image: &str,
-    port: u16,
+    sandbox: &Sandbox,
 ) -> Outcome {
+    let Some(token) = s.openenv.sandbox_token.clone() else {
+        return platform(
+            ErrorCode::AdmissionInfrastructureFailure,
+            "the arena has no token to reach its sandboxes with (ARENA_SANDBOX_TOKEN); an organizer sets it",
+        );
+    };
     let task = request.tasks.iter().find(|t| t.task_id == task_id);
     let wall = task.map_or(3600, |t| t.reset_wall_s + t.rollout_wall_s + t.verifier_wall_s);
     let spec = JobSpec {
-        docker_image: image.to_string(),
-        command: Vec::new(),
+        docker_image: sandbox.image.clone(),
+        command: sandbox.start.command.clone(),
         arguments: Vec::new(),
-        environment: BTreeMap::new(),
+        environment: sandbox.start.env.clone(),
         secrets: BTreeMap::new(),
         // 2 vCPU and 16 GiB, as the guide promises every sandbox.
         flavor: "cpu-basic".into(),
         timeout_seconds: wall + s.openenv.health_wait.as_secs(),
-        labels: BTreeMap::from([
-            ("arena-purpose".to_string(), "openenv-admission".to_string()),
-            ("arena-submission".to_string(), submission.to_string()),
-            ("arena-task".to_string(), task_id.to_string()),
+        labels: job_labels::labels(&[
+            (job_labels::PURPOSE, job_labels::ADMISSION),
+            (job_labels::SUBMISSION, submission.as_str()),
+            (job_labels::TASK, task_id.as_str()),
         ]),
         attempts: None,
-        expose: Some(crate::ports::jobs::Expose::public(port)),
+        // Reachable with an HF token only: the participant's server is the arena's alone while it
+        // is checked.
+        expose: Some(crate::ports::jobs::Expose::private(sandbox.port)),
     };
     let job = match s.deps.jobs.create(&spec).await {
         Ok(job) => job,
@@ -78,7 +93,8 @@ pub async fn probe_task(
     // One deadline over the whole probe, whatever each step allows: a server that answers just in
     // time, step after step, cannot hold admission.
     let deadline = s.openenv.probe_deadline;
-    let outcome = match tokio::time::timeout(deadline, probe_in(s, &job.id, request, task_id)).await {
+    let probe = probe_in(s, &job.id, sandbox.port, &token, request, task_id);
+    let outcome = match tokio::time::timeout(deadline, probe).await {
         Ok(outcome) => outcome,
         Err(_) => author(
             ErrorCode::AdmissionEpisodeFailed,
@@ -94,12 +110,28 @@ pub async fn probe_task(
     outcome
 }
 
-async fn probe_in(s: &AppState, job_id: &JobId, request: &SubmissionRequest, task_id: &TaskId) -> Outcome {
+async fn probe_in(
+    s: &AppState,
+    job_id: &JobId,
+    port: u16,
+    token: &Secret,
+    request: &SubmissionRequest,
+    task_id: &TaskId,
+) -> Outcome {
     let start = Instant::now();
     let url = loop {
         match s.deps.jobs.inspect(job_id).await {
-            Ok(job) if job.status.stage == JobStage::Running && !job.status.expose_urls.is_empty() => {
-                break job.status.expose_urls[0].trim_end_matches('/').to_string()
+            Ok(job) if job.status.stage.is_active() => {
+                if let Some(url) = domain::openenv::exposed_url(&job.status.expose_urls, port) {
+                    break url;
+                }
+                if start.elapsed() > SCHEDULE_WAIT {
+                    return platform(
+                        ErrorCode::SandboxStartupFailed,
+                        format!("HF listed no URL for the sandbox's port {port}"),
+                    );
+                }
+                tokio::time::sleep(Duration::from_millis(200)).await;
             }
             Ok(job) if job.status.stage.has_ended() => {
                 return platform(
@@ -117,9 +149,10 @@ async fn probe_in(s: &AppState, job_id: &JobId, request: &SubmissionRequest, tas
             _ => tokio::time::sleep(Duration::from_millis(200)).await,
         }
     };
-    let http = crate::ports::http::client(CALL);
+    // The sandbox's port is exposed with an HF token, not publicly.
+    let http = crate::ports::http::sandbox_client(CALL);
     let get = |path: &str| {
-        let req = http.get(format!("{url}{path}"));
+        let req = http.get(format!("{url}{path}")).bearer_auth(&token.0);
         async move { answer(req.send().await).await }
     };
     let ready = Instant::now();
@@ -139,7 +172,8 @@ async fn probe_in(s: &AppState, job_id: &JobId, request: &SubmissionRequest, tas
         health: get("/health").await,
         metadata: get("/metadata").await,
         schema: get("/schema").await,
-        mcp: answer(http.post(format!("{url}/mcp")).json(&json!({})).send().await).await,
+        mcp: answer(http.post(format!("{url}/mcp")).bearer_auth(&token.0).json(&json!({})).send().await)
+            .await,
     };
     let failed: Vec<String> = admission::criteria(&probe)
         .into_iter()
@@ -156,7 +190,7 @@ async fn probe_in(s: &AppState, job_id: &JobId, request: &SubmissionRequest, tas
     if let Err(m) = admission::schema_matches(&served, &request.schema) {
         return author(ErrorCode::ImageSchemaMismatch, m);
     }
-    match episode(&url, task_id, &request.example_actions).await {
+    match episode(&url, token, task_id, &request.example_actions).await {
         Ok((reset, steps)) => match admission::judge_episode(&reset, &steps, request.example_actions.len()) {
             Ok(_) => Outcome::Passed,
             Err(m) => author(ErrorCode::AdmissionEpisodeFailed, m),
@@ -185,13 +219,13 @@ async fn answer(r: Result<reqwest::Response, reqwest::Error>) -> Option<Answer> 
 
 /// The example episode over `/ws`: a reset with the task id, then the actions in order until the
 /// episode ends.
-async fn episode(url: &str, task_id: &TaskId, actions: &[Value]) -> Result<(Step, Vec<Step>), String> {
-    let ws = url.replacen("http://", "ws://", 1).replacen("https://", "wss://", 1);
-    let config = tokio_tungstenite::tungstenite::protocol::WebSocketConfig::default()
-        .max_message_size(Some(MAX_ANSWER_BYTES))
-        .max_frame_size(Some(MAX_ANSWER_BYTES));
-    let connect = tokio_tungstenite::connect_async_with_config(format!("{ws}/ws"), Some(config), false);
-    let (mut socket, _) = tokio::time::timeout(CALL, connect)
+async fn episode(
+    url: &str,
+    token: &Secret,
+    task_id: &TaskId,
+    actions: &[Value],
+) -> Result<(Step, Vec<Step>), String> {
+    let mut socket = tokio::time::timeout(CALL, open_socket(url, token))
         .await
         .map_err(|_| "the server did not open a WebSocket on /ws".to_string())?
         .map_err(|e| format!("the server did not open a WebSocket on /ws: {e}"))?;
@@ -209,6 +243,28 @@ async fn episode(url: &str, task_id: &TaskId, actions: &[Value]) -> Result<(Step
 }
 
 type Socket = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// `/ws` of the sandbox at `url`, with the HF token its exposed port asks for; the address is
+/// resolved as the HTTP reads resolve it (`crate::ports::http::resolve`).
+async fn open_socket(url: &str, token: &Secret) -> Result<Socket, String> {
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    let ws = url.replacen("http://", "ws://", 1).replacen("https://", "wss://", 1);
+    let mut request = format!("{ws}/ws").into_client_request().map_err(|e| e.to_string())?;
+    let bearer =
+        format!("Bearer {}", token.0).parse().map_err(|_| "the sandbox token is not a header value")?;
+    request.headers_mut().insert(reqwest::header::AUTHORIZATION, bearer);
+    let host = request.uri().host().ok_or("the sandbox URL has no host")?.to_string();
+    let port = request.uri().port_u16().unwrap_or(if ws.starts_with("wss://") { 443 } else { 80 });
+    let addrs = crate::ports::http::resolve(&host, port).await.map_err(|e| e.to_string())?;
+    let tcp = tokio::net::TcpStream::connect(addrs.as_slice()).await.map_err(|e| e.to_string())?;
+    let config = tokio_tungstenite::tungstenite::protocol::WebSocketConfig::default()
+        .max_message_size(Some(MAX_ANSWER_BYTES))
+        .max_frame_size(Some(MAX_ANSWER_BYTES));
+    let (socket, _) = tokio_tungstenite::client_async_tls_with_config(request, tcp, Some(config), None)
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(socket)
+}
 
 /// Sends one message of the episode and reads the server's observation.
 async fn exchange(socket: &mut Socket, message: Value) -> Result<Step, String> {
@@ -244,18 +300,27 @@ async fn exchange(socket: &mut Socket, message: Value) -> Result<Step, String> {
 /// Stops sandboxes no probe is using: those a crashed or restarted server left running (a probe
 /// holds its submission's lease while its sandbox runs).
 pub async fn sweep(s: &AppState) -> Result<usize, crate::http::ApiError> {
-    let jobs = match s.deps.jobs.find_by_label("arena-purpose", "openenv-admission").await {
+    let jobs = match s.deps.jobs.find_by_label(job_labels::PURPOSE, job_labels::ADMISSION).await {
         Ok(jobs) => jobs,
         Err(e) => {
             tracing::warn!(error = %e, "listing admission sandboxes failed; the next pass tries again");
             return Ok(0);
         }
     };
-    let now = s.now().epoch;
+    let live: Vec<&crate::ports::jobs::Job> = jobs.iter().filter(|j| j.status.stage.is_live()).collect();
+    if live.is_empty() {
+        return Ok(0);
+    }
+    // A sandbox's label is its submission's id as HF accepts it (`domain::job_labels`).
+    let probing: std::collections::BTreeSet<String> = crate::openenv::repo::probing(&s.db, s.now().epoch)
+        .await?
+        .iter()
+        .map(|id| job_labels::value(id))
+        .collect();
     let mut stopped = 0;
-    for job in jobs.iter().filter(|j| matches!(j.status.stage, JobStage::Scheduling | JobStage::Running)) {
-        let submission = job.labels.get("arena-submission").map(String::as_str).unwrap_or_default();
-        if crate::openenv::repo::probing(&s.db, submission, now).await? {
+    for job in live {
+        let submission = job.labels.get(job_labels::SUBMISSION).map(String::as_str).unwrap_or_default();
+        if probing.contains(submission) {
             continue;
         }
         match s.deps.jobs.cancel(&job.id).await {
@@ -363,14 +428,13 @@ async fn admit(
         }
     }
     let image_of = |task: &str| {
-        images.iter().find(|i| i["tasks"].as_array().is_some_and(|ts| ts.iter().any(|t| t == task))).map(
-            |i| {
-                (
-                    i["resolved"].as_str().unwrap_or_default().to_string(),
-                    i["port"].as_u64().unwrap_or(8000) as u16,
-                )
-            },
-        )
+        let i =
+            images.iter().find(|i| i["tasks"].as_array().is_some_and(|ts| ts.iter().any(|t| t == task)))?;
+        Some(Sandbox {
+            image: i["resolved"].as_str().unwrap_or_default().to_string(),
+            port: i["port"].as_u64().and_then(|p| u16::try_from(p).ok())?,
+            start: serde_json::from_value(i["start"].clone()).ok()?,
+        })
     };
     loop {
         match admission::verdict(&probes) {
@@ -400,13 +464,14 @@ async fn admit(
             .map(|(i, task)| async move {
                 let outcome = match image_of(&task) {
                     // Checked at submission with the task id's rule, so it parses.
-                    Some((image, port)) => match TaskId::parse(&task) {
-                        Ok(task) => probe_task(s, submission_id, request, &task, &image, port).await,
+                    Some(sandbox) => match TaskId::parse(&task) {
+                        Ok(task) => probe_task(s, submission_id, request, &task, &sandbox).await,
                         Err(e) => platform(ErrorCode::AdmissionInfrastructureFailure, e.to_string()),
                     },
-                    None => {
-                        platform(ErrorCode::AdmissionInfrastructureFailure, "no image recorded for the task")
-                    }
+                    None => platform(
+                        ErrorCode::AdmissionInfrastructureFailure,
+                        "no image, port or start command recorded for the task",
+                    ),
                 };
                 (i, outcome)
             })

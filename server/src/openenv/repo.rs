@@ -357,16 +357,13 @@ pub async fn decide(
     Ok(())
 }
 
-/// Whether a probe of this submission id is under way (its lease is held and not expired).
-pub async fn probing(db: &Db, submission_id: &str, now: i64) -> Result<bool, sqlx::Error> {
-    let n: i64 = sqlx::query(
-        "SELECT COUNT(*) AS n FROM openenv_submissions WHERE submission_id = $1 AND lease_owner IS NOT NULL \
-         AND lease_until >= $2",
+/// The submissions a probe is under way for (their lease is held and not expired).
+pub async fn probing(db: &Db, now: i64) -> Result<Vec<String>, sqlx::Error> {
+    let rows = sqlx::query(
+        "SELECT submission_id FROM openenv_submissions WHERE lease_owner IS NOT NULL AND lease_until >= $1",
     )
-    .bind(submission_id)
     .bind(now)
-    .fetch_one(&db.writer)
-    .await?
-    .try_get("n")?;
-    Ok(n > 0)
+    .fetch_all(&db.writer)
+    .await?;
+    rows.iter().map(|r| r.try_get("submission_id")).collect()
 }

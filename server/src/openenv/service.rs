@@ -57,6 +57,8 @@ struct StoredImage {
     compressed_bytes: u64,
     labels: BTreeMap<String, String>,
     tasks: Vec<String>,
+    /// How its sandboxes start it (`domain::openenv::sandbox_start`), from its pinned config.
+    start: openenv::SandboxStart,
 }
 
 fn refusal(r: openenv::Refusal) -> ApiError {
@@ -186,6 +188,7 @@ pub async fn submit(s: &AppState, me: &Identity, body: Value) -> Result<Submissi
             compressed_bytes: summary.compressed_bytes,
             labels: openenv::claimed_labels(&f.labels),
             tasks,
+            start: summary.start,
         });
     }
     openenv::check_total_size(&facts.iter().collect::<Vec<_>>()).map_err(refusal)?;

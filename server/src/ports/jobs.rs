@@ -20,7 +20,8 @@ pub struct JobSpec {
     pub command: Vec<String>,
     pub arguments: Vec<String>,
     pub environment: BTreeMap<String, String>,
-    /// Values HF keeps secret; the arena puts only the run's own relay credential here.
+    /// Values HF keeps secret; left out when empty, as `huggingface_hub` leaves it out.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub secrets: BTreeMap<String, String>,
     pub flavor: String,
     pub timeout_seconds: u64,
@@ -46,20 +47,35 @@ impl Expose {
     pub fn public(port: u16) -> Expose {
         Expose { ports: vec![port], ports_public: vec![port] }
     }
+
+    /// Reachable with an HF token of the namespace only.
+    pub fn private(port: u16) -> Expose {
+        Expose { ports: vec![port], ports_public: Vec::new() }
+    }
+}
+
+/// `huggingface_hub` reads every optional key of a job with `.get()`, so an explicit `null` and a
+/// missing key mean the same to it; these fields read the same way here.
+fn or_default<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de> + Default,
+{
+    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
 }
 
 /// One sample of HF's job metrics: each GPU's utilisation (0–100) and memory.
 #[derive(Debug, Clone, PartialEq, Default, Deserialize)]
 pub struct Metrics {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "or_default")]
     pub gpus: BTreeMap<String, GpuMetrics>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Default, Deserialize)]
 pub struct GpuMetrics {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "or_default")]
     pub utilization: f64,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "or_default")]
     pub memory_used_bytes: f64,
 }
 
@@ -70,7 +86,7 @@ pub struct JobStatus {
     #[serde(default)]
     pub message: Option<String>,
     /// Where an exposed port is reached once the job runs.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, deserialize_with = "or_default", skip_serializing_if = "Vec::is_empty")]
     pub expose_urls: Vec<String>,
 }
 
@@ -91,11 +107,11 @@ pub struct JobDurations {
 pub struct Job {
     pub id: domain::ids::JobId,
     pub status: JobStatus,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "or_default")]
     pub command: Vec<String>,
     #[serde(default)]
     pub flavor: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "or_default")]
     pub labels: BTreeMap<String, String>,
     #[serde(default)]
     pub created_at: Option<String>,
@@ -103,8 +119,27 @@ pub struct Job {
     pub started_at: Option<String>,
     #[serde(default)]
     pub finished_at: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "or_default")]
     pub durations: JobDurations,
+    /// The ports it exposes (each costs HF's surcharge while the job runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expose: Option<ExposeRead>,
+}
+
+/// A job's `expose` as HF answers it (either list may be missing or `null`).
+#[derive(Debug, Clone, PartialEq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExposeRead {
+    #[serde(default, deserialize_with = "or_default")]
+    pub ports: Vec<u16>,
+    #[serde(default, deserialize_with = "or_default")]
+    pub ports_public: Vec<u16>,
+}
+
+impl Job {
+    pub fn exposes_ports(&self) -> bool {
+        self.expose.as_ref().is_some_and(|e| !e.ports.is_empty())
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -206,10 +241,18 @@ impl HfJobs {
     }
 
     async fn send(&self, req: reqwest::RequestBuilder) -> Result<reqwest::Response, JobError> {
-        let resp = req.send().await.map_err(|e| JobError::Unavailable {
+        Self::check(Self::answer(req).await?).await
+    }
+
+    async fn answer(req: reqwest::RequestBuilder) -> Result<reqwest::Response, JobError> {
+        req.send().await.map_err(|e| JobError::Unavailable {
             reason: format!("no answer ({})", e.without_url()),
             retry_after_s: None,
-        })?;
+        })
+    }
+
+    /// A success as it is; anything else as the error it means.
+    async fn check(resp: reqwest::Response) -> Result<reqwest::Response, JobError> {
         let status = resp.status();
         if status.is_success() {
             return Ok(resp);
@@ -324,10 +367,13 @@ impl JobLauncher for HfJobs {
             self.namespace,
             crate::sources::encode_path(id)
         );
-        let mut resp = match self.send(self.request(reqwest::Method::GET, &url)?).await {
-            Err(JobError::Refused { status: 406, .. }) => return Ok(None),
-            other => other?,
-        };
+        // 406 once the job has ended; earlier HF answered 500 there, which `huggingface_hub`
+        // tolerates the same way (no sample).
+        let resp = Self::answer(self.request(reqwest::Method::GET, &url)?).await?;
+        if matches!(resp.status().as_u16(), 406 | 500) {
+            return Ok(None);
+        }
+        let mut resp = Self::check(resp).await?;
         let deadline = tokio::time::Instant::now() + wait;
         let mut body = Vec::new();
         // One sample is enough; a sample is a few hundred bytes.
@@ -361,24 +407,81 @@ impl JobLauncher for HfJobs {
         #[serde(rename_all = "camelCase")]
         struct Hardware {
             name: String,
-            #[serde(rename = "unitCostUSD")]
-            unit_cost_usd: f64,
-            unit_label: String,
+            /// Exact: whole millionths of a dollar per unit.
+            #[serde(default, rename = "unitCostMicroUSD")]
+            unit_cost_micro_usd: Option<u64>,
+            #[serde(default, rename = "unitCostUSD")]
+            unit_cost_usd: Option<f64>,
+            #[serde(default)]
+            unit_label: Option<String>,
         }
         let url = format!("{}/api/jobs/hardware", self.endpoint);
         let list: Vec<Hardware> =
             Self::json(self.send(self.request(reqwest::Method::GET, &url)?).await?).await?;
         Ok(list
             .into_iter()
-            .map(|h| {
-                let per_hour =
-                    if h.unit_label == "minute" { h.unit_cost_usd * 60.0 } else { h.unit_cost_usd * 3600.0 };
-                (h.name, per_hour)
+            .filter_map(|h| {
+                let per_unit = match (h.unit_cost_micro_usd, h.unit_cost_usd) {
+                    (Some(micro), _) => micro as f64 / 1e6,
+                    (None, Some(usd)) => usd,
+                    (None, None) => return None,
+                };
+                // Only "minute" is documented; a unit the arena does not know gets no price
+                // rather than a guessed one.
+                let units_per_hour = match h.unit_label.as_deref().unwrap_or("minute") {
+                    "minute" => 60.0,
+                    "hour" => 1.0,
+                    "second" => 3600.0,
+                    _ => return None,
+                };
+                Some((h.name, per_unit * units_per_hour))
             })
             .collect())
     }
 
     fn job_url(&self, id: &str) -> String {
         format!("{}/jobs/{}/{}", self.endpoint, self.namespace, id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nulls_read_as_missing_keys_do() {
+        // Every optional key explicitly null, as `huggingface_hub`'s `.get()` reads them.
+        let job: Job = serde_json::from_value(serde_json::json!({
+            "id": "6a0b", "owner": {"id": "o", "name": "benchflow", "type": "org"},
+            "status": {"stage": "UPDATING", "message": null, "exposeUrls": null, "sshUrl": null},
+            "command": null, "arguments": null, "labels": null, "flavor": null, "durations": null,
+            "createdAt": null, "startedAt": null, "finishedAt": null, "expose": null, "retry": null,
+        }))
+        .unwrap();
+        assert!(job.labels.is_empty() && job.command.is_empty() && job.status.expose_urls.is_empty());
+        assert!(job.status.stage.is_active() && !job.exposes_ports());
+        let durations: Job = serde_json::from_value(serde_json::json!({
+            "id": "6a0c", "status": {"stage": "RUNNING"},
+            "durations": {"schedulingSecs": null, "runningSecs": 12.5, "totalSecs": null},
+            "expose": {"ports": [8000], "portsPublic": null},
+        }))
+        .unwrap();
+        assert_eq!(durations.durations.running_secs, Some(12.5));
+        assert!(durations.exposes_ports());
+        // A page with such a job reads whole.
+        let page: Vec<Job> =
+            serde_json::from_str(r#"[{"id":"a","status":{"stage":"RUNNING"},"labels":null},{"id":"b","status":{"stage":"ERROR","message":null}}]"#)
+                .unwrap();
+        assert_eq!(page.len(), 2);
+    }
+
+    #[test]
+    fn metrics_tolerate_nulls() {
+        let m = first_metric("event: metric\ndata: {\"gpus\": null, \"cpu_usage_pct\": null}\n\n").unwrap();
+        assert!(m.gpus.is_empty());
+        let m =
+            first_metric("data: {\"gpus\": {\"0\": {\"utilization\": null, \"memory_used_bytes\": 5}}}\n")
+                .unwrap();
+        assert_eq!(m.gpus["0"], GpuMetrics { utilization: 0.0, memory_used_bytes: 5.0 });
     }
 }

@@ -146,6 +146,12 @@ struct ContainerConfig {
     exposed_ports: Option<BTreeMap<String, serde_json::Value>>,
     #[serde(default)]
     labels: Option<BTreeMap<String, String>>,
+    #[serde(default)]
+    env: Option<Vec<String>>,
+    #[serde(default)]
+    working_dir: Option<String>,
+    #[serde(default)]
+    user: Option<String>,
 }
 
 /// `origin` of an absolute URL: scheme, host and port.
@@ -428,6 +434,9 @@ impl ImageRegistry for OciRegistries {
             cmd: c.cmd.unwrap_or_default(),
             exposed_ports: c.exposed_ports.unwrap_or_default().into_keys().collect(),
             labels: c.labels.unwrap_or_default(),
+            env: c.env.unwrap_or_default(),
+            workdir: c.working_dir.unwrap_or_default(),
+            user: c.user.unwrap_or_default(),
         };
         self.cache.insert(key(&digest), facts.clone());
         Ok(ImageRead { facts, requests: s.requests })

@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 use domain::collection::package;
 use domain::collection::report::TaskStatus;
 use domain::ids::{EnvironmentId, JobId, RunId};
+use domain::job_labels;
 use domain::pipeline::bundle::{self, JobManifest};
 use domain::pipeline::config::{self, TrainDataset};
 use domain::pipeline::{self as pipeline, secrets};
@@ -25,8 +26,6 @@ use crate::ports::datasets::DatasetError;
 use crate::ports::jobs::{Expose, JobError, JobSpec};
 use crate::runs::repo::{LaunchStep, Run};
 use crate::AppState;
-
-pub const RUN_LABEL: &str = "arena-run";
 
 /// How long one server may work on a run before another may take over.
 pub const LEASE_S: i64 = 120;
@@ -208,7 +207,10 @@ pub async fn create_job(s: &AppState, run: &Run) -> Result<(JobId, JobStage), St
     }
     };
     let jobs = s.launcher_of(&run.challenge_id).map_err(Step::Failed)?;
-    if let Some(job) = jobs.find_by_label(RUN_LABEL, &run.id).await.map_err(job_step)?.into_iter().next() {
+    let run_label = job_labels::value(run.id.as_str());
+    if let Some(job) =
+        jobs.find_by_label(job_labels::RUN, &run_label).await.map_err(job_step)?.into_iter().next()
+    {
         return Ok((job.id, job.status.stage));
     }
     let c = s.challenge(&run.challenge_id).map_err(|e| Step::Failed(e.into_body().message))?;
@@ -236,11 +238,11 @@ pub async fn create_job(s: &AppState, run: &Run) -> Result<(JobId, JobStage), St
         .map_err(|e| Step::Unknown(e.to_string()))?;
     secrets_map.insert("ARENA_RUN_SECRET".into(), secret);
     secrets_map.insert(secrets::BRIDGE_KEY.into(), crate::identity::random_secret());
-    let labels = BTreeMap::from([
-        (RUN_LABEL.to_string(), run.id.to_string()),
-        ("arena-challenge".to_string(), run.challenge_id.to_string()),
-        ("arena-request".to_string(), run.request_key.clone()),
-        ("arena-purpose".to_string(), run.purpose.job_purpose().to_string()),
+    let labels = job_labels::labels(&[
+        (job_labels::RUN, run.id.as_str()),
+        (job_labels::CHALLENGE, run.challenge_id.as_str()),
+        (job_labels::REQUEST, &run.request_key),
+        (job_labels::PURPOSE, run.purpose.job_purpose()),
     ]);
     let bundle_path = pipeline::bundle_dir(&run.id);
     let spec = JobSpec {

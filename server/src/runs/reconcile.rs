@@ -107,6 +107,7 @@ async fn inspect(jobs: &dyn JobLauncher, job_id: &JobId) -> Result<Job, String> 
             started_at: None,
             finished_at: None,
             durations: Default::default(),
+            expose: None,
         }),
         Err(e) => Err(e.to_string()),
     }
@@ -189,11 +190,7 @@ async fn follow_one(s: &AppState, id: &RunId) -> Result<bool, String> {
     let tail = jobs.logs(&job_id, Some(LOG_TAIL), s.reconcile.log_read, LOG_BYTES).await.unwrap_or_default();
     let fresh = new_lines(&tail, run.log_last_line.as_deref());
     let domain::time::Timestamp { text: at, epoch: now } = s.now();
-    let gpu = if job.status.stage == domain::runs::JobStage::Running {
-        gpu_sample(jobs, &job_id, now).await
-    } else {
-        None
-    };
+    let gpu = if job.status.stage.is_active() { gpu_sample(jobs, &job_id, now).await } else { None };
     // Read again now: what the relay stored meanwhile is in it.
     let run =
         crate::runs::repo::get(&s.db, id).await.map_err(|e| e.to_string())?.ok_or("the run vanished")?;
@@ -329,11 +326,15 @@ fn running_s(job: &Job) -> f64 {
     }
 }
 
+/// A run job's price per hour: its challenge's, plus HF's surcharge for the bridge's exposed port
+/// (every run job exposes it), so the ledger and the jobs page price a job the same.
 fn hourly(s: &AppState, run: &Run) -> f64 {
-    s.registry
+    let flavor = s
+        .registry
         .challenge(&run.challenge_id)
         .and_then(|c| domain::catalog::hourly_price(&s.registry, c))
-        .unwrap_or(0.0)
+        .unwrap_or(0.0);
+    domain::budget::job_hourly_usd(flavor, true)
 }
 
 /// The reservation's end: `Some(cents)` settled, `None` released.
@@ -371,7 +372,7 @@ async fn record_job(
     let row = HfJob {
         job_id: &job.id,
         run_id: Some(&run.id),
-        purpose: job.labels.get("arena-purpose").map(String::as_str).unwrap_or("challenge-run"),
+        purpose: job.labels.get(domain::job_labels::PURPOSE).map(String::as_str).unwrap_or("challenge-run"),
         flavor: job.flavor.as_deref().unwrap_or(&run.flavor),
         stage: job.status.stage.as_str(),
         created_at: job.created_at.as_deref(),

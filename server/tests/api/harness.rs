@@ -51,8 +51,16 @@ fn hub_users() -> Vec<standin::HubUser> {
             ARENA_BOT,
             vec![standin::OrgMembership { name: "benchflow".into(), role: "write".into() }],
         ),
+        user(
+            "arena-sandbox",
+            SANDBOX_TOKEN,
+            vec![standin::OrgMembership { name: "benchflow".into(), role: "read".into() }],
+        ),
     ]
 }
+
+/// The token the arena's probes reach sandboxes with: read-only in the jobs namespace.
+pub const SANDBOX_TOKEN: &str = "hf_test_arena_sandbox_reader";
 
 /// The credential the training cluster connects to test servers with.
 pub const CLUSTER_SECRET: &str = "test-cluster-credential-0f0f";
@@ -266,6 +274,7 @@ impl TestApp {
                 .collect(),
             fingerprints_dir: Some(fingerprints),
             cluster_secret: Some(Secret(CLUSTER_SECRET.into())),
+            sandbox_token: Some(Secret(SANDBOX_TOKEN.into())),
             trusted_proxy_hops: Some(1),
             fetch_concurrency: 16,
             worker_tick_s: 1,

@@ -321,7 +321,7 @@ async fn a_sandbox_job_serves_the_pinned_image_at_its_exposed_url() {
     let read = app.state.deps.registry.read(&image).await.unwrap();
     let spec = JobSpec {
         docker_image: image.pinned(&read.facts.digest),
-        command: Vec::new(),
+        command: domain::openenv::sandbox_start(&read.facts).unwrap().command,
         arguments: Vec::new(),
         environment: Default::default(),
         secrets: Default::default(),
@@ -329,7 +329,7 @@ async fn a_sandbox_job_serves_the_pinned_image_at_its_exposed_url() {
         timeout_seconds: 60,
         labels: [("arena-purpose".to_string(), "openenv-admission".to_string())].into(),
         attempts: None,
-        expose: Some(server::ports::jobs::Expose::public(8000)),
+        expose: Some(server::ports::jobs::Expose::private(8000)),
     };
     let job = app.state.deps.jobs.create(&spec).await.unwrap();
     let start = Instant::now();
@@ -342,12 +342,18 @@ async fn a_sandbox_job_serves_the_pinned_image_at_its_exposed_url() {
         assert!(start.elapsed() < Duration::from_secs(10), "{j:?}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
-    let http = reqwest::Client::new();
+    // HF's shape: the port in the host, picked by it.
+    assert!(url.contains(&format!("{}--8000.", job.id)), "{url}");
+    let http = server::ports::http::sandbox_client(Duration::from_secs(5));
     let start = Instant::now();
-    while !http.get(&url).send().await.is_ok_and(|r| r.status().is_success()) {
+    let reader = crate::harness::SANDBOX_TOKEN;
+    while !http.get(&url).bearer_auth(reader).send().await.is_ok_and(|r| r.status().is_success()) {
         assert!(start.elapsed() < Duration::from_secs(10), "the sandbox's server never answered at {url}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    // The port is exposed with a token only: none, or one outside the namespace, is refused.
+    assert_eq!(http.get(&url).send().await.unwrap().status(), 401);
+    assert_eq!(http.get(&url).bearer_auth(BOB).send().await.unwrap().status(), 401);
     app.state.deps.jobs.cancel(&job.id).await.unwrap();
     assert_eq!(app.state.deps.jobs.inspect(&job.id).await.unwrap().status.stage, "CANCELED");
     let start = Instant::now();
@@ -513,10 +519,11 @@ async fn sandboxes_left_by_a_crashed_server_are_stopped() {
     use server::ports::jobs::JobSpec;
     let app = TestApp::new(Backend::Postgres).await;
     let image = domain::openenv::ImageRef::parse("ghcr.io/test/echo-ok:v1").unwrap();
-    let digest = app.state.deps.registry.read(&image).await.unwrap().facts.digest;
+    let facts = app.state.deps.registry.read(&image).await.unwrap().facts;
+    let digest = facts.digest.clone();
     let sandbox = |submission: &str| JobSpec {
         docker_image: image.pinned(&digest),
-        command: Vec::new(),
+        command: domain::openenv::sandbox_start(&facts).unwrap().command,
         arguments: Vec::new(),
         environment: Default::default(),
         secrets: Default::default(),

@@ -143,7 +143,7 @@ on_both_backends!(local, a_launch_mirrors_the_collection_and_starts_one_labelled
     assert!(job.arguments.is_empty());
     assert_eq!(job.flavor, "h200x2");
     assert_eq!(job.timeout, 900);
-    assert_eq!(job.attempts, Some(2));
+    assert_eq!((job.attempts, job.retry), (2, 1), "HF answers retry = attempts - 1");
     let mut secrets = job.secrets.clone();
     secrets.sort();
     assert_eq!(secrets, ["ARENA_RUN_SECRET", "BENCHFLOW_PROVIDER_API_KEY", "DAYTONA_API_KEY", "HF_TOKEN"]);

@@ -158,6 +158,20 @@ fn stuck_in_scheduling_is_canceled_and_released() {
 }
 
 #[test]
+fn updating_is_running_not_scheduling() {
+    // huggingface_hub counts UPDATING as active: past the scheduling limit it is not "never
+    // started", and a silent one stalls as a running one does.
+    let mut f = facts("UPDATING");
+    f.now = f.job.created_epoch + 1801;
+    f.log_seen_epoch = Some(f.now - 10);
+    assert_eq!(decide(&f, LIMITS), None);
+    f.log_seen_epoch = None;
+    f.now = f.job.started_epoch.unwrap() + 601;
+    let d = decide(&f, LIMITS).unwrap();
+    assert!(d.reason.unwrap().contains("no heartbeat and no new log line"));
+}
+
+#[test]
 fn logs_move_the_stage_when_the_relay_missed_it_and_running_starts_a_queued_run() {
     let mut f = facts("RUNNING");
     f.log_stage = Stage::parse("heldout");
