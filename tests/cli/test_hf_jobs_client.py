@@ -400,3 +400,53 @@ def test_a_runs_job_body_has_the_shape_run_job_sends(jobs, arena_run_body):
 
 def test_an_admission_sandbox_body_has_the_shape_run_job_sends(jobs, admission_body):
     assert_same_shape(admission_body, mirror(jobs, admission_body))
+
+
+VICTOR = "hf_local_test_victor_6d1e2f"
+
+
+def hf_accepts(text):
+    return 1 <= len(text) <= 100 and all(c.isascii() and (c.isalnum() or c in "-_") for c in text)
+
+
+def test_a_run_whose_request_id_hf_refuses_as_a_label_is_scored(hub_repos):
+    """A request id with `:` and `.`, longer than 100 characters (the arena takes up to 120): the
+    run's job carries labels HF accepts, the run is scored, and every job the arena created has
+    HF-valid labels and a non-empty command."""
+    arena_url = os.environ["ARENA_TEST_URL"]
+    repo_id, _ = publish(hub_repos, "good", owner="victor")
+    tmp = Path(os.environ.get("TMPDIR", "/tmp"))
+    env_file = tmp / ("env-%s.json" % unique())
+    env_file.write_text(json.dumps({"agent_id": None, "challenge_id": "local-demo", "repo_type": "dataset",
+                                    "repo_id": repo_id, "revision": "main", "entry_path": "",
+                                    "title": "Labels HF accepts", "notes": ""}))
+    r = run_cli(["submit", "--file", str(env_file)], arena_url, token=VICTOR)
+    assert r.returncode == 0, r.stderr
+    environment_id = json.loads(r.stdout)["environment_id"]
+    request_id = "victor-" + "x" * 100 + ":1.2"
+    assert len(request_id) > 100 and not hf_accepts(request_id)
+    run_file = tmp / ("run-%s.json" % unique())
+    run_file.write_text(json.dumps({"request_id": request_id}))
+    r = run_cli(["run", "--challenge", "local-demo", "--id", environment_id, "--file", str(run_file), "--execute"],
+                arena_url, token=VICTOR)
+    assert r.returncode == 0, r.stderr
+    run_id = json.loads(r.stdout)["run"]["run_id"]
+    deadline = time.time() + 240
+    while True:
+        r = run_cli(["runs", "--challenge", "local-demo", "--run-id", run_id], arena_url)
+        assert r.returncode == 0, r.stderr
+        view = json.loads(r.stdout)
+        if view["state"] in ("scored", "failed", "canceled"):
+            break
+        assert time.time() < deadline, "run %s is still %s" % (run_id, view["state"])
+        time.sleep(2)
+    assert view["state"] == "scored", view
+    mine = [b["body"] for b in bodies() if b["body"].get("labels", {}).get("arena-run") == run_id]
+    assert len(mine) == 1, mine
+    assert mine[0]["labels"]["arena-request"] != request_id
+    arena_made = [b["body"] for b in bodies() if any(k.startswith("arena-") for k in (b["body"].get("labels") or {}))
+                  and "arena-test-id" not in (b["body"].get("labels") or {})]
+    for body in arena_made:
+        assert body.get("command") and body["command"][0], body
+        for k, v in (body.get("labels") or {}).items():
+            assert hf_accepts(k) and hf_accepts(v), (k, v)
