@@ -4,13 +4,15 @@
 use std::time::Duration;
 
 pub fn client(timeout: Duration) -> reqwest::Client {
+    builder(timeout).build().expect("a TLS backend is compiled in")
+}
+
+fn builder(timeout: Duration) -> reqwest::ClientBuilder {
     reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .connect_timeout(Duration::from_secs(5))
         .timeout(timeout)
         .user_agent(concat!("open-env-arena/", env!("CARGO_PKG_VERSION")))
-        .build()
-        .expect("a TLS backend is compiled in")
 }
 
 /// `Retry-After` in seconds, when the answer has one.
@@ -45,11 +47,7 @@ impl reqwest::dns::Resolve for LoopbackNames {
 /// The client for a sandbox's exposed URL: [`client`], with `localhost` names as [`resolve`]
 /// reads them.
 pub fn sandbox_client(timeout: Duration) -> reqwest::Client {
-    reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .connect_timeout(Duration::from_secs(5))
-        .timeout(timeout)
-        .user_agent(concat!("open-env-arena/", env!("CARGO_PKG_VERSION")))
+    builder(timeout)
         .dns_resolver(std::sync::Arc::new(LoopbackNames))
         .build()
         .expect("a TLS backend is compiled in")
