@@ -37,6 +37,13 @@ pub fn runs_command(image: &str) -> bool {
 }
 
 /// Where the simulated programs live.
+/// `sim/resolver` (its `sitecustomize`) first, then the job's own `PYTHONPATH`.
+fn python_path(sim: &std::path::Path, own: Option<&String>) -> std::ffi::OsString {
+    let mut paths = vec![sim.join("resolver")];
+    paths.extend(own.into_iter().flat_map(|p| std::env::split_paths(p).collect::<Vec<_>>()));
+    std::env::join_paths(paths).unwrap_or_default()
+}
+
 fn sim_dir() -> PathBuf {
     std::env::var_os("STANDIN_SIM_DIR")
         .map(PathBuf::from)
@@ -180,6 +187,8 @@ async fn attempt_once(
         .env("HF_ENDPOINT", &hub_url)
         .env("HF_HUB_DISABLE_TELEMETRY", "1")
         .env("LANG", "C.UTF-8")
+        // The job's resolver: `*.localhost` (its exposed URLs) is loopback (sim/resolver).
+        .env("PYTHONPATH", python_path(&sim, view.environment.get("PYTHONPATH")))
         .env("STANDIN_STEP_MS", stage_ms.to_string())
         .env("STANDIN_JOB_FAULTS", job_faults)
         .current_dir(root.join("work"))

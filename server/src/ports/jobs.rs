@@ -434,7 +434,9 @@ impl JobLauncher for HfJobs {
                     "second" => 3600.0,
                     _ => return None,
                 };
-                Some((h.name, per_unit * units_per_hour))
+                // A per-minute price in whole micro-dollars is rounded ($10/h is 166,667 a
+                // minute): the hourly figure keeps a hundredth of a cent.
+                Some((h.name, (per_unit * units_per_hour * 1e4).round() / 1e4))
             })
             .collect())
     }
