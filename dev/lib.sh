@@ -96,6 +96,26 @@ ensure_openenv_core() {
   rm -rf "$OPENENV_CORE" && mv "$OPENENV_CORE.partial" "$OPENENV_CORE"
 }
 
+# The OpenEnv trainer's Python (cluster/pyproject.toml: TRL, transformers, torch, peft, trackio),
+# about 3.2 GB from PyPI once, kept outside the clone. Sets TRAINER_PY. The pins are read from
+# the pyproject, so changing one installs again.
+TRAINER_ENV="$HOME/.cache/arena-trainer"
+TRAINER_PY="$TRAINER_ENV/bin/python"
+ensure_trainer_python() {
+  local want
+  want=$(sha256sum cluster/pyproject.toml | cut -c1-16)
+  [ "$(cat "$TRAINER_ENV/.arena-stamp" 2>/dev/null)" = "$want" ] && return
+  local py=/root/.pyenv/versions/3.12.1/bin/python3.12
+  [ -x "$py" ] || py=$(command -v python3.12 || command -v python3)
+  log "installing the OpenEnv trainer's packages from PyPI into $TRAINER_ENV (about 3.2 GB and 4 minutes, once)"
+  [ -x "$TRAINER_PY" ] || "$py" -m venv "$TRAINER_ENV"
+  local deps
+  deps=$("$TRAINER_PY" -c 'import tomllib; d = tomllib.load(open("cluster/pyproject.toml", "rb"))["project"]; print("\n".join(d["dependencies"] + d["optional-dependencies"]["test"]))')
+  # shellcheck disable=SC2086
+  "$TRAINER_PY" -m pip install -q $deps
+  echo "$want" > "$TRAINER_ENV/.arena-stamp"
+}
+
 # wasm-bindgen and wasm-opt for one compiled crate, skipped when its wasm has not changed.
 wasm_module() {
   local crate=$1 name=$2
@@ -173,9 +193,11 @@ assemble_local_configs() {
 
 # Starts the HF stand-in and an arena on free loopback ports with the local-demo registry, as the
 # CLI and browser tests (and the page benchmarks) use them; PROFILE is the build (debug, release).
-# Sets `url`, `hub` and `work`, exports ARENA_TEST_* for the tests, and stops both on exit.
+# CLUSTER is `simulated` (the default: the stand-in's simulated trainer connects) or `real` (no
+# cluster connects: the test starts the real agent, cluster/). Sets `url`, `hub` and `work`,
+# exports ARENA_TEST_* for the tests, and stops both on exit or at `stop_test_stack`.
 start_test_stack() {
-  local profile=$1
+  local profile=$1 cluster=${2:-simulated}
   work=$(mktemp -d)
   free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
   port=$(free_port)
@@ -190,13 +212,15 @@ start_test_stack() {
     >"$work/fingerprints/public-bench.json"
   assemble_local_configs "$work/configs"
   cluster_secret=dev-test-cluster-credential
+  local simulated=()
+  [ "$cluster" = real ] || simulated=(STANDIN_CLUSTER_URL="$url" STANDIN_CLUSTER_SECRET="$cluster_secret")
   # Every CLI and browser test reaches this one server from 127.0.0.1 as a few accounts, so the
   # per-address and per-account caps are lifted here; the API tests check them at their defaults.
   STANDIN_ADDR="127.0.0.1:$hub_port" ARENA_HUB_USERS="$ROOT/tests/fixtures/hub-users.json" STANDIN_STAGE_MS=300 \
     STANDIN_CLIENT_ID=arena-test STANDIN_CLIENT_SECRET=arena-test-secret ARENA_HUB_REPOS="$work/hub-repos" \
-    STANDIN_IMAGES="$ROOT/tests/fixtures/images" STANDIN_CLUSTER_URL="$url" STANDIN_CLUSTER_SECRET="$cluster_secret" \
+    STANDIN_IMAGES="$ROOT/tests/fixtures/images" \
     STANDIN_OPENENV_CORE="$OPENENV_CORE" STANDIN_CLUSTER_HEARTBEAT_MS=500 STANDIN_SEED_DATASETS="$(seed_datasets)" STANDIN_JOB_NULLS=1 \
-    "$CARGO_TARGET_DIR/$profile/arena-standin" >"$work/standin.log" 2>&1 &
+    env "${simulated[@]}" "$CARGO_TARGET_DIR/$profile/arena-standin" >"$work/standin.log" 2>&1 &
   standin_pid=$!
   ARENA_ADDR="127.0.0.1:$port" ARENA_DATA_DIR="$work" ARENA_SITE_ROOT="$SITE" ARENA_FINGERPRINTS_DIR="$work/fingerprints" \
     ARENA_CONFIGS_DIR="$work/configs" HF_TOKEN=hf_local_test_arena_bot_5a5a5a ARENA_JOBS_NAMESPACE=benchflow \
@@ -210,9 +234,20 @@ start_test_stack() {
     ARENA_SANDBOX_HEALTH_S=45 ARENA_SANDBOX_LIMIT=3 ARENA_CLUSTER_SECRET="$cluster_secret" ARENA_REGISTRY_DOCKER_URL="$hub/registry/docker.io" ARENA_REGISTRY_GHCR_URL="$hub/registry/ghcr.io" \
     RUST_LOG=warn "$CARGO_TARGET_DIR/$profile/arena" serve >"$work/server.log" 2>&1 &
   server_pid=$!
-  trap 'kill $server_pid $standin_pid 2>/dev/null || true; rm -rf "$work"' EXIT
+  trap stop_test_stack EXIT
   for _ in $(seq 60); do curl -fs "$url/healthz" >/dev/null 2>&1 && break; sleep 0.5; done
   curl -fs "$url/healthz" >/dev/null || { cat "$work/server.log"; exit 1; }
+  # The stand-in answers something (anything) once it is up; a stand-in that exited is said at once.
+  for _ in $(seq 60); do curl -s -o /dev/null "$hub/api/whoami-v2" && break; sleep 0.5; done
+  curl -s -o /dev/null "$hub/api/whoami-v2" || { cat "$work/standin.log"; exit 1; }
   export ARENA_TEST_URL="$url" ARENA_TEST_HUB_URL="$hub" ARENA_TEST_USERS="$ROOT/tests/fixtures/hub-users.json"
   export ARENA_TEST_HUB_REPOS="$work/hub-repos" ARENA_TEST_OPENENV_CORE="$OPENENV_CORE"
+  export ARENA_TEST_CLUSTER_SECRET="$cluster_secret"
+}
+
+stop_test_stack() {
+  kill "${server_pid:-}" "${standin_pid:-}" 2>/dev/null || true
+  wait "${server_pid:-}" "${standin_pid:-}" 2>/dev/null || true
+  [ -n "${work:-}" ] && rm -rf "$work"
+  server_pid='' standin_pid='' work=''
 }

@@ -321,6 +321,17 @@ fn RunDetail(run: OpenEnvRunView, events: Vec<RunEvent>) -> impl IntoView {
             <strong>{run.state.as_str()}</strong> ": " {run.state_words.clone()}
             {format!(" · {} optimizer step(s) taken", run.policy_version)}
         </p>
+        {run.alert.clone().map(|a| view! {
+            <p class="openenv-alert" role="status"><strong>{a.words}</strong> {format!(" ({})", a.at)} ": " {a.message}</p>
+        })}
+        {run.trainer.clone().map(|t| view! {
+            <p class="meta openenv-trainer">{format!(
+                "Trained by {} on {} with TRL {}, transformers {}, torch {}",
+                t.model, t.device, t.trl, t.transformers, t.torch
+            )}
+            {t.dashboard.map(|d| view! { " · " <a href=d.clone() rel="noopener">"Trackio dashboard"</a> })}
+            </p>
+        })}
         <p class="meta">{format!(
             "Submission {} by {} · handed to the cluster {} · at most {} s on one H200 from the trainer's start{}",
             run.submission_id, run.account, run.assigned_at, run.time_limit_s,
@@ -332,6 +343,7 @@ fn RunDetail(run: OpenEnvRunView, events: Vec<RunEvent>) -> impl IntoView {
         {live.then(|| view! { <p class="note">"This page follows the run: it reloads every five seconds until the run ends."</p> })}
         <h2>"Mean reward per optimizer step"</h2>
         <RewardChart curve=run.reward_curve.clone()/>
+        <StepTable steps=run.steps.clone()/>
         <h2>"Events"</h2>
         <table class="openenv-events cards">
             <thead><tr><th>"#"</th><th>"State"</th><th>"Version"</th><th>"At"</th><th>"Rewards"</th><th>"Message"</th></tr></thead>
@@ -347,6 +359,28 @@ fn RunDetail(run: OpenEnvRunView, events: Vec<RunEvent>) -> impl IntoView {
             </tbody>
         </table>
     }
+}
+
+/// What the trainer measured at each optimizer step that trained.
+#[component]
+fn StepTable(steps: Vec<domain::openenv::run::StepView>) -> impl IntoView {
+    let n = |v: Option<f64>, digits: usize| v.map_or("–".to_string(), |v| format!("{v:.digits$}"));
+    (!steps.is_empty()).then(|| view! {
+        <table class="openenv-steps cards">
+            <thead><tr><th>"Step"</th><th>"Reward (± std)"</th><th>"Loss"</th><th>"Grad norm"</th><th>"Tokens"</th><th>"Seconds"</th><th>"Invalid / budget / timeout"</th></tr></thead>
+            <tbody>
+                {steps.into_iter().map(|s| { let m = s.metrics; view! {
+                    <tr>
+                        <td data-label="Step">{s.policy_version}</td>
+                        <td data-label="Reward">{format!("{} ± {}", n(m.reward_mean, 2), n(m.reward_std, 2))}</td>
+                        <td data-label="Loss">{n(m.loss, 4)}</td><td data-label="Grad norm">{n(m.grad_norm, 4)}</td>
+                        <td data-label="Tokens">{n(m.completion_tokens, 0)}</td><td data-label="Seconds">{n(m.step_s, 0)}</td>
+                        <td data-label="Ended by">{format!("{} / {} / {}", n(m.invalid_replies, 0), n(m.budget_ends, 0), n(m.timeouts, 0))}</td>
+                    </tr>
+                }}).collect_view()}
+            </tbody>
+        </table>
+    })
 }
 
 /// The mean reward of each step, on [0, 1].

@@ -12,6 +12,7 @@ use serde_json::Value;
 use crate::ErrorCode;
 
 pub mod admission;
+pub mod assignment;
 pub mod episode;
 pub mod image;
 pub mod run;

@@ -37,7 +37,7 @@ struct Args {
     stage_ms: u64,
     /// Answer explicit `null` for every optional job field that holds nothing, as a client must
     /// read the same as a missing key (`huggingface_hub` reads them with `.get()`).
-    #[arg(long, env = "STANDIN_JOB_NULLS", default_value_t = false)]
+    #[arg(long, env = "STANDIN_JOB_NULLS", default_value_t = false, value_parser = clap::builder::BoolishValueParser::new())]
     job_nulls: bool,
     /// A directory of container image descriptions to serve as Docker Hub and GHCR (`/registry/…`).
     /// Datasets made from folders, `OWNER/NAME=DIR[,…]`, each committed with a fixed author and

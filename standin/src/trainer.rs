@@ -114,7 +114,11 @@ impl Trainer {
                 let image = t["image"].as_str()?.to_string();
                 let mut spec = t.clone();
                 let o = spec.as_object_mut()?;
-                o.remove("port");
+                // What the real trainer starts its sandboxes with; the simulation plays the
+                // image locally (`crate::sandbox::LocalSandbox`).
+                for key in ["port", "command", "env", "task_label"] {
+                    o.remove(key);
+                }
                 o.insert("image".into(), Value::String(image.clone()));
                 Some((serde_json::from_value(spec).ok()?, image))
             })

@@ -328,6 +328,9 @@ pub fn ws_observation(message: &Value) -> Option<(Value, Option<f64>, bool)> {
 }
 
 #[cfg(test)]
+mod cases;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

@@ -93,6 +93,212 @@ pub struct RunEvent {
     pub rewards: Option<Vec<Option<f64>>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// On an `updating` event that trained: what the trainer measured over the step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metrics: Option<StepMetrics>,
+    /// Something that went wrong and did not end the run, said as it happened; such an event may
+    /// repeat the run's state (`RunEvent::may_follow`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alert: Option<Alert>,
+    /// On `loading`: the trainer's versions, model and device.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trainer: Option<TrainerInfo>,
+}
+
+impl RunEvent {
+    /// Whether this event may follow a run in `current`: the guide's order, or an alert that keeps
+    /// the state it happened in.
+    pub fn may_follow(&self, current: RunState) -> bool {
+        current.may_follow_with(self.state)
+            || (self.alert.is_some() && self.state == current && !current.terminal())
+    }
+
+    /// What the arena will not store: texts past their bounds, a dashboard that is not a Space,
+    /// metrics that are not finite numbers.
+    pub fn check(&self) -> Result<(), String> {
+        if self.message.as_ref().is_some_and(|m| m.len() > MAX_TEXT) {
+            return Err(format!("`message` is over {MAX_TEXT} bytes"));
+        }
+        if self.rewards.as_ref().is_some_and(|r| r.len() > super::episode::EPISODES_PER_STEP) {
+            return Err("more rewards than a step has episodes".into());
+        }
+        if let Some(t) = &self.trainer {
+            t.check()?;
+        }
+        if let Some(m) = &self.metrics {
+            if m.values().iter().any(|(_, v)| v.is_some_and(|v| !v.is_finite())) {
+                return Err("a metric that is not a finite number".into());
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The longest text an event's fields may hold.
+pub const MAX_TEXT: usize = 2000;
+
+/// What went wrong during a run without ending it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "openapi", schema(as = OpenEnvRunAlert))]
+pub enum Alert {
+    /// A sandbox's image never served `/health` within `reset_wall_s`: that episode has no reward.
+    SandboxFailed,
+    /// An episode was played again in a fresh sandbox.
+    EpisodeRetried,
+    /// Fewer than four episodes of a step ended with a valid reward: the step trained nothing.
+    NoUpdate,
+    /// A sandbox could not be stopped, or the run's cleanup stalled.
+    CleanupFailed,
+    /// The trainer stopped without ending the run and was started again from its checkpoint.
+    TrainerRestarted,
+    /// The trainer resumed from its last checkpoint.
+    Resumed,
+}
+
+impl Alert {
+    pub fn words(self) -> &'static str {
+        match self {
+            Alert::SandboxFailed => "a sandbox never served",
+            Alert::EpisodeRetried => "an episode was played again",
+            Alert::NoUpdate => "a step trained nothing",
+            Alert::CleanupFailed => "a sandbox could not be stopped",
+            Alert::TrainerRestarted => "the trainer was restarted",
+            Alert::Resumed => "the trainer resumed from its checkpoint",
+        }
+    }
+}
+
+/// What the trainer measured over one optimizer step: the same numbers it logs to Trackio
+/// (`train/reward`, `train/reward_std`, `train/loss`, `train/grad_norm`, …).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "openapi", schema(as = OpenEnvStepMetrics))]
+pub struct StepMetrics {
+    /// The mean reward of the four episodes that trained.
+    pub reward_mean: Option<f64>,
+    /// Their standard deviation (zero: no signal, the update changes nothing).
+    pub reward_std: Option<f64>,
+    /// GRPO's loss over the step.
+    pub loss: Option<f64>,
+    /// The gradient's norm before clipping.
+    pub grad_norm: Option<f64>,
+    /// The model's own tokens per episode (observations not counted), on average.
+    pub completion_tokens: Option<f64>,
+    /// Seconds the step's five episodes took.
+    pub step_s: Option<f64>,
+    /// Of the step's five episodes, how many ended by a reply that was not one valid JSON action…
+    pub invalid_replies: Option<f64>,
+    /// …by a token budget or `tool_calls_total`…
+    pub budget_ends: Option<f64>,
+    /// …and by their walls.
+    pub timeouts: Option<f64>,
+    /// The norm of the adapter's LoRA B matrices after the step (zero before the first): it moves
+    /// at every step that changed the weights.
+    pub lora_b_norm: Option<f64>,
+}
+
+impl StepMetrics {
+    pub fn values(&self) -> [(&'static str, Option<f64>); 10] {
+        [
+            ("reward_mean", self.reward_mean),
+            ("reward_std", self.reward_std),
+            ("loss", self.loss),
+            ("grad_norm", self.grad_norm),
+            ("completion_tokens", self.completion_tokens),
+            ("step_s", self.step_s),
+            ("invalid_replies", self.invalid_replies),
+            ("budget_ends", self.budget_ends),
+            ("timeouts", self.timeouts),
+            ("lora_b_norm", self.lora_b_norm),
+        ]
+    }
+}
+
+/// What trains the run: the trainer's versions, the model and the device, and the run's Trackio
+/// dashboard when the cluster keeps one on a Space.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "openapi", schema(as = OpenEnvTrainerInfo))]
+pub struct TrainerInfo {
+    pub trl: String,
+    pub transformers: String,
+    pub torch: String,
+    /// The model in words, e.g. `Qwen/Qwen3.5-9B at c202236`.
+    pub model: String,
+    /// `cuda` or `cpu`.
+    pub device: String,
+    /// `https://huggingface.co/spaces/…`: the Trackio dashboard of the cluster's runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dashboard: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trackio_project: Option<String>,
+}
+
+impl TrainerInfo {
+    fn check(&self) -> Result<(), String> {
+        let texts = [&self.trl, &self.transformers, &self.torch, &self.model, &self.device];
+        if texts.iter().any(|t| t.len() > 200) || self.trackio_project.as_ref().is_some_and(|p| p.len() > 200)
+        {
+            return Err("a trainer field over 200 bytes".into());
+        }
+        if let Some(d) = &self.dashboard {
+            let space = d.strip_prefix("https://huggingface.co/spaces/").unwrap_or_default();
+            let ok = d.len() <= 200
+                && space.split('/').count() == 2
+                && space.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_./".contains(&b));
+            if !ok {
+                return Err("`trainer.dashboard` must be a Space's address on huggingface.co".into());
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The latest alert of a run (the run page shows it beside the state).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "openapi", schema(as = OpenEnvRunAlertView))]
+pub struct AlertView {
+    pub alert: Alert,
+    /// The alert in words.
+    pub words: String,
+    pub message: Option<String>,
+    pub at: String,
+}
+
+/// One optimizer step that trained: its `policy_version` after the step and its metrics.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "openapi", schema(as = OpenEnvStepView))]
+pub struct StepView {
+    pub policy_version: i64,
+    pub metrics: StepMetrics,
+}
+
+/// The trainer, the latest alert and the steps' metrics, from a run's events.
+pub fn trainer_of(events: &[RunEvent]) -> Option<TrainerInfo> {
+    events.iter().rev().find_map(|e| e.trainer.clone())
+}
+
+pub fn latest_alert(events: &[RunEvent]) -> Option<AlertView> {
+    events.iter().rev().find_map(|e| {
+        e.alert.map(|a| AlertView {
+            alert: a,
+            words: a.words().into(),
+            message: e.message.clone(),
+            at: e.at.clone(),
+        })
+    })
+}
+
+pub fn steps(events: &[RunEvent]) -> Vec<StepView> {
+    events
+        .iter()
+        .filter(|e| e.state == RunState::Updating)
+        .filter_map(|e| Some(StepView { policy_version: e.policy_version, metrics: e.metrics.clone()? }))
+        .collect()
 }
 
 /// A run's failure: its code and why.
@@ -126,6 +332,12 @@ pub struct OpenEnvRunView {
     pub time_limit_s: u64,
     /// The mean reward of each step taken: `[policy_version, mean]`.
     pub reward_curve: Vec<(i64, f64)>,
+    /// Each optimizer step that trained, with what the trainer measured.
+    pub steps: Vec<StepView>,
+    /// What trains the run (from its `loading` event), once the trainer has started.
+    pub trainer: Option<TrainerInfo>,
+    /// The latest thing that went wrong without ending the run.
+    pub alert: Option<AlertView>,
 }
 
 /// `GET /api/openenv/runs/{id}/events`.
@@ -175,6 +387,9 @@ mod tests {
             at: String::new(),
             rewards,
             message: None,
+            metrics: None,
+            alert: None,
+            trainer: None,
         };
         let events = [
             e(Rolling, 0, Some(vec![Some(0.0), None, Some(1.0), Some(1.0), Some(0.0)])),
@@ -182,5 +397,71 @@ mod tests {
             e(Updating, 1, Some(vec![Some(1.0); 4])),
         ];
         assert_eq!(reward_curve(&events), [(0, 0.5), (1, 1.0)]);
+    }
+
+    fn event(state: RunState, alert: Option<Alert>) -> RunEvent {
+        RunEvent {
+            seq: 1,
+            state,
+            policy_version: 0,
+            at: String::new(),
+            rewards: None,
+            message: None,
+            metrics: None,
+            alert,
+            trainer: None,
+        }
+    }
+
+    #[test]
+    fn an_alert_may_repeat_the_state_it_happened_in_and_nothing_else_may() {
+        assert!(event(Rolling, Some(Alert::SandboxFailed)).may_follow(Rolling));
+        assert!(event(Updating, Some(Alert::CleanupFailed)).may_follow(Updating));
+        assert!(event(Starting, Some(Alert::TrainerRestarted)).may_follow(Starting));
+        assert!(!event(Updating, None).may_follow(Updating), "an update follows a rollout");
+        assert!(!event(Loading, Some(Alert::Resumed)).may_follow(Rolling), "an alert does not go back");
+        assert!(!event(Completed, Some(Alert::NoUpdate)).may_follow(Completed));
+        let alerted = |at: &str, alert| RunEvent {
+            at: at.into(),
+            message: Some(format!("{alert:?}")),
+            ..event(Rolling, Some(alert))
+        };
+        let events =
+            [alerted("1", Alert::SandboxFailed), event(Updating, None), alerted("2", Alert::NoUpdate)];
+        let latest = latest_alert(&events).unwrap();
+        assert_eq!(
+            (latest.alert, latest.at.as_str(), latest.words.as_str()),
+            (Alert::NoUpdate, "2", "a step trained nothing")
+        );
+    }
+
+    #[test]
+    fn the_arena_stores_only_bounded_finite_events_with_a_space_as_dashboard() {
+        let info = |dashboard: &str| TrainerInfo {
+            trl: "1.16.0".into(),
+            transformers: "5.24.0".into(),
+            torch: "2.15.0".into(),
+            model: "m".into(),
+            device: "cpu".into(),
+            dashboard: Some(dashboard.into()),
+            trackio_project: None,
+        };
+        let with = |t: TrainerInfo| RunEvent { trainer: Some(t), ..event(Loading, None) };
+        assert!(with(info("https://huggingface.co/spaces/org/dash")).check().is_ok());
+        for bad in [
+            "https://evil.example/spaces/a/b",
+            "https://huggingface.co/spaces/a",
+            "javascript:alert(1)",
+            "https://huggingface.co/spaces/a/b?x=<script>",
+        ] {
+            assert!(with(info(bad)).check().is_err(), "{bad}");
+        }
+        let nan = RunEvent {
+            metrics: Some(StepMetrics { loss: Some(f64::NAN), ..Default::default() }),
+            ..event(Updating, None)
+        };
+        assert!(nan.check().is_err());
+        let long = RunEvent { message: Some("x".repeat(MAX_TEXT + 1)), ..event(Rolling, None) };
+        assert!(long.check().is_err());
     }
 }

@@ -53,7 +53,8 @@ pub enum ClusterMessage {
     },
     Event {
         run_id: String,
-        event: RunEvent,
+        /// Boxed: an event with its metrics and trainer is far larger than the other messages.
+        event: Box<RunEvent>,
     },
     Stopped {
         run_id: String,
@@ -114,6 +115,11 @@ async fn handle(s: &AppState, message: ClusterMessage) -> Result<Vec<Value>, sql
             Ok(vec![json!({"kind": "ack", "of": "stopped", "run_id": run_id})])
         }
         ClusterMessage::Event { run_id, event } => {
+            if let Err(why) = event.check() {
+                return Ok(vec![
+                    json!({"kind": "ack", "of": "event", "run_id": run_id, "seq": event.seq, "error": why}),
+                ]);
+            }
             let ack = |extra: Value| {
                 let mut a = json!({"kind": "ack", "of": "event", "run_id": run_id, "seq": event.seq});
                 if let (Some(a), Some(extra)) = (a.as_object_mut(), extra.as_object()) {
@@ -184,7 +190,9 @@ async fn outbox(s: &AppState, gpus_free: u32, sandboxes_free: u32) -> Result<Vec
     for run in &waiting {
         match assignment(s, run).await? {
             Some(a) => out.push(a),
-            None => tracing::error!(run = %run.run_id, "an OpenEnv run without its submission"),
+            None => {
+                tracing::error!(run = %run.run_id, "an OpenEnv run whose assignment cannot be built: its submission, its pinned images or the track's recipe is missing")
+            }
         }
     }
     for run_id in crate::openenv::runs_repo::stops_to_send(&s.db).await? {
@@ -209,45 +217,35 @@ async fn schedule(s: &AppState) -> Result<Option<RunRow>, sqlx::Error> {
     crate::openenv::runs_repo::get(&s.db, &run_id).await
 }
 
-/// The `assign` message: the run and the submission as admitted, each task with its pinned image.
+/// The `assign` message (`domain::openenv::assignment`): the run, the submission as admitted with
+/// each task's pinned image and start, the model and the recipe.
 async fn assignment(s: &AppState, run: &RunRow) -> Result<Option<Value>, sqlx::Error> {
+    use domain::openenv::assignment::{assignment, track_recipe, PinnedImage};
     let Some(stored) = crate::openenv::repo::get(&s.db, &run.account_id, &run.submission_id).await? else {
         return Ok(None);
     };
-    let request: SubmissionRequest =
-        serde_json::from_str(&stored.body).map_err(|e| sqlx::Error::Decode(e.into()))?;
-    let images: Vec<Value> =
-        serde_json::from_str(&stored.images).map_err(|e| sqlx::Error::Decode(e.into()))?;
-    let mut by_task: BTreeMap<String, (Value, Value)> = BTreeMap::new();
-    for image in &images {
-        for task in image["tasks"].as_array().into_iter().flatten().filter_map(Value::as_str) {
-            by_task.insert(task.to_string(), (image["resolved"].clone(), image["port"].clone()));
-        }
-    }
-    let tasks: Vec<Value> = request
-        .tasks
+    let decode = |e: serde_json::Error| sqlx::Error::Decode(e.into());
+    let request: SubmissionRequest = serde_json::from_str(&stored.body).map_err(decode)?;
+    let images: Vec<Value> = serde_json::from_str(&stored.images).map_err(decode)?;
+    let pinned: Option<Vec<PinnedImage>> = images
         .iter()
-        .map(|t| {
-            let mut v = serde_json::to_value(t).expect("JSON");
-            let (image, port) = by_task.get(&t.task_id).cloned().unwrap_or_default();
-            v["image"] = image;
-            v["port"] = port;
-            v
+        .map(|i| {
+            Some(PinnedImage {
+                resolved: i["resolved"].as_str()?.to_string(),
+                port: u16::try_from(i["port"].as_u64()?).ok()?,
+                tasks: serde_json::from_value(i["tasks"].clone()).ok()?,
+                start: serde_json::from_value(i["start"].clone()).ok()?,
+            })
         })
         .collect();
-    Ok(Some(json!({
-        "kind": "assign",
-        "run_id": run.run_id,
-        "time_limit_s": RUN_LIMIT_S,
-        "submission": {
-            "submission_id": request.submission_id,
-            "name": request.name,
-            "schema": request.schema,
-            "tasks": tasks,
-            "example_actions": request.example_actions,
-            "finish_action": request.finish_action,
-        },
-    })))
+    let (model, recipe) = match track_recipe(&s.registry) {
+        Ok(r) => r,
+        Err(why) => {
+            tracing::error!(run = %run.run_id, %why, "no recipe for the OpenEnv track");
+            return Ok(None);
+        }
+    };
+    Ok(pinned.and_then(|p| assignment(&run.run_id, RUN_LIMIT_S, &request, &p, &model, &recipe)))
 }
 
 /// The worker's pass: runs whose trainer has not started on a GPU two hours after their
@@ -353,6 +351,9 @@ pub fn run_view(run: &RunRow, account: String, events: &[RunEvent]) -> OpenEnvRu
         error: failed.then(|| RunFailure { code: run.error_code.clone(), message: run.message.clone() }),
         time_limit_s: RUN_LIMIT_S,
         reward_curve: reward_curve(events),
+        steps: domain::openenv::run::steps(events),
+        trainer: domain::openenv::run::trainer_of(events),
+        alert: domain::openenv::run::latest_alert(events),
     }
 }
 

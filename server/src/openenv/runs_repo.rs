@@ -260,13 +260,13 @@ pub async fn record(db: &Db, run_id: &str, e: &RunEvent, epoch: i64) -> Result<R
     if known || run.state.terminal() || e.seq <= run.last_seq {
         return Ok(Recorded::AlreadyKnown);
     }
-    if !run.state.may_follow_with(e.state) {
+    if !e.may_follow(run.state) {
         return Ok(Recorded::OutOfOrder(run.state));
     }
     let rewards = e.rewards.as_ref().map(|r| serde_json::to_string(r).expect("JSON"));
     sqlx::query(
-        "INSERT INTO openenv_run_events (run_id, seq, state, policy_version, at, rewards, message) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        "INSERT INTO openenv_run_events (run_id, seq, state, policy_version, at, rewards, message, detail) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
     )
     .bind(run_id)
     .bind(e.seq)
@@ -275,6 +275,7 @@ pub async fn record(db: &Db, run_id: &str, e: &RunEvent, epoch: i64) -> Result<R
     .bind(&e.at)
     .bind(rewards)
     .bind(&e.message)
+    .bind(Detail::of(e))
     .execute(&mut *tx)
     .await?;
     let terminal = e.state.terminal();
@@ -370,7 +371,7 @@ pub async fn end(
 
 pub async fn events(db: &Db, run_id: &str) -> Result<Vec<RunEvent>, sqlx::Error> {
     sqlx::query(
-        "SELECT seq, state, policy_version, at, rewards, message FROM openenv_run_events WHERE run_id = $1 ORDER BY seq",
+        "SELECT seq, state, policy_version, at, rewards, message, detail FROM openenv_run_events WHERE run_id = $1 ORDER BY seq",
     )
     .bind(run_id)
     .fetch_all(&db.pool)
@@ -386,9 +387,50 @@ pub async fn events(db: &Db, run_id: &str) -> Result<Vec<RunEvent>, sqlx::Error>
             at: r.try_get("at")?,
             rewards: rewards.map(|t| serde_json::from_str(&t)).transpose().map_err(|e| sqlx::Error::Decode(e.into()))?,
             message: r.try_get("message")?,
+            ..Detail::read(r.try_get("detail")?)?.into_event()
         })
     })
     .collect()
+}
+
+/// An event's parts beyond its state, stored as one JSON object (`detail`).
+#[derive(Default, serde::Serialize, serde::Deserialize)]
+struct Detail {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    metrics: Option<domain::openenv::run::StepMetrics>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    alert: Option<domain::openenv::run::Alert>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    trainer: Option<domain::openenv::run::TrainerInfo>,
+}
+
+impl Detail {
+    fn of(e: &RunEvent) -> Option<String> {
+        let d = Detail { metrics: e.metrics.clone(), alert: e.alert, trainer: e.trainer.clone() };
+        (d.metrics.is_some() || d.alert.is_some() || d.trainer.is_some())
+            .then(|| serde_json::to_string(&d).expect("JSON"))
+    }
+
+    fn read(text: Option<String>) -> Result<Detail, sqlx::Error> {
+        text.map(|t| serde_json::from_str(&t))
+            .transpose()
+            .map_err(|e| sqlx::Error::Decode(e.into()))
+            .map(Option::unwrap_or_default)
+    }
+
+    fn into_event(self) -> RunEvent {
+        RunEvent {
+            seq: 0,
+            state: RunState::Starting,
+            policy_version: 0,
+            at: String::new(),
+            rewards: None,
+            message: None,
+            metrics: self.metrics,
+            alert: self.alert,
+            trainer: self.trainer,
+        }
+    }
 }
 
 /// Runs not yet ended (predeploy refuses while any is on the cluster).

@@ -392,3 +392,98 @@ async fn measure_openenv_runs() {
         app.finish().await;
     }
 }
+
+// The arena's own trainer (cluster/) speaks the same protocol with more in its events: the trainer's
+// versions on `loading`, each trained step's metrics, and alerts that repeat the state they
+// happened in. Stored and shown as sent; what the arena will not store is refused in the ack. The
+// assignment carries what the trainer starts sandboxes with, the model and the recipe, no token.
+on_both_backends!(multi_thread, a_trainers_metrics_alerts_and_versions_are_stored_and_shown, |app| {
+    use futures_util::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    use tokio_tungstenite::tungstenite::Message;
+
+    let url = format!("ws://{}/api/relay/cluster", app.url.trim_start_matches("http://"));
+    let mut request = url.into_client_request().unwrap();
+    request.headers_mut().insert("authorization", format!("Bearer {CLUSTER_SECRET}").parse().unwrap());
+    let (mut ws, _) = tokio_tungstenite::connect_async(request).await.unwrap();
+    let text = |v: Value| Message::Text(v.to_string().into());
+    ws.send(text(json!({"kind": "hello", "gpus_free": 0, "sandboxes_free": 0, "runs": []}))).await.unwrap();
+    ws.next().await.unwrap().unwrap();
+    admitted(app, "metrics-run", ALICE).await;
+    ws.send(text(json!({"kind": "heartbeat", "gpus_free": 1, "sandboxes_free": 5}))).await.unwrap();
+    let assign = loop {
+        let Some(Ok(Message::Text(t))) = ws.next().await else { panic!("the arena closed") };
+        let m: Value = serde_json::from_str(&t).unwrap();
+        if m["kind"] == "assign" {
+            break m;
+        }
+    };
+    let run = assign["run_id"].as_str().unwrap().to_string();
+    let task = &assign["submission"]["tasks"][0];
+    assert!(task["image"].as_str().unwrap().contains("@sha256:"), "{task:#}");
+    assert!(task["command"].as_array().is_some_and(|c| !c.is_empty()), "{task:#}");
+    assert!(task["env"].is_object() && task["port"].is_u64() && task["task_label"] == "echo-1", "{task:#}");
+    assert_eq!(assign["model"]["repo"], "Qwen/Qwen3.5-9B");
+    assert_eq!(assign["recipe"]["method"], "openenv-v1");
+    assert!(assign["recipe"]["learning_rate"].is_f64() && assign["recipe"]["lora_r"].is_u64());
+    assert!(!assign.to_string().contains("hf_"), "no token in the assignment");
+    ws.send(text(json!({"kind": "accepted", "run_id": run}))).await.unwrap();
+    let at = "2026-12-01T12:00:00Z";
+    let trainer = json!({"trl": "1.16.0", "transformers": "5.24.0", "torch": "2.15.0", "model": "Qwen/Qwen3.5-9B at c202236",
+        "device": "cuda", "dashboard": "https://huggingface.co/spaces/benchflow/arena-trackio", "trackio_project": "arena-openenv"});
+    let metrics = json!({"reward_mean": 0.5, "reward_std": 0.4, "loss": 0.01, "grad_norm": 0.3, "completion_tokens": 12.0,
+        "step_s": 40.0, "invalid_replies": 1.0, "budget_ends": 0.0, "timeouts": 0.0, "lora_b_norm": 0.02});
+    let mut bad_dashboard = trainer.clone();
+    bad_dashboard["dashboard"] = json!("https://evil.example/x");
+    // (event, the ack's error if refused)
+    let sent = [
+        (
+            json!({"seq": 1, "state": "loading", "policy_version": 0, "at": at, "trainer": bad_dashboard}),
+            true,
+        ),
+        (
+            json!({"seq": 1, "state": "loading", "policy_version": 0, "at": at, "message": "up", "trainer": trainer}),
+            false,
+        ),
+        (json!({"seq": 2, "state": "rolling", "policy_version": 0, "at": at, "message": "step 1"}), false),
+        (
+            json!({"seq": 3, "state": "rolling", "policy_version": 0, "at": at, "message": "a sandbox never served", "alert": "sandbox_failed"}),
+            false,
+        ),
+        (
+            json!({"seq": 4, "state": "updating", "policy_version": 1, "at": at, "rewards": [0.0, 1.0, 0.5, 0.5], "metrics": metrics}),
+            false,
+        ),
+        (json!({"seq": 5, "state": "updating", "policy_version": 1, "at": at, "message": "again"}), true),
+        (
+            json!({"seq": 5, "state": "updating", "policy_version": 1, "at": at, "message": "cancel of job x failed", "alert": "cleanup_failed"}),
+            false,
+        ),
+    ];
+    for (event, refused) in sent {
+        ws.send(text(json!({"kind": "event", "run_id": run, "event": event}))).await.unwrap();
+        let ack = loop {
+            let Some(Ok(Message::Text(t))) = ws.next().await else { panic!("the arena closed") };
+            let m: Value = serde_json::from_str(&t).unwrap();
+            if m["of"] == "event" {
+                break m;
+            }
+        };
+        assert_eq!(ack["error"].is_string(), refused, "{event} → {ack}");
+    }
+    let v = app.get_as(&format!("/api/openenv/runs/{run}"), ALICE).await.json();
+    assert_eq!(v["trainer"], trainer, "{v:#}");
+    assert_eq!(v["alert"]["alert"], "cleanup_failed");
+    assert_eq!(v["alert"]["words"], "a sandbox could not be stopped");
+    assert_eq!(v["steps"][0]["policy_version"], 1);
+    assert_eq!(v["steps"][0]["metrics"], metrics);
+    assert_eq!(v["reward_curve"], json!([[1, 0.5]]));
+    let events = events(app, &run).await;
+    assert_eq!(events.iter().map(|e| e["seq"].as_i64().unwrap()).collect::<Vec<_>>(), [0, 1, 2, 3, 4, 5]);
+    assert_eq!(events[3]["alert"], "sandbox_failed");
+    assert_eq!(events[4]["metrics"], metrics);
+    let spec: Value = app.get("/openapi.json").await.json();
+    for name in ["OpenEnvStepMetrics", "OpenEnvTrainerInfo", "OpenEnvRunAlert"] {
+        assert!(spec["components"]["schemas"].get(name).is_some(), "{name} is documented");
+    }
+});

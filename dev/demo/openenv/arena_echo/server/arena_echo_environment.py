@@ -1,8 +1,9 @@
 """The echo environment `openenv init arena_echo` generates (openenv-core 0.3.0), changed where the
 arena needs it: the generated episodes never end and their reward grows with the message's length,
-so here `reset` takes the task id and an episode ends when the message is `done` (reward 1.0) or
-after three steps (reward 0.5). `ARENA_ECHO_VARIANT` breaks it the ways admission must catch:
-`never-ends` (no step is terminal) and `reward-too-high` (a terminal reward of 1.5)."""
+so here `reset` takes the task id and an episode ends when the message is `done` (reward 1.0), after
+three steps (reward 0.5), or at `finish` (reward 0.0: the demo's finish_action). `ARENA_ECHO_VARIANT`
+breaks it the ways admission must catch: `never-ends` (no step is terminal) and `reward-too-high`
+(a terminal reward of 1.5)."""
 
 import os
 from typing import Any, Optional
@@ -39,9 +40,11 @@ class ArenaEchoEnvironment(Environment):
     def step(self, action, timeout_s: Optional[float] = None, **kwargs: Any) -> ArenaEchoObservation:  # type: ignore[override]
         self._state.step_count += 1
         message = getattr(action, "message", None) or getattr(action, "text", "")
-        done = VARIANT != "never-ends" and (message == "done" or self._state.step_count >= MAX_STEPS)
+        # `finish` is the submission's finish_action: it ends an episode the model did not end by
+        # itself and scores nothing, so a malformed reply is never rewarded like a success.
+        done = VARIANT != "never-ends" and (message in ("done", "finish") or self._state.step_count >= MAX_STEPS)
         reward = 0.0
-        if done:
+        if done and message != "finish":
             reward = 1.5 if VARIANT == "reward-too-high" else (1.0 if message == "done" else 0.5)
         return ArenaEchoObservation(echoed_message=message, message_length=len(message), task_id=self._task_id,
                                     done=done, reward=reward,

@@ -1,0 +1,133 @@
+"""A run's folder on the node, the one place its state lives, so that a killed agent or trainer
+loses nothing: `assignment.json` (what the arena sent), `events.jsonl` (every event of the run,
+in sequence, as the arena's `/api/relay/cluster` takes them), `acked.json` (the sequences the
+arena acknowledged), `progress.json` (the trainer's clock and step counter), `checkpoints/` (the
+adapter, optimizer state and step after every optimizer step) and `failure.txt` (why a trainer
+exited non-zero). The trained weights stay here: nothing sends them anywhere.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+from pathlib import Path
+
+TERMINAL = ("completed", "failed", "cancelled")
+
+
+def now_rfc3339() -> str:
+    return dt.datetime.now(dt.timezone.utc).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    partial = path.with_name(path.name + ".partial")
+    with open(partial, "w") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(partial, path)
+
+
+class RunDir:
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.run_id = self.path.name
+
+    # --- what the arena sent ---
+    @property
+    def assignment(self) -> dict:
+        return json.loads((self.path / "assignment.json").read_text())
+
+    def write_assignment(self, assignment: dict) -> None:
+        self.path.mkdir(parents=True, exist_ok=True)
+        if not (self.path / "assignment.json").exists():
+            _write_atomic(self.path / "assignment.json", json.dumps(assignment))
+
+    # --- events ---
+    def events(self) -> list:
+        try:
+            lines = (self.path / "events.jsonl").read_text().splitlines()
+        except FileNotFoundError:
+            return []
+        out = []
+        for line in lines:
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                break  # a line cut by a crash mid-write is the end of the file
+        return out
+
+    def last_event(self) -> dict | None:
+        events = self.events()
+        return events[-1] if events else None
+
+    def emit(self, state: str, policy_version: int, message: str, **extra) -> dict:
+        """Appends the run's next event (sequence after the last one), durably."""
+        last = self.last_event()
+        event = {"seq": (last["seq"] if last else 0) + 1, "state": state, "policy_version": policy_version,
+                 "at": now_rfc3339(), "message": message}
+        event.update({k: v for k, v in extra.items() if v is not None})
+        self._drop_cut_line()
+        with open(self.path / "events.jsonl", "a") as f:
+            f.write(json.dumps(event) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        return event
+
+    def _drop_cut_line(self) -> None:
+        """A line a crash cut short is removed before the next event is written after it."""
+        path = self.path / "events.jsonl"
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return
+        if data and not data.endswith(b"\n"):
+            with open(path, "r+b") as f:
+                f.truncate(data.rfind(b"\n") + 1)
+
+    def ended(self) -> bool:
+        last = self.last_event()
+        return bool(last) and last["state"] in TERMINAL
+
+    # --- acknowledgements ---
+    def acked(self) -> set:
+        try:
+            return set(json.loads((self.path / "acked.json").read_text()))
+        except (FileNotFoundError, ValueError):
+            return set()
+
+    def ack(self, seq: int) -> None:
+        acked = self.acked() | {seq}
+        _write_atomic(self.path / "acked.json", json.dumps(sorted(acked)))
+
+    def unacked(self) -> list:
+        acked = self.acked()
+        return [e for e in self.events() if e["seq"] not in acked]
+
+    # --- the trainer's progress ---
+    def progress(self) -> dict | None:
+        try:
+            return json.loads((self.path / "progress.json").read_text())
+        except (FileNotFoundError, ValueError):
+            return None
+
+    def write_progress(self, progress: dict) -> None:
+        _write_atomic(self.path / "progress.json", json.dumps(progress))
+
+    @property
+    def checkpoints(self) -> Path:
+        return self.path / "checkpoints"
+
+    def last_checkpoint(self) -> Path | None:
+        found = sorted(self.checkpoints.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[-1]))
+        return found[-1] if found else None
+
+    def failure(self) -> str | None:
+        try:
+            return (self.path / "failure.txt").read_text().strip() or None
+        except FileNotFoundError:
+            return None
+
+    def write_failure(self, why: str) -> None:
+        _write_atomic(self.path / "failure.txt", why)

@@ -1,0 +1,183 @@
+"""One fresh sandbox per episode on HF Jobs, as the arena's admission starts them: the task's
+pinned digest, the command and environment the arena read from its config, the port exposed with
+a token (never public), labelled with the run, and canceled when its episode ends, whatever
+happens. Then OpenEnv's WebSocket protocol to it (`reset` with the task id, `step`, `close`), with
+the token as `Authorization: Bearer`: openenv-core's own client cannot send a header.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import time
+import urllib.error
+import urllib.request
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from . import contract
+
+# HF's label keys and values: 1 to 100 of [A-Za-z0-9_-] (the arena's `domain::job_labels`).
+_LABEL = re.compile(r"^[A-Za-z0-9_-]{1,100}$")
+# The biggest message a server may send; the arena's admission reads the same.
+MAX_MESSAGE_BYTES = 1 << 20
+
+_system_getaddrinfo = socket.getaddrinfo
+
+
+def _loopback_names(host, *args, **kwargs):
+    """RFC 6761 §6.3: names under `localhost` are the loopback address (the stand-in's sandbox
+    URLs are `{job}--{port}.localhost`; HF's are `{job}--{port}.hf.jobs`)."""
+    if isinstance(host, str) and host.rstrip(".").lower().endswith(".localhost"):
+        host = "127.0.0.1"
+    return _system_getaddrinfo(host, *args, **kwargs)
+
+
+socket.getaddrinfo = _loopback_names
+
+
+def stage(job) -> str:
+    """A job's stage as HF spells it (`JobStage` is a str enum whose `str()` is its name)."""
+    value = job.status.stage if job.status else ""
+    return str(getattr(value, "value", value) or "")
+
+
+LIVE = ("SCHEDULING", "RUNNING", "UPDATING")
+
+
+class SandboxError(Exception):
+    """A sandbox that did not serve: the episode gets no reward, and an event says why."""
+
+
+def label(value: str) -> str:
+    if not _LABEL.match(value):
+        raise ValueError(f"not a label HF accepts: {value!r}")
+    return value
+
+
+def exposed_url(urls, port: int) -> str | None:
+    """The URL of `port`: the one whose host holds `--{port}.` (as the arena and huggingface_hub
+    pick it), never by its place in the list."""
+    for url in urls or []:
+        host = url.split("://", 1)[-1].split("/", 1)[0]
+        if f"--{port}." in host:
+            return url.rstrip("/")
+    return None
+
+
+@dataclass
+class Sandboxes:
+    """Starts sandboxes in `namespace` with `token` (an HF token that may start jobs there)."""
+
+    api: object  # huggingface_hub.HfApi
+    namespace: str
+    token: str
+    run_label: str
+
+    def start(self, task: dict, wall_s: int):
+        t = contract.task_limits(task)
+        env = dict(task.get("env") or {})
+        return self.api.run_job(
+            image=task["image"],
+            command=list(task["command"]),
+            env=env or None,
+            flavor="cpu-basic",
+            timeout=wall_s + t["reset_wall_s"],
+            labels={"arena-run": self.run_label, "arena-purpose": "openenv-train",
+                    "arena-task": label(task["task_label"])},
+            expose=[int(task["port"])],
+            namespace=self.namespace,
+        )
+
+    def cancel(self, job_id: str) -> None:
+        self.api.cancel_job(job_id=job_id, namespace=self.namespace)
+
+    def running(self) -> list:
+        """This run's sandboxes HF still lists as live (what a cleanup must stop)."""
+        jobs = self.api.list_jobs(labels={"arena-run": self.run_label}, namespace=self.namespace)
+        return [j for j in jobs if stage(j) in LIVE and (j.labels or {}).get("arena-purpose") == "openenv-train"]
+
+    def wait_serving(self, job_id: str, port: int, deadline: float) -> str:
+        """The sandbox's URL once HF runs it and its server answers `GET /health` with 200."""
+        url = None
+        while time.monotonic() < deadline:
+            job = self.api.inspect_job(job_id=job_id, namespace=self.namespace)
+            now = stage(job)
+            if now in ("COMPLETED", "CANCELED", "ERROR", "DELETED"):
+                raise SandboxError(f"the sandbox ended {now} before serving: {job.status.message or ''}".strip())
+            if now in ("RUNNING", "UPDATING"):
+                url = exposed_url(job.status.expose_urls, port)
+                if url:
+                    break
+            time.sleep(0.5)
+        if not url:
+            raise SandboxError(f"HF gave no URL for the sandbox's port {port} in time")
+        while time.monotonic() < deadline:
+            request = urllib.request.Request(f"{url}/health", headers={"Authorization": f"Bearer {self.token}"})
+            try:
+                with urllib.request.urlopen(request, timeout=5) as r:
+                    if r.status == 200:
+                        return url
+            except (urllib.error.URLError, OSError, ValueError):
+                pass
+            time.sleep(0.5)
+        raise SandboxError("the image never answered GET /health within reset_wall_s")
+
+    @contextmanager
+    def sandbox(self, task: dict, wall_s: int):
+        """A started sandbox's job, canceled on the way out whatever happened."""
+        job = self.start(task, wall_s)
+        try:
+            yield job
+        finally:
+            try:
+                self.cancel(job.id)
+            except Exception as e:  # noqa: BLE001 - the run's cleanup stops it; the event says so
+                raise CleanupError(job.id, str(e)) from e
+
+
+class CleanupError(Exception):
+    def __init__(self, job_id: str, why: str):
+        super().__init__(f"canceling sandbox {job_id} failed: {why}")
+        self.job_id = job_id
+
+
+class Connection:
+    """OpenEnv's WebSocket protocol to one sandbox (`/ws`)."""
+
+    def __init__(self, url: str, token: str, timeout_s: float):
+        from websockets.sync.client import connect
+
+        ws = url.replace("https://", "wss://", 1).replace("http://", "ws://", 1)
+        self.timeout_s = timeout_s
+        self.ws = connect(
+            f"{ws}/ws",
+            additional_headers={"Authorization": f"Bearer {token}"},
+            max_size=MAX_MESSAGE_BYTES,
+            open_timeout=timeout_s,
+            proxy=None,
+        )
+
+    def exchange(self, message: dict) -> tuple:
+        """Sends one message; (observation, reward, done), or SandboxError for anything else."""
+        self.ws.send(json.dumps(message))
+        try:
+            text = self.ws.recv(timeout=self.timeout_s)
+        except TimeoutError as e:
+            raise SandboxError(f"the server did not answer within {self.timeout_s:.0f} s") from e
+        try:
+            answer = json.loads(text)
+        except ValueError as e:
+            raise SandboxError("the server answered something that is not JSON") from e
+        observed = contract.ws_observation(answer)
+        if observed is None:
+            raise SandboxError(f"the server answered {str(text)[:200]}")
+        return observed
+
+    def close(self) -> None:
+        try:
+            self.ws.send(json.dumps({"type": "close"}))
+        except Exception:  # noqa: BLE001 - the sandbox is canceled anyway
+            pass
+        self.ws.close()

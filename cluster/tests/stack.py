@@ -1,0 +1,127 @@
+"""What the trainer's end-to-end test and `dev/bench-trainer` share: the arena and stand-in that
+`start_test_stack debug real` starts (ARENA_TEST_*), the node's agent as an operator starts it, and
+a demo echo submission."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SCHEMA = json.loads((ROOT / "dev/demo/openenv/submission.json").read_text())["schema"]
+
+
+def env(name):
+    value = os.environ.get(name)
+    if not value:
+        raise SystemExit(f"{name} is not set: run this through dev/test or dev/bench-trainer, which start the arena")
+    return value
+
+
+def token(name):
+    users = json.loads(Path(env("ARENA_TEST_USERS")).read_text())
+    return next(u["token"] for u in users if u["name"] == name)
+
+
+def call(method, url, tok, body=None):
+    req = urllib.request.Request(url, method=method, data=None if body is None else json.dumps(body).encode(),
+                                 headers={"Authorization": "Bearer " + tok, "Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return r.status, json.load(r)
+    except urllib.error.HTTPError as e:
+        return e.code, json.load(e)
+
+
+def wait(what, check, limit_s):
+    deadline = time.time() + limit_s
+    while True:
+        value = check()
+        if value:
+            return value
+        assert time.time() < deadline, f"{what}: not within {limit_s} s"
+        time.sleep(1)
+
+
+class Node:
+    """The agent as an operator starts it, in its own process group."""
+
+    def __init__(self, home: Path, steps: int):
+        self.home = home
+        self.steps = steps
+        self.proc = None
+
+    def start(self):
+        e = dict(os.environ, ARENA_CLUSTER_SECRET=env("ARENA_TEST_CLUSTER_SECRET"), HF_TOKEN=token("arena-bot"),
+                 ARENA_SANDBOX_NAMESPACE="benchflow", HF_ENDPOINT=env("ARENA_TEST_HUB_URL"),
+                 ARENA_TRAINER_MODEL="tiny", ARENA_AGENT_CPU_SLOTS="1", ARENA_TRAINER_MAX_STEPS=str(self.steps),
+                 TRACKIO_DIR=str(self.home / "trackio"), PYTHONPATH=str(ROOT / "cluster"))
+        e.pop("TRACKIO_SPACE_ID", None)
+        self.log = open(self.home / "agent.log", "ab")
+        self.proc = subprocess.Popen([sys.executable, "-m", "arena_cluster.agent", "--arena", env("ARENA_TEST_URL"),
+                                      "--home", str(self.home), "--heartbeat-s", "1"],
+                                     env=e, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+
+    def connected(self, arena):
+        """Waits until the arena sees the agent's connection (it refuses submissions without)."""
+        def up():
+            assert self.proc.poll() is None, (self.home / "agent.log").read_text()[-3000:]
+            with urllib.request.urlopen(arena + "/api/openenv", timeout=10) as r:
+                return json.load(r).get("connected")
+
+        wait("the agent's connection", up, 60)
+
+    def crash(self, run_id):
+        """SIGKILL to the agent and to the trainer: what a node's restart does to both."""
+        os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait()
+        pid = int((self.home / "runs" / run_id / "trainer.pid").read_text())
+        os.killpg(pid, signal.SIGKILL)
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            self.proc.wait()
+
+
+def submit(arena, user, submission_id):
+    body = {"submission_id": submission_id, "name": "Echo, trained for real", "image": "ghcr.io/test/arena-echo:ok",
+            "schema": SCHEMA, "tasks": [{"task_id": "echo-1", "split": "train"}, {"task_id": "echo-2", "split": "train"}],
+            "example_actions": [{"message": "hello"}, {"message": "done"}], "finish_action": {"message": "finish"}}
+    status, answer = call("POST", arena + "/api/openenv/submissions", token(user), body)
+    assert status == 202, answer
+
+    def admitted():
+        s, a = call("GET", f"{arena}/api/openenv/submissions/{submission_id}", token(user))
+        assert s == 200 and a["state"] != "rejected", a
+        return a if a["state"] == "validated" and a["run"] and a["run"]["run_id"] else None
+
+    return admitted
+
+
+def run_of(arena, user, run_id):
+    status, run = call("GET", f"{arena}/api/openenv/runs/{run_id}", token(user))
+    assert status == 200, run
+    return run
+
+
+def events_of(arena, user, run_id):
+    status, events = call("GET", f"{arena}/api/openenv/runs/{run_id}/events", token(user))
+    assert status == 200, events
+    return events["events"]
+
+
+def live_sandboxes(hub, run_id):
+    req = urllib.request.Request(f"{hub}/api/jobs/benchflow?labels=arena-run%3D{run_id}",
+                                 headers={"Authorization": "Bearer " + token("arena-bot")})
+    with urllib.request.urlopen(req, timeout=30) as r:
+        jobs = json.load(r)
+    return [j["id"] for j in jobs if j["status"]["stage"] in ("SCHEDULING", "RUNNING", "UPDATING")
+            and (j.get("labels") or {}).get("arena-run") == run_id]
+
+

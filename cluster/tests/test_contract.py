@@ -1,0 +1,117 @@
+"""The trainer's episode contract answers every shared case as the arena's Rust reference does
+(`domain/src/openenv/episode/cases.rs` writes them)."""
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from arena_cluster import contract
+
+CASES = json.loads(
+    (Path(__file__).resolve().parents[2] / "tests/fixtures/openenv-episode-cases.json").read_text()
+)
+
+
+def validator(schema):
+    v = jsonschema.validators.validator_for(schema)(schema)
+
+    def valid(action):
+        err = jsonschema.exceptions.best_match(v.iter_errors(action))
+        return None if err is None else err.message
+
+    return valid
+
+
+def end_json(end):
+    if end is None:
+        return None
+    out = {"kind": end.kind}
+    if end.kind == "done":
+        out["reward"] = end.reward
+    if end.kind == "out_of_tokens":
+        out["why"] = end.why
+    return out
+
+
+def test_the_constants_agree():
+    c = CASES["constants"]
+    assert (c["episodes_per_step"], c["episodes_that_train"], c["tool_call_burst"], c["run_limit_s"]) == (
+        contract.EPISODES_PER_STEP, contract.EPISODES_THAT_TRAIN, contract.TOOL_CALL_BURST, contract.RUN_LIMIT_S)
+
+
+@pytest.mark.parametrize("case", CASES["json_text"], ids=lambda c: c["text"][:40])
+def test_observations_are_the_same_json_text(case):
+    assert contract.json_text(case["value"]) == case["text"]
+
+
+@pytest.mark.parametrize("case", CASES["system_prompt"])
+def test_the_system_message_is_the_same(case):
+    assert contract.system_prompt(case["schema"]) == case["text"]
+
+
+@pytest.mark.parametrize("case", CASES["replies"], ids=lambda c: repr(c["text"])[:40])
+def test_each_reply_is_read_the_same(case):
+    got = contract.read_reply(case["text"], validator(case["schema"]))
+    want = case["expect"]
+    assert got[0] == want["kind"], (case, got)
+    if want["kind"] == "action":
+        assert got[1] == want["action"]
+
+
+@pytest.mark.parametrize("case", CASES["pacing"], ids=lambda c: json.dumps(c["task"]))
+def test_calls_are_paced_the_same(case):
+    p = contract.Pacer(case["task"], case["start_ms"])
+    for now, at in case["takes"]:
+        assert p.take(now) == at, (now, at)
+
+
+@pytest.mark.parametrize("case", CASES["episodes"], ids=lambda c: json.dumps(c["task"]))
+def test_each_episode_plays_the_same(case):
+    valid = validator(case["schema"])
+    e = contract.Episode.start(case["task"], case["schema"], case["reset"], case["system_tokens"],
+                               case["observation_tokens"], 0)
+    assert end_json(e.ended) == case["started"]
+    for step in case["steps"]:
+        if "reply" in step:
+            turn = e.reply(step["reply"], step["tokens"], valid, step["now_ms"])
+            if "call" in step["expect"]:
+                assert turn == ("call", step["expect"]["call"], step["expect"]["at_ms"])
+            else:
+                assert turn[0] == "end" and end_json(turn[1]) == step["expect"]["end"]
+        else:
+            end = e.observe(step["observe"], step["tokens"], step["reward"], step["done"])
+            assert end_json(end) == step["expect"]["end"]
+    assert e.messages == case["messages"]
+
+
+def test_scores_are_the_same():
+    for case in CASES["scores"]:
+        end = contract.End(case["end"]["kind"], reward=case["end"].get("reward"), why=case["end"].get("why"))
+        assert contract.score(end, case["finish_reward"]) == case["score"], case
+
+
+def test_groups_are_the_same():
+    for case in CASES["groups"]:
+        assert contract.training_group(case["scores"]) == case["group"], case
+
+
+def test_steps_take_the_same_tasks_and_fit_the_same():
+    s = CASES["steps"]
+    for o in s["order"]:
+        tasks = [t for t in s["tasks"] if t["split"] == "eval"] if o.get("only_eval") else s["tasks"]
+        t = contract.step_task(tasks, o["step"])
+        assert (t["task_id"] if t else None) == o["task_id"], o
+    for f in s["fits"]:
+        assert contract.step_allowance_s(f["task"], f["update_s"]) == f["allowance_s"], f
+        assert contract.step_fits(f["elapsed_s"], f["task"], f["update_s"], f["limit_s"]) == f["fits"], f
+
+
+def test_the_ws_messages_are_the_same():
+    w = CASES["ws"]
+    assert contract.ws_reset("echo-1") == w["reset"]
+    assert contract.ws_step({"message": "a"}) == w["step"]
+    for case in w["messages"]:
+        got = contract.ws_observation(case["message"])
+        assert (list(got) if got else None) == case["observation"], case

@@ -1,0 +1,87 @@
+"""The real agent and trainer train the demo echo environment end to end, against an arena and
+the HF stand-in that dev/test starts without the simulated cluster (`start_test_stack debug real`):
+the tiny CPU model of the Qwen3.5 architecture, five fresh sandboxes a step on the stand-in's HF
+Jobs, real GRPO steps. The node's agent is killed with SIGKILL mid-run (its trainer with it, as
+when a node restarts) and started again: the run resumes from its checkpoint and ends `completed`
+with the node's step cap. The metrics in the events are the ones Trackio stored. A second run is
+canceled by an organizer while it plays: its trainer stops and no sandbox is left running."""
+
+import math
+import os
+import time
+
+import pytest
+
+from stack import Node, call, env, events_of, live_sandboxes, run_of, submit, token, wait
+
+STEPS = 3
+
+
+@pytest.fixture(scope="module")
+def node(tmp_path_factory):
+    n = Node(tmp_path_factory.mktemp("node"), STEPS)
+    n.start()
+    n.connected(env("ARENA_TEST_URL"))
+    yield n
+    n.stop()
+
+
+def test_a_submission_trains_for_real_resumes_after_a_crash_and_completes(node):
+    arena, hub = env("ARENA_TEST_URL"), env("ARENA_TEST_HUB_URL")
+    admitted = wait("admission", submit(arena, "victor", f"real-train-{int(time.time())}"), 300)
+    run_id = admitted["run"]["run_id"]
+    wait("the first optimizer step", lambda: run_of(arena, "victor", run_id)["policy_version"] >= 1, 900)
+    node.crash(run_id)
+    node.start()
+    node.connected(arena)
+    run = wait("the run's end", lambda: (r := run_of(arena, "victor", run_id))["state"] in
+               ("completed", "failed", "cancelled") and r, 1500)
+    events = events_of(arena, "victor", run_id)
+    assert run["state"] == "completed", (run, events)
+    assert run["policy_version"] == STEPS, run
+    states = [e["state"] for e in events]
+    assert states[:2] == ["starting", "loading"] and states[-2:] == ["cleanup", "completed"], states
+    loading = events[1]
+    assert loading["trainer"]["device"] == "cpu" and loading["trainer"]["trl"] == "1.16.0", loading
+    assert "tiny test model" in loading["trainer"]["model"], loading
+    alerts = [e["alert"] for e in events if e.get("alert")]
+    assert "trainer_restarted" in alerts and "resumed" in alerts, alerts
+    trained = [e for e in events if e["state"] == "updating" and e.get("metrics")]
+    assert [e["policy_version"] for e in trained] == list(range(1, STEPS + 1)), trained
+    for e in trained:
+        m = e["metrics"]
+        assert len(e["rewards"]) == 4 and all(0 <= r <= 1 for r in e["rewards"]), e
+        assert math.isfinite(m["loss"]) and math.isfinite(m["grad_norm"]), m
+        assert abs(m["reward_mean"] - sum(e["rewards"]) / 4) < 1e-6, e
+    # A step whose four rewards differ changes the weights (the adapter's B matrices start at zero).
+    signal = [e for e in trained if e["metrics"]["reward_std"] > 0]
+    assert signal, f"no step had rewards that differ: {[e['rewards'] for e in trained]}"
+    before = 0.0
+    for e in trained:
+        if e["metrics"]["reward_std"] > 0:
+            assert e["metrics"]["lora_b_norm"] != before, f"step {e['policy_version']} changed no weight"
+        before = e["metrics"]["lora_b_norm"]
+    # What Trackio stored is what the events say.
+    os.environ["TRACKIO_DIR"] = str(node.home / "trackio")  # read by trackio when it is imported
+    from trackio.sqlite_storage import SQLiteStorage
+
+    for name, key in (("loss", "train/loss"), ("grad_norm", "train/grad_norm"), ("reward_mean", "train/reward")):
+        stored = {v["step"]: v["value"] for v in SQLiteStorage.get_metric_values("arena-openenv", run_id, key)}
+        for e in trained:
+            assert stored.get(e["policy_version"]) == pytest.approx(e["metrics"][name], rel=1e-6), (name, stored, e)
+    assert run["trainer"]["model"] == loading["trainer"]["model"], run
+    assert live_sandboxes(hub, run_id) == []
+    # The weights never leave the node, and go once the run is over.
+    wait("the run's folder to go", lambda: not (node.home / "runs" / run_id).exists(), 60)
+    assert not (node.home / "done" / run_id / "checkpoints").exists()
+
+
+def test_a_canceled_run_stops_its_trainer_and_its_sandboxes(node):
+    arena, hub = env("ARENA_TEST_URL"), env("ARENA_TEST_HUB_URL")
+    admitted = wait("admission", submit(arena, "trent", f"real-cancel-{int(time.time())}"), 300)
+    run_id = admitted["run"]["run_id"]
+    wait("its sandboxes", lambda: live_sandboxes(hub, run_id), 600)
+    status, run = call("POST", f"{arena}/api/openenv/runs/{run_id}/cancel", token("eve"))
+    assert status == 200 and run["state"] == "cancelled", run
+    wait("the trainer to stop", lambda: not (node.home / "runs" / run_id).exists(), 120)
+    wait("no sandbox left", lambda: live_sandboxes(hub, run_id) == [], 60)

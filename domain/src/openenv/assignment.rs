@@ -1,0 +1,175 @@
+//! The `assign` message: everything the cluster's trainer needs to train one admitted submission,
+//! and nothing it does not (no token: the node has its own). Per task: the pinned digest, the port,
+//! the command and environment its sandbox starts it with (read from the pinned config at
+//! submission), the walls and budgets, and the label HF accepts for the task's id; then the schema,
+//! the example and finish actions; the model and revision the track trains; and the recipe's
+//! numbers, each of which lands in a named argument of TRL's `GRPOConfig` or peft's `LoraConfig`
+//! (the trainer checks the names against the installed versions and refuses one it does not know).
+
+use serde_json::{json, Value};
+
+use super::{SandboxStart, SubmissionRequest};
+use crate::job_labels;
+use crate::registry::Registry;
+
+/// The registry's recipe the OpenEnv track trains with; its model is the one the challenge that
+/// binds it names (`configs/challenges/openenv-9b.toml`).
+pub const TRACK_METHOD: &str = "openenv-v1";
+
+/// One image of a submission as admission pinned it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PinnedImage {
+    pub resolved: String,
+    pub port: u16,
+    pub tasks: Vec<String>,
+    pub start: SandboxStart,
+}
+
+/// The model and the recipe's numbers, from the registry: `(model, recipe)`.
+pub fn track_recipe(registry: &Registry) -> Result<(Value, Value), String> {
+    let method = registry
+        .methods
+        .get(TRACK_METHOD)
+        .ok_or_else(|| format!("the registry has no recipe `{TRACK_METHOD}`"))?;
+    let challenge = registry
+        .challenges
+        .iter()
+        .find(|c| c.spec.challenge.method == TRACK_METHOD)
+        .ok_or_else(|| format!("no challenge of the registry trains with `{TRACK_METHOD}`"))?;
+    let model = registry
+        .models
+        .get(&challenge.spec.challenge.model)
+        .ok_or_else(|| format!("the registry has no model `{}`", challenge.spec.challenge.model))?;
+    let t = &method.training;
+    let recipe = json!({
+        "method": TRACK_METHOD,
+        "placeholder": method.method.placeholder,
+        // GRPOConfig.learning_rate, LoraConfig.r / lora_alpha / lora_dropout, GRPOConfig.max_steps.
+        "learning_rate": t.learning_rate,
+        "lora_r": t.lora_rank,
+        "lora_alpha": t.lora_alpha,
+        "lora_dropout": t.lora_dropout.unwrap_or(0.0),
+        "max_steps": t.max_steps,
+    });
+    Ok((json!({"repo": model.model.repo, "revision": model.model.revision}), recipe))
+}
+
+/// The assignment of run `run_id`; `None` when a task has no pinned image (a stored row the arena
+/// cannot read, never guessed).
+pub fn assignment(
+    run_id: &str,
+    time_limit_s: u64,
+    request: &SubmissionRequest,
+    images: &[PinnedImage],
+    model: &Value,
+    recipe: &Value,
+) -> Option<Value> {
+    let tasks: Option<Vec<Value>> = request
+        .tasks
+        .iter()
+        .map(|t| {
+            let image = images.iter().find(|i| i.tasks.contains(&t.task_id))?;
+            let mut v = serde_json::to_value(t).ok()?;
+            v["image"] = json!(image.resolved);
+            v["port"] = json!(image.port);
+            v["command"] = json!(image.start.command);
+            v["env"] = json!(image.start.env);
+            v["task_label"] = json!(job_labels::value(&t.task_id));
+            Some(v)
+        })
+        .collect();
+    Some(json!({
+        "kind": "assign",
+        "run_id": run_id,
+        "time_limit_s": time_limit_s,
+        "model": model,
+        "recipe": recipe,
+        "submission": {
+            "submission_id": request.submission_id,
+            "name": request.name,
+            "schema": request.schema,
+            "tasks": tasks?,
+            "example_actions": request.example_actions,
+            "finish_action": request.finish_action,
+        },
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request() -> SubmissionRequest {
+        serde_json::from_value(json!({
+            "submission_id": "s", "name": "n", "image": "ghcr.io/a/b:v1",
+            "schema": {"action": {"type": "object"}, "observation": {"type": "object"}},
+            "tasks": [{"task_id": "echo.1", "split": "train"}, {"task_id": "e2", "split": "eval", "rollout_wall_s": 60}],
+            "example_actions": [{"m": 1}], "finish_action": {"m": 0}
+        }))
+        .unwrap()
+    }
+
+    fn image(tasks: &[&str]) -> PinnedImage {
+        PinnedImage {
+            resolved: "ghcr.io/a/b@sha256:ab".into(),
+            port: 8000,
+            tasks: tasks.iter().map(|t| t.to_string()).collect(),
+            start: SandboxStart {
+                command: vec!["uvicorn".into(), "app:app".into()],
+                env: [("PATH".to_string(), "/usr/bin".to_string())].into(),
+            },
+        }
+    }
+
+    #[test]
+    fn each_task_carries_its_pinned_image_start_limits_and_label() {
+        let a = assignment(
+            "oe-1",
+            14_400,
+            &request(),
+            &[image(&["echo.1", "e2"])],
+            &json!({"repo": "m"}),
+            &json!({}),
+        )
+        .unwrap();
+        let t = &a["submission"]["tasks"];
+        assert_eq!(t[0]["image"], "ghcr.io/a/b@sha256:ab");
+        assert_eq!(t[0]["command"], json!(["uvicorn", "app:app"]));
+        assert_eq!(t[0]["env"]["PATH"], "/usr/bin");
+        assert_eq!(t[0]["port"], 8000);
+        assert_eq!(t[0]["reset_wall_s"], 180, "the guide's defaults are spelled out");
+        assert_eq!(t[1]["rollout_wall_s"], 60);
+        assert_eq!(t[0]["task_label"], job_labels::value("echo.1"));
+        assert!(job_labels::is_valid(t[0]["task_label"].as_str().unwrap()));
+        assert_eq!(a["submission"]["finish_action"], json!({"m": 0}));
+        assert!(a.get("token").is_none() && !a.to_string().contains("hf_"));
+    }
+
+    #[test]
+    fn a_task_without_a_pinned_image_is_no_assignment() {
+        assert!(
+            assignment("oe-1", 14_400, &request(), &[image(&["echo.1"])], &json!({}), &json!({})).is_none()
+        );
+    }
+
+    #[test]
+    fn the_track_trains_the_registrys_model_with_its_recipe() {
+        use crate::SourceFile;
+        let files = [
+            ("challenges/openenv-9b.toml", include_str!("../../../configs/challenges/openenv-9b.toml")),
+            ("models/qwen3.5-9b.toml", include_str!("../../../configs/models/qwen3.5-9b.toml")),
+            ("methods/openenv-v1.toml", include_str!("../../../configs/methods/openenv-v1.toml")),
+            ("suites/openenv-heldout.toml", include_str!("../../../configs/suites/openenv-heldout.toml")),
+            ("arena.toml", include_str!("../../../configs/arena.toml")),
+        ]
+        .map(|(path, text)| SourceFile::new(path, text));
+        let registry = Registry::load(&files, &[]).unwrap();
+        let (model, recipe) = track_recipe(&registry).unwrap();
+        assert_eq!(model["repo"], "Qwen/Qwen3.5-9B");
+        assert_eq!(recipe["method"], TRACK_METHOD);
+        let method = &registry.methods[TRACK_METHOD].training;
+        assert_eq!(recipe["lora_r"], method.lora_rank);
+        assert_eq!(recipe["max_steps"], method.max_steps);
+        assert_eq!(recipe["learning_rate"], method.learning_rate);
+    }
+}
