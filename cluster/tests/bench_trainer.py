@@ -40,7 +40,11 @@ def main(steps: int) -> None:
     loading = next(e for e in events if e["state"] == "loading")
     total = seconds(rolling[0]["at"], updated[-1]["at"])
     episodes = 5 * len(updated)
-    stats = json.loads((home / "done" / run_id / "stats.json").read_text())
+    # The agent moves the run's folder to done/ once the arena has its last event: either place.
+    # (The trainer writes its figures as it exits, just after its last event.)
+    folder = wait("the trainer's figures", lambda: next(
+        (p for p in (home / "done" / run_id, home / "runs" / run_id) if (p / "stats.json").exists()), None), 60)
+    stats = json.loads((folder / "stats.json").read_text())
     step_s = [e["metrics"]["step_s"] for e in updated if e.get("metrics")]
     print(f"BENCH trainer (tiny model, CPU): {len(updated)} steps played, {run['policy_version']} trained")
     print(f"BENCH seconds per step (rolling → updating): {', '.join(f'{s:.0f}' for s in per_step)}; "
