@@ -403,7 +403,7 @@ fn RewardChart(curve: Vec<(i64, f64)>) -> impl IntoView {
             )
         })
         .collect();
-    let label = curve.iter().map(|(v, m)| format!("step {}: {m:.2}", v + 1)).collect::<Vec<_>>().join(", ");
+    let label = curve.iter().map(|(v, m)| format!("step {v}: {m:.2}")).collect::<Vec<_>>().join(", ");
     view! {
         <svg class="reward-curve" viewBox=format!("0 0 {W} {H}") role="img" aria-label=format!("mean reward per step: {label}")>
             <line x1="20" y1="10" x2="20" y2=H - 10.0 class="axis"/>

@@ -149,9 +149,10 @@ impl Trainer {
             let message = format!("episodes' rewards in the order they ended: {}", show(&scores));
             match group {
                 Some(group) => {
-                    report.emit("updating", version, Some(group.into_iter().map(Some).collect()), message);
+                    // The version after the update: `policy_version` counts the steps taken.
                     tokio::time::sleep(self.stage).await;
                     version += 1;
+                    report.emit("updating", version, Some(group.into_iter().map(Some).collect()), message);
                 }
                 None => report.emit(
                     "updating",

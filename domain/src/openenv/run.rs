@@ -348,7 +348,8 @@ pub struct RunEvents {
     pub events: Vec<RunEvent>,
 }
 
-/// The mean reward of each optimizer step (the `updating` events' rewards): (policy_version, mean).
+/// The mean reward of each optimizer step (the `updating` events' rewards): (policy_version after
+/// the step, mean).
 pub fn reward_curve(events: &[RunEvent]) -> Vec<(i64, f64)> {
     events
         .iter()

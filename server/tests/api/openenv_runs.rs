@@ -115,7 +115,7 @@ on_both_backends!(multi_thread, an_admitted_submission_trains_to_completed_and_i
         let rewards = e["rewards"].as_array().unwrap();
         assert_eq!(rewards.len(), 4, "{e}");
         assert!(rewards.iter().all(|r| (0.0..=1.0).contains(&r.as_f64().unwrap())), "{e}");
-        assert_eq!(e["policy_version"], step as i64);
+        assert_eq!(e["policy_version"], step as i64 + 1, "the version after the step's update");
         assert!(e["at"].as_str().unwrap().ends_with('Z'));
     }
     // The submission shows its run's state; only its submitter and editors see the run.
