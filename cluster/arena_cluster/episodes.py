@@ -93,10 +93,6 @@ class Played:
     ended_at: float = 0.0
     cleanup_error: str | None = None
 
-    @property
-    def model_tokens(self) -> int:
-        return sum(self.mask)
-
 
 class _OutOfTime(Exception):
     pass

@@ -20,6 +20,8 @@ from . import contract
 
 # HF's label keys and values: 1 to 100 of [A-Za-z0-9_-] (the arena's `domain::job_labels`).
 _LABEL = re.compile(r"^[A-Za-z0-9_-]{1,100}$")
+# The purpose label of a training sandbox (`domain::job_labels::TRAIN`).
+TRAIN_PURPOSE = "openenv-train"
 # The biggest message a server may send; the arena's admission reads the same.
 MAX_MESSAGE_BYTES = 1 << 20
 
@@ -84,7 +86,7 @@ class Sandboxes:
             env=env or None,
             flavor="cpu-basic",
             timeout=wall_s + t["reset_wall_s"],
-            labels={"arena-run": self.run_label, "arena-purpose": "openenv-train",
+            labels={"arena-run": self.run_label, "arena-purpose": TRAIN_PURPOSE,
                     "arena-task": label(task["task_label"])},
             expose=[int(task["port"])],
             namespace=self.namespace,
@@ -96,7 +98,7 @@ class Sandboxes:
     def running(self) -> list:
         """This run's sandboxes HF still lists as live (what a cleanup must stop)."""
         jobs = self.api.list_jobs(labels={"arena-run": self.run_label}, namespace=self.namespace)
-        return [j for j in jobs if stage(j) in LIVE and (j.labels or {}).get("arena-purpose") == "openenv-train"]
+        return [j for j in jobs if stage(j) in LIVE and (j.labels or {}).get("arena-purpose") == TRAIN_PURPOSE]
 
     def wait_serving(self, job_id: str, port: int, deadline: float) -> str:
         """The sandbox's URL once HF runs it and its server answers `GET /health` with 200."""

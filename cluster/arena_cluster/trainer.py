@@ -23,7 +23,6 @@ import os
 import signal
 import statistics
 import sys
-import threading
 import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -121,7 +120,6 @@ class Run:
         self.logs: dict = {}
         self.pending: dict = {}
         self.valid = _validator(self.submission["schema"]["action"])
-        self.stopping = threading.Event()
 
     # --- the clock ---
     def elapsed_s(self) -> int:

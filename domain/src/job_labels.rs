@@ -27,6 +27,8 @@ pub const TASK: &str = "arena-task";
 
 /// The purpose label of an OpenEnv admission sandbox.
 pub const ADMISSION: &str = "openenv-admission";
+/// The purpose label of a training sandbox, set by the arena's trainer (`cluster/`).
+pub const TRAIN: &str = "openenv-train";
 
 /// Whether HF accepts `text` as a label key or value.
 pub fn is_valid(text: &str) -> bool {
@@ -69,7 +71,7 @@ mod tests {
         for id in ["run-0123abcd", "openenv-9b", "alice_run-0001", &"a".repeat(100)] {
             assert_eq!(value(id), id);
         }
-        for key in [RUN, CHALLENGE, REQUEST, PURPOSE, SUBMISSION, TASK, ADMISSION] {
+        for key in [RUN, CHALLENGE, REQUEST, PURPOSE, SUBMISSION, TASK, ADMISSION, TRAIN] {
             assert!(is_valid(key));
         }
     }
