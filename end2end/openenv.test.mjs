@@ -74,7 +74,9 @@ test('the OpenEnv form checks in the browser, submits, and the page lists the pi
   await page.locator('p.openenv-run-state.state-completed').waitFor({ timeout: 300_000 });
   // 3,600 s of walls and a 300 s update a step, after 120 s of loading: three fit in 14,400 s.
   assert.match(await state.innerText(), /completed.* · 3 optimizer step\(s\) taken/);
-  assert.equal(await page.locator('svg.reward-curve circle').count(), 3);
+  // The shared curves: loss, reward and grad norm, a dot per trained step in each, and their table.
+  assert.equal(await page.locator('figure.curve.reward svg circle').count(), 3);
+  assert.equal(await page.locator('table.training-steps tbody tr').count(), 3);
   const states = await page.locator('table.openenv-events tbody tr td:nth-child(2)').allInnerTexts();
   assert.deepEqual(states, ['starting', 'loading', 'rolling', 'updating', 'rolling', 'updating',
     'rolling', 'updating', 'cleanup', 'completed']);

@@ -19,8 +19,8 @@ In order:
    `BENCHFLOW_BASE_MODEL`, `BENCHFLOW_ADAPTER_MODEL`, `BENCHFLOW_PROVIDER_BASE_URL`,
    `BENCHFLOW_MODEL_BRIDGE_CONTROL_URL` and `TRL_VLLM_SERVER_BASE_URL`; connects the relay;
 5. runs `posttrainarena-train run --config … --run-name RUN [--resume]`, copying its output to the
-   job log line by line, reporting each step, each evaluation's pass counts and GRPO's progress
-   over the relay, and checkpointing the run folder to the runs dataset at each stage boundary;
+   job log line by line, reporting each step, each evaluation's pass counts, GRPO's progress and
+   TRL's metrics for each optimizer step over the relay, and checkpointing the run folder to the runs dataset at each stage boundary;
    a baseline measurement (`arena.json` purpose `baseline`) instead evaluates the base model on
    every held-out suite and trial with `bench eval run`, as the pipeline's baseline does;
 6. publishes with the pipeline's `publish-run`, or `publish-failure` with the error, and exits
@@ -34,6 +34,7 @@ No secret value is ever printed."""
 from __future__ import annotations
 
 import argparse
+import ast
 import hashlib
 import json
 import math
@@ -311,6 +312,36 @@ def counts(health_path: Path) -> dict | None:
             "timeouts": sum(1 for r in scored if r.get("error") is not None), "errors": len(by_task) - len(scored)}
 
 
+# TRL's numbers the arena keeps, by the name transformers logs them under.
+TRL_METRICS = {"loss": "loss", "reward": "reward", "reward_std": "reward_std", "grad_norm": "grad_norm",
+               "learning_rate": "learning_rate", "completions/mean_length": "completion_length",
+               "frac_reward_zero_std": "frac_reward_zero_std"}
+
+
+def trl_metrics(line: str) -> dict | None:
+    """TRL's line for one optimizer step, as transformers' ProgressCallback prints it (the `repr`
+    of a dict, each float formatted `f"{v:.4g}"` in quotes): the finite numbers the arena keeps,
+    or None for any other line (the run's summary has `train_loss`, not `loss`)."""
+    start = line.rfind("{'")
+    if start < 0 or len(line) > 16384 or "'loss'" not in line:
+        return None
+    try:
+        logs = ast.literal_eval(line[start:].strip())
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return None
+    if not isinstance(logs, dict) or "loss" not in logs:
+        return None
+    out = {}
+    for key, name in TRL_METRICS.items():
+        try:
+            value = float(logs[key])
+        except (KeyError, TypeError, ValueError):
+            continue
+        if math.isfinite(value):
+            out[name] = value
+    return out or None
+
+
 def health_of(run_dir: Path, step: str) -> Path:
     """Where the pipeline writes a step's health summary (reference §6.1)."""
     if "." in step:
@@ -334,6 +365,10 @@ class Follower:
 
     def line(self, line: str) -> None:
         if "[posttrainarena] " not in line:
+            metrics = trl_metrics(line)
+            if metrics and self.global_step >= 0:
+                # TRL logs optimizer step N + 1 after the rollouts collected at global step N.
+                self.relay.send("metrics", stage="training", done=self.global_step + 1, metrics=metrics)
             return
         name = line.split("[posttrainarena] ", 1)[1].split(": ", 1)[0].strip()
         if " " in name:
@@ -360,10 +395,14 @@ class Follower:
             self.open_eval = name
 
     def planned_steps(self) -> int | None:
+        """The optimizer steps GRPO plans, from the plan it writes before training
+        (`jobs/grpo-train/sampler_plan.json`): the `cover` schedule's length, else `max_steps`."""
         if self.planned is None:
             try:
-                self.planned = int(json.loads((self.run_dir / "reports" / "train_sampler.json").read_text())["planned_steps"])
-            except (OSError, ValueError, KeyError, TypeError):
+                plan = json.loads((self.run_dir / "jobs" / "grpo-train" / "sampler_plan.json").read_text())
+                schedule = plan.get("planned_steps")
+                self.planned = len(schedule) if isinstance(schedule, list) else int(plan["max_steps"])
+            except (OSError, ValueError, KeyError, TypeError, AttributeError):
                 return None
         return self.planned
 

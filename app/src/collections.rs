@@ -12,9 +12,11 @@ use crate::api::{self, reads, ReadError};
 use crate::board::AccountBox;
 use crate::client;
 use crate::components::PageMeta;
+use crate::results::TrainingSignalView;
 use crate::runs::{PreflightView, RunList};
 use domain::collection::request::EnvironmentRequest;
 use domain::registry::ChallengeStatus;
+use domain::results::ResultView;
 use domain::runs::RunView;
 use domain::ApiErrorBody;
 use serde::Deserialize;
@@ -222,6 +224,15 @@ fn FindingItem(finding: Finding) -> impl IntoView {
     }
 }
 
+/// What the newest collected run learned from each of the collection's tasks.
+fn latest_signal(runs: &[(RunView, Option<ResultView>)]) -> Option<impl IntoView> {
+    // Newest first: the first collected run that trained.
+    let (run, signal) = runs
+        .iter()
+        .find_map(|(run, result)| Some((run.run_id.clone(), result.as_ref()?.training.clone()?)))?;
+    Some(view! { <TrainingSignalView signal run_id=run/> })
+}
+
 /// `/arena/submissions/:id`: a collection's tasks, findings, identities, credit and PostTrain commands.
 #[component]
 pub fn SubmissionPage() -> impl IntoView {
@@ -269,6 +280,7 @@ pub fn SubmissionPage() -> impl IntoView {
                             }.into_any(),
                         }}
                         <h2>"Runs"</h2>
+                        {latest_signal(&runs)}
                         <RunList runs/>
                         {preflights.into_iter().map(|p| view! { <PreflightView preflight=p csrf=csrf.clone()/> }).collect_view()}
                     }

@@ -6,6 +6,7 @@
 
 pub mod api;
 mod board;
+pub mod charts;
 mod client;
 mod collections;
 mod components;

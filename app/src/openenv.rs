@@ -341,8 +341,8 @@ fn RunDetail(run: OpenEnvRunView, events: Vec<RunEvent>) -> impl IntoView {
             <p class="error">{e.code.map(|c| view! { <code>{c}</code> " " })} {e.message}</p>
         })}
         {live.then(|| view! { <p class="note">"This page follows the run: it reloads every five seconds until the run ends."</p> })}
-        <h2>"Mean reward per optimizer step"</h2>
-        <RewardChart curve=run.reward_curve.clone()/>
+        <h2>"Training curves"</h2>
+        <div class="curves-static" inner_html=crate::charts::training_curves_html(&domain::openenv::run::training_curve(&run.steps))></div>
         <StepTable steps=run.steps.clone()/>
         <h2>"Events"</h2>
         <table class="openenv-events cards">
@@ -381,42 +381,6 @@ fn StepTable(steps: Vec<domain::openenv::run::StepView>) -> impl IntoView {
             </tbody>
         </table>
     })
-}
-
-/// The mean reward of each step, on [0, 1].
-#[component]
-fn RewardChart(curve: Vec<(i64, f64)>) -> impl IntoView {
-    const W: f64 = 480.0;
-    const H: f64 = 160.0;
-    if curve.is_empty() {
-        return view! { <p class="note">"No optimizer step yet."</p> }.into_any();
-    }
-    let n = curve.len().max(2) as f64 - 1.0;
-    let points: Vec<String> = curve
-        .iter()
-        .enumerate()
-        .map(|(i, (_, mean))| {
-            format!(
-                "{:.1},{:.1}",
-                20.0 + i as f64 * (W - 40.0) / n,
-                H - 10.0 - mean.clamp(0.0, 1.0) * (H - 20.0)
-            )
-        })
-        .collect();
-    let label = curve.iter().map(|(v, m)| format!("step {v}: {m:.2}")).collect::<Vec<_>>().join(", ");
-    view! {
-        <svg class="reward-curve" viewBox=format!("0 0 {W} {H}") role="img" aria-label=format!("mean reward per step: {label}")>
-            <line x1="20" y1="10" x2="20" y2=H - 10.0 class="axis"/>
-            <line x1="20" y1=H - 10.0 x2=W - 20.0 y2=H - 10.0 class="axis"/>
-            <polyline class="mean-reward" points=points.join(" ")/>
-            {points.iter().map(|p| {
-                let (x, y) = p.split_once(',').unwrap_or(("0", "0"));
-                view! { <circle cx=x.to_string() cy=y.to_string() r="3"/> }
-            }).collect_view()}
-        </svg>
-        <p class="meta">{label}</p>
-    }
-    .into_any()
 }
 
 /// A pinned reference with its digest cut to twelve hex digits (`…@sha256:9f2c1a0b3d4e…`); the

@@ -4,6 +4,7 @@
 
 use domain::results::ResultView;
 use domain::score::Z95;
+use domain::training::signal::TrainingSignal;
 use domain::views::{Leaderboard, LeaderboardRow};
 use leptos::prelude::*;
 
@@ -75,12 +76,49 @@ pub fn ResultCard(result: ResultView) -> impl IntoView {
                 }).collect_view()}
             </div>
             <p class="note">{format!("Collected by {} at {} from the runs dataset at {}.", r.collected_by, r.collected_at, r.read_commit)}</p>
+            {r.training.map(|signal| view! { <TrainingSignalView signal/> })}
             {match r.review {
                 Some(rv) => view! {
                     <p class="review">{format!("{} by {} at {}: ", if rv.accepted { "Accepted" } else { "Rejected" }, rv.by, rv.at)} {rv.note}</p>
                 }.into_any(),
                 None => view! { <p class="note">"Awaiting an organizer's review; a verified result ranks on the leaderboard."</p> }.into_any(),
             }}
+        </section>
+    }
+}
+
+/// What GRPO's records say each train task gave the model: one sentence, then a row per task.
+#[component]
+pub fn TrainingSignalView(signal: TrainingSignal, #[prop(optional)] run_id: Option<String>) -> impl IntoView {
+    let pct = |v: Option<f64>| v.map_or_else(|| "–".to_string(), |p| format!("{:.0}%", 100.0 * p));
+    view! {
+        <section class="training-signal">
+            <h3>"What training learned from each task"{run_id.map(|r| view! { " (run " <a href=format!("/arena/runs/{r}")>{r.clone()}</a> ")" })}</h3>
+            <p class="signal-summary">{signal.summary.clone()}</p>
+            <p class="note">{format!(
+                "From GRPO's own records (train_task_stats.json). Each group is {} attempts at one task; GRPO learns only from a group whose attempts got different rewards. A task that is always or never solved teaches nothing; masked rollouts (infrastructure or trajectory errors) are left out of the loss.",
+                signal.num_generations
+            )}</p>
+            <div class="table-wrap" tabindex="0" role="region" aria-label="Training signal per task">
+                <table class="cards signal">
+                    <thead><tr><th scope="col">"Task"</th><th scope="col">"Verdict"</th><th scope="col">"Pass rate in training"</th><th scope="col">"Groups with signal"</th><th scope="col">"All-pass / all-fail groups"</th><th scope="col">"Masked rollouts"</th></tr></thead>
+                    <tbody>
+                        {signal.tasks.into_iter().map(|t| {
+                            let v = serde_json::to_value(t.verdict).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
+                            view! {
+                                <tr class=format!("verdict-{v}")>
+                                    <td data-label="Task"><code>{t.task.clone()}</code></td>
+                                    <td data-label="Verdict"><span class=format!("badge signal-{v}")>{t.verdict.words()}</span></td>
+                                    <td data-label="Pass rate in training" class="num">{format!("{} ({} of {} scored)", pct(t.pass_rate), t.passes, t.scored_rollouts)}</td>
+                                    <td data-label="Groups with signal" class="num">{format!("{} of {}", t.groups_with_variance, t.groups)}</td>
+                                    <td data-label="All-pass / all-fail groups" class="num">{format!("{} / {}", t.all_pass_groups, t.all_fail_groups)}</td>
+                                    <td data-label="Masked rollouts" class="num">{format!("{} of {}", t.masked_rollouts, t.rollouts)}</td>
+                                </tr>
+                            }
+                        }).collect_view()}
+                    </tbody>
+                </table>
+            </div>
         </section>
     }
 }

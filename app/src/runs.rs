@@ -159,6 +159,8 @@ struct LiveRun {
     training_steps_planned: Option<i64>,
     #[serde(default)]
     gpu: Vec<GpuSample>,
+    #[serde(default)]
+    training_steps_logged: u64,
     events: Vec<RunEvent>,
 }
 
@@ -177,6 +179,7 @@ impl LiveRun {
             training_steps_done: d.run.training_steps_done,
             training_steps_planned: d.run.training_steps_planned,
             gpu: d.gpu,
+            training_steps_logged: d.training_steps_logged,
             events: d.events,
         }
     }
@@ -225,8 +228,13 @@ pub fn RunPage() -> impl IntoView {
                             <dt>"Compute"</dt><dd>{format!("{}, timeout {} s, ${:.2} reserved", d.run.flavor, d.run.timeout_s, d.run.max_compute_usd)}</dd>
                         </dl>
                         {result.map(|result| view! { <ResultCard result/> })}
-                        <p class="note">"Pass counts are per task attempt over every suite and trial of a stage: a timeout the verifier scored is a failure; an infrastructure error (no scored attempt) is left out of the score. The GPU line is the mean utilisation of the job's GPUs at each reconciler pass (0 to 100%), from HF's metrics; GPUs idle with no heartbeat from the job for the challenge's silence limit stall the run."</p>
-                        <RunLive url=format!("/api/challenges/{}/runs/{}", d.run.challenge_id, d.run.run_id) run=LiveRun::of(d)/>
+                        <p class="note">"Pass counts are per task attempt over every suite and trial of a stage: a timeout the verifier scored is a failure; an infrastructure error (no scored attempt) is left out of the score. The GPU line is the mean utilisation of the job's GPUs at each reconciler pass (0 to 100%), from HF's metrics; GPUs idle with no heartbeat from the job for the challenge's silence limit stall the run. The training curves are TRL's numbers for each GRPO optimizer step (loss, the mean reward of the step's rollouts with its spread, the gradient's norm), drawn to the steps planned while the run trains."</p>
+                        <RunLive
+                            url=format!("/api/challenges/{}/runs/{}", d.run.challenge_id, d.run.run_id)
+                            curves_url=format!("/arena/runs/{}/curves", d.run.run_id)
+                            curves=crate::charts::training_curves_html(&d.training)
+                            run=LiveRun::of(d)
+                        />
                     }
                     .into_any(),
                     Ok(None) => view! {
@@ -245,24 +253,33 @@ const FOLLOW: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// The run's live part: state, timeline and events, refreshed until the run ends.
 #[island]
-fn RunLive(url: String, run: LiveRun) -> impl IntoView {
+fn RunLive(url: String, curves_url: String, curves: String, run: LiveRun) -> impl IntoView {
     let fetched_at = client::now_seconds();
+    let curves = RwSignal::new(curves);
     let detail = RwSignal::new(run);
     // The arena's clock, moved on by the browser's between answers.
     let offset = RwSignal::new(detail.get_untracked().now_epoch as f64 - fetched_at);
     let now = RwSignal::new(detail.get_untracked().now_epoch);
     Effect::new(move |_| {
-        let url = url.clone();
+        let (url, curves_url) = (url.clone(), curves_url.clone());
         let tick = move || {
             now.set((client::now_seconds() + offset.get_untracked()) as i64);
             if detail.get_untracked().state.is_finished() {
                 return;
             }
             let url = url.clone();
+            let curves_url = curves_url.clone();
             leptos::task::spawn_local(async move {
                 if let Ok(d) = client::call::<LiveRun>("GET", &url, None, None::<&()>).await {
                     offset.set(d.now_epoch as f64 - client::now_seconds());
+                    // New optimizer steps: the server draws the curves again.
+                    let moved = d.training_steps_logged != detail.get_untracked().training_steps_logged;
                     detail.set(d);
+                    if moved {
+                        if let Ok(html) = client::get_text(&curves_url).await {
+                            curves.set(html);
+                        }
+                    }
                 }
             });
         };
@@ -286,6 +303,8 @@ fn RunLive(url: String, run: LiveRun) -> impl IntoView {
                 <Sparkline gpu=d.gpu/>
             }
         }}
+        <h2>"Training curves"</h2>
+        <div class="curves-live" inner_html=move || curves.get()></div>
         <Timeline detail now/>
         <h2>"Events"</h2>
         <ol class="events">

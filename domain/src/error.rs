@@ -94,6 +94,8 @@ error_codes! {
     ResultUnreadable = "RESULT_UNREADABLE", 422;
     ResultIncomplete = "RESULT_INCOMPLETE", 422;
     ResultMismatch = "RESULT_MISMATCH", 422;
+    /// GRPO's own records (`jobs/grpo-train/`) do not account for the run's train tasks.
+    TrainingRecordsInvalid = "TRAINING_RECORDS_INVALID", 422;
     ResultNotFound = "RESULT_NOT_FOUND", 404;
     InvalidReview = "INVALID_REVIEW", 422;
     ReviewExists = "REVIEW_EXISTS", 409;

@@ -21,6 +21,7 @@ pub mod runs;
 pub mod score;
 pub mod task;
 pub mod time;
+pub mod training;
 pub mod views;
 pub mod words;
 

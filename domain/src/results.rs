@@ -250,6 +250,9 @@ pub struct ResultView {
     pub collected_by: String,
     pub collected_at: String,
     pub review: Option<ReviewView>,
+    /// What GRPO's records say each train task gave the model (`null` when GRPO did not run, or
+    /// for a result collected before they were read).
+    pub training: Option<crate::training::signal::TrainingSignal>,
     /// True when the run's result was collected before: the stored one is returned.
     pub existing: bool,
 }
@@ -505,6 +508,10 @@ pub struct RunEvidence {
     pub outcomes: Vec<u8>,
     /// `runs/{run}/reports/score.json`, or `baseline.json` for a baseline measurement.
     pub report: Vec<u8>,
+    /// `job-inputs/{run}/task-lists/train_dataset.txt`, read when GRPO ran.
+    pub train_list: Option<String>,
+    /// GRPO's records in `runs/{run}/jobs/grpo-train/`, as found.
+    pub training: crate::training::signal::TrainingFiles,
 }
 
 /// Why evidence cannot be read as the pipeline writes it.
@@ -522,6 +529,9 @@ pub enum Refused {
     Unreadable(#[from] Unreadable),
     #[error(transparent)]
     Evidence(#[from] Evidence),
+    /// GRPO ran, but its records do not account for the run's train tasks.
+    #[error("GRPO's records are not the run's: {0}")]
+    Training(String),
 }
 
 /// The held-out suites of a run's bundle: each `[[eval_suites]]` entry's name, dataset and task
@@ -559,8 +569,13 @@ pub fn read_task_ids(text: &str) -> Vec<String> {
 /// What a verified run measured.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Verified {
-    /// A collection's run: the recomputed `score_v2` and the result it gives.
-    Scored { score: Box<ScoreV2>, measured: Measured },
+    /// A collection's run: the recomputed `score_v2`, the result it gives, and what GRPO's
+    /// records say of each train task (when GRPO ran).
+    Scored {
+        score: Box<ScoreV2>,
+        measured: Measured,
+        training: Option<Box<crate::training::signal::Training>>,
+    },
     /// A baseline measurement.
     Reference(Reference),
 }
@@ -595,5 +610,17 @@ pub fn verify(run_id: &str, baseline: bool, e: &RunEvidence) -> Result<Verified,
     );
     let score = check_report(&report.score_v2, &cells, trials, stages)?;
     let measured = measured(&score)?;
-    Ok(Verified::Scored { score: Box::new(score), measured })
+    let training = match report.grpo_ran {
+        Some(true) => {
+            let list = e.train_list.as_deref().ok_or_else(|| Unreadable {
+                file: "task-lists/train_dataset.txt".into(),
+                reason: "the bundle lacks the train task list".into(),
+            })?;
+            let checked = crate::training::signal::check(&read_task_ids(list), &e.training)
+                .map_err(Refused::Training)?;
+            Some(Box::new(checked))
+        }
+        _ => None,
+    };
+    Ok(Verified::Scored { score: Box::new(score), measured, training })
 }

@@ -657,6 +657,12 @@ pub struct RunDetail {
     /// The job's GPUs as HF's metrics last showed them, oldest first (a sample per reconciler
     /// pass, the newest 60).
     pub gpu: Vec<GpuSample>,
+    /// GRPO's optimizer steps as TRL logged them (loss, reward and its spread, gradient norm, …)
+    /// with the steps planned: from the job's relay while it trains, from its log's tail when the
+    /// relay is off, and from `training_diagnostics.json` once the result is collected.
+    pub training: crate::training::TrainingCurve,
+    /// How many steps `training` holds (the page redraws its curves when this moves).
+    pub training_steps_logged: u64,
     pub events: Vec<RunEvent>,
 }
 

@@ -23,6 +23,7 @@ fuzz_target!(|data: &[u8]| {
         task_lists: BTreeMap::from([("task-lists/eval_suite-local-heldout.txt".to_string(), tasks)]),
         outcomes: outcomes.to_vec(),
         report: report.to_vec(),
+        ..Default::default()
     };
     for baseline in [false, true] {
         if let Ok(Verified::Scored { measured, .. }) = results::verify("run-fuzz", baseline, &evidence) {

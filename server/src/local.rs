@@ -83,6 +83,7 @@ fn read_bounded(path: &Path) -> anyhow::Result<Vec<u8>> {
 /// as `result collect` verifies it (`domain::results::verify`); answers the recomputed result.
 pub fn verify_run(dir: &Path, run_id: &str) -> anyhow::Result<serde_json::Value> {
     use domain::results::{self, RunEvidence, Verified};
+    use domain::training::signal;
     anyhow::ensure!(
         !run_id.is_empty() && run_id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'),
         "`{run_id}` is not a run id"
@@ -106,14 +107,24 @@ pub fn verify_run(dir: &Path, run_id: &str) -> anyhow::Result<serde_json::Value>
         task_lists.insert(dataset.task_list, list);
     }
     let baseline = !reports.join("score.json").exists() && reports.join("baseline.json").exists();
+    // GRPO's records, where the pipeline writes them: whether they must be there is the report's to say.
+    let jobs = dir.join(domain::pipeline::run_dir(run_id)).join(signal::JOBS_DIR);
+    let found = |p: std::path::PathBuf| p.exists().then(|| read_bounded(&p)).transpose();
+    let train_list = bundle.join(domain::pipeline::config::TRAIN_TASK_LIST);
     let evidence = RunEvidence {
         config_toml,
         task_lists,
         outcomes: read_bounded(&reports.join("eval_task_outcomes.json"))?,
         report: read_bounded(&reports.join(if baseline { "baseline.json" } else { "score.json" }))?,
+        train_list: train_list.exists().then(|| text(&train_list)).transpose()?,
+        training: signal::TrainingFiles {
+            task_stats: found(jobs.join(signal::TASK_STATS))?,
+            sampler: found(jobs.join(signal::SAMPLER))?,
+            diagnostics: found(jobs.join(signal::DIAGNOSTICS))?,
+        },
     };
     Ok(match results::verify(run_id, baseline, &evidence)? {
-        Verified::Scored { measured: m, .. } => serde_json::json!({
+        Verified::Scored { measured: m, training, .. } => serde_json::json!({
             "run_id": run_id,
             "purpose": "collection",
             "delta_pp": m.delta_pp,
@@ -124,6 +135,7 @@ pub fn verify_run(dir: &Path, run_id: &str) -> anyhow::Result<serde_json::Value>
             "trials": m.trials,
             "paired_tasks": m.paired_tasks,
             "infra_error_cells": m.infra_error_cells,
+            "training": training.map(|t| t.signal),
         }),
         Verified::Reference(r) => {
             serde_json::json!({"run_id": run_id, "purpose": "baseline", "measurement": r})

@@ -97,6 +97,12 @@ pub struct JobFaults {
     /// Print this many MiB of log during training.
     #[serde(default)]
     pub log_mib: Option<f64>,
+    /// A train task GRPO's sampler never draws (it shows as never sampled).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unsampled_task: Option<String>,
+    /// A train task whose every rollout passes (its groups are all-pass: no signal).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub all_pass_task: Option<String>,
     /// Cell outcomes by task and arm: `{task: {baseline: [outcome per trial], final: […]}}`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub script: Option<serde_json::Value>,

@@ -277,6 +277,26 @@ pub struct StepView {
     pub metrics: StepMetrics,
 }
 
+/// The steps' metrics as the curves both tracks draw: the optimizer step is the policy version
+/// after it, the reward the mean of the four episodes that trained.
+pub fn training_curve(steps: &[StepView]) -> crate::training::TrainingCurve {
+    let points = steps
+        .iter()
+        .map(|s| crate::training::TrainPoint {
+            step: s.policy_version.max(0) as u64,
+            metrics: crate::training::TrainMetrics {
+                loss: s.metrics.loss,
+                reward: s.metrics.reward_mean,
+                reward_std: s.metrics.reward_std,
+                grad_norm: s.metrics.grad_norm,
+                completion_length: s.metrics.completion_tokens,
+                ..Default::default()
+            },
+        })
+        .collect();
+    crate::training::TrainingCurve { planned_steps: None, points }
+}
+
 /// The trainer, the latest alert and the steps' metrics, from a run's events.
 pub fn trainer_of(events: &[RunEvent]) -> Option<TrainerInfo> {
     events.iter().rev().find_map(|e| e.trainer.clone())

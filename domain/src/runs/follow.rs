@@ -24,6 +24,8 @@ pub fn stage_of_log_line(line: &str) -> Option<Stage> {
 /// - `eval`: the evaluation `step` finished with its pass counts (`passed`, `total` tasks,
 ///   `timeouts` scored as failures, `errors` without a scored row);
 /// - `progress`: GRPO's optimizer steps `done` of `planned`;
+/// - `metrics`: TRL's numbers (`metrics`) logged at optimizer step `done`
+///   (`domain::training::log`);
 /// - `error`: the job failed (`detail`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -49,6 +51,8 @@ pub struct RelayMessage {
     pub done: Option<u64>,
     #[serde(default)]
     pub planned: Option<u64>,
+    #[serde(default)]
+    pub metrics: Option<crate::training::TrainMetrics>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -60,6 +64,7 @@ pub enum RelayKind {
     Step,
     Eval,
     Progress,
+    Metrics,
     Error,
 }
 
@@ -71,6 +76,7 @@ impl RelayKind {
             RelayKind::Step => "step",
             RelayKind::Eval => "eval",
             RelayKind::Progress => "progress",
+            RelayKind::Metrics => "metrics",
             RelayKind::Error => "error",
         }
     }
@@ -86,7 +92,7 @@ impl RelayMessage {
     pub fn stage(&self) -> Option<Stage> {
         match self.kind {
             RelayKind::Step | RelayKind::Eval => self.step.as_deref().and_then(step_stage),
-            RelayKind::Progress => Some(Stage::Training),
+            RelayKind::Progress | RelayKind::Metrics => Some(Stage::Training),
             _ => self.stage.as_deref().and_then(Stage::parse),
         }
     }
@@ -121,6 +127,12 @@ impl RelayMessage {
             RelayKind::Progress if self.done.is_none() => {
                 Err("a progress message says how many steps are `done`".into())
             }
+            RelayKind::Metrics => match (&self.done, &self.metrics) {
+                (Some(1..), Some(m)) if !m.is_empty() => m.check(),
+                _ => {
+                    Err("a metrics message names its optimizer step `done` (from 1) and its `metrics`".into())
+                }
+            },
             _ => match self.stage.as_deref() {
                 Some(stage) if Stage::parse(stage).is_none() => {
                     let all: Vec<&str> = Stage::ALL.iter().map(|s| s.as_str()).collect();

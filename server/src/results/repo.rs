@@ -23,11 +23,12 @@ pub struct Stored {
     pub reviewed_by: Option<String>,
     pub reviewed_at: Option<String>,
     pub reviewed_epoch: Option<i64>,
+    pub training: Option<domain::training::signal::TrainingSignal>,
 }
 
 const COLUMNS: &str = "run_id, challenge_id, environment_id, baseline_pass_rate, after_pass_rate, delta_pp, stderr_pp, \
     trials, suites, paired_tasks, infra_error_cells, task_identities, read_commit, collected_by, collected_at, review, \
-    review_note, reviewed_by, reviewed_at, reviewed_epoch";
+    review_note, reviewed_by, reviewed_at, reviewed_epoch, training";
 
 fn json<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, sqlx::Error> {
     serde_json::from_str(text).map_err(|e| sqlx::Error::Decode(Box::new(e)))
@@ -58,6 +59,7 @@ fn stored(row: &AnyRow) -> Result<Stored, sqlx::Error> {
         reviewed_by: row.try_get("reviewed_by")?,
         reviewed_at: row.try_get("reviewed_at")?,
         reviewed_epoch: row.try_get("reviewed_epoch")?,
+        training: row.try_get::<Option<String>, _>("training")?.map(|t| json(&t)).transpose()?,
     })
 }
 
@@ -70,6 +72,7 @@ pub struct NewResult<'a> {
     pub read_commit: &'a str,
     pub collected_by: &'a str,
     pub now: &'a str,
+    pub training: Option<&'a domain::training::signal::TrainingSignal>,
 }
 
 /// Stores the result unless the run has one; answers whether this call stored it, and the result.
@@ -78,10 +81,12 @@ pub async fn insert(db: &Db, n: &NewResult<'_>) -> Result<(bool, Stored), sqlx::
     let suites = serde_json::to_string(&m.suites).map_err(|e| sqlx::Error::Encode(Box::new(e)))?;
     let identities =
         serde_json::to_string(n.task_identities).map_err(|e| sqlx::Error::Encode(Box::new(e)))?;
+    let training =
+        n.training.map(serde_json::to_string).transpose().map_err(|e| sqlx::Error::Encode(Box::new(e)))?;
     let inserted = sqlx::query(
         "INSERT INTO results (run_id, challenge_id, environment_id, baseline_pass_rate, after_pass_rate, delta_pp, \
          stderr_pp, trials, suites, paired_tasks, infra_error_cells, task_identities, read_commit, collected_by, \
-         collected_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) \
+         collected_at, training) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) \
          ON CONFLICT (run_id) DO NOTHING",
     )
     .bind(n.run_id)
@@ -99,6 +104,7 @@ pub async fn insert(db: &Db, n: &NewResult<'_>) -> Result<(bool, Stored), sqlx::
     .bind(n.read_commit)
     .bind(n.collected_by)
     .bind(n.now)
+    .bind(training)
     .execute(&db.writer)
     .await?
     .rows_affected()

@@ -9,6 +9,7 @@ use domain::ids::{ChallengeId, RunId};
 use domain::results::{self, Evidence, RankedRun, ResultView, Review, ReviewView, RunEvidence, Verified};
 use domain::runs::{Purpose, RunState};
 use domain::score::Z95;
+use domain::training::signal::{self, TrainingFiles};
 use domain::views::{Leaderboard, LeaderboardRow};
 use domain::ErrorCode;
 
@@ -35,6 +36,7 @@ pub fn view(r: &Stored, existing: bool) -> ResultView {
         read_commit: r.read_commit.clone(),
         collected_by: r.collected_by.clone(),
         collected_at: r.collected_at.clone(),
+        training: r.training.clone(),
         review: match (&r.review_note, &r.reviewed_by, &r.reviewed_at) {
             (Some(note), Some(by), Some(at)) => Some(ReviewView {
                 accepted: r.review == "accepted",
@@ -106,15 +108,52 @@ pub async fn verify_run(
         task_lists.insert(dataset.task_list, text(read_file(s, &bundle_commit, &path).await?, &path)?);
     }
     let report_file = if run.purpose == Purpose::Baseline { "baseline.json" } else { "score.json" };
+    let (train_list, training) = match run.purpose {
+        Purpose::Baseline => (None, Default::default()),
+        Purpose::Collection => training_evidence(s, run, &bundle_commit, &commit).await?,
+    };
     let evidence = RunEvidence {
         config_toml,
         task_lists,
         outcomes: read_file(s, &commit, &format!("{reports}/eval_task_outcomes.json")).await?,
         report: read_file(s, &commit, &format!("{reports}/{report_file}")).await?,
+        train_list,
+        training,
     };
     let verified = results::verify(&run.id, run.purpose == Purpose::Baseline, &evidence)
         .map_err(|e| refused(e, editor))?;
     Ok((verified, commit))
+}
+
+/// A collection run's train task list (its bundle) and GRPO's records (its jobs folder), each as
+/// found: whether GRPO ran, and so whether they must be there, is the report's to say.
+async fn training_evidence(
+    s: &AppState,
+    run: &crate::runs::repo::Run,
+    bundle_commit: &str,
+    commit: &str,
+) -> Result<(Option<String>, TrainingFiles), ApiError> {
+    let maybe = |r: Result<Vec<u8>, ApiError>| match r {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(e) if e.code() == ErrorCode::ResultFilesMissing => Ok(None),
+        Err(e) => Err(e),
+    };
+    let list_path =
+        format!("{}/{}", domain::pipeline::bundle_dir(&run.id), domain::pipeline::config::TRAIN_TASK_LIST);
+    let train_list = maybe(read_file(s, bundle_commit, &list_path).await)?
+        .map(|b| {
+            String::from_utf8(b).map_err(|_| {
+                ApiError::new(ErrorCode::ResultUnreadable, format!("`{list_path}` is not UTF-8"))
+            })
+        })
+        .transpose()?;
+    let jobs = format!("{}/{}", domain::pipeline::run_dir(&run.id), signal::JOBS_DIR);
+    let files = TrainingFiles {
+        task_stats: maybe(read_file(s, commit, &format!("{jobs}/{}", signal::TASK_STATS)).await)?,
+        sampler: maybe(read_file(s, commit, &format!("{jobs}/{}", signal::SAMPLER)).await)?,
+        diagnostics: maybe(read_file(s, commit, &format!("{jobs}/{}", signal::DIAGNOSTICS)).await)?,
+    };
+    Ok((train_list, files))
 }
 
 /// `result collect`: the run's author, the collection's author or an editor; idempotent.
@@ -151,7 +190,7 @@ pub async fn collect(
         ));
     }
     let (verified, commit) = verify_run(s, &run, me.editor).await?;
-    let Verified::Scored { measured, .. } = verified else {
+    let Verified::Scored { measured, training, .. } = verified else {
         return Err(ApiError::internal("a collection's run verified as a baseline"));
     };
     let (_, stored_report) = crate::collections::service::get(s, &environment_id).await?;
@@ -162,6 +201,10 @@ pub async fn collect(
         .map(|t| t.identity.clone())
         .collect();
     let now = s.now().text;
+    if let Some(t) = &training {
+        // TRL's own log of every step: the curves are whole even where the relay and the log's tail missed steps.
+        crate::runs::repo::add_train_points(&s.db, run_id, &t.curve.points, "diagnostics", &now).await?;
+    }
     let (inserted, stored) = crate::results::repo::insert(
         &s.db,
         &NewResult {
@@ -173,6 +216,7 @@ pub async fn collect(
             read_commit: &commit,
             collected_by: &me.name,
             now: &now,
+            training: training.as_ref().map(|t| &t.signal),
         },
     )
     .await?;
@@ -193,6 +237,10 @@ pub fn refused(e: results::Refused, editor: bool) -> ApiError {
         }
         results::Refused::Evidence(Evidence::Mismatch(_)) => {
             (ErrorCode::ResultMismatch, "the pipeline's report differs from its per-task results")
+        }
+        // GRPO's records name the collection's own train tasks only: its author may read why.
+        results::Refused::Training(_) => {
+            return ApiError::new(ErrorCode::TrainingRecordsInvalid, e.to_string())
         }
     };
     if editor {

@@ -67,11 +67,12 @@ fn line_key(l: &LogLine) -> String {
 }
 
 /// The lines of a tail that come after the newest one read before (all of them when that one is
-/// no longer in the window).
-fn new_lines<'a>(tail: &'a [LogLine], last: Option<&str>) -> &'a [LogLine] {
-    match last.and_then(|k| tail.iter().rposition(|l| line_key(l) == k)) {
-        Some(i) => &tail[i + 1..],
-        None => tail,
+/// no longer in the window), and whether they follow on from it (no line was missed between).
+fn new_lines<'a>(tail: &'a [LogLine], last: Option<&str>) -> (&'a [LogLine], bool) {
+    match last.map(|k| tail.iter().rposition(|l| line_key(l) == k)) {
+        Some(Some(i)) => (&tail[i + 1..], true),
+        Some(None) => (tail, false),
+        None => (tail, true),
     }
 }
 
@@ -188,13 +189,19 @@ async fn follow_one(s: &AppState, id: &RunId) -> Result<bool, String> {
     // The log's newest lines: those after the last one read are new; a new one means progress, and
     // the newest that names a step says which stage.
     let tail = jobs.logs(&job_id, Some(LOG_TAIL), s.reconcile.log_read, LOG_BYTES).await.unwrap_or_default();
-    let fresh = new_lines(&tail, run.log_last_line.as_deref());
+    let (fresh, follows_on) = new_lines(&tail, run.log_last_line.as_deref());
     let domain::time::Timestamp { text: at, epoch: now } = s.now();
     let gpu = if job.status.stage.is_active() { gpu_sample(jobs, &job_id, now).await } else { None };
     // Read again now: what the relay stored meanwhile is in it.
     let run =
         crate::runs::repo::get(&s.db, id).await.map_err(|e| e.to_string())?.ok_or("the run vanished")?;
     let log_stage = fresh.iter().rev().find_map(|l| follow::stage_of_log_line(&l.line)).or(run.log_stage);
+    // TRL's per-step lines, numbered by the rollout lines before them: from an earlier pass only
+    // when no line was missed since (after a gap, a step line waits for a rollout line to follow).
+    let remembered = run.log_rollout_step.filter(|_| follows_on).map(|s| s.max(0) as u64);
+    let mut trl = domain::training::log::LogState { rollout_step: remembered };
+    let points = trl.lines(fresh.iter().map(|l| l.line.as_str()));
+    crate::runs::repo::add_train_points(&s.db, id, &points, "logs", &at).await.map_err(|e| e.to_string())?;
     let last_log = fresh.last().map(|l| l.timestamp.clone()).or(run.log_last_at.clone());
     let last_line = fresh.last().map(line_key).or(run.log_last_line.clone());
     let (gpu_samples, idle_since) = gpu_window(&run, gpu, now);
@@ -209,6 +216,7 @@ async fn follow_one(s: &AppState, id: &RunId) -> Result<bool, String> {
         log_last_line: last_line.as_deref(),
         gpu_samples: &gpu_samples,
         gpus_idle_since: idle_since,
+        log_rollout_step: trl.rollout_step.map(|s| s.min(i64::MAX as u64) as i64),
     };
     crate::runs::repo::observe(&s.db, id, &observed).await.map_err(|e| e.to_string())?;
     let relay = follow::relay_now(

@@ -65,8 +65,12 @@ pub async fn store(s: &AppState, run_id: &RunId, text: &str) -> Result<u64, Refu
             .await
             .map_err(internal)?;
     }
+    if let (RelayKind::Metrics, Some(step), Some(metrics)) = (m.kind, m.done, &m.metrics) {
+        let point = domain::training::TrainPoint { step, metrics: metrics.clone() };
+        super::repo::add_train_points(&s.db, run_id, &[point], "relay", &at).await.map_err(internal)?;
+    }
     let advance = match (m.kind, stage) {
-        (RelayKind::Step | RelayKind::Eval | RelayKind::Progress, Some(stage)) => {
+        (RelayKind::Step | RelayKind::Eval | RelayKind::Progress | RelayKind::Metrics, Some(stage)) => {
             let later = run.stage.is_none_or(|current| stage > current);
             later.then_some(stage.as_str())
         }
@@ -78,8 +82,11 @@ pub async fn store(s: &AppState, run_id: &RunId, text: &str) -> Result<u64, Refu
         // Anyone reads a run's events: a job's words never name a sealed held-out task.
         _ => domain::runs::redact_tasks(m.detail.as_deref().unwrap_or_default(), &s.sealed_task_ids()),
     };
-    // A heartbeat and GRPO's progress only update the run: neither is an event of its own.
-    let kind = if m.kind == RelayKind::Progress { "heartbeat" } else { m.kind.as_str() };
+    // A heartbeat, GRPO's progress and its metrics only update the run: none is an event of its own.
+    let kind = match m.kind {
+        RelayKind::Progress | RelayKind::Metrics => "heartbeat",
+        other => other.as_str(),
+    };
     let event = NewEvent {
         run_id,
         at: &at,

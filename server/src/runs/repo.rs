@@ -91,13 +91,15 @@ pub struct Run {
     pub gpu_samples: String,
     /// Since when every GPU has read idle, while they still do.
     pub gpus_idle_since: Option<i64>,
+    /// The global step of the last GRPO rollout line the reconciler read.
+    pub log_rollout_step: Option<i64>,
 }
 
 const COLUMNS: &str = "id, challenge_id, purpose, environment_id, author, author_id, agent_id, request_key, request_body, \
     state, stage, reason, platform_fault, launch, bundle_commit, job_id, job_status, flavor, timeout_s, \
     reserved_cents, eligible_tasks, excluded_task_count, created_at, created_epoch, updated_at, relay_state, \
     relay_seen_epoch, log_lines, log_seen_epoch, log_last_at, log_stage, job_created_epoch, job_started_epoch, finished_at, results_commit, \
-    mirror_commit, job_script_sha256, steps_done, steps_planned, log_last_line, gpu_samples, gpus_idle_since";
+    mirror_commit, job_script_sha256, steps_done, steps_planned, log_last_line, gpu_samples, gpus_idle_since, log_rollout_step";
 
 fn decode_error(what: &str, value: &str) -> sqlx::Error {
     sqlx::Error::Decode(format!("runs.{what} holds unknown value `{value}`").into())
@@ -155,6 +157,7 @@ fn run(row: &AnyRow) -> Result<Run, sqlx::Error> {
         log_last_line: row.try_get("log_last_line")?,
         gpu_samples: row.try_get("gpu_samples")?,
         gpus_idle_since: row.try_get("gpus_idle_since")?,
+        log_rollout_step: row.try_get("log_rollout_step")?,
     })
 }
 
@@ -701,13 +704,14 @@ pub struct Observed<'a> {
     pub log_last_line: Option<&'a str>,
     pub gpu_samples: &'a str,
     pub gpus_idle_since: Option<i64>,
+    pub log_rollout_step: Option<i64>,
 }
 
 pub async fn observe(db: &Db, id: &str, o: &Observed<'_>) -> Result<(), sqlx::Error> {
     sqlx::query(
         "UPDATE runs SET job_status = $2, job_created_epoch = $3, job_started_epoch = $4, log_lines = $5, \
          log_seen_epoch = $6, log_last_at = $7, log_stage = $8, log_last_line = $9, gpu_samples = $10, \
-         gpus_idle_since = $11 WHERE id = $1",
+         gpus_idle_since = $11, log_rollout_step = $12 WHERE id = $1",
     )
     .bind(id)
     .bind(o.job_status)
@@ -720,6 +724,7 @@ pub async fn observe(db: &Db, id: &str, o: &Observed<'_>) -> Result<(), sqlx::Er
     .bind(o.log_last_line)
     .bind(o.gpu_samples)
     .bind(o.gpus_idle_since)
+    .bind(o.log_rollout_step)
     .execute(&db.writer)
     .await?;
     Ok(())
@@ -793,5 +798,52 @@ pub async fn relays(db: &Db) -> Result<Vec<(RunId, String, Option<i64>)>, sqlx::
         .await?
         .iter()
         .map(|r| Ok((r.try_get("id")?, r.try_get("relay_state")?, r.try_get("relay_seen_epoch")?)))
+        .collect()
+}
+
+/// Stores optimizer steps' metrics from `source` (`relay`, `logs` or `diagnostics`); a step
+/// already stored keeps its first numbers (every source reads the same line of TRL's).
+pub async fn add_train_points(
+    db: &Db,
+    run_id: &str,
+    points: &[domain::training::TrainPoint],
+    source: &str,
+    at: &str,
+) -> Result<(), sqlx::Error> {
+    if points.is_empty() {
+        return Ok(());
+    }
+    let mut tx = db.writer.begin().await?;
+    for p in points {
+        let metrics = serde_json::to_string(&p.metrics).map_err(|e| sqlx::Error::Encode(Box::new(e)))?;
+        sqlx::query(
+            "INSERT INTO run_train_steps (run_id, step, metrics, source, at) VALUES ($1, $2, $3, $4, $5) \
+             ON CONFLICT (run_id, step) DO NOTHING",
+        )
+        .bind(run_id)
+        .bind(p.step.min(i64::MAX as u64) as i64)
+        .bind(metrics)
+        .bind(source)
+        .bind(at)
+        .execute(&mut *tx)
+        .await?;
+    }
+    tx.commit().await
+}
+
+/// A run's stored steps, in order.
+pub async fn train_points(db: &Db, run_id: &str) -> Result<Vec<domain::training::TrainPoint>, sqlx::Error> {
+    let rows = sqlx::query("SELECT step, metrics FROM run_train_steps WHERE run_id = $1 ORDER BY step")
+        .bind(run_id)
+        .fetch_all(&db.pool)
+        .await?;
+    rows.iter()
+        .map(|r| {
+            let metrics: String = r.try_get("metrics")?;
+            Ok(domain::training::TrainPoint {
+                step: r.try_get::<i64, _>("step")?.max(0) as u64,
+                metrics: serde_json::from_str(&metrics).map_err(|e| sqlx::Error::Decode(Box::new(e)))?,
+            })
+        })
         .collect()
 }

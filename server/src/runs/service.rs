@@ -461,7 +461,10 @@ pub async fn detail(
     let events =
         stored.into_iter().map(|e| RunEvent::new(e.at, e.source, e.kind, e.stage, e.detail)).collect();
     let gpu = serde_json::from_str(&run.gpu_samples).unwrap_or_default();
+    let training = training_curve(s, &run).await?;
     Ok(RunDetail {
+        training_steps_logged: training.points.len() as u64,
+        training,
         run: view(s, &run),
         stages,
         relay,
@@ -470,6 +473,17 @@ pub async fn detail(
         now_epoch,
         gpu,
         events,
+    })
+}
+
+/// A run's curves: its stored steps, on an axis to the steps GRPO planned.
+pub async fn training_curve(
+    s: &AppState,
+    run: &crate::runs::repo::Run,
+) -> Result<domain::training::TrainingCurve, ApiError> {
+    Ok(domain::training::TrainingCurve {
+        planned_steps: run.steps_planned.map(|p| p.max(0) as u64),
+        points: crate::runs::repo::train_points(&s.db, &run.id).await?,
     })
 }
 

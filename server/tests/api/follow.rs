@@ -92,6 +92,24 @@ on_both_backends!(local, a_run_goes_from_queued_to_scored_with_its_stages_and_is
         (json!(10), json!(10))
     );
     assert_eq!(kinds.iter().filter(|k| **k == "scored").count(), 1);
+    // TRL's line for each optimizer step, sent over the relay as it appeared: all ten, in order.
+    let points = d["training"]["points"].as_array().unwrap();
+    assert_eq!(
+        points.iter().map(|p| p["step"].as_u64().unwrap()).collect::<Vec<_>>(),
+        (1..=10).collect::<Vec<_>>()
+    );
+    assert!(
+        points.iter().all(|p| p["loss"].as_f64().is_some() && p["reward"].as_f64().is_some()),
+        "{points:#?}"
+    );
+    // Each step is kept once, from whichever told first: the relay, or the log's tail the
+    // reconciler reads meanwhile (the same numbers).
+    let relayed = format!("SELECT COUNT(*) FROM run_train_steps WHERE run_id = '{run}' AND source = 'relay'");
+    assert!(app.scalar(&relayed).await > 0);
+    let other = format!(
+        "SELECT COUNT(*) FROM run_train_steps WHERE run_id = '{run}' AND source NOT IN ('relay', 'logs')"
+    );
+    assert_eq!(app.scalar(&other).await, 0);
     let sources: Vec<&str> =
         d["events"].as_array().unwrap().iter().map(|e| e["source"].as_str().unwrap()).collect();
     assert!(sources.contains(&"relay") && sources.contains(&"job status"));
@@ -283,6 +301,15 @@ async fn every_fault_ends_the_run_with_its_reason() {
                 let sources: Vec<&str> =
                     d["events"].as_array().unwrap().iter().map(|e| e["source"].as_str().unwrap()).collect();
                 assert!(sources.contains(&"logs"), "progress came from the log: {sources:?}");
+                // TRL's lines read from the log's tail, numbered by the rollout lines before them.
+                let steps: Vec<u64> = d["training"]["points"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|p| p["step"].as_u64().unwrap())
+                    .collect();
+                assert!(!steps.is_empty() && steps.iter().all(|s| (1..=10).contains(s)), "{steps:?}");
+                assert!(steps.windows(2).all(|w| w[0] < w[1]), "{steps:?}");
             }
             app.finish().await;
         }

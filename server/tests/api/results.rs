@@ -64,7 +64,13 @@ fn code(a: &crate::harness::Answer) -> (u16, String) {
 on_both_backends!(local, collect_reads_the_evidence_again_and_review_is_final, |app| {
     app.hub.jobs.stage_ms.store(40, std::sync::atomic::Ordering::Relaxed);
     let env = submitted(app, "alice/pack", ALICE).await;
-    let run = run_to_end(app, &env, ALICE, JobFaults::default()).await;
+    // GRPO never draws one task and always solves the other: neither gives it anything to learn.
+    let shaped = JobFaults {
+        unsampled_task: Some("contacts-dedup".into()),
+        all_pass_task: Some("expense-report".into()),
+        ..Default::default()
+    };
+    let run = run_to_end(app, &env, ALICE, shaped).await;
     assert_eq!(code(&collect(app, &run, BOB).await), (403, "NOT_AUTHOR_OR_EDITOR".into()));
     let r = collect(app, &run, ALICE).await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.text());
@@ -78,6 +84,40 @@ on_both_backends!(local, collect_reads_the_evidence_again_and_review_is_final, |
     assert!(ci[0].as_f64().unwrap() < delta && delta < ci[1].as_f64().unwrap());
     assert_eq!(v["suites"][0]["suite"], "local-heldout");
     assert_eq!(v["task_identities"].as_array().unwrap().len(), 2);
+    // What training learned, from GRPO's own records in its jobs folder.
+    let t = &v["training"];
+    assert_eq!(
+        t["summary"],
+        "0 of 2 tasks gave the model something to learn; 1 was always solved, 1 was never sampled."
+    );
+    let verdicts: Vec<(&str, &str)> = t["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| (x["task"].as_str().unwrap(), x["verdict"].as_str().unwrap()))
+        .collect();
+    assert_eq!(verdicts, [("contacts-dedup", "never_sampled"), ("expense-report", "always_solved")], "{t:#}");
+    assert_eq!(t["tasks"][1]["pass_rate"], 1.0);
+    assert_eq!(t["planned_steps"], 10);
+    // The curves: every step TRL logged, whichever source told first, to the ten planned.
+    let d = app.get(&format!("/api/challenges/{CHALLENGE}/runs/{run}")).await.json();
+    let steps: Vec<u64> =
+        d["training"]["points"].as_array().unwrap().iter().map(|p| p["step"].as_u64().unwrap()).collect();
+    assert_eq!(steps, (1..=10).collect::<Vec<_>>(), "{:#}", d["training"]);
+    assert_eq!(
+        (d["training"]["planned_steps"].clone(), d["training_steps_logged"].clone()),
+        (json!(10), json!(10))
+    );
+    assert_eq!(d["training"]["points"][0]["reward"], 1.0, "every drawn rollout passes");
+    let curves = app.get(&format!("/arena/runs/{run}/curves")).await;
+    assert_eq!(curves.status, StatusCode::OK);
+    assert!(
+        curves.text().contains("10 optimizer steps logged, the latest step 10 of 10 planned"),
+        "{}",
+        curves.text()
+    );
+    assert_eq!(code(&app.get("/arena/runs/run-none/curves").await), (404, "RUN_NOT_FOUND".into()));
+    assert_eq!(code(&app.get("/arena/runs/..%2F/curves").await), (404, "RUN_NOT_FOUND".into()));
     // The number the (simulated) pipeline's own score_v2 reports: its Python and the arena's Rust
     // agree.
     let ds = app.repos.join("datasets").join(RUNS_DATASET);
@@ -110,6 +150,19 @@ on_both_backends!(local, collect_reads_the_evidence_again_and_review_is_final, |
         (offline["trials"].clone(), offline["infra_error_cells"].clone()),
         (v["trials"].clone(), v["infra_error_cells"].clone())
     );
+    assert_eq!(offline["training"], v["training"], "verify-run reads GRPO's records as collect does");
+    // A train_task_stats.json that leaves a train task out is refused, naming it.
+    let stats_path = copy.path().join(format!("runs/{run}/jobs/grpo-train/train_task_stats.json"));
+    let stats: Value = serde_json::from_slice(&std::fs::read(&stats_path).unwrap()).unwrap();
+    let mut short = stats.clone();
+    short["tasks"].as_object_mut().unwrap().remove("expense-report");
+    std::fs::write(&stats_path, serde_json::to_vec(&short).unwrap()).unwrap();
+    let e = server::local::verify_run(copy.path(), &run).unwrap_err().to_string();
+    assert!(e.contains("does not account for train task `expense-report`"), "{e}");
+    std::fs::remove_file(&stats_path).unwrap();
+    let e = server::local::verify_run(copy.path(), &run).unwrap_err().to_string();
+    assert!(e.contains("train_task_stats.json is missing"), "{e}");
+    std::fs::write(&stats_path, serde_json::to_vec(&stats).unwrap()).unwrap();
     let score_path = copy.path().join(format!("runs/{run}/reports/score.json"));
     let mut edited = score.clone();
     edited["score_v2"]["suites"][0]["baseline"]["pass_rate"] = json!(0.99);
@@ -184,6 +237,23 @@ on_both_backends!(local, collect_refuses_evidence_that_does_not_hold_up, |app| {
     let r = collect(app, &short, EVE).await;
     assert_eq!(code(&r), (422, "RESULT_INCOMPLETE".into()));
     assert!(r.json()["message"].as_str().unwrap().contains("local-heldout-07"));
+    // GRPO's records that name a task the run did not train on.
+    let odd = run_to_end(app, &env, ALICE, JobFaults::default()).await;
+    let path = format!("runs/{odd}/jobs/grpo-train/train_task_stats.json");
+    let mut stats: Value =
+        serde_json::from_str(&crate::harness::git(&ds, &["show", &format!("main:{path}")])).unwrap();
+    stats["tasks"]["someone-elses-task"] = stats["tasks"]["expense-report"].clone();
+    let edited = app
+        .state
+        .deps
+        .datasets
+        .commit(RUNS_DATASET, "add a task", &[(path, serde_json::to_vec(&stats).unwrap())])
+        .await
+        .unwrap();
+    app.exec(&format!("UPDATE runs SET results_commit = '{edited}' WHERE id = '{odd}'")).await.unwrap();
+    let r = collect(app, &odd, ALICE).await;
+    assert_eq!(code(&r), (422, "TRAINING_RECORDS_INVALID".into()));
+    assert!(r.json()["message"].as_str().unwrap().contains("names `someone-elses-task`"), "{}", r.text());
     // Files gone: a run marked scored whose pipeline wrote no result (its publish failed).
     let empty = run_to_end(app, &env, ALICE, JobFaults { no_results: true, ..Default::default() }).await;
     app.exec(&format!("UPDATE runs SET state = 'scored' WHERE id = '{empty}'")).await.unwrap();

@@ -2,19 +2,20 @@
 its step lines (`[posttrainarena] {name}: {command}` on stderr before each command), real task
 snapshots from the stand-in's datasets, simulated evaluations and GRPO, and the result files of
 §6 under `runs/{run_name}/` (plan, health and eval payloads, the sampler's plan and steps,
-`score.json` with `score_v2`, `eval_task_outcomes.json`, `SCORE.md`, provenance).
+`score.json` with `score_v2`, `eval_task_outcomes.json`, `SCORE.md`, provenance) and the GRPO
+stage's records (`grpo.py`).
 
 Fault switches (the stand-in's `PUT /_standin/jobs`), by the guide's stage names: `fail_at`
 raises there (with `reason`), `hang_at` stops the whole job there, `no_results` ends without the
 score files, `mismatch` writes a `score_v2` that disagrees with its cells, `silent_s` keeps the
 first baseline evaluation silent that long, `retry_s` has it retry its sandbox that long (a line
-each half second, no model work), `log_mib` floods the log during training, and the
-cell faults of `bench` (`script`, `timeout`, `infra`)."""
+each half second, no model work), `log_mib` floods the log during training, `unsampled_task`
+and `all_pass_task` shape GRPO's records (`grpo.py`), and the cell faults of `bench` (`script`,
+`timeout`, `infra`)."""
 
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import os
 import shlex
@@ -26,7 +27,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from . import SIMULATION, bench
+from . import SIMULATION, bench, grpo
 from .common import faults, hang, load_json, pause, write_json
 from .config import PipelineConfig, plan_view, read_task_ids
 from .score import outcomes as cell_outcomes
@@ -250,48 +251,11 @@ class Run:
         return payloads
 
     def grpo(self, policy: str) -> dict:
-        c, g = self.config, self.config.grpo
-        batch = c.generation_batch
-        prompts = max(1, batch // c.runtime.num_generations)
-        planned = g.max_steps or max(1, math.ceil(g.num_train_epochs * len(self.train_ids) / prompts))
-        sampler = {"schema_version": 1, "sampler": g.task_sampler, "seed": g.seed, "collection_size": len(self.train_ids),
-                   "task_ids": self.train_ids, "prompts_per_step": prompts, "num_generations": c.runtime.num_generations,
-                   "generation_batch_size": batch, "gradient_accumulation_steps": g.gradient_accumulation_steps,
-                   "max_steps": g.max_steps, "num_train_epochs": g.num_train_epochs,
-                   "rollout_failure_policy": g.rollout_failure_policy, "description": f"{SIMULATION}: tasks in turn",
-                   "planned_steps": planned, "planned_exposures": planned * prompts, "trainer": "simulated",
-                   "steps": [], "actual_exposures": 0, "plan_mismatch_steps": []}
-        write_json(self.p("reports", "train_sampler.json"), sampler)
         adapter = self.p("checkpoints", "grpo-adapter")
         if self.resume and (adapter / "train_metrics.json").is_file():
             return load_json(adapter / "train_metrics.json")
-        flood = int(float(self.faults.get("log_mib") or 0) * (1 << 20))
-        self.p("jobs", "grpo-train").mkdir(parents=True, exist_ok=True)
-        filler = "[trl] " + "x" * 200
-        for step in range(planned):
-            tasks = [self.train_ids[(step * prompts + k) % len(self.train_ids)] for k in range(prompts)]
-            for index in range(batch):
-                task = tasks[index // c.runtime.num_generations]
-                jobs = self.p("jobs", "grpo-train", f"step-{step:06d}", "rank-00", f"rollout-{index:06d}", "attempt-01")
-                log(f"grpo_rollout_{step:06d}_{index:06d}",
-                    ["bench", "eval", "run", "--tasks-dir", str(self.p("data", "train")), "--agent", c.harness.agent,
-                     "--jobs-dir", str(jobs / "jobs"), "--agent-env", "BENCHFLOW_CAPTURE_TOKEN_LOGPROBS=1", "--include", task])
-            while flood > 0:
-                print(filler, file=sys.stderr)
-                flood -= len(filler) + 1
-            sampler["steps"].append({"generation_index": step, "global_step": step, "task_ids": tasks,
-                                     "rollouts": batch, "masked_rollouts": 0})
-            sampler["actual_exposures"] += prompts
-            with self.p("jobs", "grpo-train", "sampled_steps.jsonl").open("a") as f:
-                f.write(json.dumps({"global_step": step, "task_ids": tasks}) + "\n")
-            pause(0.5)
-        write_json(self.p("reports", "train_sampler.json"), sampler)
-        stats = {"schema_version": 1, "num_generations": c.runtime.num_generations, "pass_threshold": 1.0,
-                 "task_count": len(self.train_ids), "sampled_task_count": len(self.train_ids), "unsampled_task_ids": [],
-                 "simulated": SIMULATION}
-        write_json(self.p("reports", "train_task_stats.json"), stats)
-        metrics = {"simulated": SIMULATION, "global_step": planned, "policy_sha256": policy,
-                   "learning_rate": g.learning_rate, "lora_r": g.lora_r, "lora_alpha": g.lora_alpha}
+        g = self.config.grpo
+        metrics = {**grpo.train(self, log), "policy_sha256": policy}
         write_json(adapter / "adapter_config.json", {"r": g.lora_r, "lora_alpha": g.lora_alpha, "simulated": SIMULATION})
         write_json(adapter / "train_metrics.json", metrics)
         return metrics
@@ -385,7 +349,9 @@ class Run:
             "delta_score": (after - base_score) if after is not None and base_score is not None else None,
             "grpo_threshold": c.grpo.threshold, "grpo_run_policy": c.grpo.run_policy, "grpo_planned": c.grpo.enabled,
             "grpo_ran": grpo_ran, "grpo_effective_update": True if grpo_ran else None,
-            "grpo_training": {"training_recipe": "simulated", "metrics": training} if training else None,
+            "grpo_training": {"training_recipe": "simulated",
+                              "metrics": {k: v for k, v in training.items() if k not in ("task_stats", "sampler")}}
+            if training else None,
             "checkpoints": {"sft_adapter": None, "sft_merged": None,
                             "grpo_adapter": str(self.p("checkpoints", "grpo-adapter")) if grpo_ran else None,
                             "grpo_merged": None},

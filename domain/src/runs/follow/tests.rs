@@ -233,6 +233,7 @@ fn relay_messages_are_checked() {
         errors: None,
         done: None,
         planned: None,
+        metrics: None,
     };
     assert!(m(1, RelayKind::Step, Some("baseline_eval.tb2.t02")).check().is_ok());
     assert_eq!(
@@ -249,6 +250,20 @@ fn relay_messages_are_checked() {
     assert!(RelayMessage { done: Some(3), planned: Some(10), ..m(3, RelayKind::Progress, None) }
         .check()
         .is_ok());
+    // TRL's numbers at an optimizer step: the step from 1, some finite numbers.
+    let loss = |v: f64| Some(crate::training::TrainMetrics { loss: Some(v), ..Default::default() });
+    let metrics = m(4, RelayKind::Metrics, None);
+    assert!(RelayMessage { done: Some(1), metrics: loss(0.5), ..metrics.clone() }.check().is_ok());
+    assert_eq!(
+        RelayMessage { done: Some(1), metrics: loss(0.5), ..metrics.clone() }.stage(),
+        Some(Stage::Training)
+    );
+    assert!(RelayMessage { done: Some(0), metrics: loss(0.5), ..metrics.clone() }.check().is_err());
+    assert!(RelayMessage { done: Some(2), metrics: loss(f64::NAN), ..metrics.clone() }.check().is_err());
+    assert!(RelayMessage { done: Some(2), metrics: Some(Default::default()), ..metrics.clone() }
+        .check()
+        .is_err());
+    assert!(RelayMessage { done: None, metrics: loss(0.5), ..metrics }.check().is_err());
 }
 
 fn ev(epoch: i64, kind: &str, stage: &str) -> StageEvent {
