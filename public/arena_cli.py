@@ -537,6 +537,32 @@ def result_path(challenge, run_id):
     return "/api/challenges/%s/runs/%s/result" % (urllib.parse.quote(challenge, safe=""), urllib.parse.quote(run_id, safe=""))
 
 
+def signal_lines(signal):
+    """What GRPO's records say each train task gave the model: the sentence, then a line a task."""
+    if not signal:
+        return []
+    lines = ["Training: " + signal.get("summary", "")]
+    for t in signal.get("tasks", []):
+        rate = "n/a" if t.get("pass_rate") is None else "%.0f%%" % (100 * t["pass_rate"])
+        lines.append("  %s: %s; passed %s in training, %s of %s groups with signal, %s of %s rollouts masked" % (
+            t.get("task"), t.get("verdict", "").replace("_", " "), rate, t.get("groups_with_variance"), t.get("groups"),
+            t.get("masked_rollouts"), t.get("rollouts")))
+    return lines
+
+
+def curve_line(training):
+    """The newest optimizer step TRL logged, of those planned."""
+    points = (training or {}).get("points") or []
+    if not points:
+        return None
+    last = points[-1]
+    shown = ", ".join("%s %.4g" % (name, last[key]) for key, name in (
+        ("loss", "loss"), ("reward", "reward"), ("reward_std", "spread"), ("grad_norm", "grad norm")) if last.get(key) is not None)
+    planned = training.get("planned_steps")
+    return "GRPO: %d step(s) logged%s; at step %s: %s." % (
+        len(points), " of %s planned" % planned if planned else "", last.get("step"), shown)
+
+
 def result_lines(r):
     lines = ["Result of %s (%s): held-out before %.1f%%, after %.1f%%, delta %+.2f pp +/- %.2f (95%%: %+.2f to %+.2f), %s trial(s), %s paired tasks, %s infrastructure-error cells." % (
         r.get("run_id"), r.get("status"), 100 * r.get("baseline_pass_rate", 0), 100 * r.get("after_pass_rate", 0),
@@ -544,6 +570,7 @@ def result_lines(r):
         r.get("trials"), r.get("paired_tasks"), r.get("infra_error_cells"))]
     for s in r.get("suites", []):
         lines.append("  %s: %+.2f pp +/- %.2f over %s tasks" % (s.get("suite"), s.get("delta_pp", 0), s.get("stderr_pp", 0), s.get("paired_tasks")))
+    lines += signal_lines(r.get("training"))
     review = r.get("review")
     if review:
         lines.append("Reviewed by %s: %s. %s" % (review.get("by"), "accepted" if review.get("accepted") else "rejected", review.get("note")))
@@ -682,9 +709,19 @@ def cmd_runs(args):
             if stage.get("timeouts"):
                 counts += ", %s timeouts" % stage["timeouts"]
         lines.append("  %-9s %s%s%s" % (stage.get("stage"), stage.get("status"), took, counts))
+    curve = curve_line(answer.get("training"))
+    if curve:
+        lines.append(curve)
     if answer.get("state") == "scored":
-        lines.append("Scored: collect it with `python3 arena_cli.py result collect --challenge %s --run-id %s`."
-                     % (args.challenge, answer.get("run_id")))
+        try:
+            collected = request("GET", result_path(args.challenge, args.run_id))
+        except CliError:
+            collected = None
+        if collected:
+            lines += signal_lines(collected.get("training"))
+        else:
+            lines.append("Scored: collect it with `python3 arena_cli.py result collect --challenge %s --run-id %s`."
+                         % (args.challenge, answer.get("run_id")))
     summary("\n".join(lines))
     return EXIT_OK
 

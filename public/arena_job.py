@@ -312,6 +312,10 @@ def counts(health_path: Path) -> dict | None:
             "timeouts": sum(1 for r in scored if r.get("error") is not None), "errors": len(by_task) - len(scored)}
 
 
+# What a challenge that keeps a Trackio dashboard adds to the job (the version checked against
+# transformers 5.13's TrackioCallback).
+TRACKIO = "trackio==0.43.0"
+
 # TRL's numbers the arena keeps, by the name transformers logs them under.
 TRL_METRICS = {"loss": "loss", "reward": "reward", "reward_std": "reward_std", "grad_norm": "grad_norm",
                "learning_rate": "learning_rate", "completions/mean_length": "completion_length",
@@ -600,8 +604,11 @@ def main() -> int:
         if resume:
             say("setup", f"restored runs/{run_id} from an earlier attempt; the pipeline resumes it")
         ref = args.posttrainarena_ref
+        # The pipeline's extras bring W&B, not Trackio, which transformers needs for report_to="trackio".
+        tracking = [TRACKIO] if setup.get("trackio_space") else []
         run_checked(["uv", "pip", "install", "--python", sys.executable, "--torch-backend", "auto",
-                     f"posttrainarena-benchflow-pipeline[train,hf] @ {PIPELINE_GIT}@{ref}#subdirectory={PIPELINE_DIR}"],
+                     f"posttrainarena-benchflow-pipeline[train,hf] @ {PIPELINE_GIT}@{ref}#subdirectory={PIPELINE_DIR}",
+                     *tracking],
                     "setup: installing the pipeline")
         env["POSTTRAINARENA_PIPELINE_COMMIT"] = ref
         env.setdefault("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")
@@ -630,6 +637,11 @@ def main() -> int:
                    BENCHFLOW_PROVIDER_BASE_URL=f"{public}/v1", TRL_VLLM_SERVER_BASE_URL=trl,
                    BENCHFLOW_MODEL_BRIDGE_CONTROL_URL=f"http://127.0.0.1:{b['port']}/v1",
                    CUDA_VISIBLE_DEVICES=",".join(map(str, setup["trainer_gpus"])))
+        if setup.get("trackio_space"):
+            # The pipeline reports to Trackio (`report_to = "trackio"`) without naming a Space;
+            # trackio reads this variable then, and writes with the job's HF_TOKEN.
+            env["TRACKIO_SPACE_ID"] = setup["trackio_space"]
+            say("setup", f"TRL logs to the Trackio Space {setup['trackio_space']} too")
         ident = ["--run-dir", str(run_dir), "--run-id", run_id, "--submission-id", str(manifest["submission_id"]),
                  "--team-name", str(manifest["team_name"])]
         visibility = ["--public-artifacts" if manifest.get("private_artifacts") is False else "--private-artifacts"]

@@ -1,7 +1,7 @@
 //! Training curves, one drawing for both tracks: loss, reward with its spread, and gradient norm
-//! against the optimizer step, each an SVG written on the server from numbers (no wasm: an island
-//! that follows a run swaps in the same markup, fetched from `/arena/runs/{id}/curves`), then the
-//! numbers themselves as a table, the drawing's text alternative.
+//! against the optimizer step, each an SVG written on the server from numbers (no wasm: a page
+//! that follows a run is read again when more steps were logged), then the numbers themselves as
+//! a table, the drawing's text alternative.
 
 use std::fmt::Write;
 

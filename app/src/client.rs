@@ -91,11 +91,6 @@ async fn exchange<T: serde::de::DeserializeOwned>(
         .map_err(|e| Failure::Unreachable(format!("the arena's answer was not understood ({e})")))
 }
 
-/// A page fragment's markup (the run page's curves, drawn on the server).
-pub async fn get_text(url: &str) -> Result<String, Failure> {
-    send("GET", url, None, None).await
-}
-
 /// The request itself, not generic, so the browser bundle holds it once: the answer's text, or
 /// the API's refusal.
 async fn send(method: &str, url: &str, csrf: Option<&str>, body: Option<String>) -> Result<String, Failure> {

@@ -212,7 +212,7 @@ pub fn RunPage() -> impl IntoView {
         <Suspense fallback=|| view! { <p>"Loading the run…"</p> }>
             {Suspend::new(async move {
                 match run.await {
-                    Ok(Some((d, result))) => view! {
+                    Ok(Some((d, result))) => { let curves = crate::charts::training_curves_html(&d.training); view! {
                         <PageMeta
                             title=format!("Run {} · Open Env Arena", d.run.run_id)
                             description=format!("Run {} on {}: {}, stage {}.", d.run.run_id, d.run.challenge_id, d.run.state.as_str(), d.run.stage.clone().unwrap_or_else(|| "not started".into()))
@@ -226,17 +226,17 @@ pub fn RunPage() -> impl IntoView {
                             <dt>"Challenge"</dt><dd><a href=format!("/arena/challenges/{}", d.run.challenge_id)>{d.run.challenge_id.clone()}</a></dd>
                             <dt>"Launched by"</dt><dd>{d.run.author.clone()} " (request " <code>{d.run.request_key.clone()}</code> ")"</dd>
                             <dt>"Compute"</dt><dd>{format!("{}, timeout {} s, ${:.2} reserved", d.run.flavor, d.run.timeout_s, d.run.max_compute_usd)}</dd>
+                            {d.run.dashboard_url.clone().map(|url| view! {
+                                <dt>"Trackio"</dt><dd><a href=url rel="noopener">"this run's curves on the organizers' Trackio dashboard"</a></dd>
+                            })}
                         </dl>
                         {result.map(|result| view! { <ResultCard result/> })}
                         <p class="note">"Pass counts are per task attempt over every suite and trial of a stage: a timeout the verifier scored is a failure; an infrastructure error (no scored attempt) is left out of the score. The GPU line is the mean utilisation of the job's GPUs at each reconciler pass (0 to 100%), from HF's metrics; GPUs idle with no heartbeat from the job for the challenge's silence limit stall the run. The training curves are TRL's numbers for each GRPO optimizer step (loss, the mean reward of the step's rollouts with its spread, the gradient's norm), drawn to the steps planned while the run trains."</p>
-                        <RunLive
-                            url=format!("/api/challenges/{}/runs/{}", d.run.challenge_id, d.run.run_id)
-                            curves_url=format!("/arena/runs/{}/curves", d.run.run_id)
-                            curves=crate::charts::training_curves_html(&d.training)
-                            run=LiveRun::of(d)
-                        />
+                        <RunLive url=format!("/api/challenges/{}/runs/{}", d.run.challenge_id, d.run.run_id) run=LiveRun::of(d)/>
+                        <h2>"Training curves"</h2>
+                        <div class="curves-static" inner_html=curves></div>
                     }
-                    .into_any(),
+                    .into_any() }
                     Ok(None) => view! {
                         <PageMeta title="Open Env Arena · Not found" description="No run has this id on Open Env Arena."/>
                         <h1>"No such run"</h1>
@@ -253,33 +253,29 @@ const FOLLOW: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// The run's live part: state, timeline and events, refreshed until the run ends.
 #[island]
-fn RunLive(url: String, curves_url: String, curves: String, run: LiveRun) -> impl IntoView {
+fn RunLive(url: String, run: LiveRun) -> impl IntoView {
     let fetched_at = client::now_seconds();
-    let curves = RwSignal::new(curves);
     let detail = RwSignal::new(run);
     // The arena's clock, moved on by the browser's between answers.
     let offset = RwSignal::new(detail.get_untracked().now_epoch as f64 - fetched_at);
     let now = RwSignal::new(detail.get_untracked().now_epoch);
     Effect::new(move |_| {
-        let (url, curves_url) = (url.clone(), curves_url.clone());
+        let url = url.clone();
         let tick = move || {
             now.set((client::now_seconds() + offset.get_untracked()) as i64);
             if detail.get_untracked().state.is_finished() {
                 return;
             }
             let url = url.clone();
-            let curves_url = curves_url.clone();
             leptos::task::spawn_local(async move {
                 if let Ok(d) = client::call::<LiveRun>("GET", &url, None, None::<&()>).await {
-                    offset.set(d.now_epoch as f64 - client::now_seconds());
-                    // New optimizer steps: the server draws the curves again.
-                    let moved = d.training_steps_logged != detail.get_untracked().training_steps_logged;
-                    detail.set(d);
-                    if moved {
-                        if let Ok(html) = client::get_text(&curves_url).await {
-                            curves.set(html);
-                        }
+                    // New optimizer steps: the server draws the curves again (the page's wasm
+                    // draws nothing), so the page is read again.
+                    if d.training_steps_logged != detail.get_untracked().training_steps_logged {
+                        client::reload();
                     }
+                    offset.set(d.now_epoch as f64 - client::now_seconds());
+                    detail.set(d);
                 }
             });
         };
@@ -303,8 +299,7 @@ fn RunLive(url: String, curves_url: String, curves: String, run: LiveRun) -> imp
                 <Sparkline gpu=d.gpu/>
             }
         }}
-        <h2>"Training curves"</h2>
-        <div class="curves-live" inner_html=move || curves.get()></div>
+
         <Timeline detail now/>
         <h2>"Events"</h2>
         <ol class="events">

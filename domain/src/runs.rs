@@ -553,6 +553,10 @@ pub struct RunView {
     /// The pipeline's own report once the run is scored (`score.json`, or `baseline.json` for a
     /// baseline measurement), in the private runs dataset.
     pub report_url: Option<String>,
+    /// The run's view of the challenge's Trackio dashboard (TRL's curves on the organizers'
+    /// Space), when the challenge keeps one (`[tracking]`) and the run trains.
+    #[serde(default)]
+    pub dashboard_url: Option<String>,
     /// The reason names serving, sandboxes or the agent handshake: the arena's side failed.
     pub platform_fault: bool,
     /// GRPO's optimizer steps taken and planned, as the job reported them.

@@ -256,25 +256,11 @@ pub fn router(state: &AppState) -> Router<AppState> {
         .service(pkg);
     Router::new()
         .nest_service("/pkg", pkg)
-        .route("/arena/runs/{run_id}/curves", axum::routing::get(run_curves))
         .leptos_routes_with_context(state, generate_route_list(App), context.clone(), {
             let options = options.clone();
             move || shell(options.clone())
         })
         .fallback(leptos_axum::file_and_error_handler_with_context::<AppState, _>(context, shell))
-}
-
-/// `/arena/runs/{id}/curves`: the run page's training curves as markup, drawn by the same
-/// function as the page, for the page to swap in while the run trains (its wasm draws nothing).
-async fn run_curves(
-    axum::extract::State(s): axum::extract::State<AppState>,
-    axum::extract::Path(run_id): axum::extract::Path<String>,
-) -> Result<axum::response::Html<String>, crate::http::ApiError> {
-    let run_id = domain::ids::RunId::parse(&run_id)
-        .map_err(|_| crate::http::ApiError::new(domain::ErrorCode::RunNotFound, "no run has this id"))?;
-    let run = crate::runs::service::find(&s, &run_id).await?;
-    let curve = crate::runs::service::training_curve(&s, &run).await?;
-    Ok(axum::response::Html(app::charts::training_curves_html(&curve)))
 }
 
 /// Who is signed in on the page's request, as the services see an identity.

@@ -170,6 +170,16 @@ def test_a_run_launched_with_the_cli_is_followed_to_scored(arena_url, alice_coll
     assert state == "scored", r.stderr
     assert "baseline  done" in r.stderr and "passed" in r.stderr
     assert "result collect" in r.stderr
+    # TRL's steps, logged as the run trained: the newest of those planned.
+    assert "GRPO: 10 step(s) logged of 10 planned; at step 10: loss " in r.stderr, r.stderr
+    # Once collected, the summary says what training learned from each task.
+    c = run_cli(["result", "collect", "--challenge", "local-demo", "--run-id", run_id], arena_url, token=ALICE)
+    assert c.returncode == 0, c.stderr
+    signal = json.loads(c.stdout)["training"]
+    assert "Training: %s" % signal["summary"] in c.stderr
+    r = run_cli(["runs", "--challenge", "local-demo", "--run-id", run_id], arena_url)
+    assert "Training: %s" % signal["summary"] in r.stderr
+    assert all("  %s: " % t["task"] in r.stderr for t in signal["tasks"]), r.stderr
     listed = json.loads(run_cli(["runs", "--challenge", "local-demo"], arena_url).stdout)
     assert any(x["run_id"] == run_id and x["request_key"].startswith("alice-cli-run-") for x in listed["runs"])
 

@@ -50,6 +50,9 @@ pub struct JobSetup {
     /// `BENCHFLOW_BASE_MODEL` and `BENCHFLOW_ADAPTER_MODEL`.
     pub base_model_alias: String,
     pub student_model_alias: String,
+    /// The challenge's Trackio Space: the job sets `TRACKIO_SPACE_ID` to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trackio_space: Option<String>,
 }
 
 /// `posttrainarena-vllm-serve`: TRL's vLLM server, on its own GPUs, bound to loopback.
@@ -112,6 +115,13 @@ pub fn setup(registry: &Registry, challenge: &Challenge, run_id: &str, purpose: 
         },
         base_model_alias: config::BASE_ALIAS.into(),
         student_model_alias: config::STUDENT_ALIAS.into(),
+        // A baseline trains nothing: there is nothing to log.
+        trackio_space: challenge
+            .spec
+            .tracking
+            .as_ref()
+            .filter(|_| purpose == Purpose::Collection)
+            .map(|t| t.trackio_space.clone()),
     }
 }
 

@@ -248,7 +248,10 @@ pub fn compose(
             rollout_failure_policy: t.rollout_failure_policy.clone(),
             seed: t.seed,
         },
-        tracking: TrackingTable { report_to: "none".into() },
+        // A challenge with a Trackio Space reports there too; TRL's lines reach the arena either way.
+        tracking: TrackingTable {
+            report_to: if challenge.spec.tracking.is_some() { "trackio" } else { "none" }.into(),
+        },
         output: OutputTable { root: "runs".into() },
         eval_suites: eval_suites(registry, challenge)?.into_iter().map(|(s, _)| s).collect(),
     })

@@ -44,7 +44,10 @@ pub fn needs(config: &PipelineConfig) -> Vec<Need> {
     }
     out.push(Need { name: BRIDGE_KEY, source: Source::PerRun });
     out.push(Need { name: "TRL_VLLM_SERVER_BASE_URL", source: Source::JobScript });
-    if config.tracking.report_to != "none" {
+    // The pipeline's own list adds W&B's key for any `report_to` but `none`; it is W&B's alone, so
+    // the arena asks for it only when the run reports to W&B. Trackio writes to its Space with the
+    // job's `HF_TOKEN`, which every job has.
+    if config.tracking.report_to == "wandb" {
         out.push(arena("WANDB_API_KEY"));
     }
     out

@@ -208,6 +208,57 @@ fn the_secrets_follow_the_pipelines_default_list() {
     assert_eq!(secrets::forwarded(&docker), ["HF_TOKEN"]);
 }
 
+/// A challenge with a Trackio Space: its runs report there (`report_to = "trackio"`), the job is
+/// told the Space, W&B's key is not asked for, and each run links its own view of the dashboard.
+#[test]
+fn a_challenge_with_a_trackio_space_reports_there() {
+    let with = |tracking: &str| {
+        let challenge = include_str!("../../../dev/local-challenge/challenges/local-demo.toml");
+        let files = vec![
+            SourceFile::new("arena.toml", include_str!("../../../configs/arena.toml")),
+            SourceFile::new(
+                "models/qwen3.5-9b.toml",
+                include_str!("../../../configs/models/qwen3.5-9b.toml"),
+            ),
+            SourceFile::new(
+                "methods/local-demo-v1.toml",
+                include_str!("../../../dev/local-challenge/methods/local-demo-v1.toml"),
+            ),
+            SourceFile::new(
+                "suites/local-heldout.toml",
+                include_str!("../../../dev/local-challenge/suites/local-heldout.toml"),
+            ),
+            SourceFile::new("challenges/local-demo.toml", format!("{challenge}\n{tracking}")),
+            SourceFile::new(
+                "fixture/task-lists/local-heldout.txt",
+                include_str!("../../../dev/local-challenge/fixture/task-lists/local-heldout.txt"),
+            ),
+        ];
+        Registry::load(&files, &[])
+    };
+    let r = with("[tracking]\ntrackio_space = \"BenchFlow/Arena_Runs.v2\"\n").unwrap();
+    let challenge = r.challenge("local-demo").unwrap();
+    let c = config::compose(&r, challenge, Some(&train())).unwrap();
+    assert_eq!(c.tracking.report_to, "trackio");
+    assert_eq!(secrets::forwarded(&c), ["HF_TOKEN", "DAYTONA_API_KEY"], "no W&B key for Trackio");
+    let setup = bundle::setup(&r, challenge, RUN, Purpose::Collection);
+    assert_eq!(setup.trackio_space.as_deref(), Some("BenchFlow/Arena_Runs.v2"));
+    assert_eq!(bundle::setup(&r, challenge, RUN, Purpose::Baseline).trackio_space, None);
+    assert_eq!(
+        challenge.spec.tracking.as_ref().unwrap().dashboard_url(RUN),
+        format!(
+            "https://benchflow-arena-runs-v2.hf.space/?project=huggingface&runs={RUN}-grpo&sidebar=collapsed"
+        )
+    );
+    let e = with("[tracking]\ntrackio_space = \"https://evil.example/x\"\n").unwrap_err();
+    assert!(e.to_string().contains("tracking.trackio_space"), "{e}");
+    assert!(with("[tracking]\nproject = \"x\"\n").is_err(), "unknown keys are refused");
+    // W&B's key is asked for only when a run reports to W&B.
+    let mut wandb = c.clone();
+    wandb.tracking.report_to = "wandb".into();
+    assert_eq!(secrets::forwarded(&wandb), ["HF_TOKEN", "DAYTONA_API_KEY", "WANDB_API_KEY"]);
+}
+
 #[test]
 fn the_job_runs_the_script_with_uv_as_run_uv_job_would() {
     let cmd = job_command(&JobArgs {

@@ -9,6 +9,53 @@ pub struct ChallengeFile {
     pub compute: Compute,
     #[serde(default)]
     pub baseline: Option<Baseline>,
+    /// Where the organizers keep a Trackio dashboard of the runs, if they do.
+    #[serde(default)]
+    pub tracking: Option<Tracking>,
+}
+
+/// `[tracking]`: the challenge's runs log TRL's metrics to this Trackio Space too (the pipeline's
+/// `report_to = "trackio"`; the job sets `TRACKIO_SPACE_ID`, which trackio reads when transformers
+/// passes no `trackio_space_id`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Tracking {
+    /// `owner/name` of the Space.
+    pub trackio_space: String,
+}
+
+impl Tracking {
+    /// The project transformers logs under: the pipeline passes no `project`, so it is
+    /// `TrainingArguments.project`'s default, and no variable changes it.
+    pub const PROJECT: &'static str = "huggingface";
+
+    /// Whether `owner/name` is a Space id HF accepts: each part 1 to 96 of `[A-Za-z0-9._-]`, not
+    /// starting with `.` or `-`.
+    pub fn space_ok(&self) -> bool {
+        let mut parts = self.trackio_space.split('/');
+        let ok = |p: &str| {
+            (1..=96).contains(&p.len())
+                && !p.starts_with(['.', '-'])
+                && p.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
+        };
+        matches!((parts.next(), parts.next(), parts.next()), (Some(o), Some(n), None) if ok(o) && ok(n))
+    }
+
+    /// A run's own view of the dashboard, as TRL links it: the Space's app host (`owner-name`,
+    /// lower-cased, `_` and `.` as `-`) with the project and the pipeline's GRPO run name
+    /// (`{run}-grpo`).
+    pub fn dashboard_url(&self, run_id: &str) -> String {
+        let host: String = self
+            .trackio_space
+            .chars()
+            .map(|c| match c {
+                '/' | '_' | '.' => '-',
+                c => c.to_ascii_lowercase(),
+            })
+            .collect();
+        format!("https://{host}.hf.space/?project={}&runs={run_id}-grpo&sidebar=collapsed", Self::PROJECT)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -170,6 +170,13 @@ fn read_files(
             "challenges" => {
                 if let Some(c) = parse::<ChallengeFile>(file, errors) {
                     check_id(file, "challenge.id", &c.challenge.id, stem, errors);
+                    if c.tracking.as_ref().is_some_and(|t| !t.space_ok()) {
+                        errors.push(ConfigError::new(
+                            &file.path,
+                            "tracking.trackio_space",
+                            "must be a Space id, owner/name",
+                        ));
+                    }
                     challenge_files.push((file.path.clone(), c));
                 }
             }

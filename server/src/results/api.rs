@@ -19,7 +19,7 @@ use crate::AppState;
         (status = 401, body = ApiErrorBody), (status = 403, description = "NOT_AUTHOR_OR_EDITOR", body = ApiErrorBody),
         (status = 404, description = "RUN_NOT_FOUND", body = ApiErrorBody),
         (status = 409, description = "RUN_NOT_SCORED or HELDOUT_UNKNOWN", body = ApiErrorBody),
-        (status = 422, description = "RESULT_FILES_MISSING, RESULT_UNREADABLE, RESULT_INCOMPLETE or RESULT_MISMATCH (naming the first difference)", body = ApiErrorBody),
+        (status = 422, description = "RESULT_FILES_MISSING, RESULT_UNREADABLE, RESULT_INCOMPLETE or RESULT_MISMATCH (naming the first difference), or TRAINING_RECORDS_INVALID (GRPO ran but its jobs/grpo-train/ records do not account for the run's train tasks exactly)", body = ApiErrorBody),
         (status = 503, description = "HUB_UNAVAILABLE", body = ApiErrorBody)),
     security(("hf_token" = [])))]
 pub async fn collect(

@@ -385,6 +385,11 @@ pub fn view(s: &AppState, r: &Run) -> RunView {
             let file = crate::runs::reconcile::result_files(r.purpose)[0];
             s.deps.datasets.url(&s.runs_dataset, &format!("runs/{}/reports/{file}", r.id))
         }),
+        dashboard_url: (launched && r.purpose == runs::Purpose::Collection)
+            .then(|| {
+                s.registry.challenge(&r.challenge_id)?.spec.tracking.as_ref().map(|t| t.dashboard_url(&r.id))
+            })
+            .flatten(),
         platform_fault: r.platform_fault,
         training_steps_done: r.steps_done,
         training_steps_planned: r.steps_planned,

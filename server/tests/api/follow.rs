@@ -316,6 +316,45 @@ async fn every_fault_ends_the_run_with_its_reason() {
     }
 }
 
+/// A challenge that keeps a Trackio dashboard: its job installs trackio beside the pipeline, tells
+/// it the Space, the pipeline reports there, and the run links its own view of the dashboard.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_challenge_with_a_trackio_space_has_its_runs_report_there() {
+    let options = Options::local();
+    let challenge = options.configs_dir.join("challenges/local-demo.toml");
+    let text = std::fs::read_to_string(&challenge).unwrap()
+        + "\n[tracking]\ntrackio_space = \"benchflow/arena-runs\"\n";
+    std::fs::write(&challenge, text).unwrap();
+    let app = TestApp::with(Backend::Sqlite, options).await;
+    app.hub.jobs.stage_ms.store(40, std::sync::atomic::Ordering::Relaxed);
+    let w = workers(&app);
+    let run = launched(&app, JobFaults::default()).await;
+    let (d, _) = ended(&app, &run).await;
+    w.stop().await;
+    assert_eq!(d["state"], "scored", "{d:#}");
+    assert_eq!(
+        d["dashboard_url"],
+        format!(
+            "https://benchflow-arena-runs.hf.space/?project=huggingface&runs={run}-grpo&sidebar=collapsed"
+        )
+    );
+    let log: String = {
+        let jobs = app.hub.jobs.jobs.lock().unwrap();
+        let job = jobs.iter().find(|j| j.view.labels.get("arena-run") == Some(&run)).unwrap();
+        job.logs.iter().map(|(_, l)| format!("{l}\n")).collect()
+    };
+    assert!(log.contains("trackio==0.43.0 is not installed here"), "the job asked for trackio");
+    assert!(log.contains("TRL logs to the Trackio Space benchflow/arena-runs too"));
+    assert!(log.contains(&format!("* Created new run: {run}-grpo on the Space benchflow/arena-runs")));
+    let page = app.get(&format!("/arena/runs/{run}")).await.text();
+    assert!(
+        page.contains("this run&#x27;s curves on the organizers&#x27; Trackio dashboard")
+            || page.contains("this run's curves on the organizers' Trackio dashboard"),
+        "{page}"
+    );
+    app.finish().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_job_timeout_fails_the_run() {
     for backend in [Backend::Sqlite, Backend::Postgres] {

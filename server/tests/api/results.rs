@@ -109,15 +109,11 @@ on_both_backends!(local, collect_reads_the_evidence_again_and_review_is_final, |
         (json!(10), json!(10))
     );
     assert_eq!(d["training"]["points"][0]["reward"], 1.0, "every drawn rollout passes");
-    let curves = app.get(&format!("/arena/runs/{run}/curves")).await;
-    assert_eq!(curves.status, StatusCode::OK);
-    assert!(
-        curves.text().contains("10 optimizer steps logged, the latest step 10 of 10 planned"),
-        "{}",
-        curves.text()
-    );
-    assert_eq!(code(&app.get("/arena/runs/run-none/curves").await), (404, "RUN_NOT_FOUND".into()));
-    assert_eq!(code(&app.get("/arena/runs/..%2F/curves").await), (404, "RUN_NOT_FOUND".into()));
+    // The run page draws them on the server: three panels, a dot a step, the axis ending at 10.
+    let page = app.get(&format!("/arena/runs/{run}")).await.text();
+    assert!(page.contains("10 optimizer steps logged, the latest step 10 of 10 planned"), "{page}");
+    assert_eq!(page.matches("<figure class=\"curve").count(), 3);
+    assert!(page.contains("0 of 2 tasks gave the model something to learn"), "the result's table");
     // The number the (simulated) pipeline's own score_v2 reports: its Python and the arena's Rust
     // agree.
     let ds = app.repos.join("datasets").join(RUNS_DATASET);

@@ -11,6 +11,7 @@ rollout (its groups are all-pass)."""
 from __future__ import annotations
 
 import math
+import os
 import statistics
 import sys
 from pathlib import Path
@@ -95,6 +96,11 @@ def train(run, log: Callable[[str, list[str]], None]) -> dict:
             "description": f"{SIMULATION}: TRL's sampler played as the train tasks in turn",
             "planned_steps": None, "planned_exposures": None}
     write_json(jobs_dir / "sampler_plan.json", plan)
+    if c.tracking.report_to == "trackio":
+        # What trackio.init prints; the simulation sends nothing anywhere.
+        space = os.environ.get("TRACKIO_SPACE_ID")
+        print(f"* Trackio project initialized: huggingface ({SIMULATION}: nothing is logged)", flush=True)
+        print(f"* Created new run: {run.name}-grpo" + (f" on the Space {space}" if space else " (local only)"), flush=True)
     drawn = [t for t in run.train_ids if t != f.get("unsampled_task")] or run.train_ids
     flood = int(float(f.get("log_mib") or 0) * (1 << 20))
     filler = "[trl] " + "x" * 200

@@ -98,6 +98,10 @@ def pip_install(argv: list[str]) -> int:
         else:
             specs.append(flag)
     for spec in specs:
+        if spec.startswith("trackio=="):
+            print(f"uv ({SIMULATION}): {spec} is not installed here; the simulated trainer says where it would log",
+                  file=sys.stderr, flush=True)
+            continue
         match = PIPELINE.match(spec)
         if not match:
             return fail(f"the simulated image installs the pipeline only, not `{spec}`", 1)
