@@ -556,8 +556,9 @@ def curve_line(training):
     if not points:
         return None
     last = points[-1]
-    shown = ", ".join("%s %.4g" % (name, last[key]) for key, name in (
-        ("loss", "loss"), ("reward", "reward"), ("reward_std", "spread"), ("grad_norm", "grad norm")) if last.get(key) is not None)
+    m = last.get("metrics") or {}
+    shown = ", ".join("%s %.4g" % (name, m[key]) for key, name in (
+        ("loss", "loss"), ("reward", "reward"), ("reward_std", "spread"), ("grad_norm", "grad norm")) if m.get(key) is not None)
     planned = training.get("planned_steps")
     return "GRPO: %d step(s) logged%s; at step %s: %s." % (
         len(points), " of %s planned" % planned if planned else "", last.get("step"), shown)

@@ -50,6 +50,13 @@ fn Jobs(v: JobsView) -> impl IntoView {
                 v.relays.iter().map(|r| format!("{} ({})", r.run_id, r.state.as_str())).collect::<Vec<_>>().join(", ") }}</dd>
             <dt>"OpenEnv runs"</dt><dd>{if v.openenv_runs.is_empty() { "none on the cluster".to_string() } else {
                 v.openenv_runs.iter().map(|(id, state)| format!("{id} ({state})")).collect::<Vec<_>>().join(", ") }}</dd>
+            <dt>"Backups"</dt><dd class="backup">{match &v.backup {
+                None => "off: set ARENA_BACKUP_REPO to back the SQLite database up to a private dataset".to_string(),
+                Some(b) => format!("to {} every {} s when it changed; last uploaded {}{}{}", b.repo, b.every_s,
+                    b.last_ok_at.clone().unwrap_or_else(|| "never yet".into()),
+                    b.last_error.as_ref().map(|e| format!("; the last try failed ({}): {e}, tried again", b.last_error_at.clone().unwrap_or_default())).unwrap_or_default(),
+                    b.restored_from.as_ref().map(|r| format!("; restored at start from {r}")).unwrap_or_default()),
+            }}</dd>
             <dt>"Held-out suites unchecked"</dt><dd class="heldout-unchecked">{if v.heldout_unchecked.is_empty() {
                 "none: every suite a challenge scores on has its fingerprint here".to_string() } else {
                 format!("{}: validation cannot check overlap with them until their fingerprints are in the private overlay",

@@ -3,6 +3,7 @@
 //! readings, so the same code runs in the server, in tests and in the browser (wasm32).
 
 pub mod agents;
+pub mod backup;
 pub mod board;
 pub mod budget;
 pub mod catalog;

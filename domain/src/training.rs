@@ -106,7 +106,6 @@ impl TrainMetrics {
 pub struct TrainPoint {
     /// The optimizer step (1 for the first), as TRL's `log_history` numbers it.
     pub step: u64,
-    #[serde(flatten)]
     pub metrics: TrainMetrics,
 }
 

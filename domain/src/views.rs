@@ -329,6 +329,29 @@ pub struct VersionView {
     /// (`ARENA_PRIVATE_REPO`); null when it reads a local directory or none.
     #[serde(default)]
     pub private_overlay: Option<OverlaySource>,
+    /// The SQLite database's backups to a private dataset (`ARENA_BACKUP_REPO`); null when off.
+    #[serde(default)]
+    pub backup: Option<BackupView>,
+}
+
+/// How this server's backups go.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct BackupView {
+    /// The private dataset snapshots go to.
+    pub repo: String,
+    /// Seconds between snapshots (taken only when the database changed).
+    pub every_s: u64,
+    /// When the last snapshot was uploaded (RFC 3339).
+    pub last_ok_at: Option<String>,
+    /// Why the last try failed, while it has not succeeded since; it is tried again.
+    pub last_error: Option<String>,
+    pub last_error_at: Option<String>,
+    /// The dataset's commit of the last upload, and the snapshot's path.
+    pub revision: Option<String>,
+    pub snapshot: Option<String>,
+    /// The snapshot this process restored the database from at start (`path@revision`).
+    pub restored_from: Option<String>,
 }
 
 /// A dataset at a commit.
@@ -416,6 +439,9 @@ pub struct JobsView {
     pub job_secrets: Vec<JobSecretRow>,
     /// Committed spend after each reservation, in the order they were made.
     pub committed_history: Vec<SpendPoint>,
+    /// The database's backups (`/api/version`'s `backup`); null when off.
+    #[serde(default)]
+    pub backup: Option<BackupView>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -176,6 +176,20 @@ pub struct Config {
     /// probe renews it while it runs, so no other server probes the same submission.
     #[arg(long, env = "ARENA_ADMISSION_LEASE_S", default_value_t = 600)]
     pub admission_lease_s: u64,
+    /// A private HF dataset the arena's token writes: the SQLite database is backed up there and
+    /// restored from it at start when the database file is missing (`crate::backup`). Refused
+    /// with PostgreSQL, which keeps its own backups.
+    #[arg(long, env = "ARENA_BACKUP_REPO")]
+    pub backup_repo: Option<String>,
+    /// Seconds between snapshots (taken only when the database changed).
+    #[arg(long, env = "ARENA_BACKUP_EVERY_S", default_value_t = 60)]
+    pub backup_every_s: u64,
+    /// Snapshots kept in the backup dataset; each commit deletes the older ones.
+    #[arg(long, env = "ARENA_BACKUP_KEEP", default_value_t = 24)]
+    pub backup_keep: usize,
+    /// Restore from the backup dataset at start even though the database file exists.
+    #[arg(long, env = "ARENA_RESTORE", default_value_t = false, action = clap::ArgAction::Set, value_parser = clap::builder::BoolishValueParser::new())]
+    pub restore: bool,
 }
 
 impl Default for Config {
@@ -226,6 +240,11 @@ impl Config {
             (None, Some(host)) => format!("https://{host}"),
             (None, None) => format!("http://{}", self.addr),
         }
+    }
+
+    /// The SQLite database file, when the database is SQLite's.
+    pub fn sqlite_path(&self) -> Option<PathBuf> {
+        self.database_url.is_none().then(|| self.data_dir.join("arena.sqlite"))
     }
 
     pub fn database_url(&self) -> anyhow::Result<String> {

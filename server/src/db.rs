@@ -23,7 +23,7 @@ pub struct Db {
     pub backend: Backend,
 }
 
-static SQLITE: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/sqlite");
+pub(crate) static SQLITE: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/sqlite");
 static POSTGRES: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/postgres");
 
 impl Db {

@@ -3,6 +3,7 @@
 
 // The features, one folder each (`features::ALL` lists them).
 pub mod agents;
+pub mod backup;
 pub mod baselines;
 pub mod board;
 pub mod catalog;
@@ -73,6 +74,7 @@ pub async fn build(config: &Config) -> anyhow::Result<(Router, AppState)> {
 /// `build` with the given adapters (tests pass a fixed clock or scripted clients).
 pub async fn build_with(config: &Config, deps: ports::Deps) -> anyhow::Result<(Router, AppState)> {
     let registry = registry_files::load(&config.configs_dir, config.private_overlay.as_deref())?;
+    let restored = restore_if_needed(config, deps.datasets.as_ref()).await?;
     let url = config.database_url()?;
     let db = db::Db::connect(&url).await?;
     db.migrate().await?;
@@ -80,7 +82,18 @@ pub async fn build_with(config: &Config, deps: ports::Deps) -> anyhow::Result<(R
     sessions.spawn_cleanup();
     let fingerprints =
         heldout::load_all(config.fingerprints_dir().as_deref(), &registry, &config.configs_dir)?;
-    let state = AppState::new(Arc::new(registry), db, config, fingerprints, deps)?;
+    let mut state = AppState::new(Arc::new(registry), db, config, fingerprints, deps)?;
+    if let (Some(repo), Some(path)) = (&config.backup_repo, config.sqlite_path()) {
+        let backups = Arc::new(backup::Backups::new(
+            repo.clone(),
+            config.backup_every_s,
+            config.backup_keep,
+            path,
+            restored,
+        ));
+        backup::spawn(state.clone(), backups.clone());
+        state.backups = Some(backups);
+    }
     if state.db.backend == db::Backend::Postgres {
         state.changes.spawn_listener(url.clone());
     }
@@ -90,6 +103,38 @@ pub async fn build_with(config: &Config, deps: ports::Deps) -> anyhow::Result<(R
         // Outside the session layer, so it sees the cookie that layer sets.
         .layer(middleware::from_fn(identity::sessions::partition_cookie));
     Ok((router, state))
+}
+
+/// With `ARENA_BACKUP_REPO`: refused with PostgreSQL (it keeps its own backups); on SQLite, the
+/// database restored from its newest good snapshot when its file is missing or `ARENA_RESTORE`
+/// asks. Answers what was restored (`path@revision`).
+async fn restore_if_needed(
+    config: &Config,
+    datasets: &dyn ports::datasets::DatasetWriter,
+) -> anyhow::Result<Option<String>> {
+    let Some(repo) = &config.backup_repo else { return Ok(None) };
+    let Some(path) = config.sqlite_path() else {
+        anyhow::bail!(
+            "ARENA_BACKUP_REPO backs up the SQLite database; with PostgreSQL (DATABASE_URL) keep the \
+             server's own backups (pg_dump on a schedule) and unset ARENA_BACKUP_REPO"
+        );
+    };
+    if path.exists() && !config.restore {
+        return Ok(None);
+    }
+    std::fs::create_dir_all(&config.data_dir)?;
+    match backup::restore(datasets, repo, &path).await? {
+        backup::Restored::Empty => {
+            tracing::info!(repo, "the backup dataset holds no snapshot: a fresh database");
+            Ok(None)
+        }
+        backup::Restored::From { path, revision, skipped } => {
+            if !skipped.is_empty() {
+                tracing::warn!(?skipped, "newer backups did not check out");
+            }
+            Ok(Some(format!("{path}@{revision}")))
+        }
+    }
 }
 
 /// The routes and their headers, without the session layer (which `build` adds).

@@ -69,7 +69,9 @@ impl ArenaReads for AppState {
     }
 
     fn version(&self) -> VersionView {
-        self.build.view()
+        let mut view = self.build.view();
+        view.backup = self.backups.as_ref().map(|b| b.view());
+        view
     }
 
     fn session<'a>(&'a self, request: &'a axum::http::request::Parts) -> BoxFuture<'a, Read<SessionView>> {

@@ -63,6 +63,8 @@ pub struct AppState {
     /// How long runs may stall or wait to start, and a relay's grace period.
     pub reconcile: crate::runs::reconcile::Settings,
     pub openenv: Arc<OpenEnvSettings>,
+    /// The SQLite database's backups, when `ARENA_BACKUP_REPO` is set.
+    pub backups: Option<Arc<crate::backup::Backups>>,
 }
 
 /// The arena's job script, as this build serves it at `/arena_job.py`.
@@ -203,6 +205,7 @@ impl AppState {
                 lease_s: config.admission_lease_s.max(3) as i64,
                 sandbox_token: config.sandbox_token.clone(),
             }),
+            backups: None,
             registry,
             db,
             build: Arc::new(BuildInfo::capture(&config.site_root, config.overlay_source.clone())),

@@ -45,6 +45,7 @@ impl BuildInfo {
             files_changed: snapshot(&self.site_root) != self.snapshot,
             heldout_unchecked: Vec::new(),
             private_overlay: self.overlay.clone(),
+            backup: None,
         }
     }
 }

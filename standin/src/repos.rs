@@ -263,7 +263,8 @@ impl Repos {
         // HF makes a repository with a first commit holding `.gitattributes`: `main` always exists.
         drop(_one);
         let attributes = RepoPath::parse(".gitattributes").expect("a plain path");
-        repo.write_on(None, "initial commit", &[(attributes, GITATTRIBUTES.as_bytes().to_vec())]).await?;
+        repo.write_on(None, "initial commit", &[(attributes, Some(GITATTRIBUTES.as_bytes().to_vec()))])
+            .await?;
         Ok(true)
     }
 
@@ -382,7 +383,7 @@ impl Repo<'_> {
         &self,
         expected: Option<&str>,
         summary: &str,
-        files: &[(RepoPath, Vec<u8>)],
+        files: &[(RepoPath, Option<Vec<u8>>)],
     ) -> Result<Option<String>, GitError> {
         let _one = self.repos.writing.lock().await;
         let parent = self.rev_parse("refs/heads/main^{commit}").await?;
@@ -400,6 +401,10 @@ impl Repo<'_> {
             stream.extend(format!("from {parent}\n").bytes());
         }
         for (path, bytes) in files {
+            let Some(bytes) = bytes else {
+                stream.extend(format!("D {}\n", path.as_str()).bytes());
+                continue;
+            };
             stream.extend(format!("M 100644 inline {}\ndata {}\n", path.as_str(), bytes.len()).bytes());
             stream.extend(bytes);
             stream.push(b'\n');

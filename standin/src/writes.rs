@@ -174,8 +174,8 @@ fn invalid(message: &str) -> String {
     message.to_string()
 }
 
-/// A commit's summary, the commit it must follow (`parentCommit`) and its files.
-type Commit = (String, Option<String>, Vec<(RepoPath, Vec<u8>)>);
+/// A commit's summary, the commit it must follow (`parentCommit`) and its files (`None`: deleted).
+type Commit = (String, Option<String>, Vec<(RepoPath, Option<Vec<u8>>)>);
 
 /// The files of an NDJSON commit body; the error is the message of a 400.
 fn parse_commit(body: &[u8]) -> Result<Commit, String> {
@@ -204,7 +204,14 @@ fn parse_commit(body: &[u8]) -> Result<Commit, String> {
                         .map_err(|_| invalid("Invalid base64 content"))?,
                     _ => content.as_bytes().to_vec(),
                 };
-                files.push((path, bytes));
+                files.push((path, Some(bytes)));
+            }
+            Some("deletedFile") => {
+                let path = value["path"]
+                    .as_str()
+                    .and_then(RepoPath::parse)
+                    .ok_or_else(|| invalid("Invalid path"))?;
+                files.push((path, None));
             }
             Some(other) => {
                 return Err(format!("the local stand-in does not support `{other}` operations"));

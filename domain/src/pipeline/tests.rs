@@ -6,6 +6,12 @@ use crate::runs::Purpose;
 
 /// The registry `dev/run` serves: the shipped files and the simulated local-demo challenge.
 fn local() -> Registry {
+    local_with("").unwrap()
+}
+
+/// `local()` with `extra` added to the local-demo challenge's file.
+fn local_with(extra: &str) -> Result<Registry, crate::ConfigErrors> {
+    let challenge = include_str!("../../../dev/local-challenge/challenges/local-demo.toml");
     let files = vec![
         SourceFile::new("arena.toml", include_str!("../../../configs/arena.toml")),
         SourceFile::new("models/qwen3.5-9b.toml", include_str!("../../../configs/models/qwen3.5-9b.toml")),
@@ -26,16 +32,13 @@ fn local() -> Registry {
             "suites/local-heldout.toml",
             include_str!("../../../dev/local-challenge/suites/local-heldout.toml"),
         ),
-        SourceFile::new(
-            "challenges/local-demo.toml",
-            include_str!("../../../dev/local-challenge/challenges/local-demo.toml"),
-        ),
+        SourceFile::new("challenges/local-demo.toml", format!("{challenge}\n{extra}")),
         SourceFile::new(
             "fixture/task-lists/local-heldout.txt",
             include_str!("../../../dev/local-challenge/fixture/task-lists/local-heldout.txt"),
         ),
     ];
-    Registry::load(&files, &[]).unwrap()
+    Registry::load(&files, &[])
 }
 
 const RUN: &str = "run-0123456789abcdef";
@@ -212,30 +215,7 @@ fn the_secrets_follow_the_pipelines_default_list() {
 /// told the Space, W&B's key is not asked for, and each run links its own view of the dashboard.
 #[test]
 fn a_challenge_with_a_trackio_space_reports_there() {
-    let with = |tracking: &str| {
-        let challenge = include_str!("../../../dev/local-challenge/challenges/local-demo.toml");
-        let files = vec![
-            SourceFile::new("arena.toml", include_str!("../../../configs/arena.toml")),
-            SourceFile::new(
-                "models/qwen3.5-9b.toml",
-                include_str!("../../../configs/models/qwen3.5-9b.toml"),
-            ),
-            SourceFile::new(
-                "methods/local-demo-v1.toml",
-                include_str!("../../../dev/local-challenge/methods/local-demo-v1.toml"),
-            ),
-            SourceFile::new(
-                "suites/local-heldout.toml",
-                include_str!("../../../dev/local-challenge/suites/local-heldout.toml"),
-            ),
-            SourceFile::new("challenges/local-demo.toml", format!("{challenge}\n{tracking}")),
-            SourceFile::new(
-                "fixture/task-lists/local-heldout.txt",
-                include_str!("../../../dev/local-challenge/fixture/task-lists/local-heldout.txt"),
-            ),
-        ];
-        Registry::load(&files, &[])
-    };
+    let with = local_with;
     let r = with("[tracking]\ntrackio_space = \"BenchFlow/Arena_Runs.v2\"\n").unwrap();
     let challenge = r.challenge("local-demo").unwrap();
     let c = config::compose(&r, challenge, Some(&train())).unwrap();

@@ -88,7 +88,7 @@ struct DiagnosticsFile {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
-pub enum Verdict {
+pub enum SignalVerdict {
     /// At least one group's rollouts differed in reward: GRPO learned from it.
     Signal,
     /// Every scored group passed: nothing to learn.
@@ -103,15 +103,15 @@ pub enum Verdict {
     NeverSampled,
 }
 
-impl Verdict {
+impl SignalVerdict {
     pub fn words(self) -> &'static str {
         match self {
-            Verdict::Signal => "gave signal",
-            Verdict::AlwaysSolved => "always solved",
-            Verdict::NeverSolved => "never solved",
-            Verdict::NoSignal => "no signal",
-            Verdict::Masked => "only masked rollouts",
-            Verdict::NeverSampled => "never sampled",
+            SignalVerdict::Signal => "gave signal",
+            SignalVerdict::AlwaysSolved => "always solved",
+            SignalVerdict::NeverSolved => "never solved",
+            SignalVerdict::NoSignal => "no signal",
+            SignalVerdict::Masked => "only masked rollouts",
+            SignalVerdict::NeverSampled => "never sampled",
         }
     }
 }
@@ -121,7 +121,7 @@ impl Verdict {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct TaskSignal {
     pub task: String,
-    pub verdict: Verdict,
+    pub verdict: SignalVerdict,
     /// Optimizer steps (TRL's global steps) it was sampled in.
     pub sampled_steps: u64,
     pub rollouts: u64,
@@ -294,32 +294,32 @@ fn check_stats(train_ids: &[String], stats: &TaskStatsFile) -> Result<Vec<TaskSi
     Ok(out)
 }
 
-fn verdict(r: &TaskRow) -> Verdict {
+fn verdict(r: &TaskRow) -> SignalVerdict {
     if r.rollouts == 0 {
-        Verdict::NeverSampled
+        SignalVerdict::NeverSampled
     } else if r.groups_with_variance > 0 {
-        Verdict::Signal
+        SignalVerdict::Signal
     } else if r.scored_rollouts == 0 {
-        Verdict::Masked
+        SignalVerdict::Masked
     } else if r.all_pass_groups > 0 && r.all_fail_groups == 0 {
-        Verdict::AlwaysSolved
+        SignalVerdict::AlwaysSolved
     } else if r.all_fail_groups > 0 && r.all_pass_groups == 0 {
-        Verdict::NeverSolved
+        SignalVerdict::NeverSolved
     } else {
-        Verdict::NoSignal
+        SignalVerdict::NoSignal
     }
 }
 
 pub fn count(tasks: &[TaskSignal]) -> SignalCounts {
-    let n = |v: Verdict| tasks.iter().filter(|t| t.verdict == v).count() as u64;
+    let n = |v: SignalVerdict| tasks.iter().filter(|t| t.verdict == v).count() as u64;
     SignalCounts {
         tasks: tasks.len() as u64,
-        signal: n(Verdict::Signal),
-        always_solved: n(Verdict::AlwaysSolved),
-        never_solved: n(Verdict::NeverSolved),
-        no_signal: n(Verdict::NoSignal),
-        masked: n(Verdict::Masked),
-        never_sampled: n(Verdict::NeverSampled),
+        signal: n(SignalVerdict::Signal),
+        always_solved: n(SignalVerdict::AlwaysSolved),
+        never_solved: n(SignalVerdict::NeverSolved),
+        no_signal: n(SignalVerdict::NoSignal),
+        masked: n(SignalVerdict::Masked),
+        never_sampled: n(SignalVerdict::NeverSampled),
     }
 }
 

@@ -1,5 +1,5 @@
 use super::log::{metrics_line, python_dict, LogState};
-use super::signal::{check, sentence, SignalCounts, TrainingFiles, Verdict};
+use super::signal::{check, sentence, SignalCounts, SignalVerdict, TrainingFiles};
 use super::*;
 
 /// `train_task_stats.json` as the real `sampler.train_task_stats` wrote it for a set of records
@@ -94,16 +94,16 @@ fn python_nan_is_read_as_null_outside_strings() {
 #[test]
 fn the_real_samplers_record_gives_each_task_its_verdict() {
     let t = check(&ids(), &files(STATS)).unwrap();
-    let verdicts: Vec<(&str, Verdict)> =
+    let verdicts: Vec<(&str, SignalVerdict)> =
         t.signal.tasks.iter().map(|t| (t.task.as_str(), t.verdict)).collect();
     assert_eq!(
         verdicts,
         [
-            ("count-log-errors", Verdict::Signal),
-            ("parse-invoices", Verdict::AlwaysSolved),
-            ("summarize-csv", Verdict::NeverSolved),
-            ("flaky-sandbox", Verdict::Masked),
-            ("never-drawn", Verdict::NeverSampled),
+            ("count-log-errors", SignalVerdict::Signal),
+            ("parse-invoices", SignalVerdict::AlwaysSolved),
+            ("summarize-csv", SignalVerdict::NeverSolved),
+            ("flaky-sandbox", SignalVerdict::Masked),
+            ("never-drawn", SignalVerdict::NeverSampled),
         ]
     );
     let first = &t.signal.tasks[0];

@@ -67,6 +67,7 @@ pub async fn budget(State(s): State<AppState>) -> Result<Response, ApiError> {
 pub async fn version(State(s): State<AppState>) -> Json<VersionView> {
     let mut view = s.build.view();
     view.heldout_unchecked = crate::jobs::service::heldout_unchecked(&s);
+    view.backup = s.backups.as_ref().map(|b| b.view());
     Json(view)
 }
 

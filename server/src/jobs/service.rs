@@ -163,6 +163,7 @@ pub async fn list(s: &AppState) -> Result<JobsView, ApiError> {
         heldout_unchecked,
         job_secrets: job_secrets(s),
         committed_history,
+        backup: s.backups.as_ref().map(|b| b.view()),
     })
 }
 

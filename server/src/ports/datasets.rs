@@ -40,7 +40,19 @@ pub trait DatasetWriter: Send + Sync {
         repo: &str,
         summary: &str,
         files: &[(String, Vec<u8>)],
+    ) -> Result<String, DatasetError> {
+        self.commit_changes(repo, summary, files, &[]).await
+    }
+    /// Commits `files` and deletes `deleted` (paths) in one commit to `main`.
+    async fn commit_changes(
+        &self,
+        repo: &str,
+        summary: &str,
+        files: &[(String, Vec<u8>)],
+        deleted: &[String],
     ) -> Result<String, DatasetError>;
+    /// The files under `dir` on `main` (recursively), at most `max`; none when `dir` is not there.
+    async fn list(&self, repo: &str, dir: &str, max: usize) -> Result<Vec<String>, DatasetError>;
     /// One file at a revision, at most `max` bytes; `NotFound` when it is not there.
     async fn read(&self, repo: &str, revision: &str, path: &str, max: u64) -> Result<Vec<u8>, DatasetError>;
     /// Where a person opens a path of the dataset (private to the organizers).
@@ -99,8 +111,9 @@ struct CommitAnswer {
     commit_oid: String,
 }
 
-/// The NDJSON body of a commit: a header line, then one line per file (base64 content).
-pub fn commit_body(summary: &str, files: &[(String, Vec<u8>)]) -> Vec<u8> {
+/// The NDJSON body of a commit: a header line, then one line per file (base64 content), then one
+/// per deleted file (`deletedFile`, as `huggingface_hub`'s `CommitOperationDelete` sends it).
+pub fn commit_body(summary: &str, files: &[(String, Vec<u8>)], deleted: &[String]) -> Vec<u8> {
     let b64 = base64::engine::general_purpose::STANDARD;
     let mut body =
         serde_json::to_vec(&json!({"key": "header", "value": {"summary": summary, "description": ""}}))
@@ -110,8 +123,21 @@ pub fn commit_body(summary: &str, files: &[(String, Vec<u8>)]) -> Vec<u8> {
         let line = json!({"key": "file", "value": {"content": b64.encode(bytes), "path": path, "encoding": "base64"}});
         body.extend(serde_json::to_vec(&line).expect("JSON"));
     }
+    for path in deleted {
+        body.push(b'\n');
+        body.extend(
+            serde_json::to_vec(&json!({"key": "deletedFile", "value": {"path": path}})).expect("JSON"),
+        );
+    }
     body.push(b'\n');
     body
+}
+
+/// A tree listing's next page (`Link: <URL>; rel="next"`), only on the same endpoint.
+fn next_page(resp: &reqwest::Response, endpoint: &str) -> Option<String> {
+    let link = resp.headers().get(reqwest::header::LINK)?.to_str().ok()?;
+    let url = link.split(',').find(|l| l.contains("rel=\"next\""))?.split(['<', '>']).nth(1)?;
+    url.starts_with(&format!("{endpoint}/")).then(|| url.to_string())
 }
 
 #[async_trait]
@@ -147,17 +173,18 @@ impl DatasetWriter for HfDatasetWriter {
         Ok(rev.sha)
     }
 
-    async fn commit(
+    async fn commit_changes(
         &self,
         repo: &str,
         summary: &str,
         files: &[(String, Vec<u8>)],
+        deleted: &[String],
     ) -> Result<String, DatasetError> {
         let url = format!("{}/api/datasets/{}/commit/main", self.endpoint, encode_path(repo));
         let req = self
             .request(reqwest::Method::POST, &url)?
             .header(reqwest::header::CONTENT_TYPE, "application/x-ndjson")
-            .body(commit_body(summary, files));
+            .body(commit_body(summary, files, deleted));
         let answer: CommitAnswer = Self::send(req)
             .await?
             .json()
@@ -176,6 +203,40 @@ impl DatasetWriter for HfDatasetWriter {
         );
         let resp = Self::send(self.request(reqwest::Method::GET, &url)?).await?;
         crate::sources::bounded_body(resp, max).await.map_err(|e| DatasetError::Unavailable(e.to_string()))
+    }
+
+    async fn list(&self, repo: &str, dir: &str, max: usize) -> Result<Vec<String>, DatasetError> {
+        #[derive(Deserialize)]
+        struct Item {
+            #[serde(rename = "type")]
+            kind: String,
+            path: String,
+        }
+        let mut next = Some(format!(
+            "{}/api/datasets/{}/tree/main/{}?recursive=true",
+            self.endpoint,
+            encode_path(repo),
+            encode_path(dir)
+        ));
+        let mut out = Vec::new();
+        while let Some(url) = next.take() {
+            let resp = match Self::send(self.request(reqwest::Method::GET, &url)?).await {
+                Err(DatasetError::NotFound) if out.is_empty() => return Ok(out),
+                other => other?,
+            };
+            next = next_page(&resp, &self.endpoint);
+            let bytes = crate::sources::bounded_body(resp, 4 << 20)
+                .await
+                .map_err(|e| DatasetError::Unavailable(e.to_string()))?;
+            let items: Vec<Item> =
+                serde_json::from_slice(&bytes).map_err(|e| DatasetError::Unavailable(e.to_string()))?;
+            out.extend(items.into_iter().filter(|i| i.kind == "file").map(|i| i.path));
+            if out.len() >= max {
+                out.truncate(max);
+                break;
+            }
+        }
+        Ok(out)
     }
 
     fn url(&self, repo: &str, path: &str) -> String {

@@ -60,6 +60,22 @@ async fn ledger(app: &TestApp, run: &str) -> (String, f64) {
     (r["state"].as_str().unwrap().to_string(), r["amount_usd"].as_f64().unwrap())
 }
 
+/// A connection request to the run's relay with a secret the test sets on the run.
+async fn relay_request(
+    app: &TestApp,
+    run: &str,
+) -> tokio_tungstenite::tungstenite::handshake::client::Request {
+    let secret_hash = server::identity::sha256_hex("a-known-secret");
+    app.exec(&format!("UPDATE runs SET secret_hash = '{secret_hash}' WHERE id = '{run}'")).await.unwrap();
+    let ws = app.state.public_url.replacen("http://", "ws://", 1);
+    let mut request = tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(
+        format!("{ws}/api/relay/runs/{run}"),
+    )
+    .unwrap();
+    request.headers_mut().insert("authorization", "Bearer a-known-secret".parse().unwrap());
+    request
+}
+
 fn job_stage(app: &TestApp, run: &str) -> String {
     let jobs = app.hub.jobs.jobs.lock().unwrap();
     let job = jobs.iter().find(|j| j.view.labels.get("arena-run").map(String::as_str) == Some(run)).unwrap();
@@ -99,7 +115,9 @@ on_both_backends!(local, a_run_goes_from_queued_to_scored_with_its_stages_and_is
         (1..=10).collect::<Vec<_>>()
     );
     assert!(
-        points.iter().all(|p| p["loss"].as_f64().is_some() && p["reward"].as_f64().is_some()),
+        points
+            .iter()
+            .all(|p| p["metrics"]["loss"].as_f64().is_some() && p["metrics"]["reward"].as_f64().is_some()),
         "{points:#?}"
     );
     // Each step is kept once, from whichever told first: the relay, or the log's tail the
@@ -113,14 +131,7 @@ on_both_backends!(local, a_run_goes_from_queued_to_scored_with_its_stages_and_is
     assert!(sources.contains(&"relay") && sources.contains(&"job status"));
     assert_eq!(d["relay"], "gone", "the job has ended");
     // The run's relay secret stops working when the run ends (set to a known one here).
-    let secret_hash = server::identity::sha256_hex("a-known-secret");
-    app.exec(&format!("UPDATE runs SET secret_hash = '{secret_hash}' WHERE id = '{run}'")).await.unwrap();
-    let ws = app.state.public_url.replacen("http://", "ws://", 1);
-    let mut request = tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(
-        format!("{ws}/api/relay/runs/{run}"),
-    )
-    .unwrap();
-    request.headers_mut().insert("authorization", "Bearer a-known-secret".parse().unwrap());
+    let request = relay_request(app, &run).await;
     match tokio_tungstenite::connect_async(request).await {
         Err(tokio_tungstenite::tungstenite::Error::Http(r)) => assert_eq!(r.status(), 401),
         other => panic!("an ended run's relay connected: {:?}", other.map(|_| ())),
@@ -323,14 +334,7 @@ async fn trls_metrics_over_the_relay_are_stored_once_per_step() {
     let app = TestApp::with(Backend::Sqlite, Options::local()).await;
     // No background work: the run stays queued, and only the relay tells the arena anything.
     let run = launched(&app, JobFaults { scheduling_ms: Some(600_000), ..Default::default() }).await;
-    let secret_hash = server::identity::sha256_hex("a-known-secret");
-    app.exec(&format!("UPDATE runs SET secret_hash = '{secret_hash}' WHERE id = '{run}'")).await.unwrap();
-    let ws = app.state.public_url.replacen("http://", "ws://", 1);
-    let mut request = tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(
-        format!("{ws}/api/relay/runs/{run}"),
-    )
-    .unwrap();
-    request.headers_mut().insert("authorization", "Bearer a-known-secret".parse().unwrap());
+    let request = relay_request(&app, &run).await;
     let (mut ws, _) = tokio_tungstenite::connect_async(request).await.unwrap();
     async fn answer<S>(ws: &mut S) -> Value
     where
@@ -364,10 +368,10 @@ async fn trls_metrics_over_the_relay_are_stored_once_per_step() {
     assert_eq!(
         d["training"]["points"],
         json!([
-            {"step": 1, "loss": 0.5, "reward": 0.25, "reward_std": 0.1, "grad_norm": null, "learning_rate": null,
-             "completion_length": null, "frac_reward_zero_std": null},
-            {"step": 2, "loss": 0.4, "reward": null, "reward_std": null, "grad_norm": 0.3, "learning_rate": null,
-             "completion_length": null, "frac_reward_zero_std": null},
+            {"step": 1, "metrics": {"loss": 0.5, "reward": 0.25, "reward_std": 0.1, "grad_norm": null,
+             "learning_rate": null, "completion_length": null, "frac_reward_zero_std": null}},
+            {"step": 2, "metrics": {"loss": 0.4, "reward": null, "reward_std": null, "grad_norm": 0.3,
+             "learning_rate": null, "completion_length": null, "frac_reward_zero_std": null}},
         ])
     );
     assert_eq!(d["training_steps_logged"], 2);

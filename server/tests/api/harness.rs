@@ -401,6 +401,11 @@ impl TestApp {
         sqlx::query(sql).fetch_one(&self.state.db.pool).await.unwrap().try_get(0).unwrap()
     }
 
+    /// The server's data directory (its SQLite database is `arena.sqlite` there).
+    pub fn data_dir(&self) -> &std::path::Path {
+        self._dir.path()
+    }
+
     /// Runs SQL as an organizer would by hand. On PostgreSQL the tables' triggers tell every
     /// server; this server is told at once, as after its own writes, so the next read is fresh.
     pub async fn exec(&self, sql: &str) -> Result<(), sqlx::Error> {

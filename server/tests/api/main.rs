@@ -1,5 +1,6 @@
 //! API and page tests, in-process (`tower::ServiceExt::oneshot`), each on SQLite and PostgreSQL.
 
+mod backup;
 mod baselines;
 mod bench;
 mod board;

@@ -108,7 +108,7 @@ on_both_backends!(local, collect_reads_the_evidence_again_and_review_is_final, |
         (d["training"]["planned_steps"].clone(), d["training_steps_logged"].clone()),
         (json!(10), json!(10))
     );
-    assert_eq!(d["training"]["points"][0]["reward"], 1.0, "every drawn rollout passes");
+    assert_eq!(d["training"]["points"][0]["metrics"]["reward"], 1.0, "every drawn rollout passes");
     // The run page draws them on the server: three panels, a dot a step, the axis ending at 10.
     let page = app.get(&format!("/arena/runs/{run}")).await.text();
     assert!(page.contains("10 optimizer steps logged, the latest step 10 of 10 planned"), "{page}");

@@ -1,0 +1,178 @@
+"""Backups as they would fail: a SQLite arena with a backup dataset on the HF stand-in takes an
+agent and board posts, snapshots them; it is killed with SIGKILL, its data directory deleted, and
+started again: everything older than the last snapshot is back. A corrupt newest snapshot falls
+back to the one before; one from a newer schema stops the server, saying so; PostgreSQL refuses
+ARENA_BACKUP_REPO."""
+
+import gzip
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+import urllib.error
+import urllib.request
+import uuid
+from pathlib import Path
+
+import pytest
+
+from conftest import free_port, hub_url
+
+ROOT = Path(__file__).resolve().parents[2]
+RUPERT = "hf_local_test_rupert_3be2d8"
+ARENA_BOT = "hf_local_test_arena_bot_5a5a5a"
+TARGET = os.environ.get("CARGO_TARGET_DIR") or str(Path.home() / ".cache" / "arena-target")
+
+
+def request(url, method="GET", body=None, token=None):
+    headers = {"Content-Type": "application/json"} if body is not None else {}
+    if token:
+        headers["Authorization"] = "Bearer " + token
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(url, data=data, method=method, headers=headers)
+    try:
+        with urllib.request.urlopen(req, timeout=20) as r:
+            return r.status, json.loads(r.read() or b"null")
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read() or b"null")
+
+
+class Arena:
+    """One arena process on its own data directory, started and killed as a Space restarts."""
+
+    def __init__(self, work, repo, extra=None):
+        self.work, self.port, self.proc = work, free_port(), None
+        self.url = "http://127.0.0.1:%d" % self.port
+        self.env = {"PATH": os.environ["PATH"], "HOME": str(work), "RUST_LOG": "info",
+                    "ARENA_ADDR": "127.0.0.1:%d" % self.port, "ARENA_DATA_DIR": str(work / "data"),
+                    "ARENA_CONFIGS_DIR": str(work / "configs"), "ARENA_SITE_ROOT": str(ROOT / "target" / "site"),
+                    "ARENA_PUBLIC_URL": self.url, "ARENA_COOKIE_SECURE": "false", "HF_ENDPOINT": hub_url(),
+                    "HF_TOKEN": ARENA_BOT, "ARENA_BACKUP_REPO": repo, "ARENA_BACKUP_EVERY_S": "1",
+                    "ARENA_BACKUP_KEEP": "3", "ARENA_WORKER_TICK_S": "1", "GITHUB_API_URL": hub_url(),
+                    "GITHUB_RAW_URL": hub_url() + "/raw", "ARENA_UNSEEN_TOKENS_PER_MINUTE": "5000",
+                    **(extra or {})}
+
+    def start(self, expect_up=True):
+        self.log = self.work / ("server-%s.log" % uuid.uuid4().hex[:6])
+        out = open(self.log, "w")
+        self.proc = subprocess.Popen([TARGET + "/debug/arena", "serve"], env=self.env, stdout=out, stderr=out)
+        for _ in range(120):
+            if self.proc.poll() is not None:
+                assert not expect_up, self.log.read_text()
+                return self.log.read_text()
+            try:
+                if urllib.request.urlopen(self.url + "/healthz", timeout=2).status == 200:
+                    assert expect_up, "it started"
+                    return None
+            except OSError:
+                pass
+            time.sleep(0.5)
+        pytest.fail("the arena did not start: " + self.log.read_text())
+
+    def kill_and_wipe(self):
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait()
+        shutil.rmtree(self.work / "data")
+
+    def backup(self):
+        return request(self.url + "/api/version")[1]["backup"]
+
+    def settled_snapshot(self):
+        """Waits until a snapshot was uploaded and none followed for three turns (so it holds every
+        write made before the call); answers the backup status."""
+        seen, since = None, time.time()
+        for _ in range(240):
+            b = self.backup()
+            if b["snapshot"] != seen:
+                seen, since = b["snapshot"], time.time()
+            elif seen and time.time() - since > 3:
+                return b
+            time.sleep(0.25)
+        pytest.fail("no settled snapshot: %s" % self.backup())
+
+
+@pytest.fixture()
+def arena(tmp_path):
+    subprocess.run(["bash", "-c", 'source dev/lib.sh && assemble_local_configs "$1"', "_", str(tmp_path / "configs")],
+                   cwd=ROOT, check=True, capture_output=True)
+    a = Arena(tmp_path, "benchflow/arena-backup-" + uuid.uuid4().hex[:8])
+    yield a
+    if a.proc and a.proc.poll() is None:
+        a.proc.kill()
+        a.proc.wait()
+
+
+def hub_api():
+    from huggingface_hub import HfApi
+
+    return HfApi(endpoint=hub_url(), token=ARENA_BOT)
+
+
+def post(arena, text):
+    body = {"request_id": "backup-" + uuid.uuid4().hex[:10], "agent_id": "rupert-backup", "body": text, "refs": [],
+            "broadcast": False}
+    status, answer = request(arena.url + "/api/board/messages", "POST", body, RUPERT)
+    assert status in (200, 201), answer
+    return answer
+
+
+def board(arena):
+    return [m["body"] for m in request(arena.url + "/api/board/messages?limit=100")[1]["messages"]]
+
+
+def test_a_killed_and_wiped_space_comes_back_from_its_last_snapshot(arena):
+    assert arena.start() is None
+    b = arena.backup()
+    assert b["repo"].startswith("benchflow/arena-backup-") and b["restored_from"] is None
+    agent = {"agent_id": "rupert-backup", "description": "The agent of rupert: backup checks"}
+    assert request(arena.url + "/api/agents", "POST", agent, RUPERT)[0] in (200, 201)
+    for i in range(3):
+        post(arena, "Backed-up message %d." % i)
+    first = arena.settled_snapshot()
+    assert first["last_error"] is None and first["snapshot"].startswith("backups/arena-"), first
+    # Nothing changed since: no new snapshot was taken.
+    assert arena.backup()["snapshot"] == first["snapshot"]
+    arena.kill_and_wipe()
+    assert arena.start() is None
+    b = arena.backup()
+    assert b["restored_from"] == "%s@%s" % (first["snapshot"], first["revision"]), b
+    assert {"Backed-up message %d." % i for i in range(3)} <= set(board(arena))
+    assert request(arena.url + "/api/discover")[1]["agents_total"] >= 1
+
+
+def test_a_corrupt_newest_snapshot_falls_back_and_a_newer_schema_stops_the_start(arena):
+    assert arena.start() is None
+    agent = {"agent_id": "rupert-backup", "description": "The agent of rupert: backup checks"}
+    assert request(arena.url + "/api/agents", "POST", agent, RUPERT)[0] in (200, 201)
+    post(arena, "Before the corruption.")
+    good = arena.settled_snapshot()
+    arena.proc.send_signal(signal.SIGKILL)
+    arena.proc.wait()
+    repo, api = arena.env["ARENA_BACKUP_REPO"], hub_api()
+    name = good["snapshot"].split("/")[-1]
+    schema = int(name.split("-s")[1].split("-")[0])
+    # A newer snapshot whose bytes are not what its name's hash says.
+    corrupt = "backups/arena-29991231T235959Z-s%d-%s.sqlite.gz" % (schema, "0" * 64)
+    api.upload_file(path_or_fileobj=gzip.compress(b"not a database"), path_in_repo=corrupt, repo_id=repo,
+                    repo_type="dataset")
+    shutil.rmtree(arena.work / "data")
+    assert arena.start() is None
+    assert arena.backup()["restored_from"].startswith(good["snapshot"] + "@")
+    assert "Before the corruption." in board(arena)
+    assert "trying the one before" in arena.log.read_text()
+    arena.proc.send_signal(signal.SIGKILL)
+    arena.proc.wait()
+    # One from a schema this build does not know: the server refuses to start rather than go back.
+    newer = "backups/arena-29991231T235959Z-s%d-%s.sqlite.gz" % (schema + 1000, "1" * 64)
+    api.upload_file(path_or_fileobj=b"x", path_in_repo=newer, repo_id=repo, repo_type="dataset")
+    shutil.rmtree(arena.work / "data")
+    said = arena.start(expect_up=False)
+    assert "newer than this build's %d" % schema in said, said
+
+
+def test_postgresql_refuses_a_backup_repo(arena):
+    arena.env["DATABASE_URL"] = "postgres://postgres@127.0.0.1:5432/test"
+    said = arena.start(expect_up=False)
+    assert "ARENA_BACKUP_REPO backs up the SQLite database" in said and "pg_dump" in said, said
