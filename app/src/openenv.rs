@@ -342,7 +342,7 @@ fn RunDetail(run: OpenEnvRunView, events: Vec<RunEvent>) -> impl IntoView {
         })}
         {live.then(|| view! { <p class="note">"This page follows the run: it reloads every five seconds until the run ends."</p> })}
         <h2>"Training curves"</h2>
-        <div class="curves-static" inner_html=crate::charts::training_curves_html(&domain::openenv::run::training_curve(&run.steps))></div>
+        <div class="curves-static" inner_html=crate::charts::training_curves_html(&domain::openenv::run::training_curve(&events))></div>
         <StepTable steps=run.steps.clone()/>
         <h2>"Events"</h2>
         <table class="openenv-events cards">

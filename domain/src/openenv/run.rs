@@ -277,21 +277,28 @@ pub struct StepView {
     pub metrics: StepMetrics,
 }
 
-/// The steps' metrics as the curves both tracks draw: the optimizer step is the policy version
-/// after it, the reward the mean of the four episodes that trained.
-pub fn training_curve(steps: &[StepView]) -> crate::training::TrainingCurve {
-    let points = steps
-        .iter()
-        .map(|s| crate::training::TrainPoint {
-            step: s.policy_version.max(0) as u64,
-            metrics: crate::training::TrainMetrics {
-                loss: s.metrics.loss,
-                reward: s.metrics.reward_mean,
-                reward_std: s.metrics.reward_std,
-                grad_norm: s.metrics.grad_norm,
-                completion_length: s.metrics.completion_tokens,
-                ..Default::default()
-            },
+/// A run's steps as the curves both tracks draw: each `updating` event that trained is a step
+/// (its policy version after the update), its reward the mean of its valid rewards, with the
+/// trainer's loss, spread, gradient norm and tokens when it reported them (the simulated cluster
+/// reports rewards only).
+pub fn training_curve(events: &[RunEvent]) -> crate::training::TrainingCurve {
+    let steps = steps(events);
+    let metrics = |v: i64| steps.iter().find(|s| s.policy_version == v).map(|s| &s.metrics);
+    let points = reward_curve(events)
+        .into_iter()
+        .map(|(version, mean)| {
+            let m = metrics(version);
+            crate::training::TrainPoint {
+                step: version.max(0) as u64,
+                metrics: crate::training::TrainMetrics {
+                    loss: m.and_then(|m| m.loss),
+                    reward: Some(mean),
+                    reward_std: m.and_then(|m| m.reward_std),
+                    grad_norm: m.and_then(|m| m.grad_norm),
+                    completion_length: m.and_then(|m| m.completion_tokens),
+                    ..Default::default()
+                },
+            }
         })
         .collect();
     crate::training::TrainingCurve { planned_steps: None, points }
@@ -418,6 +425,12 @@ mod tests {
             e(Updating, 1, Some(vec![Some(1.0); 4])),
         ];
         assert_eq!(reward_curve(&events), [(0, 0.5), (1, 1.0)]);
+        // The curves both tracks draw: a point per step, its mean reward, with or without metrics.
+        let curve = training_curve(&events);
+        assert_eq!(
+            curve.points.iter().map(|p| (p.step, p.metrics.reward)).collect::<Vec<_>>(),
+            [(0, Some(0.5)), (1, Some(1.0))]
+        );
     }
 
     fn event(state: RunState, alert: Option<Alert>) -> RunEvent {
