@@ -57,6 +57,18 @@ async fn review(app: &TestApp, run: &str, accepted: bool, token: &str) -> crate:
         .await
 }
 
+/// Edits one of a run's JSON files in the runs dataset and points the run at that commit, as if
+/// the pipeline had published the edited file (collect reads where the reconciler found them).
+async fn edit_evidence(app: &TestApp, run: &str, path: &str, edit: impl FnOnce(&mut Value)) {
+    let ds = app.repos.join("datasets").join(RUNS_DATASET);
+    let mut v: Value =
+        serde_json::from_str(&crate::harness::git(&ds, &["show", &format!("main:{path}")])).unwrap();
+    edit(&mut v);
+    let file = (path.to_string(), serde_json::to_vec(&v).unwrap());
+    let edited = app.state.deps.datasets.commit(RUNS_DATASET, "edit the evidence", &[file]).await.unwrap();
+    app.exec(&format!("UPDATE runs SET results_commit = '{edited}' WHERE id = '{run}'")).await.unwrap();
+}
+
 fn code(a: &crate::harness::Answer) -> (u16, String) {
     (a.status.as_u16(), a.json()["code"].as_str().unwrap_or("").to_string())
 }
@@ -211,22 +223,12 @@ on_both_backends!(local, collect_refuses_evidence_that_does_not_hold_up, |app| {
     // Cells that leave a task out.
     let short = run_to_end(app, &env, ALICE, JobFaults::default()).await;
     let path = format!("runs/{short}/reports/eval_task_outcomes.json");
-    let ds = app.repos.join("datasets").join(RUNS_DATASET);
-    let mut cells: Value =
-        serde_json::from_str(&crate::harness::git(&ds, &["show", &format!("main:{path}")])).unwrap();
-    for cell in cells["arms"]["final"]["cells"].as_array_mut().unwrap() {
-        cell["outcomes"].as_object_mut().unwrap().remove("local-heldout-07");
-    }
-    let edited = app
-        .state
-        .deps
-        .datasets
-        .commit(RUNS_DATASET, "drop a task", &[(path, serde_json::to_vec(&cells).unwrap())])
-        .await
-        .unwrap();
-    // Collect reads at the commit where the reconciler found the files, so an edit made later is
-    // not read: point the run at the edited commit, as if the pipeline had published these cells.
-    app.exec(&format!("UPDATE runs SET results_commit = '{edited}' WHERE id = '{short}'")).await.unwrap();
+    edit_evidence(app, &short, &path, |cells| {
+        for cell in cells["arms"]["final"]["cells"].as_array_mut().unwrap() {
+            cell["outcomes"].as_object_mut().unwrap().remove("local-heldout-07");
+        }
+    })
+    .await;
     let r = collect(app, &short, ALICE).await;
     assert_eq!(code(&r), (422, "RESULT_INCOMPLETE".into()));
     assert!(!r.text().contains("local-heldout"), "no held-out task id for the author: {}", r.text());
@@ -236,17 +238,10 @@ on_both_backends!(local, collect_refuses_evidence_that_does_not_hold_up, |app| {
     // GRPO's records that name a task the run did not train on.
     let odd = run_to_end(app, &env, ALICE, JobFaults::default()).await;
     let path = format!("runs/{odd}/jobs/grpo-train/train_task_stats.json");
-    let mut stats: Value =
-        serde_json::from_str(&crate::harness::git(&ds, &["show", &format!("main:{path}")])).unwrap();
-    stats["tasks"]["someone-elses-task"] = stats["tasks"]["expense-report"].clone();
-    let edited = app
-        .state
-        .deps
-        .datasets
-        .commit(RUNS_DATASET, "add a task", &[(path, serde_json::to_vec(&stats).unwrap())])
-        .await
-        .unwrap();
-    app.exec(&format!("UPDATE runs SET results_commit = '{edited}' WHERE id = '{odd}'")).await.unwrap();
+    edit_evidence(app, &odd, &path, |stats| {
+        stats["tasks"]["someone-elses-task"] = stats["tasks"]["expense-report"].clone();
+    })
+    .await;
     let r = collect(app, &odd, ALICE).await;
     assert_eq!(code(&r), (422, "TRAINING_RECORDS_INVALID".into()));
     assert!(r.json()["message"].as_str().unwrap().contains("names `someone-elses-task`"), "{}", r.text());
