@@ -1,13 +1,19 @@
 """Figures about the code's shape, for refactoring notes (not a test): the longest functions in
 `domain` and `server` (a function over 80 lines whose comments just above it hold a line starting
-`Long:` says why, and is listed apart), the import cycles between `server`'s modules, and the `&str`
-ids that service functions take (the old `server/src/service/` or, since the feature folders, every
-module of a feature but its `api.rs`, `relay.rs`, `repo.rs`, `runs_repo.rs` and `mod.rs`).
+`Long:` says why, and is listed apart), the import cycles between `server`'s modules, the circles
+between files of every crate (following `use` and inline paths from file to file), the handlers
+(`api.rs`) that reach a feature's `repo`, the `&str` ids that service functions take (the old
+`server/src/service/` or, since the feature folders, every module of a feature but its `api.rs`,
+`relay.rs`, `repo.rs`, `runs_repo.rs` and `mod.rs`), and the lines the `duplicates` command (the
+tool library's, where it is installed) finds between the served scripts.
 Usage: python3 dev/code_metrics.py [--longest N]"""
 
 import argparse
 import re
+import shutil
+import subprocess
 import sys
+import tempfile
 from collections import defaultdict
 from pathlib import Path
 
@@ -84,6 +90,147 @@ def longest(n):
     print(f"functions over 80 lines with a reason above them: {len(excused)}")
     for length, where, name, reason in excused:
         print(f"  {length:4d}  {name}  {where}: {reason}")
+
+
+def strongly_connected(graph):
+    """The groups of two or more nodes that reach each other (Tarjan), each sorted."""
+    index, low, stack, on, comps, counter = {}, {}, [], set(), [], [0]
+    sys.setrecursionlimit(10000)
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                comps.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return comps
+
+
+def expand_use(tree):
+    """`a::{b, c::{d as e, self}}` as the paths it names: a::b, a::c::d, a::c."""
+    tree = re.sub(r"\s+", "", tree)
+    out = []
+
+    def walk(prefix, text):
+        depth, start, parts = 0, 0, []
+        for i, ch in enumerate(text):
+            if ch == "{":
+                depth += 1
+            elif ch == "}":
+                depth -= 1
+            elif ch == "," and depth == 0:
+                parts.append(text[start:i])
+                start = i + 1
+        parts.append(text[start:])
+        for part in filter(None, parts):
+            part = re.sub(r"\bas\b.*$", "", part) if "{" not in part else part
+            if "{" in part:
+                head, inner = part.split("{", 1)
+                walk(prefix + head.rstrip(":").split("::") if head.rstrip(":") else prefix, inner[:-1])
+            else:
+                segs = part.split("::")
+                out.append(prefix + (segs[:-1] if segs[-1] == "self" else segs))
+
+    walk([], tree)
+    return out
+
+
+def file_graph(crate):
+    """Edges from each file of `crate` to the files whose items it names."""
+    files = {module_of(crate, p): p for p in rust_files(crate)}
+    graph = {}
+    for mod, p in files.items():
+        here = mod.split("::") if mod != "crate" else []
+        text = strip_tests(p.read_text())
+        text = re.sub(r"//[^\n]*", "", text)
+        paths = []
+        for m in re.finditer(r"\b(?:pub(?:\([a-z]+\))?\s+)?use\s+([^;]+);", text):
+            paths += expand_use(m.group(1))
+        for m in re.finditer(r"(?<![A-Za-z_0-9:])((?:crate|super|self|[a-z_][a-z_0-9]*)(?:::[A-Za-z_][A-Za-z_0-9]*)+)", text):
+            paths.append(m.group(1).split("::"))
+        targets = set()
+        for segs in paths:
+            if segs[0] == "crate":
+                absolute = segs[1:]
+            elif segs[0] in ("super", "self"):
+                base = list(here)
+                while segs and segs[0] in ("super", "self"):
+                    if segs[0] == "super":
+                        base = base[:-1]
+                    segs = segs[1:]
+                absolute = base + segs
+            elif "::".join(here + segs[:1]) in files:
+                absolute = here + segs
+            else:
+                continue
+            for k in range(len(absolute), -1, -1):
+                cand = "::".join(absolute[:k]) or "crate"
+                if cand in files:
+                    if cand != mod:
+                        targets.add(cand)
+                    break
+        graph[str(p.relative_to(ROOT / crate / "src"))] = {
+            str(files[t].relative_to(ROOT / crate / "src")) for t in targets
+        }
+    return graph
+
+
+def file_circles():
+    for crate in ("domain", "server", "standin", "app"):
+        if not (ROOT / crate / "src").is_dir():
+            continue
+        comps = strongly_connected(file_graph(crate))
+        print(f"file circles in {crate} (groups of files that use each other): {len(comps)}")
+        for c in comps:
+            print(f"  {len(c)} files: {', '.join(c)}")
+
+
+def repo_in_handlers():
+    rows = []
+    for p in sorted((ROOT / "server" / "src").rglob("api.rs")):
+        for i, line in enumerate(strip_tests(p.read_text()).split("\n"), 1):
+            if re.search(r"\brepo::|::repo\b|\brepo\s*[,}]", line.split("//")[0]):
+                rows.append(f"{p.relative_to(ROOT)}:{i}: {line.strip()}")
+    print(f"handlers (api.rs) naming a feature's repo: {len(rows)}")
+    for r in rows:
+        print("  " + r)
+
+
+SERVED_SCRIPTS = ("check_task.py", "validation_gates.py", "arena_cli.py")
+
+
+def served_duplicates():
+    tool = shutil.which("duplicates")
+    if not tool:
+        print("lines shared between the served scripts: not measured (no `duplicates` command here)")
+        return
+    with tempfile.TemporaryDirectory() as d:
+        for name in SERVED_SCRIPTS:
+            shutil.copy(ROOT / "public" / name, d)
+        out = subprocess.run([tool, "--repo", d, "--most", "200", "--min-lines", "6"], capture_output=True,
+                             text=True).stdout
+    rows = re.findall(r"\S+\.py:(\d+)-(\d+) ~ \S+\.py:\d+-\d+", out)
+    shared = sum(int(b) - int(a) + 1 for a, b in rows)
+    print(f"lines shared between the served scripts ({', '.join(SERVED_SCRIPTS)}): {shared} in {len(rows)} runs")
 
 
 def cycles():
@@ -185,4 +332,7 @@ if __name__ == "__main__":
     a = ap.parse_args()
     longest(a.longest)
     cycles()
+    file_circles()
+    repo_in_handlers()
     str_ids()
+    served_duplicates()

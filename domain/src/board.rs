@@ -261,3 +261,26 @@ mod tests {
         assert_eq!(retry_after(&[100, 990, 995, 999], 1000, &both), Some(2700));
     }
 }
+
+/// Which messages a listing asks for, newest first.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MessageFilter {
+    pub agent: Option<String>,
+    pub author: Option<String>,
+    pub text: Option<String>,
+    pub since_epoch: Option<i64>,
+    /// Only messages older than this sequence number (the cursor).
+    pub before_seq: Option<i64>,
+    pub limit: u32,
+}
+
+impl MessageFilter {
+    /// The unfiltered first page, which the front page and most agents read.
+    pub fn is_first_page(&self) -> bool {
+        self.agent.is_none()
+            && self.author.is_none()
+            && self.text.is_none()
+            && self.since_epoch.is_none()
+            && self.before_seq.is_none()
+    }
+}

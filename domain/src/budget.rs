@@ -1,6 +1,7 @@
 //! The shared compute cap and its reservation ledger. Amounts are whole cents so that sums are
 //! exact; the wire form is dollars.
 
+pub use crate::money::{cents_ceil, dollars};
 use crate::views::BudgetView;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,15 +66,6 @@ pub const EXPOSED_PORTS_USD_PER_HOUR: f64 = 0.01;
 /// A job's price per hour: its flavor's, plus the exposed-port surcharge when it exposes any.
 pub fn job_hourly_usd(flavor_usd_per_hour: f64, exposes_ports: bool) -> f64 {
     flavor_usd_per_hour + if exposes_ports { EXPOSED_PORTS_USD_PER_HOUR } else { 0.0 }
-}
-
-pub fn dollars(cents: i64) -> f64 {
-    cents as f64 / 100.0
-}
-
-/// Rounds a dollar figure up to whole cents: a reservation never under-covers its run.
-pub fn cents_ceil(usd: f64) -> i64 {
-    (usd * 100.0 - 1e-9).ceil() as i64
 }
 
 #[cfg(test)]

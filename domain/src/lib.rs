@@ -14,6 +14,7 @@ pub mod identity;
 pub mod ids;
 pub mod job_labels;
 pub mod limits;
+pub mod money;
 pub mod openenv;
 pub mod pipeline;
 pub mod registry;

@@ -15,8 +15,10 @@ pub mod admission;
 pub mod assignment;
 pub mod episode;
 pub mod image;
+pub mod refusal;
 pub mod run;
 pub use image::{ImageRef, RegistryHost};
+pub use refusal::Refusal;
 
 #[cfg(test)]
 mod tests;
@@ -130,13 +132,6 @@ pub struct SubmissionRequest {
     #[serde(default)]
     #[cfg_attr(feature = "openapi", schema(max_length = 2048, pattern = r"^https://\S+$"))]
     pub source: Option<String>,
-}
-
-/// A refusal at submission: the guide's code and a message that names the field.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Refusal {
-    pub code: ErrorCode,
-    pub message: String,
 }
 
 fn refuse<T>(code: ErrorCode, message: impl Into<String>) -> Result<T, Refusal> {

@@ -7,15 +7,18 @@ use serde::{Deserialize, Serialize};
 
 use crate::agents::AgentId;
 use crate::board::RequestId;
-use crate::budget::dollars;
+use crate::money::dollars;
 use crate::registry::{Challenge, ChallengeStatus, ProviderStatus};
 use crate::ErrorCode;
 
 pub mod follow;
-mod job_stage;
-mod stage;
+pub mod job_stage;
+pub mod relay;
+pub mod stage;
+pub mod state;
 pub use job_stage::JobStage;
 pub use stage::Stage;
+pub use state::{is_platform_fault, Purpose, RunState};
 
 /// A collection may have one counted run per challenge in this window.
 pub const DAILY_WINDOW_S: i64 = 24 * 3600;
@@ -76,84 +79,6 @@ impl Launch {
     pub fn body_key(&self, challenge_id: &str) -> String {
         let agent = self.agent_id.as_ref().map(|a| a.as_str()).unwrap_or("");
         format!("{challenge_id}\n{}\n{agent}", self.environment_id)
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[serde(rename_all = "lowercase")]
-pub enum RunState {
-    Queued,
-    Running,
-    Scored,
-    Failed,
-    Canceled,
-}
-
-impl RunState {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RunState::Queued => "queued",
-            RunState::Running => "running",
-            RunState::Scored => "scored",
-            RunState::Failed => "failed",
-            RunState::Canceled => "canceled",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<RunState> {
-        [RunState::Queued, RunState::Running, RunState::Scored, RunState::Failed, RunState::Canceled]
-            .into_iter()
-            .find(|r| r.as_str() == s)
-    }
-
-    pub fn is_finished(self) -> bool {
-        matches!(self, RunState::Scored | RunState::Failed | RunState::Canceled)
-    }
-
-    /// Failed and canceled runs do not count against the daily limit.
-    pub fn counts(self) -> bool {
-        !matches!(self, RunState::Failed | RunState::Canceled)
-    }
-}
-
-/// What a run is for: training on a collection, or measuring the base model alone on the held-out
-/// suite (the challenge's `baseline`, launched by an editor, no collection).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[serde(rename_all = "lowercase")]
-pub enum Purpose {
-    Collection,
-    Baseline,
-}
-
-impl Purpose {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Purpose::Collection => "collection",
-            Purpose::Baseline => "baseline",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Purpose> {
-        [Purpose::Collection, Purpose::Baseline].into_iter().find(|p| p.as_str() == s)
-    }
-
-    /// The stages a run of this purpose goes through: a baseline measurement snapshots the
-    /// held-out suite, evaluates the base model and publishes, nothing more.
-    pub fn stages(self) -> &'static [Stage] {
-        match self {
-            Purpose::Collection => &Stage::ALL,
-            Purpose::Baseline => &[Stage::Setup, Stage::Snapshot, Stage::Baseline, Stage::Collect],
-        }
-    }
-
-    /// The `arena-purpose` label of the HF job, as `/api/jobs` reports it.
-    pub fn job_purpose(self) -> &'static str {
-        match self {
-            Purpose::Collection => "challenge-run",
-            Purpose::Baseline => "baseline",
-        }
     }
 }
 
@@ -514,13 +439,6 @@ pub fn redact_tasks(text: &str, hidden: &std::collections::BTreeSet<String>) -> 
         rest = tail;
     }
     out
-}
-
-pub fn is_platform_fault(reason: &str) -> bool {
-    let r = reason.to_ascii_lowercase();
-    ["nccl", "vllm", "daytona", "acp initialize timed out", "402", "prepaid credit", "sandbox"]
-        .iter()
-        .any(|needle| r.contains(needle))
 }
 
 /// A run as `runs` shows it.

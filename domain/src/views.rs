@@ -352,6 +352,12 @@ pub struct BackupView {
     pub snapshot: Option<String>,
     /// The snapshot this process restored the database from at start (`path@revision`).
     pub restored_from: Option<String>,
+    /// Runs this process found again from their HF jobs (launched after the last snapshot).
+    #[serde(default)]
+    pub runs_found_again: Vec<String>,
+    /// While runs are still to be found again (HF did not answer, or another run holds the live
+    /// reservation until it ends), or a job's run could not be rebuilt: why.
+    pub runs_finding: Option<String>,
 }
 
 /// A dataset at a commit.
@@ -412,7 +418,7 @@ pub struct JobRow {
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
 pub struct RelayRow {
     pub run_id: String,
-    pub state: crate::runs::follow::RelayState,
+    pub state: crate::runs::relay::RelayState,
     pub seen_epoch: Option<i64>,
 }
 
@@ -459,4 +465,19 @@ pub struct JobSecretRow {
 pub struct SpendPoint {
     pub at: String,
     pub committed_usd: f64,
+}
+
+/// A reservation of the ledger, with the run it is for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct Reservation {
+    pub run_id: Option<String>,
+    pub challenge_id: String,
+    pub amount_usd: f64,
+    /// `live` (reserved before the job starts), `settled` (at what HF billed) or `released`.
+    pub state: String,
+    /// The run's state, when the reservation belongs to a run the arena knows.
+    pub run_state: Option<String>,
+    pub created_at: String,
+    pub updated_at: String,
 }

@@ -41,6 +41,9 @@ pub struct Backups {
     pub keep: usize,
     db_path: PathBuf,
     status: Mutex<Status>,
+    /// Whether runs launched after the last snapshot may still be found again from HF's jobs:
+    /// from the start until a pass finds nothing left waiting.
+    finding: std::sync::atomic::AtomicBool,
 }
 
 #[derive(Default)]
@@ -67,11 +70,30 @@ impl Backups {
             keep: keep.max(1),
             db_path,
             status: Mutex::new(Status { view, ..Default::default() }),
+            finding: std::sync::atomic::AtomicBool::new(true),
         }
     }
 
     pub fn view(&self) -> BackupView {
         self.status.lock().unwrap().view.clone()
+    }
+
+    /// Whether runs may still be found again (`runs::recover`).
+    pub fn finding_runs(&self) -> bool {
+        self.finding.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Records a pass of `runs::recover`: what it took back, and what still waits or was skipped.
+    /// Finding ends once nothing waits.
+    pub fn found_runs(&self, taken_back: Vec<String>, waiting: &[String], skipped: &[String]) {
+        let mut status = self.status.lock().unwrap();
+        status.view.runs_found_again.extend(taken_back);
+        let mut said: Vec<String> = waiting.iter().map(|w| format!("waiting: {w}")).collect();
+        said.extend(skipped.iter().map(|w| format!("not rebuilt: {w}")));
+        status.view.runs_finding = (!said.is_empty()).then(|| said.join("; "));
+        if waiting.is_empty() {
+            self.finding.store(false, std::sync::atomic::Ordering::Relaxed);
+        }
     }
 
     /// The database file and its write-ahead log, as the file system sees them now: a write moves

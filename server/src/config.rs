@@ -177,7 +177,7 @@ pub struct Config {
     #[arg(long, env = "ARENA_ADMISSION_LEASE_S", default_value_t = 600)]
     pub admission_lease_s: u64,
     /// A private HF dataset the arena's token writes: the SQLite database is backed up there and
-    /// restored from it at start when the database file is missing (`crate::backup`). Refused
+    /// restored from it at start when the database file is missing (the `backup` module). Refused
     /// with PostgreSQL, which keeps its own backups.
     #[arg(long, env = "ARENA_BACKUP_REPO")]
     pub backup_repo: Option<String>,

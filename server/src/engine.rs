@@ -32,27 +32,90 @@ pub trait Track: Send + Sync {
     fn lease_s(&self, s: &AppState) -> i64;
     /// The records a pass takes a step on, in the order they came.
     async fn due(&self, s: &AppState) -> Result<Vec<Self::Key>, ApiError>;
-    /// Takes the record's lease for `holder` until `until`; false while another holder has it.
-    async fn lease(
-        &self,
-        s: &AppState,
-        key: &Self::Key,
-        holder: &str,
-        now: i64,
-        until: i64,
-    ) -> Result<bool, sqlx::Error>;
-    /// Extends `holder`'s lease; false when it was lost.
-    async fn renew(
-        &self,
-        s: &AppState,
-        key: &Self::Key,
-        holder: &str,
-        until: i64,
-    ) -> Result<bool, sqlx::Error>;
-    async fn release(&self, s: &AppState, key: &Self::Key, holder: &str) -> Result<(), sqlx::Error>;
+    /// Where the records' leases are kept.
+    const LEASE: RowLease;
+    /// The record's key, column by column as `LEASE.key` names them.
+    fn key_values(key: &Self::Key) -> Vec<&str>;
     /// One step on one record, under its lease: whether it changed, or why the step failed (the
     /// next pass tries again).
     async fn step(&self, s: &AppState, key: &Self::Key) -> Result<bool, String>;
+}
+
+/// A track's leases: the `lease_owner` and `lease_until` columns of one table, its rows named by
+/// `key`'s columns; a row is leasable when free or lapsed and, when `leasable` is not empty, when
+/// that condition holds too. The same SQL on both backends, one place for every track.
+pub struct RowLease {
+    pub table: &'static str,
+    pub key: &'static [&'static str],
+    /// A condition a row must meet to be leased (`state = 'validating'`), or empty.
+    pub leasable: &'static str,
+}
+
+impl RowLease {
+    /// `k1 = $first AND k2 = $first+1 …`.
+    fn key_clause(&self, first: usize) -> String {
+        let cols: Vec<String> =
+            self.key.iter().enumerate().map(|(i, c)| format!("{c} = ${}", first + i)).collect();
+        cols.join(" AND ")
+    }
+
+    fn bind<'q>(
+        &self,
+        mut q: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
+        values: &[&'q str],
+    ) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
+        debug_assert_eq!(values.len(), self.key.len(), "a key value per key column of {}", self.table);
+        for v in values {
+            q = q.bind(*v);
+        }
+        q
+    }
+
+    /// Takes the row's lease for `owner` until `until`; false while anyone else holds it.
+    pub async fn take(
+        &self,
+        db: &crate::db::Db,
+        values: &[&str],
+        owner: &str,
+        now: i64,
+        until: i64,
+    ) -> Result<bool, sqlx::Error> {
+        let extra = if self.leasable.is_empty() { String::new() } else { format!(" AND {}", self.leasable) };
+        let sql = format!(
+            "UPDATE {} SET lease_owner = $1, lease_until = $3 WHERE {} AND (lease_owner IS NULL OR lease_until < $2){extra}",
+            self.table,
+            self.key_clause(4)
+        );
+        let q = sqlx::query(&sql).bind(owner).bind(now).bind(until);
+        Ok(self.bind(q, values).execute(&db.writer).await?.rows_affected() == 1)
+    }
+
+    /// Extends a lease `owner` still holds; false when it no longer does.
+    pub async fn renew(
+        &self,
+        db: &crate::db::Db,
+        values: &[&str],
+        owner: &str,
+        until: i64,
+    ) -> Result<bool, sqlx::Error> {
+        let sql = format!(
+            "UPDATE {} SET lease_until = $2 WHERE {} AND lease_owner = $1",
+            self.table,
+            self.key_clause(3)
+        );
+        let q = sqlx::query(&sql).bind(owner).bind(until);
+        Ok(self.bind(q, values).execute(&db.writer).await?.rows_affected() == 1)
+    }
+
+    pub async fn release(&self, db: &crate::db::Db, values: &[&str], owner: &str) -> Result<(), sqlx::Error> {
+        let sql = format!(
+            "UPDATE {} SET lease_owner = NULL, lease_until = NULL WHERE {} AND lease_owner = $1",
+            self.table,
+            self.key_clause(2)
+        );
+        self.bind(sqlx::query(&sql).bind(owner), values).execute(&db.writer).await?;
+        Ok(())
+    }
 }
 
 /// Runs `work` on one record under its lease: `None` when another holder has the lease.
@@ -65,13 +128,15 @@ pub async fn leased<T: Track, R>(
     let holder = s.lease_holder();
     let lease_s = track.lease_s(s).max(3);
     let now = s.now().epoch;
-    if !track.lease(s, key, &holder, now, now + lease_s).await? {
+    let lease = &T::LEASE;
+    let values = T::key_values(key);
+    if !lease.take(&s.db, &values, &holder, now, now + lease_s).await? {
         return Ok(None);
     }
     let renew = async {
         loop {
             tokio::time::sleep(Duration::from_secs((lease_s / 3) as u64)).await;
-            match track.renew(s, key, &holder, s.now().epoch + lease_s).await {
+            match lease.renew(&s.db, &values, &holder, s.now().epoch + lease_s).await {
                 Ok(true) => {}
                 Ok(false) => tracing::warn!(record = T::RECORD, id = %key, "the lease was lost"),
                 Err(e) => {
@@ -84,7 +149,7 @@ pub async fn leased<T: Track, R>(
         out = work => out,
         never = renew => never,
     };
-    track.release(s, key, &holder).await?;
+    lease.release(&s.db, &values, &holder).await?;
     Ok(Some(out))
 }
 

@@ -52,7 +52,7 @@ pub use state::AppState;
 /// Every feature, once: the API merges their routers and the workers start their passes.
 pub const FEATURES: &[features::Feature] = &[
     crate::catalog::FEATURE,
-    crate::identity::FEATURE,
+    crate::identity::api::FEATURE,
     crate::agents::FEATURE,
     crate::board::FEATURE,
     crate::collections::FEATURE,

@@ -23,10 +23,10 @@ use leptos_axum::{generate_route_list, LeptosRoutes};
 use tower_http::services::ServeDir;
 use tower_http::set_header::SetResponseHeaderLayer;
 
-use crate::board::repo::Filter;
 use crate::http::ApiError;
 use crate::identity::{Identity, Via};
 use crate::AppState;
+use domain::board::MessageFilter;
 
 fn shown(e: ApiError) -> domain::ApiErrorBody {
     e.into_body()
@@ -235,7 +235,7 @@ impl ArenaReads for AppState {
 
     fn messages(&self, limit: u32) -> BoxFuture<'_, Read<Vec<Message>>> {
         Box::pin(async move {
-            let page = crate::board::service::list(self, Filter { limit, ..Default::default() })
+            let page = crate::board::service::list(self, MessageFilter { limit, ..Default::default() })
                 .await
                 .map_err(shown)?;
             Ok(page.value.messages.clone())

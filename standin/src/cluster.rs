@@ -5,17 +5,16 @@
 //! event stays in its outbox until the arena acknowledges it, so a lost connection or a restarted
 //! arena loses nothing. Without one it only keeps the connection (the arena's routes answer).
 
-use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Value};
-use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::Message;
 
+pub use crate::cluster_state::{Held, Shared};
 use crate::trainer::Trainer;
 
 pub struct Cluster {
@@ -24,37 +23,6 @@ pub struct Cluster {
     pub heartbeat: Duration,
     /// Trains what the arena assigns; `None`: a connection only.
     pub trainer: Option<Trainer>,
-}
-
-/// What the cluster holds between connections.
-#[derive(Default)]
-pub struct Held {
-    /// Runs in training, and their tasks (aborted on a stop).
-    pub runs: BTreeMap<String, JoinHandle<()>>,
-    /// Events not yet acknowledged: (run, seq) → the message.
-    pub outbox: BTreeMap<(String, i64), Value>,
-}
-
-/// The cluster's state, shared with its trainers.
-#[derive(Clone, Default)]
-pub struct Shared {
-    pub held: Arc<Mutex<Held>>,
-    pub wake: Arc<Notify>,
-}
-
-impl Shared {
-    /// Queues one event of a run for the arena.
-    pub fn emit(&self, run_id: &str, event: Value) {
-        let seq = event["seq"].as_i64().unwrap_or_default();
-        let message = json!({"kind": "event", "run_id": run_id, "event": event});
-        self.held.lock().unwrap().outbox.insert((run_id.to_string(), seq), message);
-        self.wake.notify_one();
-    }
-
-    fn gpus_busy(&self) -> u32 {
-        let held = self.held.lock().unwrap();
-        held.runs.values().filter(|h| !h.is_finished()).count() as u32
-    }
 }
 
 /// Connects and keeps the connection; abort the handle to disconnect (runs in training go on, as a

@@ -38,9 +38,11 @@
 //! (`crate::registry`), and it can connect a simulated OpenEnv training cluster (`crate::cluster`).
 
 pub mod cluster;
+pub mod cluster_state;
 mod datasets;
 pub mod faults;
 mod github;
+pub mod job_record;
 pub mod jobs;
 mod oauth;
 pub mod registry;

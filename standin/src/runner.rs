@@ -28,7 +28,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Notify;
 
-use crate::jobs::{JobFaults, JobView};
+use crate::job_record::{JobFaults, JobView};
 use crate::SharedHub;
 
 /// Images whose jobs run their command here.
@@ -102,7 +102,7 @@ pub async fn run(hub: SharedHub, id: String) {
             j.view.status["exposeUrls"] = serde_json::json!(urls);
         }
     });
-    hub.jobs.log(&id, format!("===== Job started at {} =====", crate::jobs::now_rfc3339()));
+    hub.jobs.log(&id, format!("===== Job started at {} =====", crate::job_record::now_rfc3339()));
     let attempts = view.attempts;
     let proxy = RelayProxy::start(&view, &faults).await;
     // The container's filesystem: the same paths for every attempt, emptied before each; apart

@@ -269,7 +269,7 @@ pub async fn run(hub: SharedHub, id: String, image: Image) {
             j.view.status["exposeUrls"] = Value::from(urls.clone());
         }
     });
-    hub.jobs.log(&id, format!("===== Job started at {} =====", crate::jobs::now_rfc3339()));
+    hub.jobs.log(&id, format!("===== Job started at {} =====", crate::job_record::now_rfc3339()));
     // The container's output is the job's log.
     for out in [
         container.child.stdout.take().map(|o| Box::new(o) as Box<dyn tokio::io::AsyncRead + Send + Unpin>),

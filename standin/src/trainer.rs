@@ -18,7 +18,7 @@ use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Value};
 use tokio_tungstenite::tungstenite::Message;
 
-use crate::cluster::Shared;
+use crate::cluster_state::Shared;
 use crate::registry::Repository;
 
 /// Simulated seconds the trainer charges for loading the model and for one policy update.

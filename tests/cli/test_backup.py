@@ -1,8 +1,9 @@
 """Backups as they would fail: a SQLite arena with a backup dataset on the HF stand-in takes an
 agent and board posts, snapshots them; it is killed with SIGKILL, its data directory deleted, and
-started again: everything older than the last snapshot is back. A corrupt newest snapshot falls
-back to the one before; one from a newer schema stops the server, saying so; PostgreSQL refuses
-ARENA_BACKUP_REPO."""
+started again: everything older than the last snapshot is back. A run launched after the last
+snapshot is found again from its HF job and followed to `scored`, charged once. A corrupt newest
+snapshot falls back to the one before; one from a newer schema stops the server, saying so;
+PostgreSQL refuses ARENA_BACKUP_REPO."""
 
 import gzip
 import json
@@ -18,10 +19,12 @@ from pathlib import Path
 
 import pytest
 
-from conftest import free_port, hub_url
+from conftest import free_port, hub_url, run_cli
+from test_collections import hub_repos, publish  # noqa: F401 (hub_repos is a fixture)
 
 ROOT = Path(__file__).resolve().parents[2]
 RUPERT = "hf_local_test_rupert_3be2d8"
+ALICE = "hf_local_test_alice_7b1f0c"
 ARENA_BOT = "hf_local_test_arena_bot_5a5a5a"
 TARGET = os.environ.get("CARGO_TARGET_DIR") or str(Path.home() / ".cache" / "arena-target")
 
@@ -176,3 +179,95 @@ def test_postgresql_refuses_a_backup_repo(arena):
     arena.env["DATABASE_URL"] = "postgres://postgres@127.0.0.1:5432/test"
     said = arena.start(expect_up=False)
     assert "ARENA_BACKUP_REPO backs up the SQLite database" in said and "pg_dump" in said, said
+
+
+def run_view(arena, run_id):
+    return request(arena.url + "/api/challenges/local-demo/runs/" + run_id)
+
+
+def wait_run(arena, run_id, done, seconds=150):
+    deadline = time.time() + seconds
+    while True:
+        status, run = run_view(arena, run_id)
+        if status == 200 and done(run):
+            return run
+        assert time.time() < deadline, (status, run, arena.log.read_text()[-3000:])
+        time.sleep(1)
+
+
+def ledger(arena, run_id):
+    answer = request(arena.url + "/api/arena/jobs")[1]
+    return answer["budget"], [r for r in answer["reservations"] if r["run_id"] == run_id]
+
+
+def test_a_run_launched_after_the_last_snapshot_is_found_again_from_its_job(arena, hub_repos, tmp_path):
+    """The whole loss: a collection submitted and snapshotted; the server restarted with its
+    snapshots held back, a run launched; SIGKILL while the job runs, the data directory deleted, a
+    corrupt snapshot newer than the good one; restarted: the good snapshot is restored, the run is
+    taken back from HF's record of its job and followed to `scored`, with one job and one
+    reservation, settled once."""
+    tag = uuid.uuid4().hex[:8]
+    fingerprints = tmp_path / "fingerprints"
+    fingerprints.mkdir()
+    for source, suite in (("sealed-suite", "openenv-heldout"), ("public-bench", "public-bench")):
+        out = subprocess.run([TARGET + "/debug/arena", "fingerprint-suite", "tests/fixtures/heldout/" + source,
+                              "--suite", suite] + (["--sealed"] if source == "sealed-suite" else []),
+                             cwd=ROOT, check=True, capture_output=True).stdout
+        (fingerprints / (suite + ".json")).write_bytes(out)
+    arena.env.update({"ARENA_JOBS_NAMESPACE": "benchflow", "ARENA_RUNS_DATASET": "benchflow/arena-runs-" + tag,
+                      "ARENA_LEADERBOARD_DATASET": "benchflow/arena-leaderboard-" + tag,
+                      "ARENA_JOB_SECRET_DAYTONA_API_KEY": "local-simulated-daytona-key",
+                      "ARENA_RELAY_HEARTBEAT_S": "1", "ARENA_FINGERPRINTS_DIR": str(fingerprints)})
+    assert arena.start() is None
+    repo_id, _ = publish(hub_repos, "good")
+    submission = tmp_path / "env.json"
+    submission.write_text(json.dumps({"agent_id": None, "challenge_id": "local-demo", "repo_type": "dataset",
+                                      "repo_id": repo_id, "revision": "main", "entry_path": "",
+                                      "title": "Found again", "notes": ""}))
+    r = run_cli(["submit", "--file", str(submission)], arena.url, token=ALICE)
+    assert r.returncode == 0, r.stderr
+    environment_id = json.loads(r.stdout)["environment_id"]
+    good = arena.settled_snapshot()
+    budget_before, _ = ledger(arena, "none")
+
+    # Restarted with its snapshots held back: what follows is newer than the last one.
+    arena.proc.send_signal(signal.SIGKILL)
+    arena.proc.wait()
+    arena.env["ARENA_BACKUP_EVERY_S"] = "3600"
+    assert arena.start() is None
+    request_file = tmp_path / "run.json"
+    request_file.write_text(json.dumps({"request_id": "alice-found-again-" + tag}))
+    r = run_cli(["run", "--challenge", "local-demo", "--id", environment_id, "--file", str(request_file),
+                 "--execute"], arena.url, token=ALICE)
+    assert r.returncode == 0, r.stderr
+    run_id = json.loads(r.stdout)["run"]["run_id"]
+    launched = wait_run(arena, run_id, lambda run: run.get("job_id"))
+    assert arena.backup()["snapshot"] == good["snapshot"], "no snapshot holds the run"
+
+    arena.kill_and_wipe()
+    api = hub_api()
+    name = good["snapshot"].split("/")[-1]
+    schema = int(name.split("-s")[1].split("-")[0])
+    corrupt = "backups/arena-29991231T235959Z-s%d-%s.sqlite.gz" % (schema, "0" * 64)
+    api.upload_file(path_or_fileobj=gzip.compress(b"not a database"), path_in_repo=corrupt,
+                    repo_id=arena.env["ARENA_BACKUP_REPO"], repo_type="dataset")
+    arena.env["ARENA_BACKUP_EVERY_S"] = "1"
+    assert arena.start() is None
+    assert arena.backup()["restored_from"].startswith(good["snapshot"] + "@")
+    found = wait_run(arena, run_id, lambda run: run["state"] == "scored")
+    assert found["job_id"] == launched["job_id"]
+    assert found["environment_id"] == environment_id and found["author"] == "alice"
+    assert run_id in arena.backup()["runs_found_again"]
+    assert any(e["kind"] == "found again" for e in found["events"]), found["events"]
+    # One job for the run on HF, one reservation in the ledger, settled once.
+    jobs = [j for j in api.list_jobs(namespace="benchflow") if (j.labels or {}).get("arena-run") == run_id]
+    assert len(jobs) == 1, jobs
+    budget, reservations = ledger(arena, run_id)
+    assert [r["state"] for r in reservations] == ["settled"], reservations
+    assert budget["ledger_usd"] == pytest.approx(budget_before["ledger_usd"] + reservations[0]["amount_usd"])
+    assert budget["live_reservations"] == 0
+    # The same request again is the same run: nothing is launched twice.
+    r = run_cli(["run", "--challenge", "local-demo", "--id", environment_id, "--file", str(request_file),
+                 "--execute"], arena.url, token=ALICE)
+    assert r.returncode == 0 and json.loads(r.stdout)["run"]["run_id"] == run_id, r.stderr
+    assert len([j for j in api.list_jobs(namespace="benchflow") if (j.labels or {}).get("arena-run") == run_id]) == 1

@@ -6,6 +6,7 @@
 pub mod blob;
 pub mod credit;
 pub mod frontmatter;
+pub mod issue;
 pub mod listing;
 pub mod package;
 pub mod record;

@@ -13,11 +13,11 @@ use serde_json::{Map, Value};
 
 use super::credit::Credit;
 use super::frontmatter;
+use super::issue::Issue;
 use super::listing::{
     listed_bytes, unsafe_path, Contents, Entry, MAX_COLLECTION_BYTES, MAX_FILES, MAX_FILE_BYTES,
     MAX_READ_BYTES, MAX_TASKS,
 };
-use super::report::Issue;
 use crate::gates::names;
 pub use crate::task::{Format, Task};
 

@@ -14,25 +14,7 @@ use super::submission;
 use super::task_identity::task_identity;
 use crate::gates::{self, fingerprint::HeldOut, Finding, Severity, GATES_VERSION};
 
-/// A structural problem: the collection's (no `task`) or a task's, with its file and field.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub struct Issue {
-    pub code: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub task: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub file: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub field: Option<String>,
-    pub message: String,
-}
-
-impl Issue {
-    pub fn collection(code: &str, message: impl Into<String>) -> Self {
-        Issue { code: code.into(), task: None, file: None, field: None, message: message.into() }
-    }
-}
+pub use super::issue::Issue;
 
 /// A warning: validation still passes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

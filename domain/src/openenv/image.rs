@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::Refusal;
+use super::refusal::Refusal;
 use crate::ErrorCode;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]

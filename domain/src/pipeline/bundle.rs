@@ -53,6 +53,30 @@ pub struct JobSetup {
     /// The challenge's Trackio Space: the job sets `TRACKIO_SPACE_ID` to it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trackio_space: Option<String>,
+    /// Who asked for the run and what it reserved: the job script ignores it; a restored arena
+    /// rebuilds a run it has no row of from it (`server::runs::recover`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<RunOrigin>,
+}
+
+/// The run row's own facts that nothing else outside the arena records: the requester, the
+/// request, the reservation and the counts the launch computed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunOrigin {
+    /// `None` for a baseline measurement.
+    pub environment_id: Option<String>,
+    pub author: String,
+    pub author_id: String,
+    pub agent_id: Option<String>,
+    pub request_key: String,
+    pub request_body: String,
+    pub flavor: String,
+    pub timeout_s: i64,
+    pub reserved_cents: i64,
+    pub eligible_tasks: i64,
+    pub excluded_task_count: i64,
+    pub requested_at: String,
+    pub requested_epoch: i64,
 }
 
 /// `posttrainarena-vllm-serve`: TRL's vLLM server, on its own GPUs, bound to loopback.
@@ -122,6 +146,7 @@ pub fn setup(registry: &Registry, challenge: &Challenge, run_id: &str, purpose: 
             .as_ref()
             .filter(|_| purpose == Purpose::Collection)
             .map(|t| t.trackio_space.clone()),
+        origin: None,
     }
 }
 

@@ -57,6 +57,40 @@ pub fn job_command(a: &JobArgs) -> Vec<String> {
     .collect()
 }
 
+/// What a run's job command names, read back from HF's record of the job (the inverse of
+/// [`job_command`]): how a restored arena finds a run's bundle again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobCommandRead {
+    pub run_id: String,
+    pub bundle_repo: String,
+    pub bundle_revision: String,
+    pub script_sha256: String,
+}
+
+/// `None` unless `command` is one [`job_command`] builds: `uv run` with every flag once and a
+/// bundle path of the form [`bundle_dir`] makes.
+pub fn read_job_command(command: &[String]) -> Option<JobCommandRead> {
+    if command.len() != 15 || command[0] != "uv" || command[1] != "run" || command[2] != "--python" {
+        return None;
+    }
+    let flag = |name: &str| -> Option<String> {
+        let mut found = command[5..].chunks(2).filter(|pair| pair[0] == name);
+        let value = found.next()?.get(1)?.clone();
+        found.next().is_none().then_some(value)
+    };
+    let path = flag("--bundle-path")?;
+    let run_id = path.strip_prefix("job-inputs/")?;
+    if run_id.is_empty() || run_id.contains('/') {
+        return None;
+    }
+    Some(JobCommandRead {
+        run_id: run_id.to_string(),
+        bundle_repo: flag("--bundle-repo")?,
+        bundle_revision: flag("--bundle-revision")?,
+        script_sha256: flag("--script-sha256")?,
+    })
+}
+
 /// What keeps a challenge's job from starting, in words (empty when nothing does): a held-out
 /// suite without its dataset or task list, or secrets the job needs that the arena has no value
 /// for (`have` names those it has).

@@ -3,7 +3,7 @@
 //! lines around it. One mapping from a step to the guide's stage serves the job's log and the
 //! relay (where the job script reports the same names).
 
-use crate::runs::Stage;
+use crate::runs::stage::Stage;
 
 /// What a step is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

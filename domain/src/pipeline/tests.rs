@@ -255,6 +255,55 @@ fn the_job_runs_the_script_with_uv_as_run_uv_job_would() {
          --bundle-revision c0ffee --bundle-path job-inputs/run-1 --posttrainarena-ref \
          bcbaffb58a19829d05fa483662c358e6ed5ba353 --script-sha256 ab"
     );
+    // Read back from HF's record of the job, it names the run's bundle again.
+    assert_eq!(
+        read_job_command(&cmd),
+        Some(JobCommandRead {
+            run_id: "run-1".into(),
+            bundle_repo: "benchflow/arena-runs".into(),
+            bundle_revision: "c0ffee".into(),
+            script_sha256: "ab".into(),
+        })
+    );
+    // Anything else is not a run's job: another command, a flag twice or missing, another path.
+    let edit = |i: usize, to: &str| {
+        let mut c = cmd.clone();
+        c[i] = to.into();
+        read_job_command(&c)
+    };
+    assert_eq!(edit(0, "python"), None);
+    assert_eq!(edit(7, "--bundle-path"), None);
+    assert_eq!(edit(10, "job-inputs/a/b"), None);
+    assert_eq!(edit(10, "runs/run-1"), None);
+    assert_eq!(edit(10, "job-inputs/"), None);
+    assert_eq!(read_job_command(&cmd[..14]), None);
+    assert_eq!(read_job_command(&[]), None);
+}
+
+#[test]
+fn a_bundles_origin_is_read_back_and_old_bundles_have_none() {
+    let r = local();
+    let c = r.challenge("local-demo").unwrap();
+    let mut setup = bundle::setup(&r, c, RUN, Purpose::Collection);
+    let old: bundle::JobSetup = serde_json::from_slice(&serde_json::to_vec(&setup).unwrap()).unwrap();
+    assert_eq!(old.origin, None);
+    setup.origin = Some(bundle::RunOrigin {
+        environment_id: Some("env-0a1b2c3d4e5f".into()),
+        author: "alice".into(),
+        author_id: "u-alice".into(),
+        agent_id: None,
+        request_key: "alice-run-1".into(),
+        request_body: "{}".into(),
+        flavor: "h200".into(),
+        timeout_s: 3600,
+        reserved_cents: 250,
+        eligible_tasks: 3,
+        excluded_task_count: 1,
+        requested_at: "2026-12-02T05:00:00Z".into(),
+        requested_epoch: 1_796_187_600,
+    });
+    let text = serde_json::to_string(&setup).unwrap();
+    assert_eq!(serde_json::from_str::<bundle::JobSetup>(&text).unwrap(), setup);
 }
 
 #[test]

@@ -597,8 +597,9 @@ fn apply_overlay(
     }
 }
 
-// Long: each field of a challenge file is checked against the registry in the order
-// configs/README.md documents them; a split would scatter that order.
+/// Binds a challenge file to the registry: its header, its compute against its recipe, and the
+/// serving layout against its model, each checked in the order configs/README.md documents them;
+/// `None` (with the errors pushed) when anything disagrees.
 fn bind_challenge(
     registry: &Registry,
     path: String,
@@ -606,9 +607,48 @@ fn bind_challenge(
     errors: &mut Vec<ConfigError>,
 ) -> Option<Challenge> {
     let before = errors.len();
-    let header = &spec.challenge;
-    let mut err = |field: &str, reason: String| errors.push(ConfigError::new(&path, field, reason));
+    let (model, method) = check_header(registry, &path, &spec, errors)?;
+    check_compute(&path, &spec.compute, method, errors);
+    let serving = &method.meta.serving;
+    let method_file = format!("methods/{}.toml", method.method.id);
+    for (field, reason) in serving::check_layout(
+        &model.meta.serving,
+        serving,
+        method.rollout.context_tokens,
+        method.rollout.completion_tokens,
+    ) {
+        errors.push(ConfigError::new(
+            &method_file,
+            field,
+            format!("{reason} (serving model `{}` for challenge `{}`)", model.model.id, spec.challenge.id),
+        ));
+    }
+    if errors.len() > before {
+        return None;
+    }
+    let serving = ServingLayout {
+        flavor: serving.flavor.clone(),
+        gpus: spec.compute.gpus,
+        vllm_gpus: serving.vllm_gpus,
+        trainer_gpus: serving.trainer_gpus,
+        tensor_parallel: serving.tensor_parallel,
+        max_context_tokens: serving.max_context_tokens,
+    };
+    // `check_id` refused a malformed id above, so this parse holds.
+    let id = crate::ids::ChallengeId::parse(&spec.challenge.id).ok()?;
+    Some(Challenge { id, file_path: path, spec, serving })
+}
 
+/// `[challenge]` and `[pipeline]`: the pause reason, the pin, and the suites, model and recipe it
+/// names; the model and recipe when both exist.
+fn check_header<'r>(
+    registry: &'r Registry,
+    path: &str,
+    spec: &ChallengeFile,
+    errors: &mut Vec<ConfigError>,
+) -> Option<(&'r ModelFile, &'r MethodFile)> {
+    let header = &spec.challenge;
+    let mut err = |field: &str, reason: String| errors.push(ConfigError::new(path, field, reason));
     if header.runs_paused.as_deref().is_some_and(|r| r.trim().is_empty()) {
         err("challenge.runs_paused", "give the reason runs are paused, or leave it out".into());
     }
@@ -631,17 +671,20 @@ fn bind_challenge(
     if method.is_none() {
         err("challenge.method", format!("no method `{}` in configs/methods/", header.method));
     }
-    let (Some(model), Some(method)) = (model, method) else {
-        return None;
-    };
+    model.zip(method)
+}
 
-    let compute = &spec.compute;
+/// `[compute]` against the recipe's evaluation and serving: trials, sandboxes, GPUs and their
+/// layout, price, wall time, one node, attempts.
+fn check_compute(path: &str, compute: &Compute, method: &MethodFile, errors: &mut Vec<ConfigError>) {
+    let mut err = |field: &str, reason: String| errors.push(ConfigError::new(path, field, reason));
+    let recipe = &method.method.id;
     if compute.eval_trials != method.eval.trials {
         err(
             "compute.eval_trials",
             format!(
-                "{} disagrees with recipe `{}` (eval.trials = {})",
-                compute.eval_trials, method.method.id, method.eval.trials
+                "{} disagrees with recipe `{recipe}` (eval.trials = {})",
+                compute.eval_trials, method.eval.trials
             ),
         );
     }
@@ -649,46 +692,38 @@ fn bind_challenge(
         err(
             "compute.sandbox_concurrency",
             format!(
-                "{} disagrees with recipe `{}` (eval.sandbox_concurrency = {})",
-                compute.sandbox_concurrency, method.method.id, method.eval.sandbox_concurrency
+                "{} disagrees with recipe `{recipe}` (eval.sandbox_concurrency = {})",
+                compute.sandbox_concurrency, method.eval.sandbox_concurrency
             ),
         );
     }
     let serving = &method.meta.serving;
     let layout = &compute.layout;
-    if compute.gpus != layout.vllm_gpus + layout.trainer_gpus {
+    let sum = layout.vllm_gpus + layout.trainer_gpus;
+    if compute.gpus != sum {
         err(
             "compute.gpus",
             format!(
-                "{} disagrees with [compute.layout] (vllm_gpus {} + trainer_gpus {} = {})",
-                compute.gpus,
-                layout.vllm_gpus,
-                layout.trainer_gpus,
-                layout.vllm_gpus + layout.trainer_gpus
+                "{} disagrees with [compute.layout] (vllm_gpus {} + trainer_gpus {} = {sum})",
+                compute.gpus, layout.vllm_gpus, layout.trainer_gpus
             ),
         );
     }
-    if let Some(flavor_gpus) = serving::flavor_gpus(&serving.flavor) {
-        if compute.gpus != flavor_gpus {
-            err(
-                "compute.gpus",
-                format!(
-                    "{} disagrees with recipe `{}` flavor `{}` ({} GPUs)",
-                    compute.gpus, method.method.id, serving.flavor, flavor_gpus
-                ),
-            );
-        }
+    if let Some(flavor_gpus) = serving::flavor_gpus(&serving.flavor).filter(|g| *g != compute.gpus) {
+        err(
+            "compute.gpus",
+            format!(
+                "{} disagrees with recipe `{recipe}` flavor `{}` ({flavor_gpus} GPUs)",
+                compute.gpus, serving.flavor
+            ),
+        );
     }
     if layout.vllm_gpus != serving.vllm_gpus || layout.trainer_gpus != serving.trainer_gpus {
         err(
             "compute.layout",
             format!(
-                "vllm_gpus {} / trainer_gpus {} disagree with recipe `{}` [meta.serving] ({} / {})",
-                layout.vllm_gpus,
-                layout.trainer_gpus,
-                method.method.id,
-                serving.vllm_gpus,
-                serving.trainer_gpus
+                "vllm_gpus {} / trainer_gpus {} disagree with recipe `{recipe}` [meta.serving] ({} / {})",
+                layout.vllm_gpus, layout.trainer_gpus, serving.vllm_gpus, serving.trainer_gpus
             ),
         );
     }
@@ -705,34 +740,6 @@ fn bind_challenge(
     if compute.attempts == Some(0) {
         err("compute.attempts", "must be at least 1 (the job's first attempt)".into());
     }
-    let method_file = format!("methods/{}.toml", method.method.id);
-    for (field, reason) in serving::check_layout(
-        &model.meta.serving,
-        serving,
-        method.rollout.context_tokens,
-        method.rollout.completion_tokens,
-    ) {
-        errors.push(ConfigError::new(
-            &method_file,
-            field,
-            format!("{reason} (serving model `{}` for challenge `{}`)", model.model.id, header.id),
-        ));
-    }
-
-    if errors.len() > before {
-        return None;
-    }
-    let serving = ServingLayout {
-        flavor: serving.flavor.clone(),
-        gpus: compute.gpus,
-        vllm_gpus: serving.vllm_gpus,
-        trainer_gpus: serving.trainer_gpus,
-        tensor_parallel: serving.tensor_parallel,
-        max_context_tokens: serving.max_context_tokens,
-    };
-    // `check_id` refused a malformed id above, so this parse holds.
-    let id = crate::ids::ChallengeId::parse(&spec.challenge.id).ok()?;
-    Some(Challenge { id, file_path: path, spec, serving })
 }
 
 #[cfg(test)]

@@ -6,7 +6,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{is_platform_fault, JobStage, Purpose, RunState, Stage};
+use super::job_stage::JobStage;
+pub use super::relay::RelayState;
+use super::stage::Stage;
+use super::state::{is_platform_fault, Purpose, RunState};
 use crate::pipeline::steps;
 
 /// The stage a job log line shows progress in: the pipeline's `[posttrainarena] {step}: …` or
@@ -140,39 +143,6 @@ impl RelayMessage {
                 }
                 _ => Ok(()),
             },
-        }
-    }
-}
-
-/// A relay's state as the arena sees it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[serde(rename_all = "lowercase")]
-pub enum RelayState {
-    /// The job never connected.
-    None,
-    Connected,
-    /// Dropped, inside its grace period.
-    Reconnecting,
-    Gone,
-}
-
-impl RelayState {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RelayState::None => "none",
-            RelayState::Connected => "connected",
-            RelayState::Reconnecting => "reconnecting",
-            RelayState::Gone => "gone",
-        }
-    }
-
-    pub fn parse(s: &str) -> RelayState {
-        match s {
-            "connected" => RelayState::Connected,
-            "reconnecting" => RelayState::Reconnecting,
-            "gone" => RelayState::Gone,
-            _ => RelayState::None,
         }
     }
 }
@@ -532,7 +502,7 @@ fn while_running(f: &Facts, limits: Limits, stage: Option<Stage>) -> Option<Deci
 /// at least one.
 pub fn cost_cents(hourly_usd: f64, running_s: f64) -> i64 {
     let minutes = if running_s > 0.0 { (running_s / 60.0).ceil() } else { 0.0 };
-    crate::budget::cents_ceil(minutes * hourly_usd / 60.0)
+    crate::money::cents_ceil(minutes * hourly_usd / 60.0)
 }
 
 #[cfg(test)]

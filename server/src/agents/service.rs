@@ -9,7 +9,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::http::ApiError;
-use crate::identity::Identity;
+use crate::identity::caller::Identity;
 use crate::AppState;
 
 #[derive(Serialize, ToSchema)]

@@ -3,14 +3,13 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
-use domain::board::{MessagePage, PostRequest, DEFAULT_PAGE, MAX_PAGE};
+use domain::board::{MessageFilter, MessagePage, PostRequest, DEFAULT_PAGE, MAX_PAGE};
 use domain::{ApiErrorBody, ErrorCode};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
 use axum::response::{IntoResponse, Response};
 
-use crate::board::repo::Filter;
 use crate::board::service::PostView;
 use crate::http::{ApiError, ApiJson, ApiQuery};
 use crate::identity::User;
@@ -72,7 +71,7 @@ pub async fn list(
         None => None,
     };
     let nonempty = |v: Option<String>| v.filter(|s| !s.is_empty());
-    let filter = Filter {
+    let filter = MessageFilter {
         agent: nonempty(p.agent),
         author: nonempty(p.author),
         text: nonempty(p.q),

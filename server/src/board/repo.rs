@@ -1,4 +1,4 @@
-use domain::board::{retry_after, Message, NewPost, RateLimit};
+use domain::board::{retry_after, Message, MessageFilter, NewPost, RateLimit};
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
@@ -123,24 +123,13 @@ pub async fn insert_limited(
     }))
 }
 
-#[derive(Debug, Default)]
-pub struct Filter {
-    pub agent: Option<String>,
-    pub author: Option<String>,
-    pub text: Option<String>,
-    pub since_epoch: Option<i64>,
-    /// Only messages older than this sequence number (the cursor).
-    pub before_seq: Option<i64>,
-    pub limit: u32,
-}
-
 pub async fn seq_of(db: &Db, id: &str) -> Result<Option<i64>, sqlx::Error> {
     let row = sqlx::query("SELECT seq FROM messages WHERE id = $1").bind(id).fetch_optional(&db.pool).await?;
     row.map(|r| r.try_get::<i64, _>("seq")).transpose()
 }
 
 /// Newest first. Returns one more row than asked when there is a next page.
-pub async fn list(db: &Db, f: &Filter) -> Result<(Vec<Message>, bool), sqlx::Error> {
+pub async fn list(db: &Db, f: &MessageFilter) -> Result<(Vec<Message>, bool), sqlx::Error> {
     let mut clauses = Vec::new();
     let mut n = 0;
     let mut next = || {

@@ -1,12 +1,12 @@
 //! The board's rules: listing (the first page cached until the next post) and posting (as
 //! yourself or an agent you own, idempotent by `request_id`, rate-limited per account).
 
-use domain::board::{Message, MessagePage, NewPost, PostError, PostRequest, POST_LIMITS};
+use domain::board::{Message, MessageFilter, MessagePage, NewPost, PostError, PostRequest, POST_LIMITS};
 use domain::ErrorCode;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::repo::{Filter, Inserted, Stamp};
+use super::repo::{Inserted, Stamp};
 use crate::changes::{Snapshot, Topic};
 use crate::clock;
 use crate::http::ApiError;
@@ -15,12 +15,8 @@ use crate::AppState;
 
 /// Newest first. The unfiltered first page, which the front page and most agents read, is kept
 /// in memory until the next post.
-pub async fn list(s: &AppState, filter: Filter) -> Result<Snapshot<MessagePage>, ApiError> {
-    let first_page = filter.agent.is_none()
-        && filter.author.is_none()
-        && filter.text.is_none()
-        && filter.since_epoch.is_none()
-        && filter.before_seq.is_none();
+pub async fn list(s: &AppState, filter: MessageFilter) -> Result<Snapshot<MessagePage>, ApiError> {
+    let first_page = filter.is_first_page();
     let limit = filter.limit;
     let fill = async move {
         let (messages, more) = crate::board::repo::list(&s.db, &filter).await?;

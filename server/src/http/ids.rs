@@ -5,7 +5,7 @@
 use domain::ids::{ChallengeId, EnvironmentId, IdError, OpenEnvRunId, RunId, SubmissionId};
 use domain::ErrorCode;
 
-use super::ApiError;
+use super::error::ApiError;
 
 /// An id type and the code that says its record is missing.
 pub trait Named: Sized {

@@ -6,7 +6,7 @@ use domain::ErrorCode;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::ApiError;
+use super::error::ApiError;
 
 /// `Json` whose rejections are the API's errors: malformed or mistyped JSON is `INVALID_JSON`
 /// (with serde's description of where), a body over the limit `PAYLOAD_TOO_LARGE`, and a body

@@ -3,7 +3,7 @@ use axum::http::request::Parts;
 use domain::ErrorCode;
 use serde::de::DeserializeOwned;
 
-use super::ApiError;
+use super::error::ApiError;
 
 /// `Query` whose rejection is the API's `INVALID_QUERY` error instead of axum's plain text.
 pub struct ApiQuery<T>(pub T);

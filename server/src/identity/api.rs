@@ -8,8 +8,16 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::http::ApiError;
-use crate::identity::{User, Via};
+use crate::identity::caller::Via;
+use crate::identity::User;
 use crate::AppState;
+
+/// `GET /api/whoami`, registered here so that the identity module itself names no handler.
+pub const FEATURE: crate::features::Feature = crate::features::Feature { router, passes: &[] };
+
+fn router() -> utoipa_axum::router::OpenApiRouter<AppState> {
+    utoipa_axum::router::OpenApiRouter::new().routes(utoipa_axum::routes!(whoami))
+}
 
 #[derive(Serialize, ToSchema)]
 pub struct WhoamiView {

@@ -2,8 +2,11 @@
 //! (cached by a hash of the token); people sign in with HF OAuth and carry a session cookie, and
 //! every cookie-authenticated write carries the session's CSRF token in `X-CSRF-Token`.
 
+/// The feature (`api::FEATURE`): `GET /api/whoami`; the OAuth routes are outside the API document
+/// (`oauth::router`).
 pub mod api;
 pub mod cache;
+pub mod caller;
 pub mod oauth;
 pub mod sessions;
 
@@ -15,15 +18,10 @@ use domain::ErrorCode;
 use serde::{Deserialize, Serialize};
 use tower_sessions::Session;
 
+pub use caller::{Identity, Via};
+
 use crate::http::ApiError;
 use crate::AppState;
-
-/// `GET /api/whoami`; the OAuth routes are outside the API document (`oauth::router`).
-pub const FEATURE: crate::features::Feature = crate::features::Feature { router, passes: &[] };
-
-fn router() -> utoipa_axum::router::OpenApiRouter<AppState> {
-    utoipa_axum::router::OpenApiRouter::new().routes(utoipa_axum::routes!(api::whoami))
-}
 
 pub const CSRF_HEADER: &str = "x-csrf-token";
 const SESSION_USER: &str = "user";
@@ -44,25 +42,6 @@ pub struct SessionUser {
     /// When the editor role was last confirmed by HF (epoch seconds).
     #[serde(default)]
     pub checked_epoch: i64,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Via {
-    Token,
-    Session,
-}
-
-/// A caller whose HF identity is known.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Identity {
-    /// HF's stable account id: what ownership is keyed by.
-    pub id: String,
-    /// The HF user name, for display and filters.
-    pub name: String,
-    pub fullname: String,
-    pub editor: bool,
-    pub via: Via,
 }
 
 /// The caller, signed in or not. Resolving a token that HF refuses, or failing to reach HF, is an

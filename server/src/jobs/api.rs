@@ -2,14 +2,13 @@
 
 use axum::extract::State;
 use axum::Json;
-use domain::views::BudgetView;
+use domain::views::{BudgetView, Reservation};
 use domain::{ApiErrorBody, ErrorCode};
 use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::http::ApiError;
 use crate::identity::User;
-use crate::jobs::repo::Reservation;
 use crate::AppState;
 
 #[derive(Serialize, ToSchema)]

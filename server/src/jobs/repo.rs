@@ -74,22 +74,8 @@ pub async fn live_state(db: &Db, registry: &Registry) -> Result<LiveState, sqlx:
     })
 }
 
-/// A reservation of the ledger, with the run it is for.
-#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
-pub struct Reservation {
-    pub run_id: Option<String>,
-    pub challenge_id: String,
-    pub amount_usd: f64,
-    /// `live` (reserved before the job starts), `settled` (at what HF billed) or `released`.
-    pub state: String,
-    /// The run's state, when the reservation belongs to a run the arena knows.
-    pub run_state: Option<String>,
-    pub created_at: String,
-    pub updated_at: String,
-}
-
 /// Every reservation, newest first.
-pub async fn reservations(db: &Db) -> Result<Vec<Reservation>, sqlx::Error> {
+pub async fn reservations(db: &Db) -> Result<Vec<domain::views::Reservation>, sqlx::Error> {
     sqlx::query(
         "SELECT l.run_id, l.challenge_id, l.amount_cents, l.state, l.created_at, l.updated_at, r.state AS run_state \
          FROM budget_ledger l LEFT JOIN runs r ON r.id = l.run_id ORDER BY l.created_at DESC, l.id LIMIT 1000",
@@ -98,7 +84,7 @@ pub async fn reservations(db: &Db) -> Result<Vec<Reservation>, sqlx::Error> {
     .await?
     .iter()
     .map(|row| {
-        Ok(Reservation {
+        Ok(domain::views::Reservation {
             run_id: row.try_get("run_id")?,
             challenge_id: row.try_get("challenge_id")?,
             amount_usd: domain::budget::dollars(row.try_get("amount_cents")?),

@@ -180,6 +180,6 @@ pub fn heldout_unchecked(s: &AppState) -> Vec<String> {
 }
 
 /// Every reservation of the ledger, newest first.
-pub async fn reservations(s: &AppState) -> Result<Vec<crate::jobs::repo::Reservation>, ApiError> {
+pub async fn reservations(s: &AppState) -> Result<Vec<domain::views::Reservation>, ApiError> {
     Ok(crate::jobs::repo::reservations(&s.db).await?)
 }

@@ -379,29 +379,10 @@ impl crate::engine::Track for Admissions {
             .collect())
     }
 
-    async fn lease(
-        &self,
-        s: &AppState,
-        k: &Validating,
-        holder: &str,
-        now: i64,
-        until: i64,
-    ) -> Result<bool, sqlx::Error> {
-        crate::openenv::repo::lease(&s.db, &k.account_id, &k.submission_id, holder, now, until).await
-    }
+    const LEASE: crate::engine::RowLease = crate::openenv::repo::ADMISSION_LEASE;
 
-    async fn renew(
-        &self,
-        s: &AppState,
-        k: &Validating,
-        holder: &str,
-        until: i64,
-    ) -> Result<bool, sqlx::Error> {
-        crate::openenv::repo::renew(&s.db, &k.account_id, &k.submission_id, holder, until).await
-    }
-
-    async fn release(&self, s: &AppState, k: &Validating, holder: &str) -> Result<(), sqlx::Error> {
-        crate::openenv::repo::release(&s.db, &k.account_id, &k.submission_id, holder).await
+    fn key_values(k: &Validating) -> Vec<&str> {
+        vec![k.account_id.as_str(), k.submission_id.as_str()]
     }
 
     async fn step(&self, s: &AppState, k: &Validating) -> Result<bool, String> {

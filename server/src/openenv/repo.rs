@@ -244,63 +244,12 @@ pub async fn validating_ids(db: &Db) -> Result<Vec<(String, SubmissionId)>, sqlx
         .collect()
 }
 
-/// Takes a submission's admission lease for `owner` until `until`; false while anyone else holds it.
-pub async fn lease(
-    db: &Db,
-    account_id: &str,
-    submission_id: &str,
-    owner: &str,
-    now: i64,
-    until: i64,
-) -> Result<bool, sqlx::Error> {
-    let done = sqlx::query(
-        "UPDATE openenv_submissions SET lease_owner = $3, lease_until = $5 \
-         WHERE account_id = $1 AND submission_id = $2 AND state = 'validating' \
-         AND (lease_owner IS NULL OR lease_until < $4)",
-    )
-    .bind(account_id)
-    .bind(submission_id)
-    .bind(owner)
-    .bind(now)
-    .bind(until)
-    .execute(&db.writer)
-    .await?;
-    Ok(done.rows_affected() == 1)
-}
-
-/// Extends a lease this owner still holds; false when it no longer does.
-pub async fn renew(
-    db: &Db,
-    account_id: &str,
-    submission_id: &str,
-    owner: &str,
-    until: i64,
-) -> Result<bool, sqlx::Error> {
-    let done = sqlx::query(
-        "UPDATE openenv_submissions SET lease_until = $4 \
-         WHERE account_id = $1 AND submission_id = $2 AND lease_owner = $3",
-    )
-    .bind(account_id)
-    .bind(submission_id)
-    .bind(owner)
-    .bind(until)
-    .execute(&db.writer)
-    .await?;
-    Ok(done.rows_affected() == 1)
-}
-
-pub async fn release(db: &Db, account_id: &str, submission_id: &str, owner: &str) -> Result<(), sqlx::Error> {
-    sqlx::query(
-        "UPDATE openenv_submissions SET lease_owner = NULL, lease_until = NULL \
-         WHERE account_id = $1 AND submission_id = $2 AND lease_owner = $3",
-    )
-    .bind(account_id)
-    .bind(submission_id)
-    .bind(owner)
-    .execute(&db.writer)
-    .await?;
-    Ok(())
-}
+/// A submission's admission lease (`crate::engine`): only while it is validating.
+pub const ADMISSION_LEASE: crate::engine::RowLease = crate::engine::RowLease {
+    table: "openenv_submissions",
+    key: &["account_id", "submission_id"],
+    leasable: "state = 'validating'",
+};
 
 /// Each task's probes so far (JSON), stored after every probe so a restart resumes after it.
 pub async fn save_probes(

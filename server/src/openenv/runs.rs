@@ -277,23 +277,10 @@ impl crate::engine::Track for QueueTimeouts {
         Ok(crate::openenv::runs_repo::starting_before(&s.db, s.now().epoch - QUEUE_TIMEOUT_S).await?)
     }
 
-    async fn lease(
-        &self,
-        s: &AppState,
-        id: &String,
-        holder: &str,
-        now: i64,
-        until: i64,
-    ) -> Result<bool, sqlx::Error> {
-        crate::openenv::runs_repo::lease(&s.db, id, holder, now, until).await
-    }
+    const LEASE: crate::engine::RowLease = crate::openenv::runs_repo::LEASE;
 
-    async fn renew(&self, s: &AppState, id: &String, holder: &str, until: i64) -> Result<bool, sqlx::Error> {
-        crate::openenv::runs_repo::renew(&s.db, id, holder, until).await
-    }
-
-    async fn release(&self, s: &AppState, id: &String, holder: &str) -> Result<(), sqlx::Error> {
-        crate::openenv::runs_repo::release(&s.db, id, holder).await
+    fn key_values(id: &String) -> Vec<&str> {
+        vec![id.as_str()]
     }
 
     /// Ends the run unless it started (or ended) since it was found due.

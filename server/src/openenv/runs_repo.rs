@@ -82,39 +82,9 @@ pub async fn starting_before(db: &Db, epoch: i64) -> Result<Vec<String>, sqlx::E
         .collect()
 }
 
-/// Takes the run's lease for `owner` until `until`; false while another holder has it.
-pub async fn lease(db: &Db, run_id: &str, owner: &str, now: i64, until: i64) -> Result<bool, sqlx::Error> {
-    let done = sqlx::query(
-        "UPDATE openenv_runs SET lease_owner = $2, lease_until = $4 \
-         WHERE run_id = $1 AND (lease_owner IS NULL OR lease_until < $3)",
-    )
-    .bind(run_id)
-    .bind(owner)
-    .bind(now)
-    .bind(until)
-    .execute(&db.writer)
-    .await?;
-    Ok(done.rows_affected() == 1)
-}
-
-pub async fn renew(db: &Db, run_id: &str, owner: &str, until: i64) -> Result<bool, sqlx::Error> {
-    let done = sqlx::query("UPDATE openenv_runs SET lease_until = $3 WHERE run_id = $1 AND lease_owner = $2")
-        .bind(run_id)
-        .bind(owner)
-        .bind(until)
-        .execute(&db.writer)
-        .await?;
-    Ok(done.rows_affected() == 1)
-}
-
-pub async fn release(db: &Db, run_id: &str, owner: &str) -> Result<(), sqlx::Error> {
-    sqlx::query("UPDATE openenv_runs SET lease_owner = NULL, lease_until = NULL WHERE run_id = $1 AND lease_owner = $2")
-        .bind(run_id)
-        .bind(owner)
-        .execute(&db.writer)
-        .await?;
-    Ok(())
-}
+/// The queue sweep's lease on an OpenEnv run (`crate::engine`).
+pub const LEASE: crate::engine::RowLease =
+    crate::engine::RowLease { table: "openenv_runs", key: &["run_id"], leasable: "" };
 
 pub async fn in_states(db: &Db, states: &[RunState]) -> Result<Vec<RunRow>, sqlx::Error> {
     let list = states.iter().map(|s| format!("'{}'", s.as_str())).collect::<Vec<_>>().join(", ");

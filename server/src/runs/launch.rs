@@ -185,7 +185,22 @@ pub async fn bundle(s: &AppState, run: &Run) -> Result<String, Step> {
         submission_id,
         team_name,
     };
-    let setup = bundle::setup(&s.registry, c, &run.id, run.purpose);
+    let mut setup = bundle::setup(&s.registry, c, &run.id, run.purpose);
+    setup.origin = Some(bundle::RunOrigin {
+        environment_id: run.environment_id.as_ref().map(ToString::to_string),
+        author: run.author.clone(),
+        author_id: run.author_id.clone(),
+        agent_id: run.agent_id.clone(),
+        request_key: run.request_key.clone(),
+        request_body: run.request_body.clone(),
+        flavor: run.flavor.clone(),
+        timeout_s: run.timeout_s,
+        reserved_cents: run.reserved_cents,
+        eligible_tasks: run.eligible_tasks,
+        excluded_task_count: run.excluded_task_count,
+        requested_at: run.created_at.clone(),
+        requested_epoch: run.created_epoch,
+    });
     let files: Vec<(String, Vec<u8>)> =
         bundle::files(&manifest, &pipeline_config, &setup, &train_tasks, &suites)
             .into_iter()
@@ -378,23 +393,10 @@ impl crate::engine::Track for Launching {
         Ok(crate::runs::repo::unlaunched(&s.db).await?)
     }
 
-    async fn lease(
-        &self,
-        s: &AppState,
-        id: &RunId,
-        holder: &str,
-        now: i64,
-        until: i64,
-    ) -> Result<bool, sqlx::Error> {
-        crate::runs::repo::lease(&s.db, id, holder, now, until).await
-    }
+    const LEASE: crate::engine::RowLease = crate::runs::repo::LEASE;
 
-    async fn renew(&self, s: &AppState, id: &RunId, holder: &str, until: i64) -> Result<bool, sqlx::Error> {
-        crate::runs::repo::renew_lease(&s.db, id, holder, until).await
-    }
-
-    async fn release(&self, s: &AppState, id: &RunId, holder: &str) -> Result<(), sqlx::Error> {
-        crate::runs::repo::release_lease(&s.db, id, holder).await
+    fn key_values(id: &RunId) -> Vec<&str> {
+        vec![id.as_str()]
     }
 
     async fn step(&self, s: &AppState, id: &RunId) -> Result<bool, String> {

@@ -3,6 +3,7 @@
 pub mod api;
 pub mod launch;
 pub mod reconcile;
+pub mod recover;
 pub mod relay;
 pub mod relay_messages;
 pub mod repo;
@@ -21,6 +22,8 @@ pub const FEATURE: Feature = Feature {
         Pass { name: "launcher", every_ticks: 1, run: launcher },
         // Follows each launched run to its end.
         Pass { name: "reconciler", every_ticks: 1, run: reconciler },
+        // With backups on, takes back runs whose jobs HF knows and the database does not.
+        Pass { name: "recover", every_ticks: 1, run: recoverer },
     ],
 };
 
@@ -40,4 +43,15 @@ fn launcher(s: &AppState) -> PassFuture<'_> {
 
 fn reconciler(s: &AppState) -> PassFuture<'_> {
     crate::features::logged(reconcile::pass(s))
+}
+
+fn recoverer(s: &AppState) -> PassFuture<'_> {
+    Box::pin(async move {
+        let Some(backups) = s.backups.as_ref().filter(|b| b.finding_runs()) else { return };
+        match recover::pass(s).await {
+            Ok(found) => backups.found_runs(found.taken_back, &found.waiting, &found.skipped),
+            // HF did not answer: the next pass lists again.
+            Err(e) => backups.found_runs(Vec::new(), &[e], &[]),
+        }
+    })
 }

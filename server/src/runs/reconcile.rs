@@ -465,23 +465,10 @@ impl crate::engine::Track for Following {
         Ok(crate::runs::repo::following(&s.db).await?)
     }
 
-    async fn lease(
-        &self,
-        s: &AppState,
-        id: &RunId,
-        holder: &str,
-        now: i64,
-        until: i64,
-    ) -> Result<bool, sqlx::Error> {
-        crate::runs::repo::lease(&s.db, id, holder, now, until).await
-    }
+    const LEASE: crate::engine::RowLease = crate::runs::repo::LEASE;
 
-    async fn renew(&self, s: &AppState, id: &RunId, holder: &str, until: i64) -> Result<bool, sqlx::Error> {
-        crate::runs::repo::renew_lease(&s.db, id, holder, until).await
-    }
-
-    async fn release(&self, s: &AppState, id: &RunId, holder: &str) -> Result<(), sqlx::Error> {
-        crate::runs::repo::release_lease(&s.db, id, holder).await
+    fn key_values(id: &RunId) -> Vec<&str> {
+        vec![id.as_str()]
     }
 
     async fn step(&self, s: &AppState, id: &RunId) -> Result<bool, String> {

@@ -248,6 +248,97 @@ pub async fn insert(db: &Db, n: &NewRun<'_>) -> Result<Inserted, sqlx::Error> {
     Ok(Inserted::Stored(run))
 }
 
+/// What HF's record of a run's job says, beside the bundle's origin (`recover`).
+pub struct FoundJob<'a> {
+    pub bundle_commit: &'a str,
+    pub mirror_commit: Option<&'a str>,
+    pub job_id: &'a str,
+    pub job_status: &'a str,
+    pub job_script_sha256: &'a str,
+}
+
+/// A run found again from its HF job after a restore: stored launched, with its live reservation
+/// and its request and finding as events, in one transaction. The relay secret's hash is `n`'s
+/// (one nobody holds: the job's own secret went with the lost row).
+pub async fn recovered(
+    db: &Db,
+    n: &NewRun<'_>,
+    found: &FoundJob<'_>,
+    at: &domain::time::Timestamp,
+) -> Result<Inserted, sqlx::Error> {
+    let mut tx = db.writer.begin().await?;
+    let stored = sqlx::query(
+        "INSERT INTO runs (id, challenge_id, environment_id, author, author_id, agent_id, request_key, request_body, \
+         state, launch, flavor, timeout_s, reserved_cents, eligible_tasks, excluded_task_count, secret_hash, \
+         created_at, created_epoch, updated_at, purpose, bundle_commit, mirror_commit, job_id, job_status, job_script_sha256) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'queued', 'launched', $9, $10, $11, $12, $13, $14, $15, $16, $15, $17, \
+         $18, $19, $20, $21, $22) ON CONFLICT DO NOTHING",
+    )
+    .bind(n.id)
+    .bind(n.challenge_id)
+    .bind(n.environment_id)
+    .bind(n.author)
+    .bind(n.author_id)
+    .bind(n.agent_id)
+    .bind(n.request_key)
+    .bind(n.request_body)
+    .bind(n.flavor)
+    .bind(n.timeout_s)
+    .bind(n.reserved_cents)
+    .bind(n.eligible_tasks)
+    .bind(n.excluded_task_count)
+    .bind(n.secret_hash)
+    .bind(n.now)
+    .bind(n.now_epoch)
+    .bind(n.purpose.as_str())
+    .bind(found.bundle_commit)
+    .bind(found.mirror_commit)
+    .bind(found.job_id)
+    .bind(found.job_status)
+    .bind(found.job_script_sha256)
+    .execute(&mut *tx)
+    .await?
+    .rows_affected()
+        == 1;
+    if !stored {
+        tx.rollback().await?;
+        return Ok(match get(db, n.id).await? {
+            Some(run) => Inserted::Repeat(run),
+            // The request id is another run's: nothing to take back under it.
+            None => Inserted::Repeat(
+                by_request(db, n.author_id, n.request_key).await?.ok_or(sqlx::Error::RowNotFound)?,
+            ),
+        });
+    }
+    let reserved = sqlx::query(
+        "INSERT INTO budget_ledger (id, challenge_id, run_id, amount_cents, state, created_at, updated_at) \
+         VALUES ($1, $2, $1, $3, 'live', $4, $4) ON CONFLICT DO NOTHING",
+    )
+    .bind(n.id)
+    .bind(n.challenge_id)
+    .bind(n.reserved_cents)
+    .bind(n.now)
+    .execute(&mut *tx)
+    .await?
+    .rows_affected()
+        == 1;
+    if !reserved {
+        tx.rollback().await?;
+        return Ok(Inserted::AnotherActive);
+    }
+    let detail = format!("request {} by {}", n.request_key, n.author);
+    event_in(&mut tx, &launch_event(n.id, n.now, n.now_epoch, "requested", &detail)).await?;
+    let detail = format!(
+        "found again from HF job {} after the database was restored from a backup (the bundle at {}); \
+         it is followed from HF's records, without its relay",
+        found.job_id, found.bundle_commit
+    );
+    event_in(&mut tx, &launch_event(n.id, &at.text, at.epoch, "found again", &detail)).await?;
+    tx.commit().await?;
+    let run = get(db, n.id).await?.ok_or(sqlx::Error::RowNotFound)?;
+    Ok(Inserted::Stored(run))
+}
+
 /// A run's event as stored.
 #[derive(Debug, Clone, Default)]
 pub struct NewEvent<'a> {
@@ -367,41 +458,9 @@ pub async fn unlaunched(db: &Db) -> Result<Vec<RunId>, sqlx::Error> {
     .collect()
 }
 
-/// Takes the run's lease for `owner` until `until`; false while anyone else holds it, including
-/// another task of the same server (each holder passes its own `owner`, see `AppState::lease_holder`).
-pub async fn lease(db: &Db, id: &str, owner: &str, now: i64, until: i64) -> Result<bool, sqlx::Error> {
-    let done = sqlx::query(
-        "UPDATE runs SET lease_owner = $2, lease_until = $4 \
-         WHERE id = $1 AND (lease_owner IS NULL OR lease_until < $3)",
-    )
-    .bind(id)
-    .bind(owner)
-    .bind(now)
-    .bind(until)
-    .execute(&db.writer)
-    .await?;
-    Ok(done.rows_affected() == 1)
-}
-
-/// Extends `owner`'s lease to `until`; false when another holder took it meanwhile.
-pub async fn renew_lease(db: &Db, id: &str, owner: &str, until: i64) -> Result<bool, sqlx::Error> {
-    let done = sqlx::query("UPDATE runs SET lease_until = $3 WHERE id = $1 AND lease_owner = $2")
-        .bind(id)
-        .bind(owner)
-        .bind(until)
-        .execute(&db.writer)
-        .await?;
-    Ok(done.rows_affected() == 1)
-}
-
-pub async fn release_lease(db: &Db, id: &str, owner: &str) -> Result<(), sqlx::Error> {
-    sqlx::query("UPDATE runs SET lease_owner = NULL, lease_until = NULL WHERE id = $1 AND lease_owner = $2")
-        .bind(id)
-        .bind(owner)
-        .execute(&db.writer)
-        .await?;
-    Ok(())
-}
+/// A run's one lease: its launch and its following never overlap (`crate::engine`).
+pub const LEASE: crate::engine::RowLease =
+    crate::engine::RowLease { table: "runs", key: &["id"], leasable: "" };
 
 /// The hash of the secret the run's job is given, set just before the job is created.
 pub async fn set_secret(db: &Db, id: &str, secret_hash: &str) -> Result<(), sqlx::Error> {

@@ -460,10 +460,10 @@ async fn admission_bounds_on(backend: Backend) {
                 .text(&format!("SELECT account_id FROM openenv_submissions WHERE submission_id = '{id}'"))
                 .await;
             let now = app.state.now().epoch;
-            let taken =
-                server::openenv::repo::lease(&app.state.db, &account, &id, "another-server", now, now + 3)
-                    .await
-                    .unwrap();
+            let taken = server::openenv::repo::ADMISSION_LEASE
+                .take(&app.state.db, &[&account, &id], "another-server", now, now + 3)
+                .await
+                .unwrap();
             assert!(!taken, "the probing server still holds the lease");
         }
         assert_eq!(probing.await.unwrap(), 1, "{variant}");
