@@ -4,7 +4,7 @@
 # registry (Debian, crates.io, npm) at build time; nothing is downloaded when the Space runs.
 FROM rust:1.95-bookworm AS build
 RUN apt-get update \
- && apt-get install -y --no-install-recommends nodejs npm \
+ && apt-get install -y --no-install-recommends nodejs npm python3 \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .

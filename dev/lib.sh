@@ -129,8 +129,8 @@ wasm_module() {
   fi
 }
 
-# Builds the hydrating front end into target/site: wasm (optimised by wasm-opt), JS glue, CSS and
-# the public files.
+# Builds the hydrating front end into target/site: wasm (optimised by wasm-opt), JS glue, CSS,
+# the public files and the served scripts (assembled from scripts/).
 build_site() {
   ensure_rust_tools
   ensure_node_tools
@@ -142,6 +142,8 @@ build_site() {
   cp style/main.css "$SITE/pkg/arena.css"
   node dev/precompress.mjs "$SITE/pkg"
   cp -R public/. "$SITE/"
+  # The served scripts, assembled from scripts/ (their shared parts written once).
+  python3 dev/assemble_scripts.py "$SITE"
   # The agent quickstart lives at the repository root (as on the Space repository) and is served too.
   cp README.agent-example.md "$SITE/"
   check_bundle

@@ -12,18 +12,21 @@ the token chain are the CLI's (HF_TOKEN, else the token `hf auth login` saved). 
 Usage: python3 dev/predeploy.py
 """
 
-import importlib.util
 import sys
+import types
 from pathlib import Path
 
-CLI = Path(__file__).resolve().parents[1] / "public" / "arena_cli.py"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from assemble_scripts import assemble  # noqa: E402 (beside this file)
+
 BUSY = {"RUNNING", "SCHEDULING"}
 
 
 def load_cli():
-    spec = importlib.util.spec_from_file_location("arena_cli", CLI)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    """The CLI as the arena serves it, assembled from scripts/."""
+    module = types.ModuleType("arena_cli")
+    module.__file__ = "arena_cli.py"
+    exec(compile(assemble("arena_cli.py"), "arena_cli.py", "exec"), module.__dict__)
     return module
 
 

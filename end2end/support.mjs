@@ -24,12 +24,21 @@ export function launch() {
 export const hydrated = (page) => page.waitForSelector('body[data-hydrated="true"]', { timeout: 30_000 });
 
 /** Publishes a fixture collection as a dataset repository on the stand-in; answers its id. */
-export function publish(owner, fixture) {
+/** Task ids as long as the starter kit's, given in order to a fixture's tasks by `longNames`. */
+export const STARTER_TASK_IDS = ['count-log-errors', 'expense-report-totals', 'contacts-dedup-by-email', 'posttrain-csv-cleanup'];
+
+export function publish(owner, fixture, { longNames = false } = {}) {
   assert.ok(REPOS, 'ARENA_TEST_HUB_REPOS is set by dev/test');
   const name = `${fixture}-${Date.now().toString(36)}${Math.floor(Math.random() * 1e6).toString(36)}`;
   const dest = path.join(REPOS, 'datasets', owner, name);
   fs.mkdirSync(dest, { recursive: true });
   fs.cpSync(path.join(ROOT, 'tests/fixtures/collections', fixture), dest, { recursive: true, verbatimSymlinks: true });
+  if (longNames) {
+    const tasks = path.join(dest, 'envs');
+    fs.readdirSync(tasks).sort().forEach((task, i) => {
+      fs.renameSync(path.join(tasks, task), path.join(tasks, STARTER_TASK_IDS[i % STARTER_TASK_IDS.length]));
+    });
+  }
   const git = (...args) => execFileSync('git', ['-C', dest, ...args], { encoding: 'utf8' }).trim();
   git('init', '-q', '-b', 'main');
   git('add', '-A');

@@ -190,7 +190,8 @@ pub fn ReportView(report: Report) -> impl IntoView {
                                     <td data-label="Task">{t.name.clone()}</td>
                                     <td data-label="Format">{format}</td>
                                     <td data-label="Status" class="status">{status_label(t.status)}</td>
-                                    <td data-label="Findings">{t.findings.join(", ")}</td>
+                                    // One code a line (the style keeps each whole: codes hold hyphens).
+                                    <td data-label="Findings" class="codes">{t.findings.join("\n")}</td>
                                     <td data-label="Credit">{credit}</td>
                                     <td data-label="Identity"><code title=t.identity.clone()>{t.identity.get(..19).unwrap_or(&t.identity).to_string()} "…"</code></td>
                                 </tr>

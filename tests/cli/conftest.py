@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-CLI = Path(__file__).resolve().parents[2] / "public" / "arena_cli.py"
+# The served CLI as the build assembles it into the site (from scripts/: dev/assemble_scripts.py).
+CLI = Path(__file__).resolve().parents[2] / "target" / "site" / "arena_cli.py"
 
 
 @pytest.fixture

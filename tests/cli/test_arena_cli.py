@@ -1,7 +1,13 @@
 import json
+import os
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 from conftest import run_cli
+
+ROOT = Path(__file__).resolve().parents[2]
 
 HTML_503 = (503, {"Content-Type": "text/html"}, b"<html><body><h1>503 Service Temporarily Unavailable</h1></body></html>")
 JSON_OK = (200, {"Content-Type": "application/json"}, b'{"challenges": []}')
@@ -136,12 +142,40 @@ def test_token_sources_in_order(tmp_path):
         os.environ.update(saved)
 
 
-def test_served_cli_is_the_repository_file(arena_url):
+def test_the_served_scripts_are_their_sources_assembled(arena_url):
+    """What the arena serves is what dev/assemble_scripts.py makes of scripts/, byte for byte."""
+    import hashlib
     import urllib.request
-    from conftest import CLI
 
-    with urllib.request.urlopen(arena_url + "/arena_cli.py") as resp:
-        assert resp.read() == CLI.read_bytes()
+    sys.path.insert(0, str(ROOT / "dev"))
+    from assemble_scripts import SCRIPTS, assemble
+
+    for script in SCRIPTS:
+        with urllib.request.urlopen(arena_url + "/" + script) as resp:
+            served = resp.read()
+        want = assemble(script).encode()
+        assert hashlib.sha256(served).hexdigest() == hashlib.sha256(want).hexdigest(), script
+        assert b"# @include" not in served, script
+
+
+def test_the_assembly_is_reproducible_and_each_script_stands_alone(tmp_path):
+    """Two assemblies are the same bytes; each served file runs from an empty directory with
+    nothing of ours beside it."""
+    first, second, empty = tmp_path / "a", tmp_path / "b", tmp_path / "empty"
+    empty.mkdir()
+    for out in (first, second):
+        done = subprocess.run([sys.executable, str(ROOT / "dev" / "assemble_scripts.py"), str(out)],
+                              capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+    for script in ("arena_cli.py", "check_task.py", "validation_gates.py"):
+        assert (first / script).read_bytes() == (second / script).read_bytes(), script
+        alone = empty / script
+        alone.write_bytes((first / script).read_bytes())
+        done = subprocess.run([sys.executable, script, "--help"], cwd=empty, capture_output=True, text=True,
+                              env={"PATH": os.environ.get("PATH", ""), "HOME": str(empty)})
+        assert done.returncode == 0, (script, done.stderr)
+        assert "usage:" in done.stdout, script
+        alone.unlink()
 
 
 def test_a_loopback_arena_is_reached_without_the_environments_proxy(scripted_server):

@@ -359,13 +359,18 @@ pub async fn check(s: &AppState, req: CheckRequest) -> Result<Report, ApiError> 
     if req.files.len() > MAX_FILES {
         return Err(ApiError::new(ErrorCode::InvalidCheck, format!("at most {MAX_FILES} files")));
     }
+    // Standard and padded, as the schema's pattern says; unused trailing bits are ignored, as
+    // Python's `base64.b64decode` ignores them, so every string the pattern admits decodes.
+    let engine = base64::engine::GeneralPurpose::new(
+        &base64::alphabet::STANDARD,
+        base64::engine::GeneralPurposeConfig::new().with_decode_allow_trailing_bits(true),
+    );
     let mut decoded = Vec::with_capacity(req.files.len());
     for f in req.files {
-        let bytes =
-            base64::engine::general_purpose::STANDARD.decode(f.content_b64.as_bytes()).map_err(|_| {
-                let shown: String = f.path.chars().take(200).collect();
-                ApiError::new(ErrorCode::InvalidCheck, format!("`{shown}`: content_b64 is not base64"))
-            })?;
+        let bytes = engine.decode(f.content_b64.as_bytes()).map_err(|_| {
+            let shown: String = f.path.chars().take(200).collect();
+            ApiError::new(ErrorCode::InvalidCheck, format!("`{shown}`: content_b64 is not base64"))
+        })?;
         decoded.push((f.path, bytes, f.symlink));
     }
     let challenge =

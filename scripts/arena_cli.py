@@ -29,10 +29,6 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-DEFAULT_URL = "https://openenvarena-arena.hf.space"
-LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1"}
-RETRY_STATUSES = {502, 503, 504}
-RETRY_DELAYS_S = (1, 2, 4)
 TIMEOUT_S = 60
 USER_AGENT = "arena-cli/1"
 
@@ -41,30 +37,11 @@ EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NOT_ALLOWED, EXIT_NO_TOKEN = 0, 1, 2, 3, 4
 # Answers of the Space itself that sending again a few seconds later cannot change.
 NO_RETRY_CODES = {"GITHUB_RATE_LIMITED", "LAUNCH_FAILED"}
 COMMIT_RE = re.compile(r"^[0-9a-f]{40}$")
-MAX_FINDINGS_SHOWN = 20
 
 
-class CliError(Exception):
-    """Ends the command with a message on stderr and an exit status."""
+# @include arena_http.py
 
-    def __init__(self, message, status=EXIT_ERROR, body=None):
-        super().__init__(message)
-        self.status = status
-        self.body = body
-
-
-def base_url():
-    raw = os.environ.get("ARENA_URL", DEFAULT_URL).strip().rstrip("/")
-    parsed = urllib.parse.urlsplit(raw)
-    host = (parsed.hostname or "").lower()
-    if parsed.scheme == "https" and host:
-        return raw
-    if parsed.scheme == "http" and host in LOCAL_HOSTS:
-        return raw
-    raise CliError(
-        "ARENA_URL must be https://…; plain http:// is accepted only for 127.0.0.1, localhost and ::1",
-        EXIT_USAGE,
-    )
+# @include report.py
 
 
 def read_token():
@@ -92,29 +69,6 @@ def require_token():
             EXIT_NO_TOKEN,
         )
     return token
-
-
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    """Refuses every redirect, so a token can never follow one to another host."""
-
-    def redirect_request(self, req, fp, code, msg, headers, newurl):
-        raise CliError("the arena answered a redirect (HTTP %d to %s); refusing to follow it" % (code, newurl))
-
-
-_OPENER = urllib.request.build_opener(_NoRedirect())
-# A loopback arena is reached directly, whatever proxy the environment names: a proxy would see
-# the token in clear on plain HTTP.
-_DIRECT_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirect())
-
-
-def _opener(url):
-    host = (urllib.parse.urlsplit(url).hostname or "").lower()
-    if host == "localhost" or host.endswith(".localhost"):
-        return _DIRECT_OPENER
-    try:
-        return _DIRECT_OPENER if ipaddress.ip_address(host).is_loopback else _OPENER
-    except ValueError:
-        return _OPENER
 
 
 def request(method, path, body=None, token=None, retry=True):
@@ -171,27 +125,11 @@ def _error_text(answer, status, headers):
     return text
 
 
-def _try_json(raw):
-    try:
-        return json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
-        return None
-
-
 def _decode(raw, status):
     answer = _try_json(raw)
     if answer is None:
         raise CliError("the arena answered HTTP %d with something that is not JSON" % status)
     return answer
-
-
-def emit(answer):
-    json.dump(answer, sys.stdout, indent=2, sort_keys=False)
-    sys.stdout.write("\n")
-
-
-def summary(text):
-    sys.stderr.write(text.rstrip() + "\n")
 
 
 def read_json_file(path):
@@ -203,73 +141,6 @@ def read_json_file(path):
         raise CliError("cannot read %s: %s" % (path, e.strerror), EXIT_USAGE)
     except ValueError as e:
         raise CliError("%s is not valid JSON: %s" % (path, e), EXIT_USAGE)
-
-
-# report_lines is the same in arena_cli.py, check_task.py and validation_gates.py: each file is
-# downloaded on its own, so each carries its own copy.
-def report_lines(report):
-    """Readable lines for a validation or check report: the verdict, errors, warnings, gates."""
-    lines = []
-    errors = report.get("errors") or []
-    warnings = report.get("warnings") or []
-    counts = []
-    if report.get("tasks") is not None:
-        counts.append("%s task%s" % (report["tasks"], "" if report["tasks"] == 1 else "s"))
-    if report.get("eligible_tasks") is not None:
-        counts.append("%s eligible" % report["eligible_tasks"])
-    counts.append("%d error%s" % (len(errors), "" if len(errors) == 1 else "s"))
-    counts.append("%d warning%s" % (len(warnings), "" if len(warnings) == 1 else "s"))
-    valid = report.get("valid")
-    if valid is None:
-        valid = not errors
-    lines.append("%s: %s." % ("Valid" if valid else "NOT valid", ", ".join(counts)))
-    source = report.get("source")
-    if isinstance(source, dict):
-        lines.append(
-            "Source: %s %s at %s = commit %s, entry_path %s."
-            % (source.get("repo_type"), source.get("repo_id"), source.get("revision"), source.get("commit"),
-               json.dumps(source.get("entry_path") or ""))
-        )
-    if errors:
-        lines.append("Errors:")
-        for e in errors:
-            where = " ".join(str(e[k]) for k in ("task", "file", "field") if e.get(k))
-            lines.append("  %s%s: %s" % (e.get("code"), " " + where if where else "", e.get("message", "")))
-    if warnings:
-        lines.append("Warnings:")
-        for w in warnings:
-            where = str(w["field"]) if w.get("field") else ""
-            if w.get("count") is not None:
-                where = (where + " " if where else "") + "(%s)" % w["count"]
-            lines.append("  %s%s: %s" % (w.get("code"), " " + where if where else "", w.get("message", "")))
-    gates = (report.get("quality_gates") or {}).get("static")
-    if isinstance(gates, dict):
-        g = gates.get("summary") or {}
-        lines.append(
-            "Static gates%s: %s tasks: %s blocked, %s rejected, %s eligible (%s need controls, %s for review, %s clean)."
-            % (" " + str(gates["version"]) if gates.get("version") else "", g.get("tasks"), g.get("blocked"),
-               g.get("rejected"), g.get("eligible"), g.get("needs_controls"), g.get("review"), g.get("clean"))
-        )
-        findings = gates.get("findings") or []
-        if findings:
-            lines.append("Findings (%d%s):" % (len(findings), ", the first %d shown" % MAX_FINDINGS_SHOWN
-                                               if len(findings) > MAX_FINDINGS_SHOWN else ""))
-            for f in findings[:MAX_FINDINGS_SHOWN]:
-                where = " ".join(str(f[k]) for k in ("task", "file") if f.get(k))
-                lines.append("  %s %s%s: %s" % (f.get("severity"), f.get("code"), " " + where if where else "",
-                                                f.get("message", "")))
-            if len(findings) > MAX_FINDINGS_SHOWN:
-                lines.append("  ... and %d more in the JSON on stdout." % (len(findings) - MAX_FINDINGS_SHOWN))
-    excluded = ["%s (%s)" % (t.get("name"), t.get("status")) for t in report.get("task_list") or []
-                if isinstance(t, dict) and t.get("status") in ("rejected", "blocked")]
-    if excluded:
-        lines.append("Not eligible: %s." % ", ".join(excluded))
-    return lines
-
-
-def is_valid(report):
-    valid = report.get("valid")
-    return (not report.get("errors")) if valid is None else bool(valid)
 
 
 def validate_report(body, token):
