@@ -258,35 +258,7 @@ def cycles():
                 return cand
         return None
     graph = {m: {r for e in es if (r := resolve(e)) and r != m} for m, es in edges.items()}
-    # Strongly connected components (Tarjan).
-    index, low, stack, on, comps, counter = {}, {}, [], set(), [], [0]
-    sys.setrecursionlimit(10000)
-
-    def visit(v):
-        index[v] = low[v] = counter[0]
-        counter[0] += 1
-        stack.append(v)
-        on.add(v)
-        for w in graph.get(v, ()):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            comp = []
-            while True:
-                w = stack.pop()
-                on.discard(w)
-                comp.append(w)
-                if w == v:
-                    break
-            if len(comp) > 1:
-                comps.append(sorted(comp))
-
-    for v in sorted(graph):
-        if v not in index:
-            visit(v)
+    comps = strongly_connected(graph)
     print(f"import cycles between server modules (groups of modules that use each other): {len(comps)}")
     for c in comps:
         print(f"  {len(c)} modules: {', '.join(c)}")

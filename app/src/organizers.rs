@@ -55,7 +55,10 @@ fn Jobs(v: JobsView) -> impl IntoView {
                 Some(b) => format!("to {} every {} s when it changed; last uploaded {}{}{}", b.repo, b.every_s,
                     b.last_ok_at.clone().unwrap_or_else(|| "never yet".into()),
                     b.last_error.as_ref().map(|e| format!("; the last try failed ({}): {e}, tried again", b.last_error_at.clone().unwrap_or_default())).unwrap_or_default(),
-                    b.restored_from.as_ref().map(|r| format!("; restored at start from {r}")).unwrap_or_default()),
+                    b.restored_from.as_ref().map(|r| format!("; restored at start from {r}")).unwrap_or_default())
+                    + &if b.runs_found_again.is_empty() { String::new() } else {
+                        format!("; runs found again from their HF jobs: {}", b.runs_found_again.join(", ")) }
+                    + &b.runs_finding.as_ref().map(|f| format!("; finding runs again: {f}")).unwrap_or_default(),
             }}</dd>
             <dt>"Held-out suites unchecked"</dt><dd class="heldout-unchecked">{if v.heldout_unchecked.is_empty() {
                 "none: every suite a challenge scores on has its fingerprint here".to_string() } else {

@@ -192,54 +192,17 @@ pub enum Inserted {
 /// Stores the run, its live reservation and its first event in one transaction.
 pub async fn insert(db: &Db, n: &NewRun<'_>) -> Result<Inserted, sqlx::Error> {
     let mut tx = db.writer.begin().await?;
-    let stored = sqlx::query(
-        "INSERT INTO runs (id, challenge_id, environment_id, author, author_id, agent_id, request_key, request_body, \
-         state, launch, flavor, timeout_s, reserved_cents, eligible_tasks, excluded_task_count, secret_hash, \
-         created_at, created_epoch, updated_at, purpose) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'queued', 'reserved', $9, $10, $11, $12, $13, $14, $15, $16, $15, $17) \
-         ON CONFLICT (author_id, request_key) DO NOTHING",
-    )
-    .bind(n.id)
-    .bind(n.challenge_id)
-    .bind(n.environment_id)
-    .bind(n.author)
-    .bind(n.author_id)
-    .bind(n.agent_id)
-    .bind(n.request_key)
-    .bind(n.request_body)
-    .bind(n.flavor)
-    .bind(n.timeout_s)
-    .bind(n.reserved_cents)
-    .bind(n.eligible_tasks)
-    .bind(n.excluded_task_count)
-    .bind(n.secret_hash)
-    .bind(n.now)
-    .bind(n.now_epoch)
-    .bind(n.purpose.as_str())
-    .execute(&mut *tx)
-    .await?
-    .rows_affected()
-        == 1;
-    if !stored {
-        tx.rollback().await?;
-        let repeat = by_request(db, n.author_id, n.request_key).await?;
-        return repeat.map(Inserted::Repeat).ok_or_else(|| sqlx::Error::RowNotFound);
-    }
-    let reserved = sqlx::query(
-        "INSERT INTO budget_ledger (id, challenge_id, run_id, amount_cents, state, created_at, updated_at) \
-         VALUES ($1, $2, $1, $3, 'live', $4, $4) ON CONFLICT DO NOTHING",
-    )
-    .bind(n.id)
-    .bind(n.challenge_id)
-    .bind(n.reserved_cents)
-    .bind(n.now)
-    .execute(&mut *tx)
-    .await?
-    .rows_affected()
-        == 1;
-    if !reserved {
-        tx.rollback().await?;
-        return Ok(Inserted::AnotherActive);
+    match row_and_reservation(&mut tx, n, None).await? {
+        Stored::RequestUsed => {
+            tx.rollback().await?;
+            let repeat = by_request(db, n.author_id, n.request_key).await?;
+            return repeat.map(Inserted::Repeat).ok_or_else(|| sqlx::Error::RowNotFound);
+        }
+        Stored::AnotherActive => {
+            tx.rollback().await?;
+            return Ok(Inserted::AnotherActive);
+        }
+        Stored::Row => {}
     }
     let detail = format!("request {} by {}", n.request_key, n.author);
     event_in(&mut tx, &launch_event(n.id, n.now, n.now_epoch, "requested", &detail)).await?;
@@ -257,22 +220,27 @@ pub struct FoundJob<'a> {
     pub job_script_sha256: &'a str,
 }
 
-/// A run found again from its HF job after a restore: stored launched, with its live reservation
-/// and its request and finding as events, in one transaction. The relay secret's hash is `n`'s
-/// (one nobody holds: the job's own secret went with the lost row).
-pub async fn recovered(
-    db: &Db,
+enum Stored {
+    Row,
+    /// The run's id or the author's request id is taken.
+    RequestUsed,
+    /// Another run holds the arena's one live reservation.
+    AnotherActive,
+}
+
+/// The run's row (reserved, or launched with its job when `found`) and its live reservation, in
+/// `tx`; the caller rolls back unless it is `Row`.
+async fn row_and_reservation(
+    tx: &mut Transaction<'_, Any>,
     n: &NewRun<'_>,
-    found: &FoundJob<'_>,
-    at: &domain::time::Timestamp,
-) -> Result<Inserted, sqlx::Error> {
-    let mut tx = db.writer.begin().await?;
+    found: Option<&FoundJob<'_>>,
+) -> Result<Stored, sqlx::Error> {
     let stored = sqlx::query(
         "INSERT INTO runs (id, challenge_id, environment_id, author, author_id, agent_id, request_key, request_body, \
          state, launch, flavor, timeout_s, reserved_cents, eligible_tasks, excluded_task_count, secret_hash, \
          created_at, created_epoch, updated_at, purpose, bundle_commit, mirror_commit, job_id, job_status, job_script_sha256) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'queued', 'launched', $9, $10, $11, $12, $13, $14, $15, $16, $15, $17, \
-         $18, $19, $20, $21, $22) ON CONFLICT DO NOTHING",
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'queued', $18, $9, $10, $11, $12, $13, $14, $15, $16, $15, $17, \
+         $19, $20, $21, $22, $23) ON CONFLICT DO NOTHING",
     )
     .bind(n.id)
     .bind(n.challenge_id)
@@ -291,24 +259,18 @@ pub async fn recovered(
     .bind(n.now)
     .bind(n.now_epoch)
     .bind(n.purpose.as_str())
-    .bind(found.bundle_commit)
-    .bind(found.mirror_commit)
-    .bind(found.job_id)
-    .bind(found.job_status)
-    .bind(found.job_script_sha256)
-    .execute(&mut *tx)
+    .bind(if found.is_some() { "launched" } else { "reserved" })
+    .bind(found.map(|f| f.bundle_commit))
+    .bind(found.and_then(|f| f.mirror_commit))
+    .bind(found.map(|f| f.job_id))
+    .bind(found.map(|f| f.job_status))
+    .bind(found.map(|f| f.job_script_sha256))
+    .execute(&mut **tx)
     .await?
     .rows_affected()
         == 1;
     if !stored {
-        tx.rollback().await?;
-        return Ok(match get(db, n.id).await? {
-            Some(run) => Inserted::Repeat(run),
-            // The request id is another run's: nothing to take back under it.
-            None => Inserted::Repeat(
-                by_request(db, n.author_id, n.request_key).await?.ok_or(sqlx::Error::RowNotFound)?,
-            ),
-        });
+        return Ok(Stored::RequestUsed);
     }
     let reserved = sqlx::query(
         "INSERT INTO budget_ledger (id, challenge_id, run_id, amount_cents, state, created_at, updated_at) \
@@ -318,13 +280,37 @@ pub async fn recovered(
     .bind(n.challenge_id)
     .bind(n.reserved_cents)
     .bind(n.now)
-    .execute(&mut *tx)
+    .execute(&mut **tx)
     .await?
     .rows_affected()
         == 1;
-    if !reserved {
-        tx.rollback().await?;
-        return Ok(Inserted::AnotherActive);
+    Ok(if reserved { Stored::Row } else { Stored::AnotherActive })
+}
+
+/// A run found again from its HF job after a restore: stored launched, with its live reservation
+/// and its request and finding as events, in one transaction. The relay secret's hash is `n`'s
+/// (one nobody holds: the job's own secret went with the lost row).
+pub async fn recovered(
+    db: &Db,
+    n: &NewRun<'_>,
+    found: &FoundJob<'_>,
+    at: &domain::time::Timestamp,
+) -> Result<Inserted, sqlx::Error> {
+    let mut tx = db.writer.begin().await?;
+    match row_and_reservation(&mut tx, n, Some(found)).await? {
+        Stored::RequestUsed => {
+            tx.rollback().await?;
+            let known = match get(db, n.id).await? {
+                Some(run) => Some(run),
+                None => by_request(db, n.author_id, n.request_key).await?,
+            };
+            return known.map(Inserted::Repeat).ok_or(sqlx::Error::RowNotFound);
+        }
+        Stored::AnotherActive => {
+            tx.rollback().await?;
+            return Ok(Inserted::AnotherActive);
+        }
+        Stored::Row => {}
     }
     let detail = format!("request {} by {}", n.request_key, n.author);
     event_in(&mut tx, &launch_event(n.id, n.now, n.now_epoch, "requested", &detail)).await?;

@@ -104,7 +104,7 @@ async fn measure_backup() {
     let app = TestApp::new(Backend::Sqlite).await;
     post(&app, ALICE, "bench-seed").await;
     post(&app, BOB, "bench-seed-2").await;
-    // 10,000 board messages and 1,000 runs' worth of rows, copied from real ones by SQL.
+    // 10,000 board messages, copied from a real one by SQL.
     app.exec(
         "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 10000) \
          INSERT INTO messages (id, author, author_id, agent_id, request_id, body, refs, created_at, created_epoch) \
@@ -114,9 +114,32 @@ async fn measure_backup() {
     )
     .await
     .unwrap();
+    // 1,000 runs (baselines: no collection to make first), each settled in the ledger, with 30
+    // events of the lengths the reconciler writes.
     app.exec(
-        "CREATE TABLE bench_runs AS WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1000) \
-         SELECT 'run-bench-' || i AS id, hex(randomblob(2000)) AS events FROM n",
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1000) \
+         INSERT INTO runs (id, challenge_id, purpose, environment_id, author, author_id, request_key, request_body, \
+           state, launch, flavor, timeout_s, reserved_cents, eligible_tasks, excluded_task_count, secret_hash, \
+           created_at, created_epoch, updated_at, job_id, job_status, bundle_commit, results_commit) \
+         SELECT 'run-bench-' || i, 'local-demo', 'baseline', NULL, 'alice', 'u-bench', 'bench-' || i, \
+           '{\"request_id\":\"bench-' || i || '\"}', 'scored', 'launched', 'h200', 14400, 250, 0, 0, \
+           lower(hex(randomblob(32))), '2026-12-01T00:00:00Z', 1796100000 + i, '2026-12-01T04:00:00Z', \
+           lower(hex(randomblob(12))), 'COMPLETED', lower(hex(randomblob(20))), lower(hex(randomblob(20))) FROM n",
+    )
+    .await
+    .unwrap();
+    app.exec(
+        "INSERT INTO budget_ledger (id, challenge_id, run_id, amount_cents, state, created_at, updated_at) \
+         SELECT id, challenge_id, id, 187, 'settled', created_at, updated_at FROM runs WHERE id LIKE 'run-bench-%'",
+    )
+    .await
+    .unwrap();
+    app.exec(
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 30000) \
+         INSERT INTO run_events (run_id, at, epoch, source, kind, detail, stage) \
+         SELECT 'run-bench-' || (1 + i % 1000), '2026-12-01T01:00:00Z', 1796100000 + i, 'logs', 'step', \
+           'grpo_rollout_' || printf('%06d', i) || ' done: 3 of 8 rollouts passed, reward mean 0.375 (' || \
+           lower(hex(randomblob(24))) || ')', 'training' FROM n",
     )
     .await
     .unwrap();
@@ -127,7 +150,7 @@ async fn measure_backup() {
     let bytes = std::fs::metadata(app.data_dir().join("arena.sqlite")).unwrap().len();
     let gz = app.state.deps.datasets.read(REPO, "main", &snap.path(), 1 << 30).await.unwrap().len();
     println!(
-        "BENCH backup: a {:.1} MiB database (10,000 board messages, 1,000 rows of 2 KB standing in for runs) snapshotted, gzipped to {:.1} MiB and uploaded in {:.0} ms",
+        "BENCH backup: a {:.1} MiB database (10,000 board messages, 1,000 runs with 30,000 events and their ledger) snapshotted, gzipped to {:.1} MiB and uploaded in {:.0} ms",
         bytes as f64 / (1 << 20) as f64,
         gz as f64 / (1 << 20) as f64,
         took.as_secs_f64() * 1000.0,

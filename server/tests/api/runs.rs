@@ -577,3 +577,55 @@ on_both_backends!(
         assert_eq!(app.hub.dataset_file_requests(), reads, "the repeat read nothing");
     }
 );
+
+on_both_backends!(local, a_run_whose_row_was_lost_is_taken_back_from_its_job, |app| {
+    let env = submitted(app, "good", "alice/pack", ALICE).await;
+    let r = launch(app, "alice-lost-0001", &env, ALICE).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text());
+    let run = r.json()["run"]["run_id"].as_str().unwrap().to_string();
+    let uri = format!("/api/challenges/{CHALLENGE}/runs/{run}");
+    let before = app.get(&uri).await.json();
+    assert!(before["job_id"].is_string(), "{before:#}");
+    // What a restore from a snapshot older than the launch does not hold.
+    for sql in [
+        format!("DELETE FROM run_events WHERE run_id = '{run}'"),
+        format!("DELETE FROM budget_ledger WHERE run_id = '{run}'"),
+        format!("DELETE FROM runs WHERE id = '{run}'"),
+    ] {
+        app.exec(&sql).await.unwrap();
+    }
+    assert_eq!(app.get(&uri).await.status, StatusCode::NOT_FOUND);
+    // Another run ended after the snapshot, its reservation still live there: the lost run waits
+    // for the reconciler to end that one, and is not taken back meanwhile.
+    app.exec(
+        "INSERT INTO budget_ledger (id, challenge_id, run_id, amount_cents, state, created_at, updated_at) \
+         VALUES ('other-run', 'local-demo', NULL, 100, 'live', 'then', 'then')",
+    )
+    .await
+    .unwrap();
+    let found = server::runs::recover::pass(&app.state).await.unwrap();
+    assert!(found.taken_back.is_empty(), "{found:?}");
+    assert!(found.waiting.iter().any(|w| w.starts_with(&run) && w.contains("live reservation")), "{found:?}");
+    assert_eq!(app.get(&uri).await.status, StatusCode::NOT_FOUND);
+    app.exec("UPDATE budget_ledger SET state = 'released' WHERE id = 'other-run'").await.unwrap();
+
+    let found = server::runs::recover::pass(&app.state).await.unwrap();
+    assert_eq!(found.taken_back, std::slice::from_ref(&run), "{found:?}");
+    assert!(found.waiting.is_empty() && found.skipped.is_empty(), "{found:?}");
+    let after = app.get(&uri).await.json();
+    for field in ["job_id", "author", "environment_id", "request_key", "purpose", "max_compute_usd"] {
+        assert_eq!(after[field], before[field], "{field}");
+    }
+    assert!(after["events"].as_array().unwrap().iter().any(|e| e["kind"] == "found again"), "{after:#}");
+    assert_eq!(
+        app.scalar(&format!("SELECT COUNT(*) FROM budget_ledger WHERE run_id = '{run}' AND state = 'live'"))
+            .await,
+        1
+    );
+    // Once back, a pass finds nothing more; the request again is the same run and no second job.
+    assert_eq!(server::runs::recover::pass(&app.state).await.unwrap(), Default::default());
+    let again = launch(app, "alice-lost-0001", &env, ALICE).await;
+    assert_eq!(again.json()["run"]["run_id"], run.as_str(), "{}", again.text());
+    assert_eq!(again.json()["existing"], true);
+    assert_eq!(jobs_of(app, &run), 1);
+});
