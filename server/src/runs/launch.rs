@@ -186,7 +186,20 @@ pub async fn bundle(s: &AppState, run: &Run) -> Result<String, Step> {
         team_name,
     };
     let mut setup = bundle::setup(&s.registry, c, &run.id, run.purpose);
-    setup.origin = Some(bundle::RunOrigin {
+    setup.origin = Some(origin(run));
+    let files: Vec<(String, Vec<u8>)> =
+        bundle::files(&manifest, &pipeline_config, &setup, &train_tasks, &suites)
+            .into_iter()
+            .map(|(path, bytes)| (format!("{dir}/{path}"), bytes))
+            .collect();
+    let summary = format!("{}: bundle of a {} run on {}", run.id, run.purpose.as_str(), run.challenge_id);
+    s.deps.datasets.commit(ds, &summary, &files).await.map_err(dataset_step)
+}
+
+/// The run's own facts, kept in its bundle so that a restored arena can rebuild its row
+/// (`runs::recover`).
+fn origin(run: &Run) -> bundle::RunOrigin {
+    bundle::RunOrigin {
         environment_id: run.environment_id.as_ref().map(ToString::to_string),
         author: run.author.clone(),
         author_id: run.author_id.clone(),
@@ -200,14 +213,7 @@ pub async fn bundle(s: &AppState, run: &Run) -> Result<String, Step> {
         excluded_task_count: run.excluded_task_count,
         requested_at: run.created_at.clone(),
         requested_epoch: run.created_epoch,
-    });
-    let files: Vec<(String, Vec<u8>)> =
-        bundle::files(&manifest, &pipeline_config, &setup, &train_tasks, &suites)
-            .into_iter()
-            .map(|(path, bytes)| (format!("{dir}/{path}"), bytes))
-            .collect();
-    let summary = format!("{}: bundle of a {} run on {}", run.id, run.purpose.as_str(), run.challenge_id);
-    s.deps.datasets.commit(ds, &summary, &files).await.map_err(dataset_step)
+    }
 }
 
 /// Creates the run's HF job, unless one carrying its label exists.

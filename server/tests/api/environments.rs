@@ -406,6 +406,12 @@ async fn the_stateless_check_needs_no_token_and_skips_sealed_suites() {
         )
         .await;
     assert_eq!((bad.status.as_u16(), bad.json()["code"].as_str().unwrap()), (422, "INVALID_CHECK"));
+    // Every string the schema's pattern admits decodes, unused trailing bits too (`AB==` holds one
+    // byte and four bits Python's b64decode ignores, as the arena does).
+    let mut odd: Value = serde_json::from_str(&upload("good")).unwrap();
+    odd["files"].as_array_mut().unwrap().push(json!({"path": "envs/extra-data.bin", "content_b64": "AB=="}));
+    let r = app.request(Method::POST, "/api/check", Some(&odd.to_string())).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text());
     // Larger than the other routes' 64 KB, within its own bound.
     let mut big: Value = serde_json::from_str(&upload("good")).unwrap();
     let data = base64::engine::general_purpose::STANDARD.encode(vec![b'x'; 300 * 1024]);
