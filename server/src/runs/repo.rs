@@ -191,12 +191,37 @@ pub enum Inserted {
 
 /// Stores the run, its live reservation and its first event in one transaction.
 pub async fn insert(db: &Db, n: &NewRun<'_>) -> Result<Inserted, sqlx::Error> {
+    store(db, n, None).await
+}
+
+/// A run found again from its HF job after a restore: stored launched, with its live reservation
+/// and its request and finding (`at`) as events, in one transaction. The relay secret's hash is
+/// `n`'s (one nobody holds: the job's own secret went with the lost row).
+pub async fn recovered(
+    db: &Db,
+    n: &NewRun<'_>,
+    found: &FoundJob<'_>,
+    at: &domain::time::Timestamp,
+) -> Result<Inserted, sqlx::Error> {
+    store(db, n, Some((found, at))).await
+}
+
+/// The run's row, its live reservation and its events in one transaction; a used id or request
+/// id answers the run stored under it.
+async fn store(
+    db: &Db,
+    n: &NewRun<'_>,
+    found: Option<(&FoundJob<'_>, &domain::time::Timestamp)>,
+) -> Result<Inserted, sqlx::Error> {
     let mut tx = db.writer.begin().await?;
-    match row_and_reservation(&mut tx, n, None).await? {
+    match row_and_reservation(&mut tx, n, found.map(|(f, _)| f)).await? {
         Stored::RequestUsed => {
             tx.rollback().await?;
-            let repeat = by_request(db, n.author_id, n.request_key).await?;
-            return repeat.map(Inserted::Repeat).ok_or_else(|| sqlx::Error::RowNotFound);
+            let known = match get(db, n.id).await? {
+                Some(run) => Some(run),
+                None => by_request(db, n.author_id, n.request_key).await?,
+            };
+            return known.map(Inserted::Repeat).ok_or(sqlx::Error::RowNotFound);
         }
         Stored::AnotherActive => {
             tx.rollback().await?;
@@ -206,6 +231,14 @@ pub async fn insert(db: &Db, n: &NewRun<'_>) -> Result<Inserted, sqlx::Error> {
     }
     let detail = format!("request {} by {}", n.request_key, n.author);
     event_in(&mut tx, &launch_event(n.id, n.now, n.now_epoch, "requested", &detail)).await?;
+    if let Some((job, at)) = found {
+        let detail = format!(
+            "found again from HF job {} after the database was restored from a backup (the bundle at {}); \
+             it is followed from HF's records, without its relay",
+            job.job_id, job.bundle_commit
+        );
+        event_in(&mut tx, &launch_event(n.id, &at.text, at.epoch, "found again", &detail)).await?;
+    }
     tx.commit().await?;
     let run = get(db, n.id).await?.ok_or(sqlx::Error::RowNotFound)?;
     Ok(Inserted::Stored(run))
@@ -285,44 +318,6 @@ async fn row_and_reservation(
     .rows_affected()
         == 1;
     Ok(if reserved { Stored::Row } else { Stored::AnotherActive })
-}
-
-/// A run found again from its HF job after a restore: stored launched, with its live reservation
-/// and its request and finding as events, in one transaction. The relay secret's hash is `n`'s
-/// (one nobody holds: the job's own secret went with the lost row).
-pub async fn recovered(
-    db: &Db,
-    n: &NewRun<'_>,
-    found: &FoundJob<'_>,
-    at: &domain::time::Timestamp,
-) -> Result<Inserted, sqlx::Error> {
-    let mut tx = db.writer.begin().await?;
-    match row_and_reservation(&mut tx, n, Some(found)).await? {
-        Stored::RequestUsed => {
-            tx.rollback().await?;
-            let known = match get(db, n.id).await? {
-                Some(run) => Some(run),
-                None => by_request(db, n.author_id, n.request_key).await?,
-            };
-            return known.map(Inserted::Repeat).ok_or(sqlx::Error::RowNotFound);
-        }
-        Stored::AnotherActive => {
-            tx.rollback().await?;
-            return Ok(Inserted::AnotherActive);
-        }
-        Stored::Row => {}
-    }
-    let detail = format!("request {} by {}", n.request_key, n.author);
-    event_in(&mut tx, &launch_event(n.id, n.now, n.now_epoch, "requested", &detail)).await?;
-    let detail = format!(
-        "found again from HF job {} after the database was restored from a backup (the bundle at {}); \
-         it is followed from HF's records, without its relay",
-        found.job_id, found.bundle_commit
-    );
-    event_in(&mut tx, &launch_event(n.id, &at.text, at.epoch, "found again", &detail)).await?;
-    tx.commit().await?;
-    let run = get(db, n.id).await?.ok_or(sqlx::Error::RowNotFound)?;
-    Ok(Inserted::Stored(run))
 }
 
 /// A run's event as stored.
