@@ -224,9 +224,13 @@ start_test_stack() {
     STANDIN_OPENENV_CORE="$OPENENV_CORE" STANDIN_CLUSTER_HEARTBEAT_MS=500 STANDIN_SEED_DATASETS="$(seed_datasets)" STANDIN_JOB_NULLS=1 \
     env "${simulated[@]}" "$CARGO_TARGET_DIR/$profile/arena-standin" >"$work/standin.log" 2>&1 &
   standin_pid=$!
+  trap stop_test_stack EXIT
+  # The arena checks its sandbox reader with the stand-in's whoami at start: it starts once the
+  # stand-in answers (anything); a stand-in that exited is said at once.
+  wait_for_standin "$hub" "$standin_pid" "$work/standin.log"
   ARENA_ADDR="127.0.0.1:$port" ARENA_DATA_DIR="$work" ARENA_SITE_ROOT="$SITE" ARENA_FINGERPRINTS_DIR="$work/fingerprints" \
     ARENA_CONFIGS_DIR="$work/configs" HF_TOKEN=hf_local_test_arena_bot_5a5a5a ARENA_JOBS_NAMESPACE=benchflow \
-    ARENA_SANDBOX_TOKEN=hf_local_test_arena_sandbox_3c3c3c \
+    ARENA_SANDBOX_TOKEN=hf_local_test_arena_sandbox_3c3c3c ARENA_SANDBOX_NAMESPACE=benchflow-sandboxes \
     ARENA_RUNS_DATASET=benchflow/arena-runs ARENA_LEADERBOARD_DATASET=benchflow/arena-leaderboard ARENA_WORKER_TICK_S=1 \
     ARENA_JOB_SECRET_DAYTONA_API_KEY=local-simulated-daytona-key ARENA_RELAY_HEARTBEAT_S=1 \
     ARENA_UNSEEN_TOKENS_PER_MINUTE=5000 ARENA_UNSEEN_TOKENS_TOTAL_PER_MINUTE=5000 ARENA_VALIDATIONS_PER_HOUR=5000 \
@@ -236,15 +240,25 @@ start_test_stack() {
     ARENA_SANDBOX_HEALTH_S=45 ARENA_SANDBOX_LIMIT=3 ARENA_CLUSTER_SECRET="$cluster_secret" ARENA_REGISTRY_DOCKER_URL="$hub/registry/docker.io" ARENA_REGISTRY_GHCR_URL="$hub/registry/ghcr.io" \
     RUST_LOG=warn "$CARGO_TARGET_DIR/$profile/arena" serve >"$work/server.log" 2>&1 &
   server_pid=$!
-  trap stop_test_stack EXIT
   for _ in $(seq 60); do curl -fs "$url/healthz" >/dev/null 2>&1 && break; sleep 0.5; done
   curl -fs "$url/healthz" >/dev/null || { cat "$work/server.log"; exit 1; }
-  # The stand-in answers something (anything) once it is up; a stand-in that exited is said at once.
-  for _ in $(seq 60); do curl -s -o /dev/null "$hub/api/whoami-v2" && break; sleep 0.5; done
-  curl -s -o /dev/null "$hub/api/whoami-v2" || { cat "$work/standin.log"; exit 1; }
   export ARENA_TEST_URL="$url" ARENA_TEST_HUB_URL="$hub" ARENA_TEST_USERS="$ROOT/tests/fixtures/hub-users.json"
   export ARENA_TEST_HUB_REPOS="$work/hub-repos" ARENA_TEST_OPENENV_CORE="$OPENENV_CORE"
   export ARENA_TEST_CLUSTER_SECRET="$cluster_secret"
+}
+
+# Waits until the stand-in at URL answers (anything), for 30 s at most; a stand-in (PID) that
+# exited meanwhile, or never answered, is said with its log.
+wait_for_standin() {
+  local at=$1 pid=$2 logfile=${3:-}
+  for _ in $(seq 60); do
+    curl -s -o /dev/null "$at/api/whoami-v2" && return 0
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.5
+  done
+  log "the HF stand-in at $at did not answer"
+  [ -z "$logfile" ] || cat "$logfile" >&2
+  exit 1
 }
 
 stop_test_stack() {

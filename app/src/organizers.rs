@@ -56,6 +56,8 @@ fn Jobs(v: JobsView) -> impl IntoView {
                     b.last_ok_at.clone().unwrap_or_else(|| "never yet".into()),
                     b.last_error.as_ref().map(|e| format!("; the last try failed ({}): {e}, tried again", b.last_error_at.clone().unwrap_or_default())).unwrap_or_default(),
                     b.restored_from.as_ref().map(|r| format!("; restored at start from {r}")).unwrap_or_default())
+                    + &if b.restore_skipped.is_empty() { String::new() } else {
+                        format!("; passed over at the restore: {}", b.restore_skipped.join("; ")) }
                     + &if b.runs_found_again.is_empty() { String::new() } else {
                         format!("; runs found again from their HF jobs: {}", b.runs_found_again.join(", ")) }
                     + &b.runs_finding.as_ref().map(|f| format!("; finding runs again: {f}")).unwrap_or_default(),

@@ -8,8 +8,10 @@ lists the runs it holds, and starts their trainers again from their last checkpo
 
     python -m arena_cluster.agent --arena https://openenvarena-arena.hf.space --home /var/lib/arena-agent
 
-Environment: `ARENA_CLUSTER_SECRET` (the arena's), and what the trainer needs (`HF_TOKEN`,
-`ARENA_SANDBOX_NAMESPACE`, `ARENA_TRAINER_MODEL`, optional `HF_ENDPOINT`, `TRACKIO_SPACE_ID`).
+Environment: `ARENA_CLUSTER_SECRET` (the arena's), and what the trainer needs (`HF_TOKEN`, which
+starts sandboxes, `ARENA_SANDBOX_TOKEN`, the only credential a sandbox receives, checked with HF's
+whoami at start: a read token of an account whose only organization is `ARENA_SANDBOX_NAMESPACE`,
+`ARENA_TRAINER_MODEL`, optional `HF_ENDPOINT`, `TRACKIO_SPACE_ID`).
 `ARENA_AGENT_GPUS` overrides the GPUs `nvidia-smi -L` lists; `ARENA_AGENT_CPU_SLOTS` lets a node
 without a GPU train on its CPU (tests and the local demo, with the tiny model).
 """
@@ -319,6 +321,28 @@ class Agent:
                 await ws.send(json.dumps(r))
 
 
+def check_sandbox_reader(reader: str, namespace: str, tries: int = 20) -> str | None:
+    """Why the sandbox reader may not be used (None: it may), from HF's whoami-v2; HF unreachable
+    is tried again for a while, then refuses too."""
+    import huggingface_hub
+
+    from .sandboxes import reader_refusal
+
+    api = huggingface_hub.HfApi(endpoint=os.environ.get("HF_ENDPOINT"))
+    why = "no try"
+    for _ in range(tries):
+        try:
+            return reader_refusal(api.whoami(token=reader), namespace)
+        except Exception as e:  # noqa: BLE001 - httpx's and HF's errors alike: said, then tried again
+            status = getattr(getattr(e, "response", None), "status_code", None)
+            if status in (401, 403):
+                return "HF does not accept it"
+            why = f"HF answered {status}" if status else f"{type(e).__name__}: {e}"
+        log.info("checking ARENA_SANDBOX_TOKEN: %s; trying again", why)
+        time.sleep(1)
+    return f"HF's whoami did not answer ({why})"
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--arena", required=True, help="the arena's address, e.g. https://openenvarena-arena.hf.space")
@@ -329,9 +353,12 @@ def main() -> None:
     secret = os.environ.get("ARENA_CLUSTER_SECRET")
     if not secret:
         sys.exit("ARENA_CLUSTER_SECRET is not set: the arena refuses a cluster without it")
-    for name in ("HF_TOKEN", "ARENA_SANDBOX_NAMESPACE", "ARENA_TRAINER_MODEL"):
+    for name in ("HF_TOKEN", "ARENA_SANDBOX_TOKEN", "ARENA_SANDBOX_NAMESPACE", "ARENA_TRAINER_MODEL"):
         if not os.environ.get(name):
             sys.exit(f"{name} is not set: the trainer needs it")
+    why = check_sandbox_reader(os.environ["ARENA_SANDBOX_TOKEN"], os.environ["ARENA_SANDBOX_NAMESPACE"])
+    if why:
+        sys.exit(f"ARENA_SANDBOX_TOKEN must be worth nothing to a participant who receives it, and is not: {why}")
     agent = Agent(args.arena, secret, args.home, args.heartbeat_s, sys.executable)
     asyncio.run(agent.run())
 

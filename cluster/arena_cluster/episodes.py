@@ -107,7 +107,7 @@ def play(policy: Policy, sandboxes: Sandboxes, task: dict, submission: dict, val
     try:
         with sandboxes.sandbox(task, wall) as job:
             url = sandboxes.wait_serving(job.id, int(task["port"]), started + t["reset_wall_s"])
-            conn = Connection(url, sandboxes.token, float(t["tool_wall_s"]))
+            conn = Connection(url, sandboxes.reader, float(t["tool_wall_s"]))
             try:
                 result = _episode(policy, conn, task, submission, validator, started, t)
             finally:

@@ -2,7 +2,13 @@
 pinned digest, the command and environment the arena read from its config, the port exposed with
 a token (never public), labelled with the run, and canceled when its episode ends, whatever
 happens. Then OpenEnv's WebSocket protocol to it (`reset` with the task id, `step`, `close`), with
-the token as `Authorization: Bearer`: openenv-core's own client cannot send a header.
+a token as `Authorization: Bearer`: openenv-core's own client cannot send a header.
+
+Two tokens, never mixed up. `HF_TOKEN` starts, inspects and cancels the sandboxes: it stays in
+this process. What reaches the participant's server (HF's proxy may pass request headers on) is
+the sandbox reader, `ARENA_SANDBOX_TOKEN`: a read token of an account whose only organization is
+the sandbox namespace, worth nothing to steal (`reader_refusal`). No request to a sandbox follows
+a redirect, keeps cookies or takes a proxy from the environment.
 """
 
 from __future__ import annotations
@@ -39,6 +45,51 @@ def _loopback_names(host, *args, **kwargs):
 socket.getaddrinfo = _loopback_names
 
 
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    """A 3xx from a sandbox is its answer, never followed: following would carry the reader's
+    token to whatever address the participant's server names."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        return None
+
+
+# No proxy from the environment, no redirects, and (build_opener adds none) no cookie jar.
+_SANDBOX_HTTP = urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirects())
+
+
+def health(url: str, reader: str) -> int | None:
+    """The status a sandbox answers `GET /health` with, asked with the reader's token (a 3xx is an
+    answer, never followed); None when nothing answered."""
+    request = urllib.request.Request(f"{url}/health", headers={"Authorization": f"Bearer {reader}"})
+    try:
+        with _SANDBOX_HTTP.open(request, timeout=5) as r:
+            return r.status
+    except urllib.error.HTTPError as e:
+        return e.code
+    except (urllib.error.URLError, OSError, ValueError):
+        return None
+
+
+def reader_refusal(whoami: dict, sandbox_namespace: str) -> str | None:
+    """Why a token (HF's whoami-v2 answer for it) may not be sent to participants' sandboxes, as
+    the arena's `domain::identity::sandbox_reader_refusal` decides: it must be a read token of an
+    account whose only organization is the sandbox namespace. None: it may."""
+    who = whoami.get("name", "?")
+    role = ((whoami.get("auth") or {}).get("accessToken") or {}).get("role")
+    if role == "fineGrained":
+        return f"{who}'s token is fine-grained: the cluster cannot tell what it may write; give it a read token"
+    if role != "read":
+        return f"{who}'s token is a {role} token, which can write; give it a read token"
+    orgs = [o.get("name") for o in whoami.get("orgs") or []]
+    others = [o for o in orgs if o != sandbox_namespace]
+    if others:
+        return (f"{who} is a member of {others[0]}: a participant given the token could read its private "
+                f"repositories; use an account whose only organization is {sandbox_namespace}")
+    if sandbox_namespace not in orgs:
+        return f"{who} is not a member of {sandbox_namespace}: HF would refuse it at every sandbox"
+    return None
+
+
 def stage(job) -> str:
     """A job's stage as HF spells it (`JobStage` is a str enum whose `str()` is its name)."""
     value = job.status.stage if job.status else ""
@@ -70,11 +121,12 @@ def exposed_url(urls, port: int) -> str | None:
 
 @dataclass
 class Sandboxes:
-    """Starts sandboxes in `namespace` with `token` (an HF token that may start jobs there)."""
+    """Starts sandboxes in `namespace` through `api` (whose token may start jobs there) and talks
+    to them with `reader` (the sandbox reader: the only credential a sandbox ever sees)."""
 
     api: object  # huggingface_hub.HfApi
     namespace: str
-    token: str
+    reader: str
     run_label: str
 
     def start(self, task: dict, wall_s: int):
@@ -116,13 +168,12 @@ class Sandboxes:
         if not url:
             raise SandboxError(f"HF gave no URL for the sandbox's port {port} in time")
         while time.monotonic() < deadline:
-            request = urllib.request.Request(f"{url}/health", headers={"Authorization": f"Bearer {self.token}"})
-            try:
-                with urllib.request.urlopen(request, timeout=5) as r:
-                    if r.status == 200:
-                        return url
-            except (urllib.error.URLError, OSError, ValueError):
-                pass
+            status = health(url, self.reader)
+            if status == 200:
+                return url
+            if status in (401, 403):
+                raise SandboxError("the sandbox's proxy refused the cluster's reader (ARENA_SANDBOX_TOKEN): "
+                                   "the arena's fault, not the image's")
             time.sleep(0.5)
         raise SandboxError("the image never answered GET /health within reset_wall_s")
 
@@ -146,7 +197,9 @@ class CleanupError(Exception):
 
 
 class Connection:
-    """OpenEnv's WebSocket protocol to one sandbox (`/ws`)."""
+    """OpenEnv's WebSocket protocol to one sandbox (`/ws`), with the sandbox reader's token.
+    websockets' sync client follows no redirect (a 3xx is `InvalidStatus`) and keeps no cookie;
+    `proxy=None` takes none from the environment."""
 
     def __init__(self, url: str, token: str, timeout_s: float):
         from websockets.sync.client import connect

@@ -8,7 +8,8 @@ a step is played only when its task's walls plus the measured update time fit in
 
     python -m arena_cluster.trainer RUN_DIR
 
-Environment: `HF_TOKEN` (may start jobs in the sandbox namespace), `ARENA_SANDBOX_NAMESPACE`,
+Environment: `HF_TOKEN` (may start jobs in the sandbox namespace; never sent to a sandbox),
+`ARENA_SANDBOX_TOKEN` (the sandbox reader: the only credential a sandbox receives), `ARENA_SANDBOX_NAMESPACE`,
 `HF_ENDPOINT` (HF's, or the stand-in's), `ARENA_TRAINER_MODEL` (a local folder holding the model
 the assignment names; `tiny` builds and uses the tiny CPU model), `ARENA_TRAINER_MAX_STEPS`
 (optional: stop after this many optimizer steps), `TRACKIO_DIR`, `TRACKIO_SPACE_ID` (optional).
@@ -226,8 +227,8 @@ class Run:
                                "trackio_project": TRACKIO_PROJECT})
         token = os.environ["HF_TOKEN"]
         api = huggingface_hub.HfApi(endpoint=os.environ.get("HF_ENDPOINT"), token=token)
-        self.sandboxes = Sandboxes(api=api, namespace=os.environ["ARENA_SANDBOX_NAMESPACE"], token=token,
-                                   run_label=self.rd.run_id)
+        self.sandboxes = Sandboxes(api=api, namespace=os.environ["ARENA_SANDBOX_NAMESPACE"],
+                                   reader=os.environ["ARENA_SANDBOX_TOKEN"], run_label=self.rd.run_id)
         if not first:
             # A trainer that was killed left its episodes' sandboxes running.
             self.cleanup()

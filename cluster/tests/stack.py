@@ -13,6 +13,8 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+# The organization participants' sandboxes run in (the stand-in's `users::SANDBOX_ORG`).
+SANDBOX_ORG = "benchflow-sandboxes"
 SCHEMA = json.loads((ROOT / "dev/demo/openenv/submission.json").read_text())["schema"]
 
 
@@ -58,7 +60,8 @@ class Node:
 
     def start(self):
         e = dict(os.environ, ARENA_CLUSTER_SECRET=env("ARENA_TEST_CLUSTER_SECRET"), HF_TOKEN=token("arena-bot"),
-                 ARENA_SANDBOX_NAMESPACE="benchflow", HF_ENDPOINT=env("ARENA_TEST_HUB_URL"),
+                 ARENA_SANDBOX_TOKEN=token("arena-sandbox"), ARENA_SANDBOX_NAMESPACE=SANDBOX_ORG,
+                 HF_ENDPOINT=env("ARENA_TEST_HUB_URL"),
                  ARENA_TRAINER_MODEL="tiny", ARENA_AGENT_CPU_SLOTS="1", ARENA_TRAINER_MAX_STEPS=str(self.steps),
                  TRACKIO_DIR=str(self.home / "trackio"), PYTHONPATH=str(ROOT / "cluster"))
         e.pop("TRACKIO_SPACE_ID", None)
@@ -117,7 +120,7 @@ def events_of(arena, user, run_id):
 
 
 def live_sandboxes(hub, run_id):
-    req = urllib.request.Request(f"{hub}/api/jobs/benchflow?labels=arena-run%3D{run_id}",
+    req = urllib.request.Request(f"{hub}/api/jobs/{SANDBOX_ORG}?labels=arena-run%3D{run_id}",
                                  headers={"Authorization": "Bearer " + token("arena-bot")})
     with urllib.request.urlopen(req, timeout=30) as r:
         jobs = json.load(r)

@@ -18,6 +18,10 @@ pub struct HubAccount {
     pub name: String,
     pub fullname: String,
     pub orgs: Vec<OrgRole>,
+    /// What the token itself may do (`auth.accessToken.role`: `read`, `write` or `fineGrained`),
+    /// when HF said.
+    #[serde(default)]
+    pub token_role: Option<String>,
 }
 
 impl HubAccount {
@@ -25,6 +29,51 @@ impl HubAccount {
     pub fn is_editor(&self, editor_org: &str) -> bool {
         self.orgs.iter().any(|o| o.org == editor_org && matches!(o.role.as_deref(), Some("write" | "admin")))
     }
+}
+
+/// Why `reader` may not be the credential the arena sends to participants' sandboxes: it must
+/// be a read token of an account whose one organization is the sandbox namespace, so that a
+/// participant who receives it can read nothing but that namespace (which holds only sandboxes)
+/// and write nothing. `protected` names the namespaces of the arena's datasets and jobs. `None`:
+/// it may.
+pub fn sandbox_reader_refusal(
+    reader: &HubAccount,
+    sandbox_namespace: &str,
+    protected: &[&str],
+) -> Option<String> {
+    let who = &reader.name;
+    match reader.token_role.as_deref() {
+        Some("read") => {}
+        Some("fineGrained") => {
+            return Some(format!(
+                "{who}'s token is fine-grained: the arena cannot tell what it may write; give it a read token"
+            ))
+        }
+        Some(role) => {
+            return Some(format!("{who}'s token is a {role} token, which can write; give it a read token"))
+        }
+        None => return Some(format!("HF did not say what {who}'s token may do; give it a read token")),
+    }
+    if protected.iter().any(|p| p == who) {
+        return Some(format!("the token is {who}'s, the namespace of the arena's own datasets or jobs"));
+    }
+    if let Some(other) = reader.orgs.iter().find(|o| o.org != sandbox_namespace) {
+        let also = if protected.contains(&other.org.as_str()) {
+            ", which holds the arena's datasets or jobs"
+        } else {
+            ""
+        };
+        return Some(format!(
+            "{who} is a member of {}{also}: a participant given the token could read its private repositories; use an account whose only organization is {sandbox_namespace}",
+            other.org
+        ));
+    }
+    if !reader.orgs.iter().any(|o| o.org == sandbox_namespace) {
+        return Some(format!(
+            "{who} is not a member of {sandbox_namespace}: HF would refuse it at every sandbox; add it with the read role"
+        ));
+    }
+    None
 }
 
 /// Why HF could not say who a token belongs to.
@@ -54,6 +103,7 @@ mod tests {
                 .iter()
                 .map(|(o, r)| OrgRole { org: o.to_string(), role: r.map(String::from) })
                 .collect(),
+            token_role: Some("read".into()),
         }
     }
 
@@ -66,5 +116,29 @@ mod tests {
         assert!(!account(&[("benchflow", None)]).is_editor("benchflow"));
         assert!(!account(&[("other", Some("admin"))]).is_editor("benchflow"));
         assert!(!account(&[]).is_editor("benchflow"));
+    }
+
+    #[test]
+    fn a_sandbox_reader_reads_the_sandbox_namespace_and_nothing_else() {
+        let ok = account(&[("arena-sandboxes", Some("read"))]);
+        let refusal = |a: &HubAccount| sandbox_reader_refusal(a, "arena-sandboxes", &["benchflow"]);
+        assert_eq!(refusal(&ok), None);
+        let mut write = ok.clone();
+        write.token_role = Some("write".into());
+        assert!(refusal(&write).unwrap().contains("write token"));
+        let mut fine = ok.clone();
+        fine.token_role = Some("fineGrained".into());
+        assert!(refusal(&fine).unwrap().contains("fine-grained"));
+        let mut unsaid = ok.clone();
+        unsaid.token_role = None;
+        assert!(refusal(&unsaid).is_some());
+        let datasets = account(&[("arena-sandboxes", Some("read")), ("benchflow", Some("read"))]);
+        assert!(refusal(&datasets).unwrap().contains("holds the arena's datasets"));
+        let elsewhere = account(&[("arena-sandboxes", Some("read")), ("acme", Some("read"))]);
+        assert!(refusal(&elsewhere).unwrap().contains("member of acme"));
+        assert!(refusal(&account(&[])).unwrap().contains("not a member of arena-sandboxes"));
+        let mut own = ok.clone();
+        own.name = "benchflow".into();
+        assert!(refusal(&own).unwrap().contains("the arena's own"));
     }
 }

@@ -329,9 +329,41 @@ pub struct VersionView {
     /// (`ARENA_PRIVATE_REPO`); null when it reads a local directory or none.
     #[serde(default)]
     pub private_overlay: Option<OverlaySource>,
-    /// The SQLite database's backups to a private dataset (`ARENA_BACKUP_REPO`); null when off.
+    /// Whether the SQLite database's backups to a private dataset (`ARENA_BACKUP_REPO`) are
+    /// going well; null when off. Where they go and what failed are the editors'.
     #[serde(default)]
-    pub backup: Option<BackupView>,
+    pub backup: Option<BackupHealth>,
+    /// The backups in full, for editors only (null for everyone else, and when off).
+    #[serde(default)]
+    pub backup_details: Option<BackupView>,
+}
+
+/// The backups' health as anyone may see it: no repository, error or run id.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct BackupHealth {
+    /// `ok` while no try has failed since the last upload (or none was due yet); `failing` while
+    /// the last try failed.
+    pub state: BackupState,
+    /// When that was: the last upload (`ok`; null before the first) or the last failed try.
+    pub at: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum BackupState {
+    Ok,
+    Failing,
+}
+
+impl BackupView {
+    pub fn health(&self) -> BackupHealth {
+        match &self.last_error {
+            Some(_) => BackupHealth { state: BackupState::Failing, at: self.last_error_at.clone() },
+            None => BackupHealth { state: BackupState::Ok, at: self.last_ok_at.clone() },
+        }
+    }
 }
 
 /// How this server's backups go.
@@ -352,6 +384,10 @@ pub struct BackupView {
     pub snapshot: Option<String>,
     /// The snapshot this process restored the database from at start (`path@revision`).
     pub restored_from: Option<String>,
+    /// Newer snapshots that restore passed over, and why (a signature or an integrity check that
+    /// failed, a stamp later than the clock allows).
+    #[serde(default)]
+    pub restore_skipped: Vec<String>,
     /// Runs this process found again from their HF jobs (launched after the last snapshot).
     #[serde(default)]
     pub runs_found_again: Vec<String>,

@@ -3,8 +3,14 @@
 //! - every `ARENA_BACKUP_EVERY_S`, when the database changed, a consistent snapshot (`VACUUM
 //!   INTO`, never a copy of the live file), gzipped, uploaded as one commit that also deletes the
 //!   snapshots past the newest `ARENA_BACKUP_KEEP` (`domain::backup` names and prunes them);
-//! - at start, when the database file is missing (or `ARENA_RESTORE=1`), the newest snapshot whose
-//!   hash checks is put in its place before migrations run.
+//! - at start, when the database file is missing (or `ARENA_RESTORE=1`), the newest snapshot the
+//!   arena signed (HMAC-SHA-256 with `ARENA_BACKUP_KEY`, `crate::signing`) and whose contents check
+//!   out is put in its place before migrations run. A dataset that cannot be read stops the start
+//!   rather than start on older or empty data; only a snapshot that fails its signature or its
+//!   checks is passed over, and the log and `/api/version` (for editors) say which and why.
+//!
+//! A snapshot holds no secret: sign-in sessions and hand-offs are removed from the copy before it
+//! is compressed (a signed-in person signs in again after a restore).
 //!
 //! Only one process backs up: the one holding an exclusive lock on a file beside the database (the
 //! kernel releases it when the process dies). The work runs on its own task, bounded in time, and
@@ -16,14 +22,17 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use domain::backup::{self, Snapshot};
+use domain::ids::JobId;
 use domain::views::BackupView;
-use sha2::{Digest, Sha256};
 use sqlx::Row;
 
 use crate::ports::datasets::{DatasetError, DatasetWriter};
+use crate::signing::SigningKey;
 
 /// The largest snapshot a restore downloads (compressed).
 const MAX_SNAPSHOT_BYTES: u64 = 2 << 30;
+/// Tables that hold secrets (sign-in sessions, OAuth hand-offs): left out of every snapshot.
+pub const SECRET_TABLES: &[&str] = &["tower_sessions", "auth_handoffs"];
 /// One upload's whole time; a slower one is tried again at the next turn.
 const UPLOAD_DEADLINE: Duration = Duration::from_secs(300);
 /// Snapshots listed at most.
@@ -39,6 +48,8 @@ pub struct Backups {
     pub repo: String,
     pub every: Duration,
     pub keep: usize,
+    /// Signs each snapshot.
+    pub key: SigningKey,
     db_path: PathBuf,
     status: Mutex<Status>,
     /// Whether runs launched after the last snapshot may still be found again from HF's jobs:
@@ -51,6 +62,10 @@ struct Status {
     view: BackupView,
     /// The database file's state at the last snapshot (sizes and modification times).
     fingerprint: Option<Vec<(u64, Option<SystemTime>)>>,
+    /// A keyed hash of the last snapshot's schema and bytes: an unchanged database is not sent again.
+    content: Option<String>,
+    /// Jobs `runs::recover` will not take back, and why.
+    left_alone: std::collections::BTreeMap<JobId, String>,
     /// The lock that makes this process the one that backs up, once it has it.
     lock: Option<std::fs::File>,
 }
@@ -60,14 +75,21 @@ impl Backups {
         repo: String,
         every_s: u64,
         keep: usize,
+        key: SigningKey,
         db_path: PathBuf,
-        restored: Option<String>,
+        restored: Option<Restored>,
     ) -> Backups {
-        let view = BackupView { repo: repo.clone(), every_s, restored_from: restored, ..Default::default() };
+        let (restored_from, restore_skipped) = match restored {
+            Some(Restored::From { path, revision, skipped }) => (Some(format!("{path}@{revision}")), skipped),
+            Some(Restored::Empty) | None => (None, Vec::new()),
+        };
+        let view =
+            BackupView { repo: repo.clone(), every_s, restored_from, restore_skipped, ..Default::default() };
         Backups {
             repo,
             every: Duration::from_secs(every_s.max(1)),
             keep: keep.max(1),
+            key,
             db_path,
             status: Mutex::new(Status { view, ..Default::default() }),
             finding: std::sync::atomic::AtomicBool::new(true),
@@ -78,18 +100,25 @@ impl Backups {
         self.status.lock().unwrap().view.clone()
     }
 
+    /// Whether a job was left alone by an earlier pass (`found_runs`): not read again.
+    pub fn left_alone(&self, job: &JobId) -> bool {
+        self.status.lock().unwrap().left_alone.contains_key(job)
+    }
+
     /// Whether runs may still be found again (`runs::recover`).
     pub fn finding_runs(&self) -> bool {
         self.finding.load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    /// Records a pass of `runs::recover`: what it took back, and what still waits or was skipped.
+    /// Records a pass of `runs::recover`: what it took back, what still waits, and the jobs it
+    /// left alone for good (their job id, and why), which later passes do not read again.
     /// Finding ends once nothing waits.
-    pub fn found_runs(&self, taken_back: Vec<String>, waiting: &[String], skipped: &[String]) {
+    pub fn found_runs(&self, taken_back: Vec<String>, waiting: &[String], skipped: Vec<(JobId, String)>) {
         let mut status = self.status.lock().unwrap();
         status.view.runs_found_again.extend(taken_back);
+        status.left_alone.extend(skipped);
         let mut said: Vec<String> = waiting.iter().map(|w| format!("waiting: {w}")).collect();
-        said.extend(skipped.iter().map(|w| format!("not rebuilt: {w}")));
+        said.extend(status.left_alone.values().map(|w| format!("not rebuilt: {w}")));
         status.view.runs_finding = (!said.is_empty()).then(|| said.join("; "));
         if waiting.is_empty() {
             self.finding.store(false, std::sync::atomic::Ordering::Relaxed);
@@ -158,16 +187,18 @@ pub async fn once(state: &crate::AppState, backups: &Backups) -> Result<Option<S
     if backups.status.lock().unwrap().fingerprint.as_ref() == Some(&before) {
         return Ok(None);
     }
-    let taken = state.now().text;
+    let now = state.now();
+    let taken = backup::stamp(&now.text).ok_or("the clock's time is not RFC 3339")?;
     let (bytes, schema) = snapshot(&state.db, &backups.db_path).await?;
-    let sha256 = hex(&Sha256::digest(&bytes));
-    if backups.status.lock().unwrap().view.snapshot.as_deref().is_some_and(|p| p.contains(&sha256)) {
-        // A checkpoint moved the file, not the data.
+    // The same bytes under the same name sign the same: compare what the signature covers
+    // without the stamp (a checkpoint moves the file, not the data).
+    let content = backups.key.sign(&[&schema.to_be_bytes(), &bytes]);
+    if backups.status.lock().unwrap().content.as_deref() == Some(content.as_str()) {
         backups.status.lock().unwrap().fingerprint = Some(before);
         return Ok(None);
     }
-    let snap =
-        Snapshot { taken: backup::stamp(&taken).ok_or("the clock's time is not RFC 3339")?, schema, sha256 };
+    let signature = sign(&backups.key, &backup::signed_name(&taken, schema), &bytes);
+    let snap = Snapshot { taken, schema, signature };
     let datasets = &state.deps.datasets;
     datasets.ensure(&backups.repo).await.map_err(|e| format!("the backup dataset: {e}"))?;
     let listed = datasets
@@ -175,8 +206,10 @@ pub async fn once(state: &crate::AppState, backups: &Backups) -> Result<Option<S
         .await
         .map_err(|e| format!("listing backups: {e}"))?;
     let existing = backup::newest_first(listed.iter().map(String::as_str));
-    let deleted: Vec<String> =
-        backup::pruned(&existing, &snap, backups.keep).iter().map(Snapshot::path).collect();
+    let deleted: Vec<String> = backup::pruned(&existing, &snap, backups.keep, &not_after(now.epoch))
+        .iter()
+        .map(Snapshot::path)
+        .collect();
     let summary = format!("Back up the arena's database ({} bytes, schema {schema})", bytes.len());
     let revision = datasets
         .commit_changes(&backups.repo, &summary, &[(snap.path(), bytes)], &deleted)
@@ -184,7 +217,8 @@ pub async fn once(state: &crate::AppState, backups: &Backups) -> Result<Option<S
         .map_err(|e| format!("uploading the snapshot: {e}"))?;
     let mut status = backups.status.lock().unwrap();
     status.fingerprint = Some(before);
-    status.view.last_ok_at = Some(taken);
+    status.content = Some(content);
+    status.view.last_ok_at = Some(now.text);
     status.view.last_error = None;
     status.view.last_error_at = None;
     status.view.revision = Some(revision);
@@ -192,8 +226,20 @@ pub async fn once(state: &crate::AppState, backups: &Backups) -> Result<Option<S
     Ok(Some(snap))
 }
 
+/// A snapshot's signature: the arena's HMAC of its signed name and its compressed bytes.
+pub fn sign(key: &SigningKey, signed_name: &str, bytes: &[u8]) -> String {
+    key.sign(&[signed_name.as_bytes(), b"\n", bytes])
+}
+
+/// The latest stamp the arena's own snapshots can carry: the clock plus its allowance.
+fn not_after(epoch: i64) -> String {
+    let t = time::OffsetDateTime::from_unix_timestamp(epoch + backup::CLOCK_ALLOWANCE_S)
+        .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
+    backup::stamp(&crate::clock::rfc3339(t)).unwrap_or_default()
+}
+
 /// A consistent copy of the live database (`VACUUM INTO` reads it in one transaction while
-/// writers go on), gzipped, and the schema it is at.
+/// writers go on) without its secrets, gzipped, and the schema it is at.
 pub async fn snapshot(db: &crate::db::Db, db_path: &Path) -> Result<(Vec<u8>, i64), String> {
     let target = PathBuf::from(format!("{}.snapshot", db_path.display()));
     let _ = std::fs::remove_file(&target);
@@ -207,7 +253,9 @@ pub async fn snapshot(db: &crate::db::Db, db_path: &Path) -> Result<(Vec<u8>, i6
         .execute(&db.pool)
         .await
         .map_err(|e| format!("VACUUM INTO: {e}"))?;
+    let scrubbed = scrub(&target).await;
     let compressed = tokio::task::spawn_blocking(move || -> std::io::Result<Vec<u8>> {
+        scrubbed.map_err(std::io::Error::other)?;
         let raw = std::fs::read(&target)?;
         let _ = std::fs::remove_file(&target);
         let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
@@ -220,8 +268,28 @@ pub async fn snapshot(db: &crate::db::Db, db_path: &Path) -> Result<(Vec<u8>, i6
     Ok((compressed, schema))
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+/// Empties the secret tables of the copy at `path`, then rewrites it (`VACUUM`) so that no freed
+/// page still holds what they held.
+async fn scrub(path: &Path) -> Result<(), String> {
+    use sqlx::{ConnectOptions, Connection};
+    let options = sqlx::sqlite::SqliteConnectOptions::new().filename(path);
+    let mut conn = options.connect().await.map_err(|e| format!("opening the snapshot: {e}"))?;
+    for table in SECRET_TABLES {
+        let exists: i64 =
+            sqlx::query_scalar("SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?")
+                .bind(table)
+                .fetch_one(&mut conn)
+                .await
+                .map_err(|e| format!("reading the snapshot's tables: {e}"))?;
+        if exists > 0 {
+            sqlx::query(&format!("DELETE FROM \"{table}\""))
+                .execute(&mut conn)
+                .await
+                .map_err(|e| format!("removing {table} from the snapshot: {e}"))?;
+        }
+    }
+    sqlx::query("VACUUM").execute(&mut conn).await.map_err(|e| format!("compacting the snapshot: {e}"))?;
+    conn.close().await.map_err(|e| format!("closing the snapshot: {e}"))
 }
 
 /// What a restore at start did.
@@ -230,33 +298,69 @@ pub enum Restored {
     /// The dataset holds no snapshot: a fresh start.
     Empty,
     /// Restored this snapshot (its path) at this revision of the dataset; `skipped` are newer
-    /// ones that did not check out.
+    /// ones passed over, each with why.
     From { path: String, revision: String, skipped: Vec<String> },
 }
 
-/// Restores the database file from the newest snapshot that checks out (its hash, its gzip, a
-/// SQLite file of a schema this build knows, `PRAGMA integrity_check`) before the database is
-/// opened. Refuses (an error: the server does not start) when the newest is of a newer schema.
-pub async fn restore(datasets: &dyn DatasetWriter, repo: &str, db_path: &Path) -> anyhow::Result<Restored> {
-    let revision = match datasets.head(repo).await {
-        Ok(r) => r,
-        Err(DatasetError::NotFound) => return Ok(Restored::Empty),
-        Err(e) => {
-            anyhow::bail!("the backup dataset {repo} did not answer: {e}; not starting on an empty database")
-        }
+/// How a restore reads and checks the backup dataset.
+pub struct Restore<'a> {
+    pub datasets: &'a dyn DatasetWriter,
+    pub repo: &'a str,
+    pub key: &'a SigningKey,
+    /// The clock now (seconds since the epoch): later stamps are not the arena's.
+    pub now_epoch: i64,
+    /// The largest database a snapshot may decompress to.
+    pub max_database_bytes: u64,
+}
+
+/// Restores the database file from the newest snapshot that the arena signed and that checks out
+/// (its gzip within the bound, a SQLite file of a schema this build knows, `PRAGMA
+/// integrity_check`) before the database is opened. Stops the start (an error) when the dataset
+/// cannot be read, is public, or its newest verified snapshot is of a newer schema.
+pub async fn restore(r: &Restore<'_>, db_path: &Path) -> anyhow::Result<Restored> {
+    let repo = r.repo;
+    let unreadable = |what: &str, e: DatasetError| match e {
+        DatasetError::NotFound => anyhow::anyhow!(
+            "{what}: the backup dataset {repo} is not there, or the arena's HF_TOKEN cannot read it; \
+             create it as a private dataset (or give the token access), or unset ARENA_BACKUP_REPO to start \
+             without backups. Not starting on an empty database"
+        ),
+        other => anyhow::anyhow!(
+            "{what}: the backup dataset {repo} could not be read ({other}); not starting on older or empty \
+             data. Start again once HF answers"
+        ),
     };
-    let listed = datasets
-        .list(repo, backup::DIR, MAX_LISTED)
-        .await
-        .map_err(|e| anyhow::anyhow!("listing {repo}: {e}"))?;
-    let order =
-        backup::restore_order(&backup::newest_first(listed.iter().map(String::as_str)), known_schema())?;
-    let mut skipped = Vec::new();
+    match r.datasets.is_private(repo).await {
+        Ok(true) => {}
+        Ok(false) => anyhow::bail!(
+            "the backup dataset {repo} is public, and every snapshot of the database would be published \
+             there: make it private"
+        ),
+        Err(e) => return Err(unreadable("reading its settings", e)),
+    }
+    let revision = r.datasets.head(repo).await.map_err(|e| unreadable("reading its head", e))?;
+    let listed =
+        r.datasets.list(repo, backup::DIR, MAX_LISTED).await.map_err(|e| unreadable("listing it", e))?;
+    let (order, mut skipped) = backup::restore_order(
+        &backup::newest_first(listed.iter().map(String::as_str)),
+        &not_after(r.now_epoch),
+    );
+    for why in &skipped {
+        tracing::warn!(why, "a backup was passed over");
+    }
     for snap in order {
         let path = snap.path();
-        let checked = match datasets.read(repo, &revision, &path, MAX_SNAPSHOT_BYTES).await {
-            Ok(bytes) => check_snapshot(&snap, bytes, db_path).await,
-            Err(e) => Err(format!("could not be read: {e}")),
+        let bytes = r
+            .datasets
+            .read(repo, &revision, &path, MAX_SNAPSHOT_BYTES)
+            .await
+            .map_err(|e| unreadable(&format!("reading {path}"), e))?;
+        let checked = if !r.key.verify(&[snap.signed_name().as_bytes(), b"\n", &bytes], &snap.signature) {
+            Err("its signature is not the arena's (ARENA_BACKUP_KEY): not written by this arena, or altered"
+                .to_string())
+        } else {
+            backup::check_schema(&snap, known_schema())?;
+            check_snapshot(&snap, bytes, db_path, r.max_database_bytes).await
         };
         match checked {
             Ok(()) => {
@@ -273,21 +377,17 @@ pub async fn restore(datasets: &dyn DatasetWriter, repo: &str, db_path: &Path) -
     Ok(Restored::Empty)
 }
 
-/// Checks one downloaded snapshot and, when it holds, puts it in place of the database.
-async fn check_snapshot(snap: &Snapshot, bytes: Vec<u8>, db_path: &Path) -> Result<(), String> {
-    if hex(&Sha256::digest(&bytes)) != snap.sha256 {
-        return Err("its SHA-256 is not the one its name records".into());
-    }
-    let mut raw = Vec::new();
-    flate2::read::GzDecoder::new(bytes.as_slice())
-        .read_to_end(&mut raw)
-        .map_err(|e| format!("not gzip: {e}"))?;
-    if !raw.starts_with(b"SQLite format 3\0") {
-        return Err("not a SQLite database".into());
-    }
+/// Checks one verified snapshot and, when it holds, puts it in place of the database.
+async fn check_snapshot(snap: &Snapshot, bytes: Vec<u8>, db_path: &Path, max: u64) -> Result<(), String> {
     let staged = PathBuf::from(format!("{}.restoring", db_path.display()));
-    std::fs::write(&staged, &raw).map_err(|e| e.to_string())?;
-    let verdict = verify(&staged, snap.schema).await;
+    let unpacked = {
+        let staged = staged.clone();
+        tokio::task::spawn_blocking(move || unpack(&bytes, &staged, max)).await.map_err(|e| e.to_string())?
+    };
+    let verdict = match unpacked {
+        Ok(()) => verify(&staged, snap.schema).await,
+        Err(e) => Err(e),
+    };
     if verdict.is_err() {
         let _ = std::fs::remove_file(&staged);
         return verdict;
@@ -296,6 +396,23 @@ async fn check_snapshot(snap: &Snapshot, bytes: Vec<u8>, db_path: &Path) -> Resu
         let _ = std::fs::remove_file(format!("{}{stale}", db_path.display()));
     }
     std::fs::rename(&staged, db_path).map_err(|e| e.to_string())
+}
+
+/// Decompresses `gz` into `to`, streaming, and refuses it past `max` bytes (a bomb stops there).
+fn unpack(gz: &[u8], to: &Path, max: u64) -> Result<(), String> {
+    let mut file = std::fs::File::create(to).map_err(|e| e.to_string())?;
+    let mut reader = flate2::read::GzDecoder::new(gz).take(max + 1);
+    let written = std::io::copy(&mut reader, &mut file).map_err(|e| format!("not gzip: {e}"))?;
+    if written > max {
+        return Err(format!("it decompresses past the database's bound of {max} bytes"));
+    }
+    file.sync_all().map_err(|e| e.to_string())?;
+    let mut head = [0u8; 16];
+    let n = std::fs::File::open(to).and_then(|mut f| f.read(&mut head)).map_err(|e| e.to_string())?;
+    if n < 16 || &head != b"SQLite format 3\0" {
+        return Err("not a SQLite database".into());
+    }
+    Ok(())
 }
 
 /// The staged file opens as SQLite, passes its integrity check, and is at the schema its name says.

@@ -153,12 +153,19 @@ pub struct Config {
     /// it the cluster cannot connect and the OpenEnv routes answer 503.
     #[arg(long, env = "ARENA_CLUSTER_SECRET", hide_env_values = true)]
     pub cluster_secret: Option<Secret>,
-    /// The HF token the admission probe sends to a sandbox's exposed port (HF lets a token of the
-    /// jobs namespace through; `portsPublic` is not used). A token of its own, read-only in the
-    /// namespace, and never `HF_TOKEN`: HF does not document whether its jobs proxy passes the
-    /// header on to the participant's server. Without it admission cannot probe (a platform error).
+    /// The HF token the admission probe sends to a sandbox's exposed port (HF lets a token that
+    /// may read the sandbox namespace through; `portsPublic` is not used). HF does not document
+    /// whether its jobs proxy passes the header on to the participant's server, so it must be
+    /// worth nothing to steal: a read token of an account whose only organization is
+    /// `ARENA_SANDBOX_NAMESPACE` (checked with whoami at start; the server refuses to start
+    /// otherwise). Without it admission cannot probe (a platform error).
     #[arg(long, env = "ARENA_SANDBOX_TOKEN", hide_env_values = true)]
     pub sandbox_token: Option<Secret>,
+    /// The HF organization participants' sandboxes run in (admission's here, the trainer's on the
+    /// cluster): one that holds nothing else, apart from the namespaces of the arena's datasets
+    /// and collection jobs. `HF_TOKEN` must be able to start jobs there.
+    #[arg(long, env = "ARENA_SANDBOX_NAMESPACE")]
+    pub sandbox_namespace: Option<String>,
     /// OpenEnv submissions waiting for admission beyond which new ones are refused `CAPACITY_BUSY`.
     #[arg(long, env = "ARENA_OPENENV_ADMISSION_QUEUE", default_value_t = 20)]
     pub openenv_admission_queue: i64,
@@ -181,6 +188,14 @@ pub struct Config {
     /// with PostgreSQL, which keeps its own backups.
     #[arg(long, env = "ARENA_BACKUP_REPO")]
     pub backup_repo: Option<String>,
+    /// The key the arena signs its snapshots and its runs' origins with (HMAC-SHA-256; at least 32
+    /// characters, a Space secret): a restore believes only what it signed. Required with
+    /// `ARENA_BACKUP_REPO`.
+    #[arg(long, env = "ARENA_BACKUP_KEY", hide_env_values = true)]
+    pub backup_key: Option<Secret>,
+    /// The largest database a snapshot may decompress to at a restore (MiB).
+    #[arg(long, env = "ARENA_BACKUP_MAX_DB_MIB", default_value_t = 8192)]
+    pub backup_max_db_mib: u64,
     /// Seconds between snapshots (taken only when the database changed).
     #[arg(long, env = "ARENA_BACKUP_EVERY_S", default_value_t = 60)]
     pub backup_every_s: u64,

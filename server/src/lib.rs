@@ -32,6 +32,7 @@ pub mod overlay;
 mod pages;
 pub mod ports;
 pub mod registry_files;
+pub mod signing;
 pub mod sources;
 pub mod state;
 pub mod version;
@@ -74,7 +75,12 @@ pub async fn build(config: &Config) -> anyhow::Result<(Router, AppState)> {
 /// `build` with the given adapters (tests pass a fixed clock or scripted clients).
 pub async fn build_with(config: &Config, deps: ports::Deps) -> anyhow::Result<(Router, AppState)> {
     let registry = registry_files::load(&config.configs_dir, config.private_overlay.as_deref())?;
-    let restored = restore_if_needed(config, deps.datasets.as_ref()).await?;
+    check_sandbox_reader(config, deps.hub.as_ref()).await?;
+    let key = signing_key(config)?;
+    let restored = match &key {
+        Some(key) => restore_if_needed(config, &deps, key).await?,
+        None => None,
+    };
     let url = config.database_url()?;
     let db = db::Db::connect(&url).await?;
     db.migrate().await?;
@@ -83,11 +89,13 @@ pub async fn build_with(config: &Config, deps: ports::Deps) -> anyhow::Result<(R
     let fingerprints =
         heldout::load_all(config.fingerprints_dir().as_deref(), &registry, &config.configs_dir)?;
     let mut state = AppState::new(Arc::new(registry), db, config, fingerprints, deps)?;
-    if let (Some(repo), Some(path)) = (&config.backup_repo, config.sqlite_path()) {
+    state.signing = key.clone().map(Arc::new);
+    if let (Some(repo), Some(path), Some(key)) = (&config.backup_repo, config.sqlite_path(), key) {
         let backups = Arc::new(backup::Backups::new(
             repo.clone(),
             config.backup_every_s,
             config.backup_keep,
+            key,
             path,
             restored,
         ));
@@ -105,36 +113,102 @@ pub async fn build_with(config: &Config, deps: ports::Deps) -> anyhow::Result<(R
     Ok((router, state))
 }
 
-/// With `ARENA_BACKUP_REPO`: refused with PostgreSQL (it keeps its own backups); on SQLite, the
-/// database restored from its newest good snapshot when its file is missing or `ARENA_RESTORE`
-/// asks. Answers what was restored (`path@revision`).
-async fn restore_if_needed(
-    config: &Config,
-    datasets: &dyn ports::datasets::DatasetWriter,
-) -> anyhow::Result<Option<String>> {
-    let Some(repo) = &config.backup_repo else { return Ok(None) };
-    let Some(path) = config.sqlite_path() else {
+/// The arena's signing key (`ARENA_BACKUP_KEY`): required with `ARENA_BACKUP_REPO`, which is
+/// refused with PostgreSQL (it keeps its own backups).
+fn signing_key(config: &Config) -> anyhow::Result<Option<signing::SigningKey>> {
+    if config.backup_repo.is_some() && config.sqlite_path().is_none() {
         anyhow::bail!(
             "ARENA_BACKUP_REPO backs up the SQLite database; with PostgreSQL (DATABASE_URL) keep the \
              server's own backups (pg_dump on a schedule) and unset ARENA_BACKUP_REPO"
         );
+    }
+    let Some(secret) = &config.backup_key else {
+        if config.backup_repo.is_none() {
+            return Ok(None);
+        }
+        anyhow::bail!(
+            "ARENA_BACKUP_REPO needs ARENA_BACKUP_KEY, the secret the arena signs its snapshots with (a \
+             restore believes only what it signed): set it as a Space secret (`openssl rand -hex 32`)"
+        );
     };
+    signing::SigningKey::new(secret).map(Some).map_err(anyhow::Error::msg)
+}
+
+/// On SQLite with backups on, the database restored from its newest verified snapshot when its
+/// file is missing or `ARENA_RESTORE` asks.
+async fn restore_if_needed(
+    config: &Config,
+    deps: &ports::Deps,
+    key: &signing::SigningKey,
+) -> anyhow::Result<Option<backup::Restored>> {
+    let (Some(repo), Some(path)) = (&config.backup_repo, config.sqlite_path()) else { return Ok(None) };
     if path.exists() && !config.restore {
         return Ok(None);
     }
     std::fs::create_dir_all(&config.data_dir)?;
-    match backup::restore(datasets, repo, &path).await? {
+    let restore = backup::Restore {
+        datasets: deps.datasets.as_ref(),
+        repo,
+        key,
+        now_epoch: deps.clock.epoch(),
+        max_database_bytes: config.backup_max_db_mib.saturating_mul(1 << 20),
+    };
+    let restored = backup::restore(&restore, &path).await?;
+    match &restored {
         backup::Restored::Empty => {
-            tracing::info!(repo, "the backup dataset holds no snapshot: a fresh database");
-            Ok(None)
+            tracing::info!(repo, "the backup dataset holds no snapshot: a fresh database")
         }
-        backup::Restored::From { path, revision, skipped } => {
-            if !skipped.is_empty() {
-                tracing::warn!(?skipped, "newer backups did not check out");
-            }
-            Ok(Some(format!("{path}@{revision}")))
+        backup::Restored::From { skipped, .. } if !skipped.is_empty() => {
+            tracing::warn!(?skipped, "newer backups were passed over")
         }
+        backup::Restored::From { .. } => {}
     }
+    Ok(Some(restored))
+}
+
+/// With `ARENA_SANDBOX_TOKEN`: the token participants' sandboxes may receive must be worth
+/// nothing to steal (`domain::identity::sandbox_reader_refusal`), checked with HF's whoami before
+/// the server starts. HF unreachable is tried again for a while, then stops the start too.
+async fn check_sandbox_reader(config: &Config, hub: &dyn ports::identity::HubIdentity) -> anyhow::Result<()> {
+    let Some(token) = &config.sandbox_token else { return Ok(()) };
+    let Some(namespace) = config.sandbox_namespace.as_deref().filter(|n| !n.is_empty()) else {
+        anyhow::bail!(
+            "ARENA_SANDBOX_TOKEN is set without ARENA_SANDBOX_NAMESPACE: participants' sandboxes run in an \
+             HF organization of their own, which holds nothing else"
+        );
+    };
+    let mut protected: Vec<&str> = vec![config.jobs_namespace.as_str(), config.editor_org.as_str()];
+    for repo in [Some(&config.runs_dataset), Some(&config.leaderboard_dataset), config.backup_repo.as_ref()]
+        .into_iter()
+        .flatten()
+    {
+        protected.extend(repo.split_once('/').map(|(owner, _)| owner));
+    }
+    if protected.contains(&namespace) {
+        anyhow::bail!(
+            "ARENA_SANDBOX_NAMESPACE is {namespace}, which holds the arena's datasets or jobs: sandboxes run in an \
+             organization of their own"
+        );
+    }
+    let mut tries = 0;
+    let account = loop {
+        match hub.whoami(&token.0).await {
+            Ok(account) => break account,
+            Err(domain::identity::HubError::Unavailable { reason, .. }) if tries < 20 => {
+                tries += 1;
+                tracing::info!(reason, "checking ARENA_SANDBOX_TOKEN: HF did not answer; trying again");
+                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+            }
+            Err(e) => anyhow::bail!("checking ARENA_SANDBOX_TOKEN with HF's whoami: {e}; not starting"),
+        }
+    };
+    if let Some(why) = domain::identity::sandbox_reader_refusal(&account, namespace, &protected) {
+        anyhow::bail!(
+            "ARENA_SANDBOX_TOKEN must be worth nothing to a participant who receives it, and is not: {why}. Not \
+             starting"
+        );
+    }
+    Ok(())
 }
 
 /// The routes and their headers, without the session layer (which `build` adds).

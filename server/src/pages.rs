@@ -70,7 +70,7 @@ impl ArenaReads for AppState {
 
     fn version(&self) -> VersionView {
         let mut view = self.build.view();
-        view.backup = self.backups.as_ref().map(|b| b.view());
+        view.backup = self.backups.as_ref().map(|b| b.view().health());
         view
     }
 

@@ -65,6 +65,9 @@ pub struct AppState {
     pub openenv: Arc<OpenEnvSettings>,
     /// The SQLite database's backups, when `ARENA_BACKUP_REPO` is set.
     pub backups: Option<Arc<crate::backup::Backups>>,
+    /// The arena's signing key (`ARENA_BACKUP_KEY`): signs snapshots and run origins, so that a
+    /// restored arena believes only what it wrote itself.
+    pub signing: Option<Arc<crate::signing::SigningKey>>,
 }
 
 /// The arena's job script, as this build serves it at `/arena_job.py`.
@@ -237,6 +240,7 @@ impl AppState {
                 config.validations_per_hour,
             )),
             fingerprints: Arc::new(fingerprints),
+            signing: None,
         })
     }
 }

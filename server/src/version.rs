@@ -46,6 +46,7 @@ impl BuildInfo {
             heldout_unchecked: Vec::new(),
             private_overlay: self.overlay.clone(),
             backup: None,
+            backup_details: None,
         }
     }
 }

@@ -27,6 +27,9 @@ pub struct Faults {
     /// How many requests the faults hit before they clear themselves.
     #[serde(default)]
     pub count: Option<u32>,
+    /// Only requests whose path holds this text are hit (every request when absent).
+    #[serde(default)]
+    pub path_contains: Option<String>,
 }
 
 pub enum Outcome {
@@ -39,9 +42,10 @@ impl Faults {
         self.slow_ms > 0 || self.status.is_some() || self.drop_connection
     }
 
-    /// Takes one hit of the faults: returns what to apply to this request and updates the count.
-    pub fn take(&mut self) -> Option<Faults> {
-        if !self.active() {
+    /// Takes one hit of the faults for a request to `path`: returns what to apply to it and
+    /// updates the count.
+    pub fn take(&mut self, path: &str) -> Option<Faults> {
+        if !self.active() || self.path_contains.as_deref().is_some_and(|p| !path.contains(p)) {
             return None;
         }
         let hit = self.clone();

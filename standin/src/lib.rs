@@ -88,6 +88,8 @@ pub struct Hub {
     codes: Mutex<HashMap<String, oauth::PendingCode>>,
     /// Access tokens issued by the OAuth flow, mapped to the user's id.
     oauth_tokens: Mutex<HashMap<String, String>>,
+    /// Tokens their owners revoked: refused everywhere from then on (`revoke`).
+    revoked: Mutex<std::collections::HashSet<String>>,
     stats: Stats,
     repos: Option<repos::Repos>,
     tree_page_size: usize,
@@ -181,6 +183,7 @@ impl Hub {
             faults: Mutex::new(faults),
             codes: Mutex::new(HashMap::new()),
             oauth_tokens: Mutex::new(HashMap::new()),
+            revoked: Mutex::new(std::collections::HashSet::new()),
             stats: Stats::default(),
             repos: None,
             tree_page_size: DEFAULT_TREE_PAGE_SIZE,
@@ -247,7 +250,16 @@ impl Hub {
         self
     }
 
+    /// Revokes a token, as its owner does in their HF settings: every route and every sandbox's
+    /// proxy refuses it from then on.
+    pub fn revoke(&self, token: &str) {
+        self.revoked.lock().unwrap().insert(token.to_string());
+    }
+
     pub(crate) fn user_by_token(&self, token: &str) -> Option<&HubUser> {
+        if self.revoked.lock().unwrap().contains(token) {
+            return None;
+        }
         if let Some(u) = self.users.iter().find(|u| u.token == token) {
             return Some(u);
         }
@@ -323,7 +335,7 @@ async fn count_requests(State(hub): State<SharedHub>, req: Request, next: Next) 
 }
 
 async fn inject_faults(State(hub): State<SharedHub>, req: Request, next: Next) -> Response {
-    let hit = hub.faults.lock().unwrap().take();
+    let hit = hub.faults.lock().unwrap().take(req.uri().path());
     if let Some(faults) = hit {
         if let faults::Outcome::Answer(resp) = faults.apply().await {
             return resp;
@@ -383,7 +395,7 @@ async fn whoami(State(hub): State<SharedHub>, headers: HeaderMap) -> Response {
         "avatarUrl": "",
         "periodEnd": null,
         "orgs": user.orgs.iter().map(org_json).collect::<Vec<_>>(),
-        "auth": {"type": "access_token", "accessToken": {"displayName": "local stand-in token", "role": "write", "createdAt": "2026-01-01T00:00:00.000Z"}},
+        "auth": {"type": "access_token", "accessToken": {"displayName": "local stand-in token", "role": user.role(), "createdAt": "2026-01-01T00:00:00.000Z"}},
     }))
     .into_response()
 }

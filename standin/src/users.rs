@@ -14,6 +14,10 @@ pub struct HubUser {
     pub email: Option<String>,
     #[serde(default)]
     pub orgs: Vec<OrgMembership>,
+    /// What the user's token may do, as whoami says it (`read`, `write`, `fineGrained`): a
+    /// `read` token reads what the user may read and writes nothing. `write` when not given.
+    #[serde(default)]
+    pub token_role: Option<String>,
 }
 
 impl HubUser {
@@ -30,8 +34,17 @@ impl HubUser {
     /// Whether the user may write in a namespace (and launch jobs there): their own, or an
     /// organization where they have the write or admin role.
     pub fn may_write(&self, namespace: &str) -> bool {
-        self.name == namespace
-            || self.orgs.iter().any(|o| o.name == namespace && matches!(o.role.as_str(), "write" | "admin"))
+        self.role() != "read"
+            && (self.name == namespace
+                || self
+                    .orgs
+                    .iter()
+                    .any(|o| o.name == namespace && matches!(o.role.as_str(), "write" | "admin")))
+    }
+
+    /// The token's role whoami answers.
+    pub fn role(&self) -> &str {
+        self.token_role.as_deref().unwrap_or("write")
     }
 }
 
@@ -55,8 +68,13 @@ pub fn parse(json: &str) -> anyhow::Result<Vec<HubUser>> {
     Ok(users)
 }
 
-/// A small demo set: two participants, one editor of `benchflow`, and the arena's own account
-/// (it launches jobs and writes the runs dataset in `benchflow`). The tokens are local-only.
+/// The organization participants' sandboxes run in: it holds nothing else.
+pub const SANDBOX_ORG: &str = "benchflow-sandboxes";
+
+/// A small demo set: two participants, one editor of `benchflow`, the arena's own account (it
+/// launches jobs and writes the runs dataset in `benchflow`, and starts sandboxes in
+/// [`SANDBOX_ORG`]) and the sandbox reader (a read token whose only organization is
+/// [`SANDBOX_ORG`]). The tokens are local-only.
 pub fn demo() -> Vec<HubUser> {
     let user = |name: &str, fullname: &str, orgs: Vec<OrgMembership>| HubUser {
         id: None,
@@ -65,6 +83,7 @@ pub fn demo() -> Vec<HubUser> {
         fullname: fullname.into(),
         email: None,
         orgs,
+        token_role: None,
     };
     vec![
         user("alice", "Alice (local demo)", vec![]),
@@ -77,12 +96,18 @@ pub fn demo() -> Vec<HubUser> {
         user(
             "arena",
             "The arena's own account (local demo)",
-            vec![OrgMembership { name: "benchflow".into(), role: "write".into() }],
+            vec![
+                OrgMembership { name: "benchflow".into(), role: "write".into() },
+                OrgMembership { name: SANDBOX_ORG.into(), role: "write".into() },
+            ],
         ),
-        user(
-            "arena-sandbox",
-            "The arena's sandbox reader, read-only in benchflow (local demo)",
-            vec![OrgMembership { name: "benchflow".into(), role: "read".into() }],
-        ),
+        HubUser {
+            token_role: Some("read".into()),
+            ..user(
+                "arena-sandbox",
+                "The arena's sandbox reader: a read token, only in the sandbox organization (local demo)",
+                vec![OrgMembership { name: SANDBOX_ORG.into(), role: "read".into() }],
+            )
+        },
     ]
 }

@@ -3,9 +3,12 @@ agent and board posts, snapshots them; it is killed with SIGKILL, its data direc
 started again: everything older than the last snapshot is back. A run launched after the last
 snapshot is found again from its HF job and followed to `scored`, charged once. A corrupt newest
 snapshot falls back to the one before; one from a newer schema stops the server, saying so;
-PostgreSQL refuses ARENA_BACKUP_REPO."""
+PostgreSQL refuses ARENA_BACKUP_REPO. Only what the arena signed with ARENA_BACKUP_KEY is restored:
+a snapshot forged by someone who can write the dataset is passed over, named for the editors."""
 
 import gzip
+import hashlib
+import hmac
 import json
 import os
 import shutil
@@ -26,6 +29,8 @@ ROOT = Path(__file__).resolve().parents[2]
 RUPERT = "hf_local_test_rupert_3be2d8"
 ALICE = "hf_local_test_alice_7b1f0c"
 ARENA_BOT = "hf_local_test_arena_bot_5a5a5a"
+EVE = "hf_local_test_eve_e11e11"
+BACKUP_KEY = "local-test-backup-key-6b6b6b6b6b6b6b6b6b6b6b6b"
 TARGET = os.environ.get("CARGO_TARGET_DIR") or str(Path.home() / ".cache" / "arena-target")
 
 
@@ -52,7 +57,7 @@ class Arena:
                     "ARENA_ADDR": "127.0.0.1:%d" % self.port, "ARENA_DATA_DIR": str(work / "data"),
                     "ARENA_CONFIGS_DIR": str(work / "configs"), "ARENA_SITE_ROOT": str(ROOT / "target" / "site"),
                     "ARENA_PUBLIC_URL": self.url, "ARENA_COOKIE_SECURE": "false", "HF_ENDPOINT": hub_url(),
-                    "HF_TOKEN": ARENA_BOT, "ARENA_BACKUP_REPO": repo, "ARENA_BACKUP_EVERY_S": "1",
+                    "HF_TOKEN": ARENA_BOT, "ARENA_BACKUP_REPO": repo, "ARENA_BACKUP_KEY": BACKUP_KEY, "ARENA_BACKUP_EVERY_S": "1",
                     "ARENA_BACKUP_KEEP": "3", "ARENA_WORKER_TICK_S": "1", "GITHUB_API_URL": hub_url(),
                     "GITHUB_RAW_URL": hub_url() + "/raw", "ARENA_UNSEEN_TOKENS_PER_MINUTE": "5000",
                     **(extra or {})}
@@ -80,7 +85,8 @@ class Arena:
         shutil.rmtree(self.work / "data")
 
     def backup(self):
-        return request(self.url + "/api/version")[1]["backup"]
+        """The backups in full, as an editor reads them."""
+        return request(self.url + "/api/version", token=EVE)[1]["backup_details"]
 
     def settled_snapshot(self):
         """Waits until a snapshot was uploaded and none followed for three turns (so it holds every
@@ -125,10 +131,22 @@ def board(arena):
     return [m["body"] for m in request(arena.url + "/api/board/messages?limit=100")[1]["messages"]]
 
 
+def snapshot_name(schema, content, key=BACKUP_KEY, stamp=None):
+    """A snapshot's path, signed with `key` as the arena signs one (its name, then its bytes)."""
+    stamp = stamp or time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    signed = "arena-%s-s%d" % (stamp, schema)
+    signature = hmac.new(key.encode(), signed.encode() + b"\n" + content, hashlib.sha256).hexdigest()
+    return "backups/%s-%s.sqlite.gz" % (signed, signature)
+
+
 def test_a_killed_and_wiped_space_comes_back_from_its_last_snapshot(arena):
     assert arena.start() is None
     b = arena.backup()
     assert b["repo"].startswith("benchflow/arena-backup-") and b["restored_from"] is None
+    # Everyone else sees the health alone: no repository, error or run id.
+    public = request(arena.url + "/api/version")[1]
+    assert public["backup_details"] is None and set(public["backup"]) == {"state", "at"}, public
+    assert request(arena.url + "/api/version", token=RUPERT)[1]["backup_details"] is None
     agent = {"agent_id": "rupert-backup", "description": "The agent of rupert: backup checks"}
     assert request(arena.url + "/api/agents", "POST", agent, RUPERT)[0] in (200, 201)
     for i in range(3):
@@ -156,19 +174,28 @@ def test_a_corrupt_newest_snapshot_falls_back_and_a_newer_schema_stops_the_start
     repo, api = arena.env["ARENA_BACKUP_REPO"], hub_api()
     name = good["snapshot"].split("/")[-1]
     schema = int(name.split("-s")[1].split("-")[0])
-    # A newer snapshot whose bytes are not what its name's hash says.
-    corrupt = "backups/arena-29991231T235959Z-s%d-%s.sqlite.gz" % (schema, "0" * 64)
-    api.upload_file(path_or_fileobj=gzip.compress(b"not a database"), path_in_repo=corrupt, repo_id=repo,
-                    repo_type="dataset")
+    # Newer snapshots the arena did not write: one signed with a guess of the key, and one the
+    # arena signed that is corrupt (a disk or a bug, not an attacker).
+    forged_bytes = gzip.compress(b"SQLite format 3\0 not a database")
+    forged = snapshot_name(schema, forged_bytes, key="a guess of the arena's key, 32 chars")
+    corrupt_bytes = gzip.compress(b"not a database")
+    corrupt = snapshot_name(schema, corrupt_bytes)
+    for path, content in ((forged, forged_bytes), (corrupt, corrupt_bytes)):
+        api.upload_file(path_or_fileobj=content, path_in_repo=path, repo_id=repo, repo_type="dataset")
     shutil.rmtree(arena.work / "data")
     assert arena.start() is None
-    assert arena.backup()["restored_from"].startswith(good["snapshot"] + "@")
+    b = arena.backup()
+    assert b["restored_from"].startswith(good["snapshot"] + "@")
+    skipped = "\n".join(b["restore_skipped"])
+    assert forged + ": its signature is not the arena's" in skipped, skipped
+    assert corrupt + ": not a SQLite database" in skipped, skipped
     assert "Before the corruption." in board(arena)
     assert "trying the one before" in arena.log.read_text()
     arena.proc.send_signal(signal.SIGKILL)
     arena.proc.wait()
-    # One from a schema this build does not know: the server refuses to start rather than go back.
-    newer = "backups/arena-29991231T235959Z-s%d-%s.sqlite.gz" % (schema + 1000, "1" * 64)
+    # One the arena signed, from a schema this build does not know: the server refuses to start
+    # rather than go back.
+    newer = snapshot_name(schema + 1000, b"x")
     api.upload_file(path_or_fileobj=b"x", path_in_repo=newer, repo_id=repo, repo_type="dataset")
     shutil.rmtree(arena.work / "data")
     said = arena.start(expect_up=False)
@@ -248,9 +275,9 @@ def test_a_run_launched_after_the_last_snapshot_is_found_again_from_its_job(aren
     api = hub_api()
     name = good["snapshot"].split("/")[-1]
     schema = int(name.split("-s")[1].split("-")[0])
-    corrupt = "backups/arena-29991231T235959Z-s%d-%s.sqlite.gz" % (schema, "0" * 64)
-    api.upload_file(path_or_fileobj=gzip.compress(b"not a database"), path_in_repo=corrupt,
-                    repo_id=arena.env["ARENA_BACKUP_REPO"], repo_type="dataset")
+    corrupt = snapshot_name(schema, b"junk", key="a guess of the arena's key, 32 chars")
+    api.upload_file(path_or_fileobj=b"junk", path_in_repo=corrupt, repo_id=arena.env["ARENA_BACKUP_REPO"],
+                    repo_type="dataset")
     arena.env["ARENA_BACKUP_EVERY_S"] = "1"
     assert arena.start() is None
     assert arena.backup()["restored_from"].startswith(good["snapshot"] + "@")

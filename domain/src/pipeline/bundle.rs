@@ -57,6 +57,29 @@ pub struct JobSetup {
     /// rebuilds a run it has no row of from it (`server::runs::recover`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub origin: Option<RunOrigin>,
+    /// The arena's HMAC-SHA-256 (with its backup key) of [`JobSetup::signed_origin`], hex: a
+    /// restored arena believes an origin only when it signed it, since anyone who can start a job
+    /// could point one at a bundle of their own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin_signature: Option<String>,
+}
+
+impl JobSetup {
+    /// What the origin's signature covers: the origin and the run, challenge and purpose it is
+    /// for, so that a genuine origin cannot be copied into another run's bundle. `None` without an
+    /// origin.
+    pub fn signed_origin(&self) -> Option<Vec<u8>> {
+        let origin = self.origin.as_ref()?;
+        let mut message = format!(
+            "open-env-arena run origin v1\n{}\n{}\n{}\n",
+            self.run_id,
+            self.challenge_id,
+            self.purpose.as_str()
+        )
+        .into_bytes();
+        message.extend(serde_json::to_vec(origin).expect("an origin is JSON"));
+        Some(message)
+    }
 }
 
 /// The run row's own facts that nothing else outside the arena records: the requester, the
@@ -147,6 +170,7 @@ pub fn setup(registry: &Registry, challenge: &Challenge, run_id: &str, purpose: 
             .filter(|_| purpose == Purpose::Collection)
             .map(|t| t.trackio_space.clone()),
         origin: None,
+        origin_signature: None,
     }
 }
 

@@ -80,15 +80,24 @@ pub fn read_job_command(command: &[String]) -> Option<JobCommandRead> {
     };
     let path = flag("--bundle-path")?;
     let run_id = path.strip_prefix("job-inputs/")?;
-    if run_id.is_empty() || run_id.contains('/') {
+    crate::ids::RunId::parse(run_id).ok()?;
+    // The arena pins a bundle by its commit: any other revision (a branch, `../…`) would let the
+    // read that follows be pointed at another file or another repository.
+    let bundle_revision = flag("--bundle-revision")?;
+    if !is_commit(&bundle_revision) {
         return None;
     }
     Some(JobCommandRead {
         run_id: run_id.to_string(),
         bundle_repo: flag("--bundle-repo")?,
-        bundle_revision: flag("--bundle-revision")?,
+        bundle_revision,
         script_sha256: flag("--script-sha256")?,
     })
+}
+
+/// A git commit id as HF names one: 40 lower-case hex digits.
+pub fn is_commit(revision: &str) -> bool {
+    revision.len() == 40 && revision.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 /// What keeps a challenge's job from starting, in words (empty when nothing does): a held-out

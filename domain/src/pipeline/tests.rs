@@ -245,14 +245,14 @@ fn the_job_runs_the_script_with_uv_as_run_uv_job_would() {
         script_url: "https://arena.example/arena_job.py",
         script_sha256: "ab",
         bundle_repo: "benchflow/arena-runs",
-        bundle_revision: "c0ffee",
+        bundle_revision: "c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00",
         bundle_path: "job-inputs/run-1",
         pipeline_ref: "bcbaffb58a19829d05fa483662c358e6ed5ba353",
     });
     assert_eq!(
         cmd.join(" "),
         "uv run --python 3.12 https://arena.example/arena_job.py --bundle-repo benchflow/arena-runs \
-         --bundle-revision c0ffee --bundle-path job-inputs/run-1 --posttrainarena-ref \
+         --bundle-revision c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00 --bundle-path job-inputs/run-1 --posttrainarena-ref \
          bcbaffb58a19829d05fa483662c358e6ed5ba353 --script-sha256 ab"
     );
     // Read back from HF's record of the job, it names the run's bundle again.
@@ -261,7 +261,7 @@ fn the_job_runs_the_script_with_uv_as_run_uv_job_would() {
         Some(JobCommandRead {
             run_id: "run-1".into(),
             bundle_repo: "benchflow/arena-runs".into(),
-            bundle_revision: "c0ffee".into(),
+            bundle_revision: "c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00".into(),
             script_sha256: "ab".into(),
         })
     );
@@ -276,6 +276,11 @@ fn the_job_runs_the_script_with_uv_as_run_uv_job_would() {
     assert_eq!(edit(10, "job-inputs/a/b"), None);
     assert_eq!(edit(10, "runs/run-1"), None);
     assert_eq!(edit(10, "job-inputs/"), None);
+    assert_eq!(edit(10, "job-inputs/.."), None);
+    // The bundle is read at its commit, nothing else: not a branch, nor a path out of the dataset.
+    assert_eq!(edit(8, "main"), None);
+    assert_eq!(edit(8, "../../../datasets/mallory/x/resolve/main"), None);
+    assert_eq!(edit(8, "C0FFEE00C0FFEE00C0FFEE00C0FFEE00C0FFEE00"), None);
     assert_eq!(read_job_command(&cmd[..14]), None);
     assert_eq!(read_job_command(&[]), None);
 }
@@ -303,7 +308,18 @@ fn a_bundles_origin_is_read_back_and_old_bundles_have_none() {
         requested_epoch: 1_796_187_600,
     });
     let text = serde_json::to_string(&setup).unwrap();
-    assert_eq!(serde_json::from_str::<bundle::JobSetup>(&text).unwrap(), setup);
+    let read: bundle::JobSetup = serde_json::from_str(&text).unwrap();
+    assert_eq!(read, setup);
+    // What its signature covers reads back byte for byte, and names the run it is for.
+    let signed = setup.signed_origin().unwrap();
+    assert_eq!(read.signed_origin().unwrap(), signed);
+    let mut other = read.clone();
+    other.run_id = "run-other".into();
+    assert_ne!(other.signed_origin().unwrap(), signed, "an origin copied into another run's bundle");
+    let mut edited = read;
+    edited.origin.as_mut().unwrap().reserved_cents = 1;
+    assert_ne!(edited.signed_origin().unwrap(), signed);
+    assert_eq!(old.signed_origin(), None);
 }
 
 #[test]

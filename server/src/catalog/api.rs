@@ -63,11 +63,17 @@ pub async fn budget(State(s): State<AppState>) -> Result<Response, ApiError> {
     Ok(axum::response::IntoResponse::into_response(crate::catalog::service::budget(&s).await?))
 }
 
+/// The build fingerprint. The backups' health is public; their repository, errors and the runs
+/// they found again are for editors (`backup_details`).
 #[utoipa::path(get, path = "/api/version", tag = "arena", responses((status = 200, body = VersionView)))]
-pub async fn version(State(s): State<AppState>) -> Json<VersionView> {
+pub async fn version(State(s): State<AppState>, caller: Caller) -> Json<VersionView> {
     let mut view = s.build.view();
     view.heldout_unchecked = crate::jobs::service::heldout_unchecked(&s);
-    view.backup = s.backups.as_ref().map(|b| b.view());
+    let backup = s.backups.as_ref().map(|b| b.view());
+    view.backup = backup.as_ref().map(BackupView::health);
+    if caller.0.is_some_and(|c| c.editor) {
+        view.backup_details = backup;
+    }
     Json(view)
 }
 

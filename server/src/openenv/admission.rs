@@ -20,7 +20,7 @@ use serde_json::{json, Value};
 use tokio_tungstenite::tungstenite::Message;
 
 use crate::config::Secret;
-use crate::ports::jobs::JobSpec;
+use crate::ports::jobs::{JobLauncher, JobSpec};
 use crate::AppState;
 
 /// How long a sandbox may wait to be scheduled.
@@ -60,6 +60,12 @@ pub async fn probe_task(
             "the arena has no token to reach its sandboxes with (ARENA_SANDBOX_TOKEN); an organizer sets it",
         );
     };
+    let Some(jobs) = s.deps.sandboxes.clone() else {
+        return platform(
+            ErrorCode::AdmissionInfrastructureFailure,
+            "the arena has no namespace to start sandboxes in (ARENA_SANDBOX_NAMESPACE); an organizer sets it",
+        );
+    };
     let task = request.tasks.iter().find(|t| t.task_id == task_id);
     let wall = task.map_or(3600, |t| t.reset_wall_s + t.rollout_wall_s + t.verifier_wall_s);
     let spec = JobSpec {
@@ -81,7 +87,7 @@ pub async fn probe_task(
         // is checked.
         expose: Some(crate::ports::jobs::Expose::private(sandbox.port)),
     };
-    let job = match s.deps.jobs.create(&spec).await {
+    let job = match jobs.create(&spec).await {
         Ok(job) => job,
         Err(e) => {
             return platform(
@@ -93,7 +99,7 @@ pub async fn probe_task(
     // One deadline over the whole probe, whatever each step allows: a server that answers just in
     // time, step after step, cannot hold admission.
     let deadline = s.openenv.probe_deadline;
-    let probe = probe_in(s, &job.id, sandbox.port, &token, request, task_id);
+    let probe = probe_in(s, jobs.as_ref(), &job.id, sandbox.port, &token, request, task_id);
     let outcome = match tokio::time::timeout(deadline, probe).await {
         Ok(outcome) => outcome,
         Err(_) => author(
@@ -104,7 +110,7 @@ pub async fn probe_task(
             ),
         ),
     };
-    if let Err(e) = s.deps.jobs.cancel(&job.id).await {
+    if let Err(e) = jobs.cancel(&job.id).await {
         tracing::warn!(job = %job.id, error = %e, "stopping a sandbox failed; the sweep stops it");
     }
     outcome
@@ -112,6 +118,7 @@ pub async fn probe_task(
 
 async fn probe_in(
     s: &AppState,
+    jobs: &dyn JobLauncher,
     job_id: &JobId,
     port: u16,
     token: &Secret,
@@ -120,7 +127,7 @@ async fn probe_in(
 ) -> Outcome {
     let start = Instant::now();
     let url = loop {
-        match s.deps.jobs.inspect(job_id).await {
+        match jobs.inspect(job_id).await {
             Ok(job) if job.status.stage.is_active() => {
                 if let Some(url) = domain::openenv::exposed_url(&job.status.expose_urls, port) {
                     break url;
@@ -157,8 +164,11 @@ async fn probe_in(
     };
     let ready = Instant::now();
     loop {
-        if get("/health").await.is_some_and(|a| a.status == 200) {
-            break;
+        match get("/health").await.map(|a| a.status) {
+            Some(200) => break,
+            // HF's proxy refused the arena's own reader: the arena's fault, not the image's.
+            Some(401 | 403) => return refused_credential(job_id),
+            _ => {}
         }
         if ready.elapsed() > s.openenv.health_wait {
             let secs = s.openenv.health_wait.as_secs();
@@ -197,6 +207,21 @@ async fn probe_in(
         },
         Err(m) => author(ErrorCode::AdmissionEpisodeFailed, m),
     }
+}
+
+/// A sandbox's proxy that refuses the arena's sandbox reader (`ARENA_SANDBOX_TOKEN`) fails every
+/// probe the same way until an organizer mends the token: the arena's fault, said as such (the
+/// participant's slot is returned), with the credential named in the log.
+fn refused_credential(job_id: &JobId) -> Outcome {
+    tracing::error!(
+        job = %job_id,
+        "the sandbox's proxy refused ARENA_SANDBOX_TOKEN (401/403): it must be a read token of a member of ARENA_SANDBOX_NAMESPACE"
+    );
+    platform(
+        ErrorCode::AdmissionInfrastructureFailure,
+        "the sandbox refused the arena's own credential, so the image could not be checked: the arena's fault, not \
+         the image's; an organizer is mending it",
+    )
 }
 
 /// An answer of the image's server: its status, and its body as JSON when it is JSON of at most
@@ -300,7 +325,8 @@ async fn exchange(socket: &mut Socket, message: Value) -> Result<Step, String> {
 /// Stops sandboxes no probe is using: those a crashed or restarted server left running (a probe
 /// holds its submission's lease while its sandbox runs).
 pub async fn sweep(s: &AppState) -> Result<usize, crate::http::ApiError> {
-    let jobs = match s.deps.jobs.find_by_label(job_labels::PURPOSE, job_labels::ADMISSION).await {
+    let Some(sandboxes) = &s.deps.sandboxes else { return Ok(0) };
+    let jobs = match sandboxes.find_by_label(job_labels::PURPOSE, job_labels::ADMISSION).await {
         Ok(jobs) => jobs,
         Err(e) => {
             tracing::warn!(error = %e, "listing admission sandboxes failed; the next pass tries again");
@@ -323,7 +349,7 @@ pub async fn sweep(s: &AppState) -> Result<usize, crate::http::ApiError> {
         if probing.contains(submission) {
             continue;
         }
-        match s.deps.jobs.cancel(&job.id).await {
+        match sandboxes.cancel(&job.id).await {
             Ok(()) => {
                 tracing::info!(job = %job.id, submission, "stopped a sandbox no probe was using");
                 stopped += 1;

@@ -67,9 +67,14 @@ pub struct HfDatasetWriter {
 
 impl HfDatasetWriter {
     pub fn new(endpoint: &str, token: Option<Secret>) -> HfDatasetWriter {
+        // A commit carries a whole collection: give it time.
+        HfDatasetWriter::with_timeout(endpoint, token, Duration::from_secs(120))
+    }
+
+    /// Each request bounded by `timeout` (tests that play a slow Hub).
+    pub fn with_timeout(endpoint: &str, token: Option<Secret>, timeout: Duration) -> HfDatasetWriter {
         HfDatasetWriter {
-            // A commit carries a whole collection: give it time.
-            client: client(Duration::from_secs(120)),
+            client: client(timeout),
             endpoint: endpoint.trim_end_matches('/').to_string(),
             token,
         }
@@ -194,6 +199,15 @@ impl DatasetWriter for HfDatasetWriter {
     }
 
     async fn read(&self, repo: &str, revision: &str, path: &str, max: u64) -> Result<Vec<u8>, DatasetError> {
+        // A URL resolves `.` and `..` segments (`%2E%2E` too): a revision or path holding one
+        // would read another repository's file with the arena's token.
+        let dotted = |p: &str| p.split('/').any(|seg| seg.is_empty() || seg == "." || seg == "..");
+        if !(revision == "main" || domain::pipeline::is_commit(revision)) || dotted(path) || dotted(repo) {
+            return Err(DatasetError::Refused {
+                status: 400,
+                message: format!("not a file of a dataset at a commit: {revision}:{path}"),
+            });
+        }
         let url = format!(
             "{}/datasets/{}/resolve/{}/{}",
             self.endpoint,

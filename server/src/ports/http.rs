@@ -44,10 +44,12 @@ impl reqwest::dns::Resolve for LoopbackNames {
     }
 }
 
-/// The client for a sandbox's exposed URL: [`client`], with `localhost` names as [`resolve`]
-/// reads them.
+/// The client for a sandbox's exposed URL: [`client`] (no redirects, no cookie store), with no
+/// proxy taken from the environment (a proxy would see the reader's token) and `localhost` names
+/// as [`resolve`] reads them.
 pub fn sandbox_client(timeout: Duration) -> reqwest::Client {
     builder(timeout)
+        .no_proxy()
         .dns_resolver(std::sync::Arc::new(LoopbackNames))
         .build()
         .expect("a TLS backend is compiled in")

@@ -45,6 +45,20 @@ struct WhoamiAnswer {
     fullname: Option<String>,
     #[serde(default)]
     orgs: Vec<WhoamiOrg>,
+    #[serde(default)]
+    auth: Option<WhoamiAuth>,
+}
+
+#[derive(Deserialize)]
+struct WhoamiAuth {
+    #[serde(default, rename = "accessToken")]
+    access_token: Option<WhoamiToken>,
+}
+
+#[derive(Deserialize)]
+struct WhoamiToken {
+    #[serde(default)]
+    role: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -87,6 +101,7 @@ impl HubIdentity for HfHub {
                         .into_iter()
                         .map(|o| OrgRole { org: o.name, role: o.role_in_org })
                         .collect(),
+                    token_role: answer.auth.and_then(|a| a.access_token).and_then(|t| t.role),
                 })
             }
             StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => Err(HubError::InvalidToken),

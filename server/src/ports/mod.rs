@@ -30,9 +30,11 @@ pub struct Deps {
     pub github: Arc<dyn RepoReader>,
     /// Where a challenge's runs are launched, by its `compute.provider`.
     pub launchers: BTreeMap<String, Arc<dyn jobs::JobLauncher>>,
-    /// HF Jobs in the arena's namespace: the admission sandboxes and the jobs view use it
-    /// whatever a challenge's provider is.
+    /// HF Jobs in the arena's namespace: the jobs view uses it whatever a challenge's provider is.
     pub jobs: Arc<dyn jobs::JobLauncher>,
+    /// HF Jobs in the sandbox namespace (`ARENA_SANDBOX_NAMESPACE`), where admission starts
+    /// participants' images: an organization that holds nothing else. `None` when unset.
+    pub sandboxes: Option<Arc<dyn jobs::JobLauncher>>,
     pub datasets: Arc<dyn datasets::DatasetWriter>,
     /// Docker Hub and GHCR, read anonymously (the OpenEnv track).
     pub registry: Arc<dyn registry::ImageRegistry>,
@@ -55,6 +57,10 @@ impl Deps {
             )),
             launchers: BTreeMap::from([(HF_JOBS.to_string(), hf_jobs.clone())]),
             jobs: hf_jobs,
+            sandboxes: config.sandbox_namespace.as_deref().filter(|n| !n.is_empty()).map(|namespace| {
+                Arc::new(jobs::HfJobs::new(&config.hf_endpoint, namespace, token.clone()))
+                    as Arc<dyn jobs::JobLauncher>
+            }),
             datasets: Arc::new(datasets::HfDatasetWriter::new(&config.hf_endpoint, token)),
             registry: Arc::new(registry::OciRegistries::new(
                 &config.registry_docker_url,

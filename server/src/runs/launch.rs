@@ -187,6 +187,8 @@ pub async fn bundle(s: &AppState, run: &Run) -> Result<String, Step> {
     };
     let mut setup = bundle::setup(&s.registry, c, &run.id, run.purpose);
     setup.origin = Some(origin(run));
+    // Signed with the arena's key, so that a restored arena believes it (`runs::recover`).
+    setup.origin_signature = s.signing.as_ref().and_then(|k| setup.signed_origin().map(|m| k.sign(&[&m])));
     let files: Vec<(String, Vec<u8>)> =
         bundle::files(&manifest, &pipeline_config, &setup, &train_tasks, &suites)
             .into_iter()

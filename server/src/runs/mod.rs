@@ -49,9 +49,9 @@ fn recoverer(s: &AppState) -> PassFuture<'_> {
     Box::pin(async move {
         let Some(backups) = s.backups.as_ref().filter(|b| b.finding_runs()) else { return };
         match recover::pass(s).await {
-            Ok(found) => backups.found_runs(found.taken_back, &found.waiting, &found.skipped),
+            Ok(found) => backups.found_runs(found.taken_back, &found.waiting, found.skipped),
             // HF did not answer: the next pass lists again.
-            Err(e) => backups.found_runs(Vec::new(), &[e], &[]),
+            Err(e) => backups.found_runs(Vec::new(), &[e], Vec::new()),
         }
     })
 }

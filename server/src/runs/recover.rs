@@ -5,12 +5,18 @@
 //! run row knows: its row is rebuilt launched, with its live reservation, and the reconciler
 //! follows it to its end as usual. The job's relay secret went with the lost row, so the run is
 //! followed from HF's records (its status, its log, its result files) without its relay.
+//!
+//! Anyone who can start a job in the namespace can give it the run label and a command that reads
+//! back, so a job is believed only when its purpose label says it is a collection run, its command
+//! pins a commit of the runs dataset, and its bundle's origin carries the arena's signature
+//! (`JobSetup::origin_signature`, with the backup key). Anything else is named and left alone.
 
-use domain::ids::RunId;
+use domain::ids::{JobId, RunId};
 use domain::job_labels;
 use domain::pipeline::bundle::JobSetup;
 use domain::pipeline::config::PipelineConfig;
 use domain::pipeline::{self as pipeline, JobCommandRead};
+use domain::runs::Purpose;
 
 use crate::ports::datasets::DatasetError;
 use crate::ports::jobs::Job;
@@ -28,8 +34,15 @@ pub struct Found {
     /// Runs to take back that could not be yet (HF did not answer, or another run holds the live
     /// reservation until the reconciler ends it): tried again at the next pass.
     pub waiting: Vec<String>,
-    /// Jobs of this arena's runs that cannot be rebuilt, and why.
-    pub skipped: Vec<String>,
+    /// Jobs left alone for good (not this arena's to believe, or a row that cannot be stored), and
+    /// why: later passes do not read them again.
+    pub skipped: Vec<(JobId, String)>,
+}
+
+impl Found {
+    fn skip(&mut self, job: &Job, why: String) {
+        self.skipped.push((job.id.clone(), why));
+    }
 }
 
 /// Lists the jobs of every launcher and takes back the runs no row knows.
@@ -37,7 +50,8 @@ pub async fn pass(s: &AppState) -> Result<Found, String> {
     let mut found = Found::default();
     for launcher in s.deps.launchers.values() {
         let jobs = launcher.list().await.map_err(|e| format!("listing HF's jobs: {e}"))?;
-        for job in jobs.iter().filter(|j| j.labels.contains_key(job_labels::RUN)) {
+        let left_alone = |job: &Job| s.backups.as_ref().is_some_and(|b| b.left_alone(&job.id));
+        for job in jobs.iter().filter(|j| j.labels.contains_key(job_labels::RUN) && !left_alone(j)) {
             take_back(s, job, &mut found).await;
         }
     }
@@ -52,9 +66,31 @@ fn run_of(s: &AppState, job: &Job) -> Option<JobCommandRead> {
     (read.bundle_repo == s.runs_dataset && *labelled == job_labels::value(&read.run_id)).then_some(read)
 }
 
+/// The purposes of the jobs a run launches (a collection run, a baseline measurement): never a
+/// sandbox's, whose command is the participant's.
+fn is_run_purpose(job: &Job) -> bool {
+    let purpose = job.labels.get(job_labels::PURPOSE).map(String::as_str);
+    [Purpose::Collection, Purpose::Baseline].iter().any(|p| purpose == Some(p.job_purpose()))
+}
+
 async fn take_back(s: &AppState, job: &Job, found: &mut Found) {
-    // Another deployment's job in the same namespace, or not a run's: not this arena's to take.
-    let Some(read) = run_of(s, job) else { return };
+    if !is_run_purpose(job) {
+        let purpose = job.labels.get(job_labels::PURPOSE).map_or("none", String::as_str);
+        found.skip(job, format!("job {}: its purpose label ({purpose}) is not a collection run's", job.id));
+        return;
+    }
+    let Some(read) = run_of(s, job) else {
+        // Another deployment's run in the same namespace: not this arena's to take, nor to name.
+        if pipeline::read_job_command(&job.command).is_some_and(|r| r.bundle_repo != s.runs_dataset) {
+            return;
+        }
+        let why = format!(
+            "job {}: its command does not pin a bundle of this arena's runs dataset at a commit",
+            job.id
+        );
+        found.skip(job, why);
+        return;
+    };
     match repo::get(&s.db, &read.run_id).await {
         Ok(Some(_)) => return,
         Ok(None) => {}
@@ -70,7 +106,7 @@ async fn take_back(s: &AppState, job: &Job, found: &mut Found) {
         }
         Ok(false) => found.waiting.push(format!("{}: another run holds the live reservation", read.run_id)),
         Err(Rebuild::Later(why)) => found.waiting.push(format!("{}: {why}", read.run_id)),
-        Err(Rebuild::Never(why)) => found.skipped.push(format!("{} (job {}): {why}", read.run_id, job.id)),
+        Err(Rebuild::Never(why)) => found.skip(job, format!("{} (job {}): {why}", read.run_id, job.id)),
     }
 }
 
@@ -96,12 +132,26 @@ async fn read_bundle_file(s: &AppState, read: &JobCommandRead, name: &str) -> Re
 async fn rebuild(s: &AppState, job: &Job, read: &JobCommandRead) -> Result<bool, Rebuild> {
     let setup: JobSetup = serde_json::from_slice(&read_bundle_file(s, read, "arena.json").await?)
         .map_err(|e| Rebuild::Never(format!("its arena.json is unreadable: {e}")))?;
-    let origin = setup
-        .origin
+    let signed = setup
+        .signed_origin()
         .ok_or_else(|| Rebuild::Never("its bundle predates the run origins a rebuild needs".into()))?;
+    let key = s
+        .signing
+        .as_ref()
+        .ok_or_else(|| Rebuild::Never("the arena has no signing key (ARENA_BACKUP_KEY)".into()))?;
+    let signature = setup.origin_signature.as_deref().unwrap_or_default();
+    if !key.verify(&[&signed], signature) {
+        return Err(Rebuild::Never(
+            "its bundle's origin does not carry the arena's signature: not written by this arena".into(),
+        ));
+    }
     if setup.run_id != read.run_id || RunId::parse(&read.run_id).is_err() {
         return Err(Rebuild::Never(format!("its bundle is for run {}", setup.run_id)));
     }
+    if job.labels.get(job_labels::PURPOSE).map(String::as_str) != Some(setup.purpose.job_purpose()) {
+        return Err(Rebuild::Never(format!("its bundle is for a {} run", setup.purpose.as_str())));
+    }
+    let origin = setup.origin.expect("signed_origin answered, so there is one");
     if s.registry.challenge(&setup.challenge_id).is_none() {
         return Err(Rebuild::Never(format!(
             "challenge {} is not in this arena's registry",
@@ -155,6 +205,8 @@ async fn rebuild(s: &AppState, job: &Job, read: &JobCommandRead) -> Result<bool,
             Err(Rebuild::Never(format!("its request id is already run {}'s", other.id)))
         }
         Ok(Inserted::AnotherActive) => Ok(false),
+        // A constraint the row breaks will break it at every pass: end the finding for this job.
+        Err(sqlx::Error::Database(e)) => Err(Rebuild::Never(format!("the database refused its row: {e}"))),
         Err(e) => Err(Rebuild::Later(e.to_string())),
     }
 }

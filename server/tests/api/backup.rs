@@ -1,16 +1,27 @@
 //! Backups of the SQLite database to a private dataset on the stand-in: a snapshot goes up only
-//! when the database changed, older ones are pruned in the same commit, and a restore takes the
-//! newest whose hash, gzip, integrity and schema check out. The kill-and-wipe of a whole server is
-//! `tests/cli/test_backup.py`; the cost is `dev/bench-backup`.
+//! when the database changed, without its sessions, older ones are pruned in the same commit, and
+//! a restore takes the newest the arena signed whose gzip, integrity and schema check out. The
+//! attacks: a forged snapshot, a future-dated one, a gzip bomb, a dataset that fails or is public.
+//! The kill-and-wipe of a whole server is `tests/cli/test_backup.py`; the cost is
+//! `dev/bench-backup`.
 
+use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use server::backup::{self, Backups, Restored};
+use server::backup::{self, Backups, Restore, Restored};
+use server::config::Secret;
+use server::ports::datasets::DatasetWriter;
+use server::signing::SigningKey;
 
-use crate::harness::{Backend, TestApp, ALICE, BOB};
+use crate::harness::{Backend, TestApp, ALICE, ARENA_BOT, BOB};
 
 const REPO: &str = "benchflow/arena-backups";
+const KEY: &str = "test-backup-key-0123456789abcdef0123456789";
+
+fn key() -> SigningKey {
+    SigningKey::new(&Secret(KEY.into())).unwrap()
+}
 
 async fn post(app: &TestApp, token: &str, request_id: &str) {
     let body = json!({"request_id": request_id, "agent_id": null, "body": format!("message {request_id}"), "refs": [], "broadcast": false});
@@ -19,7 +30,7 @@ async fn post(app: &TestApp, token: &str, request_id: &str) {
 }
 
 fn backups(app: &TestApp, keep: usize) -> Backups {
-    Backups::new(REPO.into(), 60, keep, app.data_dir().join("arena.sqlite"), None)
+    Backups::new(REPO.into(), 60, keep, key(), app.data_dir().join("arena.sqlite"), None)
 }
 
 async fn listed(app: &TestApp) -> Vec<String> {
@@ -28,8 +39,43 @@ async fn listed(app: &TestApp) -> Vec<String> {
     paths
 }
 
+fn restore<'a>(datasets: &'a dyn DatasetWriter, key: &'a SigningKey, max: u64) -> Restore<'a> {
+    Restore {
+        datasets,
+        repo: REPO,
+        key,
+        now_epoch: time::OffsetDateTime::now_utc().unix_timestamp(),
+        max_database_bytes: max,
+    }
+}
+
+/// A snapshot signed with `key` (the arena's, or an attacker's guess).
+fn signed(key: &SigningKey, taken: &str, schema: i64, bytes: &[u8]) -> domain::backup::Snapshot {
+    let signature = backup::sign(key, &domain::backup::signed_name(taken, schema), bytes);
+    domain::backup::Snapshot { taken: taken.into(), schema, signature }
+}
+
+fn gzip(bytes: &[u8]) -> Vec<u8> {
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(bytes).unwrap();
+    gz.finish().unwrap()
+}
+
+/// The stamp of a time `secs` from now.
+fn stamp_in(secs: i64) -> String {
+    let t = time::OffsetDateTime::now_utc() + time::Duration::seconds(secs);
+    domain::backup::stamp(&t.format(&time::format_description::well_known::Rfc3339).unwrap()).unwrap()
+}
+
+fn skipped_of(restored: &Restored) -> &[String] {
+    match restored {
+        Restored::From { skipped, .. } => skipped,
+        Restored::Empty => &[],
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn snapshots_go_up_when_the_database_changed_and_a_restore_takes_the_newest_good_one() {
+async fn snapshots_go_up_when_the_database_changed_and_a_restore_takes_the_newest_verified_one() {
     let app = TestApp::new(Backend::Sqlite).await;
     let b = backups(&app, 2);
     post(&app, ALICE, "alice-backup-1").await;
@@ -53,7 +99,8 @@ async fn snapshots_go_up_when_the_database_changed_and_a_restore_takes_the_newes
     let dir = tempfile::tempdir().unwrap();
     let target = dir.path().join("arena.sqlite");
     let datasets = app.state.deps.datasets.clone();
-    let restored = backup::restore(datasets.as_ref(), REPO, &target).await.unwrap();
+    let k = key();
+    let restored = backup::restore(&restore(datasets.as_ref(), &k, 1 << 30), &target).await.unwrap();
     assert!(
         matches!(&restored, Restored::From { path, skipped, .. } if *path == taken[2].path() && skipped.is_empty()),
         "{restored:?}"
@@ -66,34 +113,197 @@ async fn snapshots_go_up_when_the_database_changed_and_a_restore_takes_the_newes
     assert_eq!(n, 3);
     db.pool.close().await;
 
-    // A newer snapshot whose bytes are not its name's: skipped, the one before restored.
-    let bogus = domain::backup::Snapshot {
+    // What someone who can write the dataset but lacks the key can do: a genuine snapshot's bytes
+    // altered under a name signed with another key, as the newest; a genuine one re-stamped in the
+    // future; an unsigned one from a newer schema. All passed over, each named.
+    let genuine = datasets.read(REPO, "main", &taken[2].path(), 1 << 30).await.unwrap();
+    let mut raw = Vec::new();
+    flate2::read::GzDecoder::new(genuine.as_slice()).read_to_end(&mut raw).unwrap();
+    let altered = gzip(&[&raw[..raw.len() - 16], &[0u8; 16]].concat());
+    let forger = SigningKey::new(&Secret("an-attackers-guess-of-the-key-000000".into())).unwrap();
+    let forged = signed(&forger, &stamp_in(60), backup::known_schema(), &altered);
+    let restamped = domain::backup::Snapshot {
         taken: "29991231T235959Z".into(),
-        schema: backup::known_schema(),
-        sha256: "0".repeat(64),
+        ..signed(&k, "29991231T235959Z", backup::known_schema(), &genuine)
     };
-    datasets.commit(REPO, "a corrupt snapshot", &[(bogus.path(), b"junk".to_vec())]).await.unwrap();
-    let restored = backup::restore(datasets.as_ref(), REPO, &target).await.unwrap();
-    match restored {
-        Restored::From { path, skipped, .. } => {
-            assert_eq!(path, taken[2].path());
-            assert_eq!(skipped.len(), 1);
-            assert!(skipped[0].contains("its SHA-256 is not the one its name records"), "{skipped:?}");
-        }
-        other => panic!("{other:?}"),
-    }
-    // One from a newer schema stops the restore, naming it.
-    let newer = domain::backup::Snapshot {
-        taken: "29991231T235959Z".into(),
-        schema: backup::known_schema() + 1,
-        sha256: "1".repeat(64),
-    };
-    datasets.commit(REPO, "from a newer build", &[(newer.path(), b"x".to_vec())]).await.unwrap();
-    let e = backup::restore(datasets.as_ref(), REPO, &target).await.unwrap_err().to_string();
+    let newer = signed(&forger, &stamp_in(30), backup::known_schema() + 1, &genuine);
+    datasets
+        .commit(
+            REPO,
+            "not the arena's",
+            &[(forged.path(), altered), (restamped.path(), genuine.clone()), (newer.path(), genuine.clone())],
+        )
+        .await
+        .unwrap();
+    let restored = backup::restore(&restore(datasets.as_ref(), &k, 1 << 30), &target).await.unwrap();
+    assert!(matches!(&restored, Restored::From { path, .. } if *path == taken[2].path()), "{restored:?}");
+    let skipped = skipped_of(&restored).join("\n");
+    assert!(skipped.contains(&format!("{}: its signature is not the arena's", forged.path())), "{skipped}");
+    assert!(skipped.contains(&format!("{}: its signature is not the arena's", newer.path())), "{skipped}");
+    assert!(
+        skipped.contains(&format!("{}: stamped 29991231T235959Z, later than the clock", restamped.path()))
+    );
+    // The next upload prunes what is stamped in the future: it can never be the arena's.
+    post(&app, ALICE, "alice-backup-4").await;
+    let fourth = backup::once(&app.state, &b).await.unwrap().unwrap();
+    assert!(!listed(&app).await.contains(&restamped.path()), "a future-dated file is pruned");
+    assert!(listed(&app).await.contains(&fourth.path()));
+
+    // A verified snapshot from a newer schema stops the restore, naming it.
+    let newest = signed(&k, &stamp_in(90), backup::known_schema() + 1, &genuine);
+    datasets.commit(REPO, "from a newer build", &[(newest.path(), genuine)]).await.unwrap();
+    let e = backup::restore(&restore(datasets.as_ref(), &k, 1 << 30), &target).await.unwrap_err().to_string();
     assert!(e.contains("newer than this build's"), "{e}");
-    // An empty dataset (or none at all) is a fresh start.
-    let none = backup::restore(datasets.as_ref(), "benchflow/no-backups-here", &target).await.unwrap();
-    assert_eq!(none, Restored::Empty);
+    app.finish().await;
+}
+
+/// A gzip bomb signed with the arena's key (a stolen key, or a bug) is refused within the bound
+/// without filling the disk; the snapshot before it is restored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gzip_bomb_is_refused_within_its_bound() {
+    let app = TestApp::new(Backend::Sqlite).await;
+    let b = backups(&app, 5);
+    post(&app, ALICE, "alice-bomb-1").await;
+    let good = backup::once(&app.state, &b).await.unwrap().unwrap();
+    let k = key();
+    // 256 MiB of zeros after a SQLite header: about 256 KB compressed.
+    let mut bomb = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    bomb.write_all(b"SQLite format 3\0").unwrap();
+    let zeros = vec![0u8; 1 << 20];
+    for _ in 0..256 {
+        bomb.write_all(&zeros).unwrap();
+    }
+    let bomb = bomb.finish().unwrap();
+    let snap = signed(&k, &stamp_in(30), backup::known_schema(), &bomb);
+    app.state.deps.datasets.commit(REPO, "a bomb", &[(snap.path(), bomb)]).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("arena.sqlite");
+    let started = Instant::now();
+    let restored =
+        backup::restore(&restore(app.state.deps.datasets.as_ref(), &k, 16 << 20), &target).await.unwrap();
+    assert!(matches!(&restored, Restored::From { path, .. } if *path == good.path()), "{restored:?}");
+    let skipped = skipped_of(&restored).join("\n");
+    assert!(skipped.contains("decompresses past the database's bound of 16777216 bytes"), "{skipped}");
+    assert!(!dir.path().join("arena.sqlite.restoring").exists(), "the bomb's staged file is gone");
+    println!("the bomb was refused in {:?}", started.elapsed());
+    app.finish().await;
+}
+
+/// A dataset that cannot be read stops the start: a 503 or a timeout on the newest snapshot never
+/// falls back to an older one, and neither a missing nor a public dataset starts on empty data.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restore_that_cannot_read_the_dataset_stops_rather_than_start_on_older_data() {
+    let app = TestApp::new(Backend::Sqlite).await;
+    let b = backups(&app, 5);
+    post(&app, ALICE, "alice-stop-1").await;
+    backup::once(&app.state, &b).await.unwrap().unwrap();
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    post(&app, ALICE, "alice-stop-2").await;
+    backup::once(&app.state, &b).await.unwrap().unwrap();
+    let k = key();
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("arena.sqlite");
+    // HF answers 503 to the first read of a snapshot (the newest), then would answer again.
+    app.hub.set_faults(standin::Faults {
+        status: Some(503),
+        count: Some(1),
+        path_contains: Some("/resolve/".into()),
+        ..Default::default()
+    });
+    let e =
+        backup::restore(&restore(app.state.deps.datasets.as_ref(), &k, 1 << 30), &target).await.unwrap_err();
+    assert!(e.to_string().contains("could not be read") && e.to_string().contains("not starting"), "{e}");
+    assert!(!target.exists(), "nothing older was restored");
+    // The same with a read that takes longer than the client waits.
+    let slow = server::ports::datasets::HfDatasetWriter::with_timeout(
+        &app.hub_url,
+        Some(Secret(ARENA_BOT.into())),
+        Duration::from_secs(2),
+    );
+    app.hub.set_faults(standin::Faults {
+        slow_ms: 5_000,
+        count: Some(1),
+        path_contains: Some("/resolve/".into()),
+        ..Default::default()
+    });
+    let e = backup::restore(&restore(&slow, &k, 1 << 30), &target).await.unwrap_err();
+    assert!(e.to_string().contains("could not be read"), "{e}");
+    assert!(!target.exists(), "nothing older was restored");
+    app.hub.set_faults(standin::Faults::default());
+    // A repository that is not there (or that the token cannot read) stops the start too.
+    let missing = Restore {
+        repo: "benchflow/no-backups-here",
+        ..restore(app.state.deps.datasets.as_ref(), &k, 1 << 30)
+    };
+    let e = backup::restore(&missing, &target).await.unwrap_err().to_string();
+    assert!(e.contains("is not there") && e.contains("unset ARENA_BACKUP_REPO"), "{e}");
+    // A public one is refused: every snapshot would be published.
+    let public = "benchflow/public-backups";
+    let client = reqwest::Client::new();
+    let made = client
+        .post(format!("{}/api/repos/create", app.hub_url))
+        .bearer_auth(ARENA_BOT)
+        .json(&json!({"name": "public-backups", "organization": "benchflow", "type": "dataset", "private": false}))
+        .send()
+        .await
+        .unwrap();
+    assert!(made.status().is_success(), "{}", made.text().await.unwrap());
+    let e = backup::restore(
+        &Restore { repo: public, ..restore(app.state.deps.datasets.as_ref(), &k, 1 << 30) },
+        &target,
+    )
+    .await
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("is public"), "{e}");
+    // With HF answering again, the newest is restored.
+    let restored =
+        backup::restore(&restore(app.state.deps.datasets.as_ref(), &k, 1 << 30), &target).await.unwrap();
+    assert!(matches!(restored, Restored::From { .. }), "{restored:?}");
+    app.finish().await;
+}
+
+/// A snapshot read table by table holds no session and no sign-in hand-off, though the live
+/// database holds both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_snapshot_holds_no_sessions() {
+    let app = TestApp::new(Backend::Sqlite).await;
+    let (cookie, _) = crate::session::sign_in(&app, "alice").await;
+    let session_id = cookie.split_once('=').unwrap().1.to_string();
+    app.exec("INSERT INTO auth_handoffs (code_hash, user_json, expires_epoch) VALUES ('handoff-hash-secret', '{\"name\":\"alice\"}', 4102444800)")
+        .await
+        .unwrap();
+    assert!(app.scalar("SELECT COUNT(*) FROM tower_sessions").await > 0);
+    let (bytes, _) = backup::snapshot(&app.state.db, &app.data_dir().join("arena.sqlite")).await.unwrap();
+    let mut raw = Vec::new();
+    flate2::read::GzDecoder::new(bytes.as_slice()).read_to_end(&mut raw).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("snapshot.sqlite");
+    std::fs::write(&copy, &raw).unwrap();
+    // Not a byte of either anywhere in the file, freed pages included.
+    let text = String::from_utf8_lossy(&raw);
+    assert!(!text.contains(&session_id) && !text.contains("handoff-hash-secret"));
+    let db = server::db::Db::connect(&format!("sqlite://{}", copy.display())).await.unwrap();
+    let tables: Vec<String> =
+        sqlx::query_scalar("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+            .fetch_all(&db.pool)
+            .await
+            .unwrap();
+    assert!(tables.iter().any(|t| t == "messages") && tables.iter().any(|t| t == "runs"), "{tables:?}");
+    let mut kept = 0;
+    for table in &tables {
+        let rows: i64 = sqlx::query_scalar(&format!("SELECT COUNT(*) FROM \"{table}\""))
+            .fetch_one(&db.pool)
+            .await
+            .unwrap();
+        if backup::SECRET_TABLES.contains(&table.as_str()) {
+            assert_eq!(rows, 0, "{table} holds rows in the snapshot");
+        } else {
+            kept += rows;
+        }
+    }
+    assert!(kept > 0, "the rest of the database is there");
+    db.pool.close().await;
     app.finish().await;
 }
 

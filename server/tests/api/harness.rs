@@ -40,27 +40,40 @@ fn hub_users() -> Vec<standin::HubUser> {
         fullname: name.to_uppercase(),
         email: None,
         orgs,
+        token_role: None,
     };
+    let member = |org: &str, role: &str| standin::OrgMembership { name: org.into(), role: role.into() };
     vec![
         user("alice", ALICE, vec![standin::OrgMembership { name: "benchflow".into(), role: "read".into() }]),
         user("bob", BOB, vec![]),
         user("eve", EVE, vec![standin::OrgMembership { name: "benchflow".into(), role: "admin".into() }]),
         standin::HubUser { id: Some("user-new-alice".into()), ..user("alice", NEW_ALICE, vec![]) },
-        user(
-            "arena-bot",
-            ARENA_BOT,
-            vec![standin::OrgMembership { name: "benchflow".into(), role: "write".into() }],
-        ),
-        user(
-            "arena-sandbox",
-            SANDBOX_TOKEN,
-            vec![standin::OrgMembership { name: "benchflow".into(), role: "read".into() }],
-        ),
+        user("arena-bot", ARENA_BOT, vec![member("benchflow", "write"), member(SANDBOX_ORG, "write")]),
+        standin::HubUser {
+            token_role: Some("read".into()),
+            ..user("arena-sandbox", SANDBOX_TOKEN, vec![member(SANDBOX_ORG, "read")])
+        },
+        // A read token that could read the arena's own datasets: never a sandbox's.
+        standin::HubUser {
+            token_role: Some("read".into()),
+            ..user(
+                "leaky-reader",
+                LEAKY_READER,
+                vec![member(SANDBOX_ORG, "read"), member("benchflow", "read")],
+            )
+        },
     ]
 }
 
-/// The token the arena's probes reach sandboxes with: read-only in the jobs namespace.
+/// The organization participants' sandboxes run in: it holds nothing else.
+pub const SANDBOX_ORG: &str = standin::users::SANDBOX_ORG;
+/// The token the arena's probes reach sandboxes with: a read token of an account whose only
+/// organization is [`SANDBOX_ORG`].
 pub const SANDBOX_TOKEN: &str = "hf_test_arena_sandbox_reader";
+/// A read token of a member of the sandbox organization and of `benchflow`.
+pub const LEAKY_READER: &str = "hf_test_leaky_reader_0123456789";
+/// The arena's signing key in tests.
+pub const SIGNING_KEY: &str = "test-signing-key-0123456789abcdef0123456789";
 
 /// The credential the training cluster connects to test servers with.
 pub const CLUSTER_SECRET: &str = "test-cluster-credential-0f0f";
@@ -275,6 +288,8 @@ impl TestApp {
             fingerprints_dir: Some(fingerprints),
             cluster_secret: Some(Secret(CLUSTER_SECRET.into())),
             sandbox_token: Some(Secret(SANDBOX_TOKEN.into())),
+            sandbox_namespace: Some(SANDBOX_ORG.into()),
+            backup_key: Some(Secret(SIGNING_KEY.into())),
             trusted_proxy_hops: Some(1),
             fetch_concurrency: 16,
             worker_tick_s: 1,

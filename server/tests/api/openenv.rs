@@ -331,10 +331,11 @@ async fn a_sandbox_job_serves_the_pinned_image_at_its_exposed_url() {
         attempts: None,
         expose: Some(server::ports::jobs::Expose::private(8000)),
     };
-    let job = app.state.deps.jobs.create(&spec).await.unwrap();
+    let sandboxes = app.state.deps.sandboxes.clone().expect("the sandbox namespace is set");
+    let job = sandboxes.create(&spec).await.unwrap();
     let start = Instant::now();
     let url = loop {
-        let j = app.state.deps.jobs.inspect(&job.id).await.unwrap();
+        let j = sandboxes.inspect(&job.id).await.unwrap();
         if let Some(url) = j.status.expose_urls.first() {
             assert_eq!(j.status.stage, "RUNNING");
             break url.clone();
@@ -354,8 +355,8 @@ async fn a_sandbox_job_serves_the_pinned_image_at_its_exposed_url() {
     // The port is exposed with a token only: none, or one outside the namespace, is refused.
     assert_eq!(http.get(&url).send().await.unwrap().status(), 401);
     assert_eq!(http.get(&url).bearer_auth(BOB).send().await.unwrap().status(), 401);
-    app.state.deps.jobs.cancel(&job.id).await.unwrap();
-    assert_eq!(app.state.deps.jobs.inspect(&job.id).await.unwrap().status.stage, "CANCELED");
+    sandboxes.cancel(&job.id).await.unwrap();
+    assert_eq!(sandboxes.inspect(&job.id).await.unwrap().status.stage, "CANCELED");
     let start = Instant::now();
     while http.get(&url).send().await.is_ok() {
         assert!(start.elapsed() < Duration::from_secs(10), "canceling the job did not stop its server");
@@ -538,8 +539,9 @@ async fn sandboxes_left_by_a_crashed_server_are_stopped() {
         attempts: None,
         expose: Some(server::ports::jobs::Expose::public(8000)),
     };
-    let orphan = app.state.deps.jobs.create(&sandbox("crashed-sub")).await.unwrap();
-    let live = app.state.deps.jobs.create(&sandbox("live-sub")).await.unwrap();
+    let sandboxes = app.state.deps.sandboxes.clone().expect("the sandbox namespace is set");
+    let orphan = sandboxes.create(&sandbox("crashed-sub")).await.unwrap();
+    let live = sandboxes.create(&sandbox("live-sub")).await.unwrap();
     // A live probe of `live-sub` holds its lease.
     app.exec(
         "INSERT INTO openenv_submissions (account_id, account, submission_id, body_hash, body, images, state, slot_state, \
@@ -550,14 +552,172 @@ async fn sandboxes_left_by_a_crashed_server_are_stopped() {
     .unwrap();
     let start = Instant::now();
     for id in [&orphan.id, &live.id] {
-        while app.state.deps.jobs.inspect(id).await.unwrap().status.stage != "RUNNING" {
+        while sandboxes.inspect(id).await.unwrap().status.stage != "RUNNING" {
             assert!(start.elapsed() < Duration::from_secs(10));
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
     assert_eq!(server::openenv::admission::sweep(&app.state).await.unwrap(), 1);
-    assert_eq!(app.state.deps.jobs.inspect(&orphan.id).await.unwrap().status.stage, "CANCELED");
-    assert_eq!(app.state.deps.jobs.inspect(&live.id).await.unwrap().status.stage, "RUNNING");
-    app.state.deps.jobs.cancel(&live.id).await.unwrap();
+    assert_eq!(sandboxes.inspect(&orphan.id).await.unwrap().status.stage, "CANCELED");
+    assert_eq!(sandboxes.inspect(&live.id).await.unwrap().status.stage, "RUNNING");
+    sandboxes.cancel(&live.id).await.unwrap();
     app.finish().await;
+}
+
+/// An attacker's image records every header its server receives and redirects `/health` to
+/// another address. Admission follows nothing; the sandbox ran in the sandbox organization; and
+/// the one credential the image ever received writes nothing and reads none of the arena's
+/// datasets, while the arena's own token does both (so the checks can fail).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sandbox_receives_no_credential_worth_stealing_and_no_request_follows_its_redirect() {
+    use crate::harness::{ARENA_BOT, RUNS_DATASET, SANDBOX_ORG};
+    let app = TestApp::new(Backend::Sqlite).await;
+    let cluster = connect(&app).await;
+    let datasets = app.state.deps.datasets.clone();
+    datasets.ensure(RUNS_DATASET).await.unwrap();
+    datasets
+        .commit(RUNS_DATASET, "a run's file", &[("runs/x/score.json".into(), b"{}".to_vec())])
+        .await
+        .unwrap();
+    let r = submit(&app, &echo_submission("adm-redirects", "ghcr.io/test/echo-redirects:v1"), ALICE).await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.text());
+    assert_eq!(server::openenv::admission::pass(&app.state).await.unwrap(), 1);
+    let v = app.get_as("/api/openenv/submissions/adm-redirects", ALICE).await.json();
+    assert_eq!(v["report"]["errors"][0]["code"], "SANDBOX_STARTUP_FAILED", "{v:#}");
+    // What the image's server saw: its sandboxes' logs.
+    let (namespaces, recorded): (Vec<String>, Vec<Value>) = {
+        let jobs = app.hub.jobs.jobs.lock().unwrap();
+        let mine: Vec<_> = jobs
+            .iter()
+            .filter(|j| j.view.labels.get("arena-submission").map(String::as_str) == Some("adm-redirects"))
+            .collect();
+        let recorded = mine
+            .iter()
+            .flat_map(|j| j.logs.iter())
+            .filter_map(|(_, line)| line.strip_prefix("ARENA-RECORDED "))
+            .map(|json| serde_json::from_str(json).unwrap())
+            .collect();
+        (mine.iter().map(|j| j.namespace.clone()).collect(), recorded)
+    };
+    assert!(!namespaces.is_empty() && namespaces.iter().all(|n| n == SANDBOX_ORG), "{namespaces:?}");
+    assert!(recorded.iter().any(|r| r["path"] == "/health"), "the server saw the probe: {recorded:?}");
+    assert!(
+        recorded.iter().all(|r| r["path"] != "/followed"),
+        "a request followed the redirect: {recorded:?}"
+    );
+    let header = |r: &Value, name: &str| {
+        r["headers"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.clone())
+    };
+    assert!(recorded.iter().all(|r| header(r, "cookie").is_none()), "a cookie was sent back: {recorded:?}");
+    let tokens: std::collections::BTreeSet<String> = recorded
+        .iter()
+        .filter_map(|r| header(r, "authorization"))
+        .map(|v| v.as_str().unwrap().trim_start_matches("Bearer ").to_string())
+        .collect();
+    assert_eq!(tokens, [crate::harness::SANDBOX_TOKEN.to_string()].into(), "what the image received");
+    // What a thief can do with what it received, next to what the arena's own token can.
+    let http = reqwest::Client::new();
+    let hub = &app.hub_url;
+    for (token, mine) in [(crate::harness::SANDBOX_TOKEN, false), (ARENA_BOT, true)] {
+        let info =
+            http.get(format!("{hub}/api/datasets/{RUNS_DATASET}")).bearer_auth(token).send().await.unwrap();
+        let file = http
+            .get(format!("{hub}/datasets/{RUNS_DATASET}/resolve/main/runs/x/score.json"))
+            .bearer_auth(token)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            (info.status().is_success(), file.status().is_success()),
+            (mine, mine),
+            "reading with {token}"
+        );
+        for namespace in ["benchflow", SANDBOX_ORG] {
+            let job = http
+                .post(format!("{hub}/api/jobs/{namespace}"))
+                .bearer_auth(token)
+                .json(&json!({"dockerImage": "ghcr.io/test/echo-ok:v1", "command": ["true"], "flavor": "cpu-basic"}))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(
+                job.status() == StatusCode::FORBIDDEN,
+                !mine,
+                "starting a job in {namespace} with {token}"
+            );
+            let commit = http
+                .post(format!("{hub}/api/datasets/{namespace}/stolen/commit/main"))
+                .bearer_auth(token)
+                .header("content-type", "application/x-ndjson")
+                .body("{\"key\":\"header\",\"value\":{\"summary\":\"x\"}}\n")
+                .send()
+                .await
+                .unwrap();
+            assert!(!commit.status().is_success() || mine, "writing in {namespace} with {token}");
+        }
+        let whoami = http
+            .get(format!("{hub}/api/whoami-v2"))
+            .bearer_auth(token)
+            .send()
+            .await
+            .unwrap()
+            .json::<Value>()
+            .await
+            .unwrap();
+        assert_eq!(whoami["auth"]["accessToken"]["role"] == "read", !mine, "{whoami:#}");
+    }
+    cluster.abort();
+    app.finish().await;
+}
+
+/// A sandbox whose proxy refuses the arena's reader (401) is the arena's fault: the participant's
+/// slot is returned and the code says the arena failed, never that the image did not answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sandbox_that_refuses_the_arenas_reader_is_the_arenas_fault() {
+    let app = TestApp::new(Backend::Sqlite).await;
+    let cluster = connect(&app).await;
+    app.hub.revoke(crate::harness::SANDBOX_TOKEN);
+    let r = submit(&app, &echo_submission("adm-revoked", "ghcr.io/test/echo-ok:v1"), ALICE).await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.text());
+    assert_eq!(server::openenv::admission::pass(&app.state).await.unwrap(), 1);
+    let v = app.get_as("/api/openenv/submissions/adm-revoked", ALICE).await.json();
+    let got = (v["state"].as_str(), v["slot"]["state"].as_str(), v["error_origin"].as_str());
+    assert_eq!(got, (Some("rejected"), Some("returned"), Some("platform")), "{v:#}");
+    let error = &v["report"]["errors"][0];
+    assert_eq!(error["code"], "ADMISSION_INFRASTRUCTURE_FAILURE", "{v:#}");
+    assert!(error["message"].as_str().unwrap().contains("the arena's fault, not the image's"), "{v:#}");
+    cluster.abort();
+    app.finish().await;
+}
+
+/// The server refuses to start with a sandbox reader worth stealing, naming why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_server_refuses_a_sandbox_reader_worth_stealing() {
+    use crate::harness::{LEAKY_READER, SANDBOX_ORG, SANDBOX_TOKEN};
+    let dir = tempfile::tempdir().unwrap();
+    let (_hub, hub_url) = crate::harness::start_hub(dir.path()).await;
+    let cases = [
+        (ALICE, Some(SANDBOX_ORG), "write token"),
+        (LEAKY_READER, Some(SANDBOX_ORG), "member of benchflow, which holds the arena's datasets"),
+        (SANDBOX_TOKEN, Some("benchflow"), "holds the arena's datasets or jobs"),
+        (SANDBOX_TOKEN, None, "without ARENA_SANDBOX_NAMESPACE"),
+        ("hf_not_a_token", Some(SANDBOX_ORG), "does not accept this token"),
+    ];
+    for (token, namespace, why) in cases {
+        let config = server::Config {
+            data_dir: dir.path().to_path_buf(),
+            configs_dir: crate::harness::repo_root().join("configs"),
+            hf_endpoint: hub_url.clone(),
+            sandbox_token: Some(server::config::Secret(token.into())),
+            sandbox_namespace: namespace.map(String::from),
+            ..server::Config::default()
+        };
+        let e = server::build_with(&config, server::ports::Deps::real(&config)).await.err().expect("refused");
+        assert!(format!("{e:#}").contains(why), "{token} in {namespace:?}: {e:#}");
+    }
 }

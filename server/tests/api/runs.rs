@@ -629,3 +629,112 @@ on_both_backends!(local, a_run_whose_row_was_lost_is_taken_back_from_its_job, |a
     assert_eq!(again.json()["existing"], true);
     assert_eq!(jobs_of(app, &run), 1);
 });
+
+// Jobs anyone who can start a job in the namespace could make, each carrying a run label and a
+// command that names a bundle: one pointed out of the runs dataset (`../…`), two whose bundle's
+// origin is forged (re-targeted at another run) or unsigned, and a sandbox's copy of a genuine
+// run's command. None is taken back, and each is named; the genuine run's own job is.
+on_both_backends!(local, only_the_arenas_own_signed_runs_are_found_again, |app| {
+    let env = submitted(app, "good", "alice/pack", ALICE).await;
+    let r = launch(app, "alice-signed-0001", &env, ALICE).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text());
+    let run = r.json()["run"]["run_id"].as_str().unwrap().to_string();
+    let (command, commit) = {
+        let jobs = app.hub.jobs.jobs.lock().unwrap();
+        let job = jobs.iter().find(|j| j.view.labels.get("arena-run") == Some(&run)).unwrap();
+        let read = domain::pipeline::read_job_command(&job.view.command).expect("the arena's own command");
+        (job.view.command.clone(), read.bundle_revision)
+    };
+    for sql in [
+        format!("DELETE FROM run_events WHERE run_id = '{run}'"),
+        format!("DELETE FROM budget_ledger WHERE run_id = '{run}'"),
+        format!("DELETE FROM runs WHERE id = '{run}'"),
+    ] {
+        app.exec(&sql).await.unwrap();
+    }
+    // The genuine bundle, copied into other runs' bundles: re-targeted, and with no signature.
+    let datasets = app.state.deps.datasets.clone();
+    let dir = domain::pipeline::bundle_dir(&run);
+    let genuine: Value = serde_json::from_slice(
+        &datasets.read(RUNS_DATASET, &commit, &format!("{dir}/arena.json"), 1 << 20).await.unwrap(),
+    )
+    .unwrap();
+    assert!(genuine["origin_signature"].is_string(), "the arena signs its origins: {genuine:#}");
+    let config = datasets.read(RUNS_DATASET, &commit, &format!("{dir}/config.toml"), 1 << 20).await.unwrap();
+    let mut files = Vec::new();
+    for (forged_run, unsigned) in [("run-forged-retargeted", false), ("run-forged-unsigned", true)] {
+        let mut setup = genuine.clone();
+        setup["run_id"] = json!(forged_run);
+        setup["origin"]["author"] = json!("mallory");
+        if unsigned {
+            setup.as_object_mut().unwrap().remove("origin_signature");
+        }
+        let d = domain::pipeline::bundle_dir(forged_run);
+        files.push((format!("{d}/arena.json"), serde_json::to_vec(&setup).unwrap()));
+        files.push((format!("{d}/config.toml"), config.clone()));
+    }
+    let forged_commit = datasets.commit(RUNS_DATASET, "not the arena's", &files).await.unwrap();
+    let with = |run_id: &str, revision: &str| {
+        let mut c = command.clone();
+        let at = |flag: &str| c.iter().position(|a| a == flag).unwrap() + 1;
+        let (p, r) = (at("--bundle-path"), at("--bundle-revision"));
+        c[p] = domain::pipeline::bundle_dir(run_id);
+        c[r] = revision.to_string();
+        c
+    };
+    let attacks = [
+        ("run-escaped", with("run-escaped", "../../../datasets/mallory/x/resolve/main"), "challenge-run"),
+        ("run-forged-retargeted", with("run-forged-retargeted", &forged_commit), "challenge-run"),
+        ("run-forged-unsigned", with("run-forged-unsigned", &forged_commit), "challenge-run"),
+        (run.as_str(), command.clone(), "openenv-train"),
+    ];
+    let http = reqwest::Client::new();
+    for (run_id, command, purpose) in &attacks {
+        let created = http
+            .post(format!("{}/api/jobs/benchflow", app.hub_url))
+            .bearer_auth(ARENA_BOT)
+            .json(
+                &json!({"dockerImage": "ghcr.io/test/echo-ok:v1", "command": command, "flavor": "cpu-basic",
+                "labels": {"arena-run": run_id, "arena-purpose": purpose}}),
+            )
+            .send()
+            .await
+            .unwrap();
+        assert!(created.status().is_success(), "{}", created.text().await.unwrap());
+    }
+    let found = server::runs::recover::pass(&app.state).await.unwrap();
+    assert_eq!(found.taken_back, std::slice::from_ref(&run), "{found:?}");
+    let skipped = found.skipped.iter().map(|(_, why)| why.as_str()).collect::<Vec<_>>().join("\n");
+    assert!(skipped.contains("does not pin a bundle of this arena's runs dataset at a commit"), "{skipped}");
+    assert!(
+        skipped.contains("run-forged-retargeted") && skipped.contains("run-forged-unsigned"),
+        "{skipped}"
+    );
+    assert_eq!(skipped.matches("does not carry the arena's signature").count(), 2, "{skipped}");
+    assert!(skipped.contains("its purpose label (openenv-train) is not a collection run's"), "{skipped}");
+    for forged in ["run-escaped", "run-forged-retargeted", "run-forged-unsigned"] {
+        assert_eq!(app.scalar(&format!("SELECT COUNT(*) FROM runs WHERE id = '{forged}'")).await, 0);
+    }
+    let after = app.get(&format!("/api/challenges/{CHALLENGE}/runs/{run}")).await.json();
+    assert_eq!(after["author"], "alice", "{after:#}");
+    // Left alone for good: recorded, a later pass does not read those jobs (nor their bundles)
+    // again, and editors still see why.
+    let key = server::signing::SigningKey::new(&server::config::Secret(crate::harness::SIGNING_KEY.into()))
+        .unwrap();
+    let backups = std::sync::Arc::new(server::backup::Backups::new(
+        "benchflow/arena-backups".into(),
+        3600,
+        3,
+        key,
+        app.data_dir().join("unused.sqlite"),
+        None,
+    ));
+    let mut state = app.state.clone();
+    state.backups = Some(backups.clone());
+    let found = server::runs::recover::pass(&state).await.unwrap();
+    assert_eq!(found.skipped.len(), 4, "{found:?}");
+    backups.found_runs(found.taken_back, &found.waiting, found.skipped);
+    assert_eq!(server::runs::recover::pass(&state).await.unwrap(), Default::default());
+    let finding = backups.view().runs_finding.unwrap_or_default();
+    assert_eq!(finding.matches("not rebuilt: ").count(), 4, "{finding}");
+});
