@@ -245,6 +245,8 @@ start_test_stack() {
   export ARENA_TEST_URL="$url" ARENA_TEST_HUB_URL="$hub" ARENA_TEST_USERS="$ROOT/tests/fixtures/hub-users.json"
   export ARENA_TEST_HUB_REPOS="$work/hub-repos" ARENA_TEST_OPENENV_CORE="$OPENENV_CORE"
   export ARENA_TEST_CLUSTER_SECRET="$cluster_secret"
+  # The stand-in speaks the Hub's git-LFS path, not Xet: the tests' huggingface_hub takes it.
+  export HF_HUB_DISABLE_XET=1
 }
 
 # Waits until the stand-in at URL answers (anything), for 30 s at most; a stand-in (PID) that

@@ -176,7 +176,12 @@ async fn tree_path(
 
 fn tree_item(e: &Entry) -> Option<Value> {
     match e.kind {
-        ObjectKind::Blob => Some(json!({"type": "file", "oid": e.oid, "size": e.size, "path": e.path})),
+        ObjectKind::Blob => Some(match &e.lfs {
+            // The Hub lists an LFS file at its object's size, with the pointer's beside it.
+            Some((oid, size)) => json!({"type": "file", "oid": e.oid, "size": size, "path": e.path,
+                "lfs": {"oid": oid, "size": size, "pointerSize": e.size}}),
+            None => json!({"type": "file", "oid": e.oid, "size": e.size, "path": e.path}),
+        }),
         ObjectKind::Tree => Some(json!({"type": "directory", "oid": e.oid, "size": 0, "path": e.path})),
         // HF repositories have no submodules.
         ObjectKind::Commit => None,
@@ -247,7 +252,8 @@ fn invalid_path(path: &str) -> Response {
 }
 
 /// A file's bytes (`GET`) or its headers (`HEAD`): `X-Repo-Commit`, `ETag` (the git blob id),
-/// `Content-Length`.
+/// `Content-Length`. An LFS file is a redirect to the storage address of its object, with
+/// `X-Linked-Etag` (its SHA-256) and `X-Linked-Size`, as the Hub answers one.
 async fn resolve(
     State(hub): State<SharedHub>,
     method: Method,
@@ -263,6 +269,17 @@ async fn resolve(
             Some(e) if e.kind == ObjectKind::Blob => e,
             _ => return Err(entry_not_found(path.as_str(), &rev)),
         };
+        if let Some((oid, size)) = &entry.lfs {
+            let location = format!("{}/_lfs/objects/{oid}", hub.storage_url());
+            let headers = [
+                (header::LOCATION, location),
+                (header::ETAG, format!("\"{}\"", entry.oid)),
+                (header::HeaderName::from_static("x-linked-etag"), format!("\"{oid}\"")),
+                (header::HeaderName::from_static("x-linked-size"), size.to_string()),
+                (header::HeaderName::from_static("x-repo-commit"), sha),
+            ];
+            return Ok((StatusCode::FOUND, headers).into_response());
+        }
         let body = if method == Method::HEAD {
             Vec::new()
         } else {

@@ -44,6 +44,7 @@ pub mod faults;
 mod github;
 pub mod job_record;
 pub mod jobs;
+pub mod lfs;
 mod oauth;
 pub mod registry;
 pub mod relay;
@@ -84,6 +85,9 @@ pub struct Hub {
     pub app: OAuthApp,
     /// The base URL clients reach the stand-in at (for discovery documents).
     pub public_url: Mutex<String>,
+    /// The origin of its LFS storage (`lfs::storage_router`), another listener, as HF's CDN is
+    /// another host.
+    storage_url: Mutex<String>,
     faults: Mutex<Faults>,
     codes: Mutex<HashMap<String, oauth::PendingCode>>,
     /// Access tokens issued by the OAuth flow, mapped to the user's id.
@@ -92,6 +96,8 @@ pub struct Hub {
     revoked: Mutex<std::collections::HashSet<String>>,
     stats: Stats,
     repos: Option<repos::Repos>,
+    /// LFS objects of the repositories (beside them).
+    lfs: Option<lfs::Store>,
     tree_page_size: usize,
     github_rate_limit: u32,
     github: Mutex<github::RateLimit>,
@@ -180,12 +186,14 @@ impl Hub {
             users,
             app,
             public_url: Mutex::new(String::new()),
+            storage_url: Mutex::new(String::new()),
             faults: Mutex::new(faults),
             codes: Mutex::new(HashMap::new()),
             oauth_tokens: Mutex::new(HashMap::new()),
             revoked: Mutex::new(std::collections::HashSet::new()),
             stats: Stats::default(),
             repos: None,
+            lfs: None,
             tree_page_size: DEFAULT_TREE_PAGE_SIZE,
             github_rate_limit: DEFAULT_GITHUB_RATE_LIMIT,
             github: Mutex::new(github::RateLimit::new(DEFAULT_GITHUB_RATE_LIMIT)),
@@ -197,7 +205,10 @@ impl Hub {
     /// Serves the git repositories under `root` (`datasets/{owner}/{name}`, `github/{owner}/{repo}`).
     /// Like the other `with_` settings, call it before the hub is shared.
     pub fn with_repos(self: SharedHub, root: PathBuf) -> SharedHub {
-        self.configure(|hub| hub.repos = Some(repos::Repos::new(root)))
+        self.configure(|hub| {
+            hub.lfs = Some(lfs::Store::new(root.clone()));
+            hub.repos = Some(repos::Repos::new(root));
+        })
     }
 
     /// Serves a dataset made from a folder (`owner/name`), with a commit id that is the same on
@@ -248,6 +259,17 @@ impl Hub {
     fn configure(mut self: SharedHub, set: impl FnOnce(&mut Hub)) -> SharedHub {
         set(Arc::get_mut(&mut self).expect("configure the hub before sharing it"));
         self
+    }
+
+    /// Where LFS objects are uploaded to and downloaded from (the Hub's own address until the
+    /// storage listener runs).
+    pub fn storage_url(&self) -> String {
+        let storage = self.storage_url.lock().unwrap().clone();
+        if storage.is_empty() {
+            self.public_url.lock().unwrap().clone()
+        } else {
+            storage
+        }
     }
 
     /// Revokes a token, as its owner does in their HF settings: every route and every sandbox's
@@ -312,6 +334,7 @@ pub fn router(hub: SharedHub) -> Router {
         .merge(oauth::router())
         .merge(datasets::router())
         .merge(writes::router().layer(axum::extract::DefaultBodyLimit::max(256 << 20)))
+        .merge(lfs::router().layer(axum::extract::DefaultBodyLimit::max(1 << 30)))
         .merge(jobs::router())
         .merge(github::router())
         .merge(registry::router())
@@ -443,7 +466,8 @@ async fn reset_github(State(hub): State<SharedHub>) -> Json<RateLimitState> {
     Json(hub.set_github_rate_limit(RateLimitUpdate { rate_limit: Some(limit), ..Default::default() }))
 }
 
-/// Serves the stand-in on a listener until the process ends.
+/// Serves the stand-in on a listener until the process ends, and its LFS storage on a second
+/// listener of the same address (another origin, as HF's CDN is).
 pub async fn serve(listener: tokio::net::TcpListener, hub: SharedHub) -> std::io::Result<()> {
     let addr = listener.local_addr()?;
     {
@@ -452,6 +476,11 @@ pub async fn serve(listener: tokio::net::TcpListener, hub: SharedHub) -> std::io
             *url = format!("http://{addr}");
         }
     }
+    let storage = tokio::net::TcpListener::bind((addr.ip(), 0)).await?;
+    *hub.storage_url.lock().unwrap() = format!("http://{}", storage.local_addr()?);
+    let files =
+        lfs::storage_router().layer(axum::extract::DefaultBodyLimit::max(1 << 30)).with_state(hub.clone());
+    tokio::spawn(async move { axum::serve(storage, files).await });
     axum::serve(listener, router(hub).into_make_service_with_connect_info::<SocketAddr>()).await
 }
 

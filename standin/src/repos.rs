@@ -17,7 +17,39 @@ use tokio::sync::OnceCell;
 
 /// The `.gitattributes` of a new repository (HF's sends large binary files to LFS; the stand-in
 /// commits everything inline, so this only keeps the first commit's shape).
-const GITATTRIBUTES: &str = "*.bin filter=lfs diff=lfs merge=lfs -text\n*.parquet filter=lfs diff=lfs merge=lfs -text\n*.safetensors filter=lfs diff=lfs merge=lfs -text\n";
+/// What the Hub puts in a new dataset's first commit: binary formats, archives, images, audio
+/// and video go to LFS (not `*.sqlite`, `*.db` or `*.xlsx`).
+pub const GITATTRIBUTES: &str = concat!(
+    "*.7z filter=lfs diff=lfs merge=lfs -text\n*.arrow filter=lfs diff=lfs merge=lfs -text\n",
+    "*.bin filter=lfs diff=lfs merge=lfs -text\n*.bz2 filter=lfs diff=lfs merge=lfs -text\n",
+    "*.ckpt filter=lfs diff=lfs merge=lfs -text\n*.ftz filter=lfs diff=lfs merge=lfs -text\n",
+    "*.gz filter=lfs diff=lfs merge=lfs -text\n*.h5 filter=lfs diff=lfs merge=lfs -text\n",
+    "*.joblib filter=lfs diff=lfs merge=lfs -text\n*.lfs.* filter=lfs diff=lfs merge=lfs -text\n",
+    "*.lz4 filter=lfs diff=lfs merge=lfs -text\n*.mds filter=lfs diff=lfs merge=lfs -text\n",
+    "*.mlmodel filter=lfs diff=lfs merge=lfs -text\n*.model filter=lfs diff=lfs merge=lfs -text\n",
+    "*.msgpack filter=lfs diff=lfs merge=lfs -text\n*.npy filter=lfs diff=lfs merge=lfs -text\n",
+    "*.npz filter=lfs diff=lfs merge=lfs -text\n*.onnx filter=lfs diff=lfs merge=lfs -text\n",
+    "*.ot filter=lfs diff=lfs merge=lfs -text\n*.parquet filter=lfs diff=lfs merge=lfs -text\n",
+    "*.pb filter=lfs diff=lfs merge=lfs -text\n*.pickle filter=lfs diff=lfs merge=lfs -text\n",
+    "*.pkl filter=lfs diff=lfs merge=lfs -text\n*.pt filter=lfs diff=lfs merge=lfs -text\n",
+    "*.pth filter=lfs diff=lfs merge=lfs -text\n*.rar filter=lfs diff=lfs merge=lfs -text\n",
+    "*.safetensors filter=lfs diff=lfs merge=lfs -text\nsaved_model/**/* filter=lfs diff=lfs merge=lfs -text\n",
+    "*.tar.* filter=lfs diff=lfs merge=lfs -text\n*.tar filter=lfs diff=lfs merge=lfs -text\n",
+    "*.tflite filter=lfs diff=lfs merge=lfs -text\n*.tgz filter=lfs diff=lfs merge=lfs -text\n",
+    "*.wasm filter=lfs diff=lfs merge=lfs -text\n*.xz filter=lfs diff=lfs merge=lfs -text\n",
+    "*.zip filter=lfs diff=lfs merge=lfs -text\n*.zst filter=lfs diff=lfs merge=lfs -text\n",
+    "*tfevents* filter=lfs diff=lfs merge=lfs -text\n",
+    "# Audio files - uncompressed\n*.pcm filter=lfs diff=lfs merge=lfs -text\n*.sam filter=lfs diff=lfs merge=lfs -text\n",
+    "*.raw filter=lfs diff=lfs merge=lfs -text\n",
+    "# Audio files - compressed\n*.aac filter=lfs diff=lfs merge=lfs -text\n*.flac filter=lfs diff=lfs merge=lfs -text\n",
+    "*.mp3 filter=lfs diff=lfs merge=lfs -text\n*.ogg filter=lfs diff=lfs merge=lfs -text\n",
+    "*.wav filter=lfs diff=lfs merge=lfs -text\n",
+    "# Image files - uncompressed\n*.bmp filter=lfs diff=lfs merge=lfs -text\n*.gif filter=lfs diff=lfs merge=lfs -text\n",
+    "*.png filter=lfs diff=lfs merge=lfs -text\n*.tiff filter=lfs diff=lfs merge=lfs -text\n",
+    "# Image files - compressed\n*.jpg filter=lfs diff=lfs merge=lfs -text\n*.jpeg filter=lfs diff=lfs merge=lfs -text\n",
+    "*.webp filter=lfs diff=lfs merge=lfs -text\n",
+    "# Video files - compressed\n*.mp4 filter=lfs diff=lfs merge=lfs -text\n*.webm filter=lfs diff=lfs merge=lfs -text\n",
+);
 
 /// No git call may take longer than this; the process is killed when it does.
 const GIT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -147,6 +179,8 @@ pub struct Entry {
     /// Blobs only.
     pub size: Option<u64>,
     pub path: String,
+    /// A git-lfs pointer's object (SHA-256, size): the file the Hub keeps in LFS.
+    pub lfs: Option<(String, u64)>,
 }
 
 /// Every entry of a tree, recursively, in git's order (a directory before its contents).
@@ -183,6 +217,7 @@ impl Tree {
                 oid: oid.into(),
                 size: size.parse().ok(),
                 path: path.into(),
+                lfs: None,
             });
         }
         let by_path = entries.iter().enumerate().map(|(i, e)| (e.path.clone(), i)).collect();
@@ -542,10 +577,41 @@ impl Repo<'_> {
         let tree = cell
             .get_or_try_init(|| async {
                 let out = self.git_ok(&["ls-tree", "-r", "-t", "-l", "-z", "--full-tree", oid]).await?;
-                Tree::parse(&out).map(Arc::new)
+                let mut tree = Tree::parse(&out)?;
+                self.read_pointers(&mut tree).await?;
+                Ok::<_, GitError>(Arc::new(tree))
             })
             .await?;
         Ok(tree.clone())
+    }
+
+    /// Marks the blobs that are git-lfs pointers with their object, reading every blob of a
+    /// pointer's size in one `cat-file --batch`.
+    async fn read_pointers(&self, tree: &mut Tree) -> Result<(), GitError> {
+        let candidates: Vec<usize> = (0..tree.entries.len())
+            .filter(|&i| {
+                let e = &tree.entries[i];
+                e.kind == ObjectKind::Blob && e.size.is_some_and(|n| (100..=200).contains(&n))
+            })
+            .collect();
+        if candidates.is_empty() {
+            return Ok(());
+        }
+        let input: String = candidates.iter().map(|&i| format!("{}\n", tree.entries[i].oid)).collect();
+        let out = self.git_input(&["cat-file", "--batch"], input.into_bytes()).await?;
+        let mut rest = out.stdout.as_slice();
+        for &i in &candidates {
+            let Some(nl) = rest.iter().position(|&b| b == b'\n') else { break };
+            let size: usize = std::str::from_utf8(&rest[..nl])
+                .ok()
+                .and_then(|head| head.rsplit(' ').next()?.parse().ok())
+                .ok_or_else(|| GitError::Parse("cat-file --batch".into()))?;
+            let body =
+                rest.get(nl + 1..nl + 1 + size).ok_or_else(|| GitError::Parse("cat-file --batch".into()))?;
+            tree.entries[i].lfs = crate::lfs::read_pointer(body);
+            rest = rest.get(nl + 2 + size..).unwrap_or_default();
+        }
+        Ok(())
     }
 
     /// A blob's bytes by its id.

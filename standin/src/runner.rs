@@ -186,6 +186,9 @@ async fn attempt_once(
         .env("HF_HOME", root.join("hf"))
         .env("HF_ENDPOINT", &hub_url)
         .env("HF_HUB_DISABLE_TELEMETRY", "1")
+        // The stand-in speaks the Hub's git-LFS path, not Xet: its jobs' clients take that path,
+        // as they do against a Hub without Xet.
+        .env("HF_HUB_DISABLE_XET", "1")
         .env("LANG", "C.UTF-8")
         // The job's resolver: `*.localhost` (its exposed URLs) is loopback (sim/resolver).
         .env("PYTHONPATH", python_path(&sim, view.environment.get("PYTHONPATH")))

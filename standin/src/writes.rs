@@ -1,7 +1,10 @@
 //! HF dataset writes, as `huggingface_hub` makes them: `POST /api/repos/create`, the preupload
 //! check, and `POST /api/datasets/{owner}/{name}/commit/main` with an NDJSON body (a `header`
-//! line, then `file` lines with base64 or UTF-8 content). Writing needs the token of a user who
-//! may write in the namespace. LFS uploads are not spoken: every file is committed inline.
+//! line, then `file` lines with base64 or UTF-8 content, `lfsFile` lines naming objects uploaded
+//! through `crate::lfs`, and `deletedFile` lines). Writing needs the token of a user who may write
+//! in the namespace. As strict as the Hub: `preupload` sends binary samples, files of 10 MB or
+//! more and paths the repository's `.gitattributes` routes there to LFS, and a commit carrying a
+//! binary file (or one of 10 MiB or more) inline is refused with the Hub's message.
 //! `POST /api/validate-yaml` (which `upload_folder` asks about a `README.md` before uploading it)
 //! checks only that a card's front matter is closed and is a YAML mapping of `key: value` lines.
 
@@ -148,22 +151,49 @@ async fn create(
 async fn preupload(
     State(hub): State<SharedHub>,
     headers: HeaderMap,
-    Path((owner, _name, _rev)): Path<(String, String, String)>,
+    Path((owner, name, rev)): Path<(String, String, String)>,
     Json(body): Json<Value>,
 ) -> Response {
     if let Some(r) = crate::write_refusal(&hub, &headers, &owner) {
         return r;
     }
+    let attributes = gitattributes(&hub, &owner, &name, &rev).await;
+    let b64 = base64::engine::general_purpose::STANDARD;
     let files: Vec<Value> = body["files"]
         .as_array()
         .map(|files| {
             files
                 .iter()
-                .map(|f| json!({"path": f["path"], "uploadMode": "regular", "shouldIgnore": false}))
+                .map(|f| {
+                    let path = f["path"].as_str().unwrap_or_default();
+                    let size = f["size"].as_u64().unwrap_or(0);
+                    let sample = f["sample"].as_str().and_then(|s| b64.decode(s).ok()).unwrap_or_default();
+                    // Empty files are always regular.
+                    let lfs = size > 0
+                        && (size >= crate::lfs::LFS_THRESHOLD
+                            || crate::lfs::routed_to_lfs(&attributes, path)
+                            || crate::lfs::is_binary(&sample, true));
+                    let mode = if lfs { "lfs" } else { "regular" };
+                    json!({"path": path, "uploadMode": mode, "shouldIgnore": false})
+                })
                 .collect()
         })
         .unwrap_or_default();
     Json(json!({"files": files})).into_response()
+}
+
+/// The repository's `.gitattributes` at a revision (the Hub's default when it has none).
+async fn gitattributes(hub: &SharedHub, owner: &str, name: &str, rev: &str) -> String {
+    let read = async {
+        let repos = hub.repos.as_ref()?;
+        let repo = repos.open(Kind::Dataset, &RepoName::parse(owner, name)?).await.ok()??;
+        let rev = crate::repos::Rev::parse(rev)?;
+        let sha = repo.commit(&rev).await.ok()??;
+        let tree = repo.tree(&sha).await.ok()?;
+        let entry = tree.get(&RepoPath::parse(".gitattributes")?)?;
+        String::from_utf8(repo.blob(&entry.oid).await.ok()?).ok()
+    };
+    read.await.unwrap_or_else(|| crate::repos::GITATTRIBUTES.to_string())
 }
 
 fn bad(message: &str) -> Response {
@@ -177,11 +207,13 @@ fn invalid(message: &str) -> String {
 /// A commit's summary, the commit it must follow (`parentCommit`) and its files (`None`: deleted).
 type Commit = (String, Option<String>, Vec<(RepoPath, Option<Vec<u8>>)>);
 
-/// The files of an NDJSON commit body; the error is the message of a 400.
-fn parse_commit(body: &[u8]) -> Result<Commit, String> {
+/// The files of an NDJSON commit body (an `lfsFile` as its pointer); the error is the message of
+/// a 400.
+fn parse_commit(body: &[u8], store: Option<&crate::lfs::Store>) -> Result<Commit, String> {
     let mut summary = String::from("Upload files");
     let mut parent = None;
     let mut files = Vec::new();
+    let (mut binary, mut large) = (Vec::new(), Vec::new());
     for line in body.split(|b| *b == b'\n').filter(|l| !l.iter().all(u8::is_ascii_whitespace)) {
         let op: Value = serde_json::from_slice(line).map_err(|_| invalid("Invalid NDJSON line"))?;
         let value = &op["value"];
@@ -204,7 +236,30 @@ fn parse_commit(body: &[u8]) -> Result<Commit, String> {
                         .map_err(|_| invalid("Invalid base64 content"))?,
                     _ => content.as_bytes().to_vec(),
                 };
+                if crate::lfs::is_binary(&bytes, false) {
+                    binary.push(path.as_str().to_string());
+                } else if bytes.len() >= crate::lfs::INLINE_LIMIT {
+                    large.push(path.as_str().to_string());
+                }
                 files.push((path, Some(bytes)));
+            }
+            Some("lfsFile") => {
+                let path = value["path"]
+                    .as_str()
+                    .and_then(RepoPath::parse)
+                    .ok_or_else(|| invalid("Invalid path"))?;
+                let (Some("sha256"), Some(oid), Some(size)) =
+                    (value["algo"].as_str(), value["oid"].as_str(), value["size"].as_u64())
+                else {
+                    return Err(invalid("An lfsFile needs algo sha256, an oid and a size"));
+                };
+                if store.and_then(|s| s.size(oid)) != Some(size) {
+                    return Err(format!(
+                        "LFS object {oid} of {size} bytes was not uploaded ({})",
+                        path.as_str()
+                    ));
+                }
+                files.push((path, Some(crate::lfs::pointer(oid, size).into_bytes())));
             }
             Some("deletedFile") => {
                 let path = value["path"]
@@ -218,6 +273,20 @@ fn parse_commit(body: &[u8]) -> Result<Commit, String> {
             }
             None => return Err(invalid("Each line needs a key")),
         }
+    }
+    // The Hub's own refusals, in its words.
+    let listed = |paths: &[String]| paths.iter().map(|p| format!("\n- {p}")).collect::<String>();
+    if !binary.is_empty() {
+        return Err(format!(
+            "Your push was rejected because it contains binary files. Please use https://huggingface.co/docs/hub/xet to store binary files. Offending files:{}",
+            listed(&binary)
+        ));
+    }
+    if !large.is_empty() {
+        return Err(format!(
+            "Your push was rejected because it contains files larger than 10 MiB. Please use https://huggingface.co/docs/hub/xet to store large files. Offending files:{}",
+            listed(&large)
+        ));
     }
     Ok((summary, parent, files))
 }
@@ -239,7 +308,7 @@ async fn commit(
             return Err(repo_not_found());
         };
         let repo = repos.open(Kind::Dataset, &id).await.map_err(internal)?.ok_or_else(repo_not_found)?;
-        let (summary, parent, files) = parse_commit(&body).map_err(|m| bad(&m))?;
+        let (summary, parent, files) = parse_commit(&body, hub.lfs.as_ref()).map_err(|m| bad(&m))?;
         let Some(oid) = repo.write_on(parent.as_deref(), &summary, &files).await.map_err(internal)? else {
             return Err(hf_error(
                 StatusCode::PRECONDITION_FAILED,

@@ -107,6 +107,10 @@ def arena(tmp_path):
     subprocess.run(["bash", "-c", 'source dev/lib.sh && assemble_local_configs "$1"', "_", str(tmp_path / "configs")],
                    cwd=ROOT, check=True, capture_output=True)
     a = Arena(tmp_path, "benchflow/arena-backup-" + uuid.uuid4().hex[:8])
+    # The organizer creates the private dataset first: a start that cannot find it stops.
+    said = a.start(expect_up=False)
+    assert "is not there" in said and "Not starting on an empty database" in said, said
+    hub_api().create_repo(a.env["ARENA_BACKUP_REPO"], repo_type="dataset", private=True)
     yield a
     if a.proc and a.proc.poll() is None:
         a.proc.kill()

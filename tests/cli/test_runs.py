@@ -218,3 +218,63 @@ def test_an_editor_measures_the_baseline_with_the_cli(arena_url, tmp_path):
     assert answer["baseline"]["run_id"] == run["run_id"]
     assert abs(answer["baseline"]["reference"]["pass_rate_pct"] - 100 * measured["pass_rate"]) < 1e-9
     assert "%.1f%%" % (100 * measured["pass_rate"]) in g.stderr
+
+
+def test_a_collection_with_binary_and_large_files_runs_and_its_mirror_holds_every_byte(arena_url, tmp_path,
+                                                                                       monkeypatch):
+    """Office and media tasks ship spreadsheets, images, tables, documents and recordings, and
+    `hf upload` stores them in LFS: uploaded so with huggingface_hub's own client (no Xet), the
+    collection validates, its run reaches `scored` on local-demo, and the run's mirror in the runs
+    dataset holds every one of those files byte for byte."""
+    import random
+    import shutil
+    import time
+
+    from huggingface_hub import HfApi, constants
+
+    monkeypatch.setattr(constants, "HF_HUB_DISABLE_XET", True)
+    rand = random.Random(38)
+    added = {
+        "envs/expense-report/environment/assets/sheet.xlsx": b"PK\x03\x04" + rand.randbytes(40_000),
+        "envs/expense-report/environment/assets/chart.png": b"\x89PNG\r\n\x1a\n" + rand.randbytes(60_000),
+        "envs/expense-report/environment/assets/table.parquet": b"PAR1" + rand.randbytes(20_000),
+        "envs/expense-report/environment/assets/report.pdf": b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n" + rand.randbytes(2 << 20),
+        "envs/expense-report/environment/assets/recording.wav": b"RIFF" + rand.randbytes(11 << 20),
+    }
+    folder = tmp_path / "collection"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "fixtures" / "collections" / "good", folder)
+    for path, content in added.items():
+        (folder / path).parent.mkdir(parents=True, exist_ok=True)
+        (folder / path).write_bytes(content)
+    hub = HfApi(endpoint=os.environ["ARENA_TEST_HUB_URL"])
+    repo = "alice/office-media-" + uuid.uuid4().hex[:8]
+    hub.create_repo(repo, repo_type="dataset", token=ALICE)
+    hub.upload_folder(folder_path=str(folder), repo_id=repo, repo_type="dataset", token=ALICE)
+    tree = {f.path: f for f in hub.list_repo_tree(repo, repo_type="dataset", token=ALICE, recursive=True)
+            if hasattr(f, "size")}
+    assert all(tree[p].lfs is not None for p in added), "huggingface_hub stored them in LFS"
+
+    body = write(tmp_path, {"agent_id": None, "challenge_id": "local-demo", "repo_type": "dataset", "repo_id": repo,
+                            "revision": "main", "entry_path": "", "title": "Office and media", "notes": ""})
+    r = run_cli(["submit", "--file", body], arena_url, token=ALICE)
+    assert r.returncode == 0, r.stderr
+    environment_id = json.loads(r.stdout)["environment_id"]
+    path = write(tmp_path, {"request_id": "alice-lfs-run-%s" % uuid.uuid4().hex[:8]})
+    r = run_cli(["run", "--challenge", "local-demo", "--id", environment_id, "--file", path, "--execute"],
+                arena_url, token=ALICE)
+    assert r.returncode == 0, r.stderr
+    run_id = json.loads(r.stdout)["run"]["run_id"]
+    deadline = time.time() + 180
+    while True:
+        r = run_cli(["runs", "--challenge", "local-demo", "--run-id", run_id], arena_url)
+        state = json.loads(r.stdout)["state"]
+        if state in ("scored", "failed", "canceled"):
+            break
+        assert time.time() < deadline, r.stderr
+        time.sleep(1)
+    assert state == "scored", r.stderr
+    arena_bot = "hf_local_test_arena_bot_5a5a5a"
+    for p, content in added.items():
+        got = hub.hf_hub_download("benchflow/arena-runs", "collections/%s/%s" % (run_id, p), repo_type="dataset",
+                                  token=arena_bot, cache_dir=str(tmp_path / "cache"))
+        assert open(got, "rb").read() == content, p

@@ -11,6 +11,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::http::client;
+use super::lfs;
 use crate::config::Secret;
 use crate::sources::encode_path;
 
@@ -89,7 +90,13 @@ impl HfDatasetWriter {
     }
 
     async fn send(req: reqwest::RequestBuilder) -> Result<reqwest::Response, DatasetError> {
-        let resp = req.send().await.map_err(|e| DatasetError::Unavailable(e.without_url().to_string()))?;
+        Self::check(req.send().await).await
+    }
+
+    async fn check(
+        resp: Result<reqwest::Response, reqwest::Error>,
+    ) -> Result<reqwest::Response, DatasetError> {
+        let resp = resp.map_err(|e| DatasetError::Unavailable(e.without_url().to_string()))?;
         let status = resp.status();
         if status.is_success() {
             return Ok(resp);
@@ -116,16 +123,29 @@ struct CommitAnswer {
     commit_oid: String,
 }
 
-/// The NDJSON body of a commit: a header line, then one line per file (base64 content), then one
-/// per deleted file (`deletedFile`, as `huggingface_hub`'s `CommitOperationDelete` sends it).
-pub fn commit_body(summary: &str, files: &[(String, Vec<u8>)], deleted: &[String]) -> Vec<u8> {
+/// The NDJSON body of a commit: a header line, then one line per file (base64 content, or an
+/// `lfsFile` naming an object uploaded to LFS), then one per deleted file (`deletedFile`, as
+/// `huggingface_hub`'s `CommitOperationDelete` sends it).
+pub fn commit_body(
+    summary: &str,
+    files: &[(String, Vec<u8>)],
+    operations: &[lfs::Operation],
+    deleted: &[String],
+) -> Vec<u8> {
     let b64 = base64::engine::general_purpose::STANDARD;
     let mut body =
         serde_json::to_vec(&json!({"key": "header", "value": {"summary": summary, "description": ""}}))
             .expect("JSON");
-    for (path, bytes) in files {
+    for ((path, bytes), operation) in files.iter().zip(operations) {
         body.push(b'\n');
-        let line = json!({"key": "file", "value": {"content": b64.encode(bytes), "path": path, "encoding": "base64"}});
+        let line = match operation {
+            lfs::Operation::Regular => {
+                json!({"key": "file", "value": {"content": b64.encode(bytes), "path": path, "encoding": "base64"}})
+            }
+            lfs::Operation::Lfs { oid } => {
+                json!({"key": "lfsFile", "value": {"path": path, "algo": "sha256", "oid": oid, "size": bytes.len()}})
+            }
+        };
         body.extend(serde_json::to_vec(&line).expect("JSON"));
     }
     for path in deleted {
@@ -185,11 +205,26 @@ impl DatasetWriter for HfDatasetWriter {
         files: &[(String, Vec<u8>)],
         deleted: &[String],
     ) -> Result<String, DatasetError> {
+        // Binary and large files go to LFS first, as the Hub demands (`super::lfs`).
+        let token = self.token.as_ref().map(|t| t.0.as_str()).unwrap_or_default();
+        let hub = lfs::Hub { client: &self.client, endpoint: &self.endpoint, token };
+        let operations = if files.is_empty() { Vec::new() } else { hub.plan(repo, files).await? };
+        let mut objects: Vec<(&str, &[u8])> = files
+            .iter()
+            .zip(&operations)
+            .filter_map(|((_, bytes), op)| match op {
+                lfs::Operation::Lfs { oid } => Some((oid.as_str(), bytes.as_slice())),
+                lfs::Operation::Regular => None,
+            })
+            .collect();
+        objects.sort_by_key(|(oid, _)| *oid);
+        objects.dedup_by_key(|(oid, _)| *oid);
+        hub.upload(repo, &objects).await?;
         let url = format!("{}/api/datasets/{}/commit/main", self.endpoint, encode_path(repo));
         let req = self
             .request(reqwest::Method::POST, &url)?
             .header(reqwest::header::CONTENT_TYPE, "application/x-ndjson")
-            .body(commit_body(summary, files, deleted));
+            .body(commit_body(summary, files, &operations, deleted));
         let answer: CommitAnswer = Self::send(req)
             .await?
             .json()
@@ -215,7 +250,20 @@ impl DatasetWriter for HfDatasetWriter {
             encode_path(revision),
             encode_path(path)
         );
-        let resp = Self::send(self.request(reqwest::Method::GET, &url)?).await?;
+        let first = self.request(reqwest::Method::GET, &url)?.send().await;
+        // An LFS file (a snapshot, a binary file of a mirror): HF's storage, once, without the token.
+        let resp = match first {
+            Ok(r) if r.status().is_redirection() => {
+                let to = crate::sources::storage_redirect(&r, &self.endpoint).ok_or_else(|| {
+                    DatasetError::Refused {
+                        status: 502,
+                        message: format!("{path} redirects somewhere HF does not store files"),
+                    }
+                })?;
+                Self::send(self.client.get(to)).await?
+            }
+            other => Self::check(other).await?,
+        };
         crate::sources::bounded_body(resp, max).await.map_err(|e| DatasetError::Unavailable(e.to_string()))
     }
 

@@ -8,6 +8,7 @@ pub mod datasets;
 pub mod http;
 pub mod identity;
 pub mod jobs;
+pub mod lfs;
 pub mod registry;
 
 use std::collections::BTreeMap;

@@ -175,16 +175,30 @@ async fn snapshot(
         return Err(too_large());
     }
     let paths: Vec<String> = listing.iter().filter(|e| !e.symlink).map(|e| e.path.clone()).collect();
-    // A host whose files are larger than their listing said stops the reads once past the bound.
-    let (contents, _, _) =
-        read_blobs(reader, source, commit, &listing, paths, concurrency, Some(MAX_COLLECTION_BYTES)).await?;
+    // Every file whole, whatever its size within the collection's bound (a task's 2 MB PDF, a
+    // recording), or the mirror fails naming it: a run never trains on a collection missing a
+    // file. A host whose files are larger than their listing said stops the reads once past it.
+    let reads =
+        Reads { per_file: MAX_COLLECTION_BYTES, every_file: true, budget: Some(MAX_COLLECTION_BYTES) };
+    let (contents, _, _) = read_blobs(reader, source, commit, &listing, paths, concurrency, reads).await?;
     Ok((listing, contents))
 }
 
+/// How `read_blobs` reads.
+#[derive(Clone, Copy)]
+struct Reads {
+    /// The largest file read.
+    per_file: u64,
+    /// A file that cannot be read (larger than `per_file`, or refused) fails the reads, naming
+    /// it; otherwise it is left out, and the checks report it.
+    every_file: bool,
+    /// The reads stop with `TooLarge` as soon as the paths read so far pass it.
+    budget: Option<u64>,
+}
+
 /// Reads `paths` of a listing, each distinct blob once into one buffer that every path holding
-/// it shares, `concurrency` at a time; a file larger than the per-file bound is left out. With a
-/// `budget`, the reads stop with `TooLarge` as soon as the paths read so far pass it. Answers the
-/// contents, the blobs read and their bytes.
+/// it shares, `concurrency` at a time, as `how` says. Answers the contents, the blobs read and
+/// their bytes.
 async fn read_blobs(
     reader: &Arc<dyn RepoReader>,
     source: &Source,
@@ -192,8 +206,9 @@ async fn read_blobs(
     listing: &[Entry],
     paths: Vec<String>,
     concurrency: usize,
-    budget: Option<u64>,
+    how: Reads,
 ) -> Result<(Contents, usize, u64), SourceError> {
+    let budget = how.budget;
     let blob_of: BTreeMap<&str, &str> = listing.iter().map(|e| (e.path.as_str(), e.blob.as_str())).collect();
     let mut by_blob: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for path in paths {
@@ -206,8 +221,11 @@ async fn read_blobs(
         .map(|paths| {
             let (reader, source, commit) = (reader.clone(), source.clone(), commit.to_string());
             async move {
-                match reader.read(&source, &commit, &paths[0], MAX_FILE_BYTES).await {
+                match reader.read(&source, &commit, &paths[0], how.per_file).await {
                     Ok(bytes) => Ok((paths, Some(bytes))),
+                    Err(SourceError::TooLarge(why) | SourceError::Unreadable(why)) if how.every_file => {
+                        Err(SourceError::Unreadable(format!("`{}` could not be read: {why}", paths[0])))
+                    }
                     // Larger than the listing said: left unread, the check reports it.
                     Err(SourceError::TooLarge(_) | SourceError::Unreadable(_)) => Ok((paths, None)),
                     Err(e) => Err(e),
@@ -247,8 +265,9 @@ pub async fn validate(
     let (listing, pages) = reader.list(source, &commit).await?;
     let layout = package::discover(&listing);
     let reads = package::reads(&layout);
+    let how = Reads { per_file: MAX_FILE_BYTES, every_file: false, budget: None };
     let (contents, files_read, bytes_read) =
-        read_blobs(reader, source, &commit, &listing, reads, concurrency, None).await?;
+        read_blobs(reader, source, &commit, &listing, reads, concurrency, how).await?;
     let listed_files = listing.len();
     // The checks are CPU work: off the async workers, so one validation never stalls the others.
     let report =

@@ -194,12 +194,16 @@ impl RepoReader for HfDatasets {
             encode_path(&source.repo_id()),
             encode_path(&super::in_repo(source, path))
         );
-        let resp = self.get(url).send().await.map_err(transport)?;
-        // LFS files redirect to a CDN; redirects are never followed.
+        let mut resp = self.get(url).send().await.map_err(transport)?;
+        // An LFS file is a redirect to HF's storage: followed once, without the token.
         if resp.status().is_redirection() {
-            return Err(SourceError::Unreadable(format!(
-                "`{path}` is not served directly (stored with Git LFS?)"
-            )));
+            let to = super::storage_redirect(&resp, &self.endpoint).ok_or_else(|| {
+                SourceError::Unreadable(format!("`{path}` redirects somewhere HF does not store files"))
+            })?;
+            resp = self.client.get(to).send().await.map_err(transport)?;
+            if resp.status().is_redirection() {
+                return Err(SourceError::Unreadable(format!("`{path}`'s storage answered another redirect")));
+            }
         }
         if !resp.status().is_success() {
             return Err(match error_for(resp.status(), resp.headers(), commit) {

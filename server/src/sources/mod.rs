@@ -54,6 +54,23 @@ pub trait RepoReader: Send + Sync {
 }
 
 /// Percent-encodes each segment of a repository path.
+/// Where HF's answer for an LFS file redirects: its storage, an `https` address. Followed once,
+/// without the token, within the read's bounds; anything else is not followed. A Hub that is
+/// itself a plain-HTTP loopback address (the local stand-in) keeps its storage on another
+/// loopback port, which is followed too.
+pub fn storage_redirect(resp: &reqwest::Response, endpoint: &str) -> Option<String> {
+    let location = resp.headers().get(reqwest::header::LOCATION)?.to_str().ok()?;
+    let to = resp.url().join(location).ok()?;
+    let loopback = |u: &url::Url| match u.host() {
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        Some(url::Host::Domain(d)) => d == "localhost",
+        None => false,
+    };
+    let local_hub = url::Url::parse(endpoint).is_ok_and(|e| e.scheme() == "http" && loopback(&e));
+    (to.scheme() == "https" || (local_hub && to.scheme() == "http" && loopback(&to))).then(|| to.to_string())
+}
+
 pub fn encode_path(path: &str) -> String {
     path.split('/')
         .map(|seg| {

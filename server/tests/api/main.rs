@@ -10,6 +10,7 @@ mod errors;
 mod follow;
 mod harness;
 mod identity;
+mod lfs;
 mod openenv;
 mod openenv_runs;
 mod pages;
