@@ -157,7 +157,7 @@ fn is_data_read(path: &str) -> bool {
 }
 
 /// The files (relative to the task directory) a task's checks read when they exist.
-fn wanted(path: &str) -> bool {
+pub(crate) fn wanted(path: &str) -> bool {
     PACKAGE_FILES.contains(&path) || is_verifier_source(path) || is_data_read(path)
 }
 
@@ -288,6 +288,34 @@ fn read_texts(dir: &TaskDir, contents: &Contents, out: &mut TaskIssues) -> BTree
         }
     }
     texts
+}
+
+/// Files the checks would search but did not read (past the bytes one validation reads, or
+/// unreadable), each with why, for the report's `S-FILES-NOT-READ` warning. The package's own
+/// files are errors instead (`S-FILE-UNREADABLE`, `S-FILE-TOO-LARGE`), and files the checks never
+/// search are not listed: a run's mirror copies every file whole either way.
+pub fn not_read(layout: &Layout, contents: &Contents) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for dir in &layout.tasks {
+        for f in dir
+            .files
+            .iter()
+            .filter(|f| !f.symlink && wanted(&f.path) && !PACKAGE_FILES.contains(&f.path.as_str()))
+        {
+            let path = format!("{}/{}", dir.dir, f.path);
+            if f.size > MAX_FILE_BYTES || contents.contains_key(&path) {
+                continue;
+            }
+            out.push((
+                path,
+                format!(
+                    "not read: past the {} MiB one validation reads, or unreadable",
+                    MAX_READ_BYTES >> 20
+                ),
+            ));
+        }
+    }
+    out
 }
 
 /// The task's format, its metadata and its prompt: from `task.md`'s frontmatter, or a Harbor

@@ -174,6 +174,24 @@ fn check_with(listing: &[Entry], contents: &Contents, heldout: &HeldOut, require
         findings.extend(own);
     }
 
+    let unread = package::not_read(&layout, contents);
+    if !unread.is_empty() {
+        let shown: Vec<String> =
+            unread.iter().take(20).map(|(path, why)| format!("{path} ({why})")).collect();
+        let more = unread.len().saturating_sub(shown.len());
+        warnings.push(Warning {
+            code: "S-FILES-NOT-READ".into(),
+            field: None,
+            count: Some(unread.len()),
+            tasks: Vec::new(),
+            message: format!(
+                "{} file(s) the checks search were not read, so no gate looked at them (a run still gets them whole): {}{}",
+                unread.len(),
+                shown.join("; "),
+                if more > 0 { format!("; and {more} more") } else { String::new() }
+            ),
+        });
+    }
     let blocked = findings.iter().any(|f| f.severity == Severity::Block);
     let valid = errors.is_empty() && !blocked && !layout.tasks.is_empty();
     Report {
@@ -400,6 +418,26 @@ mod tests {
         let e = r.errors.iter().find(|e| e.code == "S-FILE-UNREADABLE").expect("reported");
         assert_eq!(e.file.as_deref(), Some("envs/sum/task.md"));
         assert_eq!(r.task_list[0].status, TaskStatus::Invalid);
+    }
+
+    #[test]
+    fn a_searched_data_file_left_unread_is_named_in_a_warning() {
+        let (listing, mut contents) = from_files([
+            ("submission.yaml", b"team_name: t\ntrack: environments\n".as_slice(), false),
+            ("envs/sum/task.md", TASK_MD.as_bytes(), false),
+            ("envs/sum/environment/data/labels.csv", b"id,label\n1,a\n".as_slice(), false),
+        ]);
+        let read = check(&listing, &contents, &HeldOut::none());
+        assert!(!read.warnings.iter().any(|w| w.code == "S-FILES-NOT-READ"), "{:?}", read.warnings);
+        contents.remove("envs/sum/environment/data/labels.csv");
+        let r = check(&listing, &contents, &HeldOut::none());
+        let w = r.warnings.iter().find(|w| w.code == "S-FILES-NOT-READ").expect("named");
+        assert_eq!(w.count, Some(1));
+        assert!(
+            w.message.contains("envs/sum/environment/data/labels.csv (not read: past the"),
+            "{}",
+            w.message
+        );
     }
 
     #[test]

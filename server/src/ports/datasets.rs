@@ -81,12 +81,15 @@ impl HfDatasetWriter {
         }
     }
 
-    fn request(&self, method: reqwest::Method, url: &str) -> Result<reqwest::RequestBuilder, DatasetError> {
-        let token = self.token.as_ref().ok_or_else(|| DatasetError::Refused {
+    fn token(&self) -> Result<&str, DatasetError> {
+        self.token.as_ref().map(|t| t.0.as_str()).ok_or_else(|| DatasetError::Refused {
             status: 401,
             message: "the arena has no HF token to write the runs dataset with (HF_TOKEN)".into(),
-        })?;
-        Ok(self.client.request(method, url).bearer_auth(&token.0))
+        })
+    }
+
+    fn request(&self, method: reqwest::Method, url: &str) -> Result<reqwest::RequestBuilder, DatasetError> {
+        Ok(self.client.request(method, url).bearer_auth(self.token()?))
     }
 
     async fn send(req: reqwest::RequestBuilder) -> Result<reqwest::Response, DatasetError> {
@@ -206,8 +209,7 @@ impl DatasetWriter for HfDatasetWriter {
         deleted: &[String],
     ) -> Result<String, DatasetError> {
         // Binary and large files go to LFS first, as the Hub demands (`super::lfs`).
-        let token = self.token.as_ref().map(|t| t.0.as_str()).unwrap_or_default();
-        let hub = lfs::Hub { client: &self.client, endpoint: &self.endpoint, token };
+        let hub = lfs::Hub { client: &self.client, endpoint: &self.endpoint, token: self.token()? };
         let operations = if files.is_empty() { Vec::new() } else { hub.plan(repo, files).await? };
         let mut objects: Vec<(&str, &[u8])> = files
             .iter()

@@ -415,3 +415,50 @@ async fn measure_backup() {
     println!("BENCH backup: p99 of GET /api/board/messages?q=bench {quiet:.1} ms without a snapshot, {busy:.1} ms during snapshots ({:.2}x)", busy / quiet);
     app.finish().await;
 }
+
+/// A snapshot over 10 MB goes through LFS in parts (the Hub refuses such a file inline) and is
+/// restored whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_snapshot_over_ten_megabytes_goes_through_lfs_and_comes_back() {
+    let app = TestApp::new(Backend::Sqlite).await;
+    let b = backups(&app, 3);
+    post(&app, ALICE, "alice-large-1").await;
+    // 12 MB that gzip cannot shrink, beside the arena's own rows.
+    app.exec("CREATE TABLE filler (b BLOB)").await.unwrap();
+    app.exec(
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 12) \
+         INSERT INTO filler SELECT randomblob(1000000) FROM n",
+    )
+    .await
+    .unwrap();
+    let snap = backup::once(&app.state, &b).await.unwrap().expect("a snapshot");
+    let stored = app.state.deps.datasets.read(REPO, "main", &snap.path(), 1 << 30).await.unwrap();
+    assert!(stored.len() > 10_000_000, "{} bytes", stored.len());
+    let tree: Vec<serde_json::Value> = reqwest::Client::new()
+        .get(format!("{}/api/datasets/{REPO}/tree/main/backups", app.hub_url))
+        .bearer_auth(ARENA_BOT)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(
+        tree.iter().any(|i| i["path"] == snap.path().as_str() && i["lfs"]["size"] == stored.len()),
+        "{tree:?}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("arena.sqlite");
+    let k = key();
+    let restored =
+        backup::restore(&restore(app.state.deps.datasets.as_ref(), &k, 1 << 30), &target).await.unwrap();
+    assert!(matches!(&restored, Restored::From { path, .. } if *path == snap.path()), "{restored:?}");
+    let db = server::db::Db::connect(&format!("sqlite://{}", target.display())).await.unwrap();
+    let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM filler WHERE length(b) = 1000000")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    assert_eq!(n, 12);
+    db.pool.close().await;
+    app.finish().await;
+}
