@@ -146,9 +146,21 @@ def test_scripted_execute_needs_a_request_id(scripted_server, tmp_path):
     assert server.seen == []
 
 
-def test_a_run_launched_with_the_cli_is_followed_to_scored(arena_url, alice_collection, tmp_path):
+def followed_to_its_end(arena_url, run_id, seconds):
+    """`runs --run-id` until the run has ended (or `seconds` passed); answers its last output."""
     import time
 
+    deadline = time.time() + seconds
+    while True:
+        r = run_cli(["runs", "--challenge", "local-demo", "--run-id", run_id], arena_url)
+        assert r.returncode == 0, r.stderr
+        if json.loads(r.stdout)["state"] in ("scored", "failed", "canceled"):
+            return r
+        assert time.time() < deadline, r.stderr
+        time.sleep(1)
+
+
+def test_a_run_launched_with_the_cli_is_followed_to_scored(arena_url, alice_collection, tmp_path):
     path = write(tmp_path, {"request_id": "alice-cli-run-%s" % uuid.uuid4().hex[:8]})
     r = run_cli(["run", "--challenge", "local-demo", "--id", alice_collection, "--file", path, "--execute"],
                 arena_url, token=ALICE)
@@ -158,16 +170,8 @@ def test_a_run_launched_with_the_cli_is_followed_to_scored(arena_url, alice_coll
                     arena_url, token=ALICE)
     assert again.returncode == 0 and json.loads(again.stdout)["run"]["run_id"] == run_id
     assert "was launched before" in again.stderr
-    deadline = time.time() + 90
-    while True:
-        r = run_cli(["runs", "--challenge", "local-demo", "--run-id", run_id], arena_url)
-        assert r.returncode == 0, r.stderr
-        state = json.loads(r.stdout)["state"]
-        if state in ("scored", "failed", "canceled"):
-            break
-        assert time.time() < deadline, r.stderr
-        time.sleep(1)
-    assert state == "scored", r.stderr
+    r = followed_to_its_end(arena_url, run_id, 90)
+    assert json.loads(r.stdout)["state"] == "scored", r.stderr
     assert "baseline  done" in r.stderr and "passed" in r.stderr
     assert "result collect" in r.stderr
     # TRL's steps, logged as the run trained: the newest of those planned.
@@ -228,7 +232,6 @@ def test_a_collection_with_binary_and_large_files_runs_and_its_mirror_holds_ever
     dataset holds every one of those files byte for byte."""
     import random
     import shutil
-    import time
 
     from huggingface_hub import HfApi, constants
 
@@ -264,15 +267,8 @@ def test_a_collection_with_binary_and_large_files_runs_and_its_mirror_holds_ever
                 arena_url, token=ALICE)
     assert r.returncode == 0, r.stderr
     run_id = json.loads(r.stdout)["run"]["run_id"]
-    deadline = time.time() + 180
-    while True:
-        r = run_cli(["runs", "--challenge", "local-demo", "--run-id", run_id], arena_url)
-        state = json.loads(r.stdout)["state"]
-        if state in ("scored", "failed", "canceled"):
-            break
-        assert time.time() < deadline, r.stderr
-        time.sleep(1)
-    assert state == "scored", r.stderr
+    r = followed_to_its_end(arena_url, run_id, 180)
+    assert json.loads(r.stdout)["state"] == "scored", r.stderr
     arena_bot = "hf_local_test_arena_bot_5a5a5a"
     for p, content in added.items():
         got = hub.hf_hub_download("benchflow/arena-runs", "collections/%s/%s" % (run_id, p), repo_type="dataset",

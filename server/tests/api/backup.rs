@@ -434,15 +434,7 @@ async fn a_snapshot_over_ten_megabytes_goes_through_lfs_and_comes_back() {
     let snap = backup::once(&app.state, &b).await.unwrap().expect("a snapshot");
     let stored = app.state.deps.datasets.read(REPO, "main", &snap.path(), 1 << 30).await.unwrap();
     assert!(stored.len() > 10_000_000, "{} bytes", stored.len());
-    let tree: Vec<serde_json::Value> = reqwest::Client::new()
-        .get(format!("{}/api/datasets/{REPO}/tree/main/backups", app.hub_url))
-        .bearer_auth(ARENA_BOT)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let tree = app.hub_tree(REPO, "main/backups").await;
     assert!(
         tree.iter().any(|i| i["path"] == snap.path().as_str() && i["lfs"]["size"] == stored.len()),
         "{tree:?}"

@@ -429,6 +429,19 @@ impl TestApp {
         done
     }
 
+    /// A dataset's tree listing on the stand-in, as the arena's own token reads it.
+    pub async fn hub_tree(&self, repo: &str, rev_and_dir: &str) -> Vec<serde_json::Value> {
+        reqwest::Client::new()
+            .get(format!("{}/api/datasets/{repo}/tree/{rev_and_dir}", self.hub_url))
+            .bearer_auth(ARENA_BOT)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    }
+
     /// Publishes a fixture collection as a git repository on the stand-in (`kind` is `datasets`
     /// or `github`); answers the commit.
     pub fn publish(&self, kind: &str, repo_id: &str, fixture: &Path) -> String {

@@ -2,8 +2,6 @@
 //! LFS (basic and multipart), commits `lfsFile` operations, and reads them back through the
 //! storage redirect; the stand-in refuses what the Hub refuses.
 
-use serde_json::Value;
-
 use crate::harness::{Backend, TestApp, ARENA_BOT};
 
 const REPO: &str = "benchflow/lfs-check";
@@ -31,15 +29,7 @@ async fn binary_and_large_files_go_through_lfs_and_read_back_whole() {
     ];
     let commit = datasets.commit(REPO, "binary files", &files).await.unwrap();
     // Each is in the repository as the Hub keeps it: text inline, the others in LFS.
-    let tree: Vec<Value> = reqwest::Client::new()
-        .get(format!("{}/api/datasets/{REPO}/tree/{commit}/tasks/a", app.hub_url))
-        .bearer_auth(ARENA_BOT)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let tree = app.hub_tree(REPO, &format!("{commit}/tasks/a")).await;
     for (path, bytes) in &files {
         let item =
             tree.iter().find(|i| i["path"] == path.as_str()).unwrap_or_else(|| panic!("{path}: {tree:?}"));
