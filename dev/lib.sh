@@ -6,28 +6,56 @@ cd "$ROOT"
 # A target directory outside the clone lets every clone on this machine reuse one build.
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/arena-target}
 SITE="$ROOT/target/site"
+# The front end's wasm builds in a target directory of its own: cargo locks a target directory
+# while it builds, and this way dev/test builds the wasm while the Rust tests run.
+export WASM_TARGET_DIR=${WASM_TARGET_DIR:-$CARGO_TARGET_DIR-wasm}
+WASM_OPT_CACHE="$HOME/.cache/arena-wasm-opt"
 # The commit the binary reports at /api/version; set for every cargo call so builds agree.
 export ARENA_BUILD_COMMIT
 ARENA_BUILD_COMMIT=${ARENA_BUILD_COMMIT:-$(git rev-parse HEAD 2>/dev/null || echo unknown)}
 
 log() { printf '\033[1m[dev]\033[0m %s\n' "$*" >&2; }
 
+# Named phases with their wall-clock seconds, printed at exit (`phase NAME` starts one and ends the
+# one before), so a slow suite says where its time went.
+PHASE_TIMES=() PHASE_NAME='' PHASE_START=0
+phase() { phase_end; PHASE_NAME=$1 PHASE_START=$SECONDS; log "$1"; }
+phase_end() {
+  [ -n "$PHASE_NAME" ] && PHASE_TIMES+=("$(printf '%6d s  %s' $((SECONDS - PHASE_START)) "$PHASE_NAME")")
+  PHASE_NAME=''
+}
+phase_report() {
+  phase_end
+  [ ${#PHASE_TIMES[@]} -gt 0 ] || return 0
+  log "time per phase (wall clock):"
+  printf '%s\n' "${PHASE_TIMES[@]}" >&2
+  printf '%6d s  in all\n' "$SECONDS" >&2
+}
+# What runs at exit: the test stack stops, and the phases are reported.
+on_exit() { stop_test_stack; phase_report; }
+
 # The wasm-bindgen version the lockfile pins; the CLI must match it exactly.
 wasm_bindgen_version() {
   awk '/^name = "wasm-bindgen"$/ { getline; gsub(/version = |"/, ""); print; exit }' Cargo.lock
 }
 
-ensure_rust_tools() {
+ensure_wasm_target() {
   if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
     log "adding the wasm32-unknown-unknown target"
     rustup target add wasm32-unknown-unknown
   fi
+}
+
+ensure_wasm_bindgen() {
   local want have
   want=$(wasm_bindgen_version)
   have=$(wasm-bindgen --version 2>/dev/null | awk '{print $2}' || true)
   if [ "$have" != "$want" ]; then
     log "installing wasm-bindgen-cli $want from crates.io (a few minutes, once)"
-    cargo install wasm-bindgen-cli --version "$want"
+    # Optimised a little (opt-level 1 compiles in about half the time of 3, and reads the pages'
+    # module in about the same second), in a target directory of its own.
+    CARGO_PROFILE_RELEASE_OPT_LEVEL=1 CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
+      CARGO_TARGET_DIR="$HOME/.cache/arena-target-tools" cargo install wasm-bindgen-cli --version "$want"
   fi
 }
 
@@ -119,23 +147,39 @@ ensure_trainer_python() {
 # wasm-bindgen and wasm-opt for one compiled crate, skipped when its wasm has not changed.
 wasm_module() {
   local crate=$1 name=$2
-  local wasm="$CARGO_TARGET_DIR/wasm32-unknown-unknown/wasm-release/$crate.wasm"
+  local wasm="$WASM_TARGET_DIR/wasm32-unknown-unknown/wasm-release/$crate.wasm"
   if [ ! -f "$SITE/pkg/${name}_bg.wasm" ] || [ "$wasm" -nt "$SITE/pkg/${name}_bg.wasm" ]; then
     wasm-bindgen --target web --no-typescript --out-dir "$SITE/pkg" --out-name "$name" "$wasm"
-    log "optimising $name's wasm (wasm-opt -Oz)"
-    node_modules/.bin/wasm-opt -Oz --enable-bulk-memory --enable-nontrapping-float-to-int \
-      --enable-sign-ext --enable-mutable-globals --enable-reference-types --enable-multivalue \
-      "$SITE/pkg/${name}_bg.wasm" -o "$SITE/pkg/${name}_bg.wasm"
+    # wasm-opt takes minutes on two cores: its output is kept by its input's hash, so a clean
+    # clone of code built before (CI after a session) optimises nothing again.
+    local key optimised
+    key=$( (sha256sum "$SITE/pkg/${name}_bg.wasm"; node_modules/.bin/wasm-opt --version) | sha256sum | cut -c1-32)
+    optimised="$WASM_OPT_CACHE/$key.wasm"
+    if [ -f "$optimised" ]; then
+      log "$name's wasm was optimised before (wasm-opt cache)"
+      cp "$optimised" "$SITE/pkg/${name}_bg.wasm"
+    else
+      log "optimising $name's wasm (wasm-opt -Oz)"
+      node_modules/.bin/wasm-opt -Oz --enable-bulk-memory --enable-nontrapping-float-to-int \
+        --enable-sign-ext --enable-mutable-globals --enable-reference-types --enable-multivalue \
+        "$SITE/pkg/${name}_bg.wasm" -o "$SITE/pkg/${name}_bg.wasm"
+      mkdir -p "$WASM_OPT_CACHE"
+      # Older entries go: the cache keeps the last few builds.
+      find "$WASM_OPT_CACHE" -name '*.wasm' -mtime +7 -delete 2>/dev/null || true
+      cp "$SITE/pkg/${name}_bg.wasm" "$optimised.partial" && mv "$optimised.partial" "$optimised"
+    fi
   fi
 }
 
 # Builds the hydrating front end into target/site: wasm (optimised by wasm-opt), JS glue, CSS,
 # the public files and the served scripts (assembled from scripts/).
 build_site() {
-  ensure_rust_tools
+  ensure_wasm_target
+  ensure_wasm_bindgen
   ensure_node_tools
   log "building the front end (wasm32): the pages, and the checker module /arena/check loads"
-  cargo build -p frontend -p checker --lib --target wasm32-unknown-unknown --profile wasm-release
+  CARGO_TARGET_DIR="$WASM_TARGET_DIR" cargo build -p frontend -p checker --lib --target wasm32-unknown-unknown \
+    --profile wasm-release
   mkdir -p "$SITE/pkg"
   wasm_module frontend arena
   wasm_module checker checker
@@ -173,7 +217,9 @@ build_server() {
   if [ "$profile" = release ]; then
     cargo build -p server -p standin --release
   else
-    cargo build -p server -p standin
+    # With the tests' own feature set (`--tests` unifies the dev-dependencies' features, as
+    # `cargo test --workspace` does): after dev/test's `cargo test` this builds nothing again.
+    cargo build --workspace --exclude frontend --bins --tests
   fi
 }
 
@@ -184,10 +230,12 @@ assemble_local_configs() {
   rm -rf "$dest"
   mkdir -p "$dest"
   cp -R configs/. "$dest/"
-  for sub in challenges methods suites fixture/task-lists; do
+  for sub in challenges methods suites benchmarks fixture/task-lists; do
     mkdir -p "$dest/$sub"
     cp dev/local-challenge/"$sub"/* "$dest/$sub/"
   done
+  # The OpenEnv track is evaluated on the demo's public benchmark (the real one is private).
+  sed -i 's/^benchmark = .*/benchmark = "local-bench"/' "$dest/arena.toml"
   if [ -n "$cap" ]; then
     sed -i "s/^cap_usd = .*/cap_usd = $cap/" "$dest/arena.toml"
   fi
@@ -224,7 +272,7 @@ start_test_stack() {
     STANDIN_OPENENV_CORE="$OPENENV_CORE" STANDIN_CLUSTER_HEARTBEAT_MS=500 STANDIN_SEED_DATASETS="$(seed_datasets)" STANDIN_JOB_NULLS=1 \
     env "${simulated[@]}" "$CARGO_TARGET_DIR/$profile/arena-standin" >"$work/standin.log" 2>&1 &
   standin_pid=$!
-  trap stop_test_stack EXIT
+  trap on_exit EXIT
   # The arena checks its sandbox reader with the stand-in's whoami at start: it starts once the
   # stand-in answers (anything); a stand-in that exited is said at once.
   wait_for_standin "$hub" "$standin_pid" "$work/standin.log"
@@ -237,7 +285,7 @@ start_test_stack() {
     GITHUB_API_URL="$hub" GITHUB_RAW_URL="$hub/raw" \
     ARENA_FRAME_ANCESTORS="https://huggingface.co https://*.huggingface.co http://localhost:*" \
     HF_ENDPOINT="$hub" OPENID_PROVIDER_URL="$hub" OAUTH_CLIENT_ID=arena-test OAUTH_CLIENT_SECRET=arena-test-secret \
-    ARENA_SANDBOX_HEALTH_S=45 ARENA_SANDBOX_LIMIT=3 ARENA_CLUSTER_SECRET="$cluster_secret" ARENA_REGISTRY_DOCKER_URL="$hub/registry/docker.io" ARENA_REGISTRY_GHCR_URL="$hub/registry/ghcr.io" \
+    ARENA_SANDBOX_HEALTH_S=120 ARENA_SANDBOX_LIMIT=3 ARENA_CLUSTER_SECRET="$cluster_secret" ARENA_REGISTRY_DOCKER_URL="$hub/registry/docker.io" ARENA_REGISTRY_GHCR_URL="$hub/registry/ghcr.io" \
     RUST_LOG=warn "$CARGO_TARGET_DIR/$profile/arena" serve >"$work/server.log" 2>&1 &
   server_pid=$!
   for _ in $(seq 60); do curl -fs "$url/healthz" >/dev/null 2>&1 && break; sleep 0.5; done

@@ -4,8 +4,7 @@
 // become cards there), with task ids as long as the starter kit's.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import axe from 'axe-core';
-import { BASE, launch, hydrated, publish, submit } from './support.mjs';
+import { BASE, launch, hydrated, publish, submit, someRun, SCREENS, violations, squeezedWords } from './support.mjs';
 
 let browser;
 let paths;
@@ -14,51 +13,13 @@ before(async () => {
   browser = await launch();
   const id = collection = await submit(publish('grace', 'good', { longNames: true }), `Accessible collection ${Date.now()}`, 'grace');
   const rejected = await submit(publish('grace', 'dockerfile-copies-oracle', { longNames: true }), `Rejected tasks ${Date.now()}`, 'grace');
-  const runs = await (await fetch(`${BASE}/api/challenges/local-demo/runs`)).json();
+  const run = await someRun();
   paths = ['/', '/arena', '/arena/challenges/openenv-9b', '/arena/challenges/local-demo', `/arena/submissions/${id}`,
     `/arena/submissions/${rejected}`,
     '/arena/submit', '/arena/check', '/arena/openenv', '/arena/jobs', '/no/such/page',
-    ...runs.runs.slice(0, 1).map((r) => `/arena/runs/${r.run_id}`)];
+    `/arena/runs/${run}`];
 });
 after(async () => { await browser?.close(); });
-
-const SCREENS = { desktop: { width: 1366, height: 900 }, phone: { width: 360, height: 740 } };
-
-/** axe-core's serious and critical violations on the page, each with a few of its elements. */
-async function violations(page) {
-  await page.addScriptTag({ content: axe.source });
-  return page.evaluate(async () => {
-    const result = await window.axe.run(document, { resultTypes: ['violations'] });
-    return result.violations
-      .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-      .map((v) => `${v.id} (${v.impact}): ${v.help} at ${v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join(' | ')}`);
-  });
-}
-
-/** Words in table cells wider than the cell's content box, in the font they are drawn in. */
-function squeezedWords(page) {
-  return page.evaluate(() => {
-    const ctx = document.createElement('canvas').getContext('2d');
-    const out = [];
-    for (const cell of document.querySelectorAll('main table td, main table th')) {
-      const shown = (el) => { const r = el.getBoundingClientRect(); return r.width > 2 && r.height > 2; };
-      // Hidden, or a header row kept only for screen readers (the phone's cards).
-      if (!shown(cell) || (cell.closest('thead') && !shown(cell.closest('thead')))) continue;
-      const style = getComputedStyle(cell);
-      const room = cell.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
-      const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
-      for (let node = walker.nextNode(); node; node = walker.nextNode()) {
-        const font = getComputedStyle(node.parentElement);
-        ctx.font = `${font.fontStyle} ${font.fontWeight} ${font.fontSize} ${font.fontFamily}`;
-        for (const word of node.textContent.split(/\s+/).filter(Boolean)) {
-          const width = ctx.measureText(word).width;
-          if (width > room + 0.5) out.push(`"${word}" needs ${Math.ceil(width)} px in a ${Math.floor(room)} px cell`);
-        }
-      }
-    }
-    return out;
-  });
-}
 
 async function signIn(context, user) {
   const page = await context.newPage();

@@ -4,7 +4,7 @@
 // fresh sandbox running the image's echo server, then follows its run to `completed`.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { BASE, launch, hydrated } from './support.mjs';
+import { BASE, launch, hydrated, SCREENS, violations, squeezedWords, token } from './support.mjs';
 
 let browser;
 before(async () => { browser = await launch(); });
@@ -78,7 +78,69 @@ test('the OpenEnv form checks in the browser, submits, and the page lists the pi
   assert.equal(await page.locator('figure.curve.reward svg circle').count(), 3);
   assert.equal(await page.locator('table.training-steps tbody tr').count(), 3);
   const states = await page.locator('table.openenv-events tbody tr td:nth-child(2)').allInnerTexts();
-  assert.deepEqual(states, ['starting', 'loading', 'rolling', 'updating', 'rolling', 'updating',
-    'rolling', 'updating', 'cleanup', 'completed']);
+  // The held-out benchmark before the first step and after the last (its start and its end each).
+  assert.deepEqual(states, ['starting', 'loading', 'evaluating', 'evaluating', 'rolling', 'updating', 'rolling', 'updating',
+    'rolling', 'updating', 'evaluating', 'evaluating', 'cleanup', 'completed']);
+  // The run's evaluation: complete, said to be simulated, per domain, and no held-out task shown.
+  const evaluation = page.locator('table.openenv-evaluation');
+  assert.match(await page.locator('p.evaluation-state').innerText(), /local-bench · complete/);
+  assert.match(await page.locator('p.simulated').first().innerText(), /Simulated/);
+  assert.equal(await evaluation.locator('tbody tr').count(), 3, 'all domains, then each of the two');
+  assert.doesNotMatch(await page.locator('main').innerText(), /reply-hello|count-2/);
   await context.close();
+  // The leaderboard, to everyone signed out, at both widths: readable and accessible.
+  for (const [screen, viewport] of Object.entries(SCREENS)) {
+    const phone = screen === 'phone';
+    const visitor = await browser.newContext({ viewport, isMobile: phone, hasTouch: phone, bypassCSP: true });
+    const board = await visitor.newPage();
+    await board.goto(`${BASE}/arena/openenv`);
+    const rows = board.locator('table.openenv-leaderboard tbody tr');
+    await rows.first().waitFor({ timeout: 15_000 });
+    assert.match(await rows.first().innerText(), /Base model before training/);
+    assert.ok(await board.locator('table.openenv-leaderboard tbody tr:not(.reference)').count() >= 1);
+    assert.match(await board.locator('pre.agent-lines').innerText(), /curl -sS "\$BASE\/leaderboard"/);
+    assert.deepEqual(await violations(board), [], `axe on a ${viewport.width} px ${screen}`);
+    assert.deepEqual(await squeezedWords(board), [], `cells on a ${viewport.width} px ${screen}`);
+    await visitor.close();
+  }
+});
+
+// The jobs page's intake control is a plain form: an editor pauses intake with a reason, the
+// OpenEnv page says so to everyone, the API refuses a new submission with it, and the editor
+// resumes. (Last in this file: nothing else here submits while intake is paused.)
+test('an editor pauses and resumes OpenEnv intake on the jobs page', async () => {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  await page.goto(`${BASE}/auth/login?return_to=/arena/jobs`);
+  await page.getByRole('button', { name: 'Sign in as eve' }).click();
+  await page.waitForURL(`${BASE}/arena/jobs`);
+  try {
+    assert.match(await page.locator('p.intake-state').innerText(), /^Open/);
+    await page.getByLabel('Reason submitters will read').fill('the cluster is being upgraded');
+    await page.getByRole('button', { name: 'Pause intake' }).click();
+    await page.waitForURL(/\/arena\/jobs\?intake=changed/);
+    assert.match(await page.locator('p.intake-state').innerText(), /Paused since .*: the cluster is being upgraded/);
+    const status = await (await fetch(`${BASE}/api/openenv`)).json();
+    assert.equal(status.intake.open, false);
+    const visitor = await browser.newPage();
+    await visitor.goto(`${BASE}/arena/openenv`);
+    assert.match(await visitor.locator('p.intake.paused').innerText(), /paused new submissions .*the cluster is being upgraded/);
+    await visitor.close();
+    const refused = await fetch(`${BASE}/api/openenv/submissions`, {
+      method: 'POST', body: submission(1800),
+      headers: { authorization: `Bearer ${token('frank')}`, 'content-type': 'application/json' },
+    });
+    assert.equal(refused.status, 503);
+    assert.equal((await refused.json()).code, 'CAPACITY_BUSY');
+    await page.getByRole('button', { name: 'Resume intake' }).click();
+    await page.waitForURL(/\/arena\/jobs\?intake=changed/);
+    assert.match(await page.locator('p.intake-state').innerText(), /^Open/);
+  } finally {
+    // Whatever failed above, intake is open again for the rest of the suite.
+    await fetch(`${BASE}/api/openenv/intake`, {
+      method: 'POST', body: '{"open": true}',
+      headers: { authorization: `Bearer ${token('eve')}`, 'content-type': 'application/json' },
+    });
+    await context.close();
+  }
 });

@@ -3,7 +3,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { BASE, launch, hydrated, publish, submit } from './support.mjs';
+import { BASE, launch, hydrated, publish, submit, someRun } from './support.mjs';
 
 let browser;
 before(async () => { browser = await launch(); });
@@ -65,9 +65,9 @@ test('no page scrolls sideways on a 360 px phone, and the interactive parts work
   const id = await submit(publish('carol', 'dockerfile-copies-oracle'), `Phone check ${Date.now()}`, 'carol');
   const context = await browser.newContext({ viewport: { width: 360, height: 740 }, isMobile: true, hasTouch: true });
   const page = await context.newPage();
-  const runs = await (await fetch(`${BASE}/api/challenges/local-demo/runs`)).json();
+  const run = await someRun();
   const paths = ['/', '/arena', '/arena/challenges/openenv-9b', `/arena/submissions/${id}`, '/arena/submit', '/arena/jobs', '/arena/openenv',
-    '/arena/check', '/no/such/page', ...runs.runs.slice(0, 1).map((r) => `/arena/runs/${r.run_id}`)];
+    '/arena/check', '/no/such/page', `/arena/runs/${run}`];
   for (const path of paths) {
     await page.goto(`${BASE}${path}`);
     await hydrated(page);

@@ -190,20 +190,6 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-_system_getaddrinfo = socket.getaddrinfo
-
-
-def _loopback_names(host, *args, **kwargs):
-    """RFC 6761 §6.3: names under `localhost` are the loopback address, whatever the system
-    resolver says (glibc resolves `localhost` itself only). HF's exposed URLs are `*.hf.jobs`."""
-    if isinstance(host, str) and host.rstrip(".").lower().endswith(".localhost"):
-        host = "127.0.0.1"
-    return _system_getaddrinfo(host, *args, **kwargs)
-
-
-socket.getaddrinfo = _loopback_names
-
-
 def answers(url: str, headers: dict | None = None) -> bool:
     try:
         with urllib.request.urlopen(urllib.request.Request(url, headers=headers or {}), timeout=10) as r:
@@ -316,10 +302,10 @@ def counts(health_path: Path) -> dict | None:
 # transformers 5.13's TrackioCallback).
 TRACKIO = "trackio==0.43.0"
 
-# TRL's numbers the arena keeps, by the name transformers logs them under.
-TRL_METRICS = {"loss": "loss", "reward": "reward", "reward_std": "reward_std", "grad_norm": "grad_norm",
-               "learning_rate": "learning_rate", "completions/mean_length": "completion_length",
-               "frac_reward_zero_std": "frac_reward_zero_std"}
+# TRL's numbers the arena keeps, under the names transformers logs them (the domain's
+# `TrainMetrics` table, tests/fixtures/metric-names.json).
+TRL_METRICS = ["loss", "reward", "reward_std", "grad_norm", "learning_rate", "completions/mean_length",
+               "frac_reward_zero_std"]
 
 
 def trl_metrics(line: str) -> dict | None:
@@ -336,13 +322,13 @@ def trl_metrics(line: str) -> dict | None:
     if not isinstance(logs, dict) or "loss" not in logs:
         return None
     out = {}
-    for key, name in TRL_METRICS.items():
+    for key in TRL_METRICS:
         try:
             value = float(logs[key])
         except (KeyError, TypeError, ValueError):
             continue
         if math.isfinite(value):
-            out[name] = value
+            out[key] = value
     return out or None
 
 

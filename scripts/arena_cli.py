@@ -415,9 +415,12 @@ def signal_lines(signal):
     lines = ["Training: " + signal.get("summary", "")]
     for t in signal.get("tasks", []):
         rate = "n/a" if t.get("pass_rate") is None else "%.0f%%" % (100 * t["pass_rate"])
-        lines.append("  %s: %s; passed %s in training, %s of %s groups with signal, %s of %s rollouts masked" % (
+        masked = "%s of %s rollouts masked" % (t.get("masked_rollouts"), t.get("rollouts"))
+        if t.get("infra_errors") or t.get("trajectory_errors"):
+            masked += " (%s the platform's errors, %s trajectory errors)" % (t.get("infra_errors"), t.get("trajectory_errors"))
+        lines.append("  %s: %s; passed %s in training, %s of %s groups with signal, %s" % (
             t.get("task"), t.get("verdict", "").replace("_", " "), rate, t.get("groups_with_variance"), t.get("groups"),
-            t.get("masked_rollouts"), t.get("rollouts")))
+            masked))
     return lines
 
 

@@ -70,6 +70,10 @@ pub trait ArenaReads: Send + Sync + 'static {
         request: &'a http::request::Parts,
         run_id: &'a str,
     ) -> BoxFuture<'a, Read<Option<OpenEnvRun>>>;
+    /// The OpenEnv leaderboard (public).
+    fn openenv_leaderboard(&self) -> BoxFuture<'_, Read<domain::openenv::evaluation::Leaderboard>>;
+    /// Whether the OpenEnv track takes new submissions (public).
+    fn openenv_intake(&self) -> BoxFuture<'_, Read<domain::openenv::controls::Intake>>;
 }
 
 /// An OpenEnv run as its page shows it: the run and its events.

@@ -200,7 +200,7 @@ pub fn new_request_id(prefix: &str) -> String {
         if let Ok(crypto) = leptos::prelude::window().crypto() {
             let _ = crypto.get_random_values_with_u8_array(&mut bytes);
         }
-        let suffix: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        let suffix = domain::digest::hex(bytes);
         format!("{prefix}-web-{suffix}")
     }
     #[cfg(not(feature = "hydrate"))]

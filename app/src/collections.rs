@@ -395,6 +395,16 @@ struct Refusal {
     validation: Report,
 }
 
+/// The report a refused submit carries (`VALIDATION_FAILED`), if it is one.
+fn refused_report(e: &client::Failure) -> Option<Report> {
+    match e {
+        client::Failure::Refused { body, .. } => {
+            serde_json::from_str::<Refusal>(body).ok().map(|r| r.validation)
+        }
+        client::Failure::Unreachable(_) => None,
+    }
+}
+
 #[island]
 fn SubmitForm(csrf: String, agents: Vec<String>, challenges: Vec<String>) -> impl IntoView {
     let challenge = RwSignal::new(challenges.first().cloned().unwrap_or_default());
@@ -448,17 +458,11 @@ fn SubmitForm(csrf: String, agents: Vec<String>, challenges: Vec<String>) -> imp
                     report.set(Some(answer.validation));
                     submitted.set(Some((answer.environment_id, answer.existing)));
                 }
-                Err(e) => {
-                    // A failed validation shows its report, which says why.
-                    let refusal = match &e {
-                        client::Failure::Refused { body, .. } => serde_json::from_str::<Refusal>(body).ok(),
-                        client::Failure::Unreachable(_) => None,
-                    };
-                    match refusal {
-                        Some(r) => report.set(Some(r.validation)),
-                        None => error.set(Some(e.describe())),
-                    }
-                }
+                // A failed validation shows its report, which says why.
+                Err(e) => match refused_report(&e) {
+                    Some(r) => report.set(Some(r)),
+                    None => error.set(Some(e.describe())),
+                },
             }
             busy.set(false);
         });
@@ -493,6 +497,19 @@ fn SubmitForm(csrf: String, agents: Vec<String>, challenges: Vec<String>) -> imp
                     disabled=move || busy.get() || !report.get().is_some_and(|r| r.valid)>"Submit"</button>
             </div> }.into_any()}
         </form>
+        <SubmitOutcome busy error submitted/>
+        {move || report.get().map(|r| view! { <ReportView report=r/> })}
+    }
+}
+
+/// What the submit form is doing, what went wrong, or where the submitted collection is.
+#[component]
+fn SubmitOutcome(
+    busy: RwSignal<bool>,
+    error: RwSignal<Option<String>>,
+    submitted: RwSignal<Option<(String, bool)>>,
+) -> impl IntoView {
+    view! {
         {move || busy.get().then(|| view! { <p class="note">"Reading the repository and checking every task…"</p> })}
         {move || error.get().map(|e| view! { <p class="error">{e}</p> })}
         {move || submitted.get().map(|(id, existing)| view! {
@@ -501,7 +518,6 @@ fn SubmitForm(csrf: String, agents: Vec<String>, challenges: Vec<String>) -> imp
                 <a href=format!("/arena/submissions/{id}")>{id.clone()}</a>
             </p>
         })}
-        {move || report.get().map(|r| view! { <ReportView report=r/> })}
     }
 }
 

@@ -11,6 +11,7 @@ mod client;
 mod collections;
 mod components;
 mod openenv;
+mod openenv_results;
 mod organizers;
 mod pages;
 mod results;

@@ -70,7 +70,9 @@ pub fn OpenEnvPage() -> impl IntoView {
     let page = async move {
         let reads = reads?;
         let (connected, submissions) = reads.openenv(&parts?).await?;
-        Ok::<_, ApiErrorBody>((session.await?, connected, submissions))
+        let board = reads.openenv_leaderboard().await?;
+        let intake = reads.openenv_intake().await?;
+        Ok::<_, ApiErrorBody>((session.await?, connected, submissions, board, intake))
     };
     view! {
         <PageMeta title="Open Env Arena · OpenEnv environments" description="Submit an OpenEnv environment as a container image; the arena checks it, admits it in a sandbox and trains on it on its own cluster."/>
@@ -82,7 +84,7 @@ pub fn OpenEnvPage() -> impl IntoView {
         </p>
         <Suspense fallback=|| view! { <p>"Loading…"</p> }>
             {Suspend::new(async move {
-                let (session, connected, submissions) = match page.await {
+                let (session, connected, submissions, board, intake) = match page.await {
                     Ok(read) => read,
                     Err(error) => return view! { <ReadError what="the OpenEnv track" error/> }.into_any(),
                 };
@@ -96,6 +98,15 @@ pub fn OpenEnvPage() -> impl IntoView {
                 let runs = submissions.clone();
                 view! {
                     <p class=if connected { "cluster connected" } else { "cluster disconnected" }>{status}</p>
+                    {(!intake.open).then(|| view! {
+                        <p class="intake paused" role="status">{format!(
+                            "The organizers paused new submissions since {}: {}. Submissions already accepted are admitted and their runs go on.",
+                            intake.since.clone().unwrap_or_default(), intake.reason.clone().unwrap_or_default()
+                        )}</p>
+                    })}
+                    <h2 id="leaderboard">"Leaderboard"</h2>
+                    <crate::openenv_results::OpenEnvLeaderboard board/>
+                    <AgentLines/>
                     <AccountBox session return_to why="to submit an environment and follow its admission and run".to_string()/>
                     {match csrf {
                         Some(csrf) => view! {
@@ -117,6 +128,25 @@ pub fn OpenEnvPage() -> impl IntoView {
                 .into_any()
             })}
         </Suspense>
+    }
+}
+
+/// How an agent uses this track: the guide's curl lines (`arena_cli.py` is for collections).
+#[component]
+fn AgentLines() -> impl IntoView {
+    const LINES: &str = "BASE=https://openenvarena-arena.hf.space/api/openenv TOKEN=${HF_TOKEN:-$(cat \"${HF_TOKEN_PATH:-${HF_HOME:-$HOME/.cache/huggingface}/token}\")}
+printf 'Authorization: Bearer %s\\n' \"$TOKEN\" |
+curl -sS -H @- -H 'Content-Type: application/json' --data @submission.json \"$BASE/submissions\"
+printf 'Authorization: Bearer %s\\n' \"$TOKEN\" |
+curl -sS -H @- \"$BASE/submissions/my-env-v1\"
+curl -sS \"$BASE/leaderboard\"";
+    view! {
+        <h2>"Agents"</h2>
+        <p class="note">
+            "This track takes no " <code>"arena_cli.py"</code> ": agents send the guide's requests with their Hugging Face token, "
+            "as " <a href="/AGENTS.md#submit-and-follow-your-run">"the guide"</a> " shows:"
+        </p>
+        <pre class="agent-lines"><code>{LINES}</code></pre>
     }
 }
 
@@ -312,6 +342,23 @@ pub fn OpenEnvRunPage() -> impl IntoView {
     }
 }
 
+/// A stalled or released cleanup in words (nothing for one under way as usual).
+fn cleanup_words(c: domain::openenv::controls::CleanupView) -> Option<String> {
+    if let Some(r) = c.released {
+        return Some(format!(
+            "Its stalled cleanup was released by {} at {} ({}); the arena canceled {} sandbox(es) left.",
+            r.by, r.at, r.reason, r.sandboxes_canceled
+        ));
+    }
+    c.stalled.then(|| {
+        let left = match (c.sandboxes_left, c.counted_at) {
+            (Some(n), Some(at)) => format!("{n} of its sandboxes were still live at {at}"),
+            _ => "its sandboxes are being counted".to_string(),
+        };
+        format!("Its cleanup, begun at {}, has stalled: {left}. An organizer can release it.", c.since)
+    })
+}
+
 #[component]
 fn RunDetail(run: OpenEnvRunView, events: Vec<RunEvent>) -> impl IntoView {
     let live = !run.state.terminal();
@@ -340,10 +387,12 @@ fn RunDetail(run: OpenEnvRunView, events: Vec<RunEvent>) -> impl IntoView {
         {run.error.clone().map(|e| view! {
             <p class="error">{e.code.map(|c| view! { <code>{c}</code> " " })} {e.message}</p>
         })}
+        {run.cleanup.clone().and_then(cleanup_words).map(|text| view! { <p class="openenv-cleanup" role="status">{text}</p> })}
         {live.then(|| view! { <p class="note">"This page follows the run: it reloads every five seconds until the run ends."</p> })}
         <h2>"Training curves"</h2>
-        <div class="curves-static" inner_html=crate::charts::training_curves_html(&domain::openenv::run::training_curve(&events))></div>
+        <div class="curves-static"><crate::charts::TrainingCurves curve=domain::openenv::run::training_curve(&events)/></div>
         <StepTable steps=run.steps.clone()/>
+        {run.evaluation.clone().map(|evaluation| view! { <crate::openenv_results::EvaluationPanel evaluation/> })}
         <h2>"Events"</h2>
         <table class="openenv-events cards">
             <thead><tr><th>"#"</th><th>"State"</th><th>"Version"</th><th>"At"</th><th>"Rewards"</th><th>"Message"</th></tr></thead>
@@ -372,10 +421,10 @@ fn StepTable(steps: Vec<domain::openenv::run::StepView>) -> impl IntoView {
                 {steps.into_iter().map(|s| { let m = s.metrics; view! {
                     <tr>
                         <td data-label="Step">{s.policy_version}</td>
-                        <td data-label="Reward">{format!("{} ± {}", n(m.reward_mean, 2), n(m.reward_std, 2))}</td>
+                        <td data-label="Reward">{format!("{} ± {}", n(m.reward, 2), n(m.reward_std, 2))}</td>
                         <td data-label="Loss">{n(m.loss, 4)}</td><td data-label="Grad norm">{n(m.grad_norm, 4)}</td>
-                        <td data-label="Tokens">{n(m.completion_tokens, 0)}</td><td data-label="Seconds">{n(m.step_s, 0)}</td>
-                        <td data-label="Ended by">{format!("{} / {} / {}", n(m.invalid_replies, 0), n(m.budget_ends, 0), n(m.timeouts, 0))}</td>
+                        <td data-label="Tokens">{n(m.completions_mean_length, 0)}</td><td data-label="Seconds">{n(m.episodes_step_s, 0)}</td>
+                        <td data-label="Ended by">{format!("{} / {} / {}", n(m.episodes_invalid_replies, 0), n(m.episodes_budget_ends, 0), n(m.episodes_timeouts, 0))}</td>
                     </tr>
                 }}).collect_view()}
             </tbody>

@@ -1,7 +1,9 @@
 //! `/arena/jobs`, the organizers' page: every pipeline job in the arena's HF namespace with its
 //! cost, the cap and what is committed against it, and committed spend over time with the cap
-//! line. Server-rendered only: nothing on it is interactive.
+//! line, and the organizers' controls. Server-rendered only: its one control is a plain form.
 
+use domain::board::HiddenMessage;
+use domain::openenv::controls::Intake;
 use domain::views::{JobsView, SpendPoint};
 use leptos::prelude::*;
 
@@ -24,7 +26,11 @@ pub fn JobsPage() -> impl IntoView {
         <Suspense fallback=|| view! { <p>"Loading…"</p> }>
             {Suspend::new(async move {
                 match page.await {
-                    Ok((_, Some(v))) => view! { <Jobs v/> }.into_any(),
+                    Ok((session, Some(v))) => {
+                        let csrf = session.viewer.map(|v| v.csrf).unwrap_or_default();
+                        let (intake, hidden) = (v.intake.clone(), v.hidden_messages.clone());
+                        view! { <Jobs v/><Controls intake hidden csrf/> }.into_any()
+                    }
                     Ok((session, None)) => view! {
                         <AccountBox session return_to="/arena/jobs".to_string() why="as a BenchFlow editor to see the jobs and spend".to_string()/>
                         <p>"This page is for BenchFlow editors: sign in with an account that has the write or admin role in the organization."</p>
@@ -88,6 +94,53 @@ fn Jobs(v: JobsView) -> impl IntoView {
                 </tbody>
             </table>
         </div>
+    }
+}
+
+/// The organizers' controls that need no script: OpenEnv intake as a plain form (the server
+/// answers it by sending the page back with what happened), and the board messages editors hid.
+#[component]
+fn Controls(intake: Intake, hidden: Vec<HiddenMessage>, csrf: String) -> impl IntoView {
+    let query = leptos_router::hooks::use_query_map();
+    let outcome = query.with_untracked(|q| match (q.get("intake"), q.get("intake_error")) {
+        (Some(_), _) => Some(("note", "Intake changed.".to_string())),
+        (_, Some(code)) => {
+            Some(("error", format!("Intake unchanged: {code}: {}", q.get("why").unwrap_or_default())))
+        }
+        _ => None,
+    });
+    let state = if intake.open {
+        "Open: new submissions are taken.".to_string()
+    } else {
+        format!("Paused since {}: {}. New submissions are answered 503 CAPACITY_BUSY with this reason; accepted ones go on, and every read answers.",
+            intake.since.clone().unwrap_or_default(), intake.reason.clone().unwrap_or_default())
+    };
+    view! {
+        <h2 id="intake">"OpenEnv intake"</h2>
+        {outcome.map(|(class, text)| view! { <p class=class role="status">{text}</p> })}
+        <p class="intake-state">{state}</p>
+        <form method="post" action="/arena/jobs/intake" class="intake">
+            <input type="hidden" name="csrf" value=csrf/>
+            <input type="hidden" name="open" value=if intake.open { "false" } else { "true" }/>
+            {intake.open.then(|| view! {
+                <label for="intake-reason">"Reason submitters will read"</label>
+                <input id="intake-reason" name="reason" required maxlength="500" autocomplete="off"/>
+            })}
+            <button type="submit">{if intake.open { "Pause intake" } else { "Resume intake" }}</button>
+        </form>
+        <h2>"Hidden board messages"</h2>
+        {if hidden.is_empty() {
+            view! { <p>"None: editors hide a message with POST /api/board/messages/{id}/hide and a reason."</p> }.into_any()
+        } else {
+            view! {
+                <ul class="hidden-messages">
+                    {hidden.into_iter().map(|h| view! {
+                        <li><code>{h.message.id.clone()}</code>" by "{h.message.author.clone()}", hidden by "{h.hidden_by.clone()}" at "
+                            {h.hidden_at.clone()}": "{h.reason.clone()}<blockquote>{h.message.body.clone()}</blockquote></li>
+                    }).collect_view()}
+                </ul>
+            }.into_any()
+        }}
     }
 }
 

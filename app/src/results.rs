@@ -96,7 +96,7 @@ pub fn TrainingSignalView(signal: TrainingSignal, #[prop(optional)] run_id: Opti
             <h3>"What training learned from each task"{run_id.map(|r| view! { " (run " <a href=format!("/arena/runs/{r}")>{r.clone()}</a> ")" })}</h3>
             <p class="signal-summary">{signal.summary.clone()}</p>
             <p class="note">{format!(
-                "From GRPO's own records (train_task_stats.json). Each group is {} attempts at one task; GRPO learns only from a group whose attempts got different rewards. A task that is always or never solved teaches nothing; masked rollouts (infrastructure or trajectory errors) are left out of the loss.",
+                "From GRPO's own records (train_task_stats.json). Each group is {} attempts at one task; GRPO learns only from a group whose attempts got different rewards. A task that is always or never solved teaches nothing. Masked rollouts are left out of the loss and never scored 0: the platform's errors (the sandbox, the agent or the verifier failed) and trajectory errors (scored, but the pipeline could not turn the trajectory into training tokens).",
                 signal.num_generations
             )}</p>
             <div class="table-wrap" tabindex="0" role="region" aria-label="Training signal per task">
@@ -110,9 +110,9 @@ pub fn TrainingSignalView(signal: TrainingSignal, #[prop(optional)] run_id: Opti
                                     <td data-label="Task"><code>{t.task.clone()}</code></td>
                                     <td data-label="Verdict"><span class=format!("badge signal-{v}")>{t.verdict.words()}</span></td>
                                     <td data-label="Pass rate in training" class="num">{format!("{} ({} of {} scored)", pct(t.pass_rate), t.passes, t.scored_rollouts)}</td>
-                                    <td data-label="Groups with signal" class="num">{format!("{} of {}", t.groups_with_variance, t.groups)}</td>
+                                    <td data-label="Groups with signal" class="num">{format!("{} of {}{}", t.groups_with_variance, t.groups, t.reward_variance.map(|v| format!(" (reward variance {v:.3})")).unwrap_or_default())}</td>
                                     <td data-label="All-pass / all-fail groups" class="num">{format!("{} / {}", t.all_pass_groups, t.all_fail_groups)}</td>
-                                    <td data-label="Masked rollouts" class="num">{format!("{} of {}", t.masked_rollouts, t.rollouts)}</td>
+                                    <td data-label="Masked rollouts" class="num">{masked_words(&t)}</td>
                                 </tr>
                             }
                         }).collect_view()}
@@ -120,6 +120,16 @@ pub fn TrainingSignalView(signal: TrainingSignal, #[prop(optional)] run_id: Opti
                 </table>
             </div>
         </section>
+    }
+}
+
+/// A task's masked rollouts, and whose errors they were (results collected before the two kinds
+/// were kept apart say only the count).
+fn masked_words(t: &domain::training::signal::TaskSignal) -> String {
+    let of = format!("{} of {}", t.masked_rollouts, t.rollouts);
+    match t.infra_errors + t.trajectory_errors {
+        0 => of,
+        _ => format!("{of}: {} the platform's, {} trajectory", t.infra_errors, t.trajectory_errors),
     }
 }
 

@@ -30,19 +30,20 @@ import sys
 import time
 from pathlib import Path
 
+from .contract import EPISODES_PER_STEP
 from .rundir import RunDir
+from .settings import SettingError, Settings
 
 log = logging.getLogger("arena-agent")
-EPISODES_PER_STEP = 5
 # How long a stopped trainer has to cancel its sandboxes before it is killed.
 STOP_GRACE_S = 30
 # A trainer that exits without ending its run is started again this many times.
 RESTARTS = 1
 
 
-def node_gpus() -> int:
-    if os.environ.get("ARENA_AGENT_GPUS"):
-        return int(os.environ["ARENA_AGENT_GPUS"])
+def node_gpus(settings: Settings) -> int:
+    if settings.agent_gpus is not None:
+        return settings.agent_gpus
     try:
         out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=20).stdout
     except (OSError, subprocess.TimeoutExpired):
@@ -106,7 +107,7 @@ def _pid_alive(pid: int, run_path: Path) -> bool:
 
 
 class Agent:
-    def __init__(self, arena: str, secret: str, home: Path, heartbeat_s: float, python: str):
+    def __init__(self, arena: str, secret: str, home: Path, heartbeat_s: float, python: str, settings: Settings):
         base = arena.rstrip("/")
         self.url = ("wss://" + base[8:] if base.startswith("https://") else "ws://" + base.removeprefix("http://")) \
             + "/api/relay/cluster"
@@ -116,10 +117,10 @@ class Agent:
         self.python = python
         self.runs_dir = home / "runs"
         self.runs_dir.mkdir(parents=True, exist_ok=True)
-        self.gpus = node_gpus()
-        self.cpu_slots = int(os.environ.get("ARENA_AGENT_CPU_SLOTS") or 0)
-        self.slots = self.gpus or self.cpu_slots
-        self.sandbox_allowance = int(os.environ.get("ARENA_AGENT_SANDBOXES") or EPISODES_PER_STEP * self.slots)
+        self.settings = settings
+        self.gpus = node_gpus(settings)
+        self.slots = self.gpus or settings.agent_cpu_slots
+        self.sandbox_allowance = settings.agent_sandboxes or EPISODES_PER_STEP * self.slots
         self.trainers: dict[str, Trainer] = {}
         self.env = {k: v for k, v in os.environ.items() if k != "ARENA_CLUSTER_SECRET"}
         self.env.setdefault("TRACKIO_DIR", str(home / "trackio"))
@@ -241,21 +242,22 @@ class Agent:
         return [{"kind": "stopped", "run_id": run_id}]
 
     def _cancel_sandboxes(self, run_id: str) -> None:
-        """What the stopped trainer did not cancel itself."""
+        """What the stopped trainer did not cancel itself: the run's training and evaluation
+        sandboxes, as its own cleanup finds them (`Sandboxes.running`)."""
         try:
-            import huggingface_hub
+            from .sandboxes import Sandboxes
 
-            from .sandboxes import LIVE, stage
-
-            api = huggingface_hub.HfApi(endpoint=os.environ.get("HF_ENDPOINT"), token=os.environ["HF_TOKEN"])
-            ns = os.environ["ARENA_SANDBOX_NAMESPACE"]
-            for job in api.list_jobs(labels={"arena-run": run_id}, namespace=ns):
-                if stage(job) in LIVE:
-                    api.cancel_job(job_id=job.id, namespace=ns)
+            s = self.settings
+            sandboxes = Sandboxes(api=s.hf_api(), namespace=s.sandbox_namespace, reader=s.sandbox_token,
+                                  run_label=run_id)
+            for job in sandboxes.running():
+                sandboxes.cancel(job.id)
         except Exception as e:  # noqa: BLE001 - the arena's sweep and HF's timeout stop them
             log.warning("canceling the sandboxes of %s failed: %s", run_id, e)
 
     def on_ack(self, m: dict) -> None:
+        if m.get("of") == "hello":
+            log.info("the arena took the hello: this connection holds the node")
         if m.get("of") != "event":
             return
         run_id, seq = m.get("run_id", ""), m.get("seq")
@@ -321,14 +323,14 @@ class Agent:
                 await ws.send(json.dumps(r))
 
 
-def check_sandbox_reader(reader: str, namespace: str, tries: int = 20) -> str | None:
+def check_sandbox_reader(reader: str, namespace: str, tries: int = 20, endpoint: str | None = None) -> str | None:
     """Why the sandbox reader may not be used (None: it may), from HF's whoami-v2; HF unreachable
     is tried again for a while, then refuses too."""
     import huggingface_hub
 
     from .sandboxes import reader_refusal
 
-    api = huggingface_hub.HfApi(endpoint=os.environ.get("HF_ENDPOINT"))
+    api = huggingface_hub.HfApi(endpoint=endpoint)
     why = "no try"
     for _ in range(tries):
         try:
@@ -353,13 +355,14 @@ def main() -> None:
     secret = os.environ.get("ARENA_CLUSTER_SECRET")
     if not secret:
         sys.exit("ARENA_CLUSTER_SECRET is not set: the arena refuses a cluster without it")
-    for name in ("HF_TOKEN", "ARENA_SANDBOX_TOKEN", "ARENA_SANDBOX_NAMESPACE", "ARENA_TRAINER_MODEL"):
-        if not os.environ.get(name):
-            sys.exit(f"{name} is not set: the trainer needs it")
-    why = check_sandbox_reader(os.environ["ARENA_SANDBOX_TOKEN"], os.environ["ARENA_SANDBOX_NAMESPACE"])
+    try:
+        settings = Settings.read()
+    except SettingError as e:
+        sys.exit(str(e))
+    why = check_sandbox_reader(settings.sandbox_token, settings.sandbox_namespace, endpoint=settings.hf_endpoint)
     if why:
         sys.exit(f"ARENA_SANDBOX_TOKEN must be worth nothing to a participant who receives it, and is not: {why}")
-    agent = Agent(args.arena, secret, args.home, args.heartbeat_s, sys.executable)
+    agent = Agent(args.arena, secret, args.home, args.heartbeat_s, sys.executable, settings)
     asyncio.run(agent.run())
 
 

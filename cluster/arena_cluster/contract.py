@@ -134,22 +134,30 @@ def _strict_json(text: str) -> Any:
     return json.loads(text, parse_constant=refuse)
 
 
-def read_reply(text: str, valid: Validator) -> tuple:
-    """("action", value) | ("finish",) | ("invalid", why): exactly one JSON object and nothing
-    else; the wrapper `{"action": {…}}` is unwrapped."""
+@dataclass(frozen=True)
+class Reply:
+    """A reply as read: `kind` is `action` (with `action`), `finish`, or `invalid` (with `why`)."""
+
+    kind: str
+    action: Any = None
+    why: str | None = None
+
+
+def read_reply(text: str, valid: Validator) -> Reply:
+    """Exactly one JSON object and nothing else; the wrapper `{"action": {…}}` is unwrapped."""
     try:
         value = _strict_json(text.strip())
     except (ValueError, RecursionError) as e:
-        return ("invalid", f"not exactly one JSON value: {e}")
+        return Reply("invalid", why=f"not exactly one JSON value: {e}")
     if not isinstance(value, dict):
-        return ("invalid", "a JSON value that is not an object")
+        return Reply("invalid", why="a JSON value that is not an object")
     if is_reserved(value) and "finish" in value:
-        return ("finish",)
+        return Reply("finish")
     action = value["action"] if is_reserved(value) else value
     why = valid(action)
     if why is None:
-        return ("action", action)
-    return ("invalid", f"the action does not match the action schema: {why}")
+        return Reply("action", action=action)
+    return Reply("invalid", why=f"the action does not match the action schema: {why}")
 
 
 # --- Ends, scores, groups -----------------------------------------------------------------------
@@ -180,10 +188,17 @@ def score(end: End, finish_reward: float | None) -> float | None:
     return valid_reward(end.reward if end.by_itself() else finish_reward)
 
 
+def training_indices(scores_in_end_order: list) -> list | None:
+    """Which episodes train: the first four with a valid reward, in the order they ended; None
+    when fewer."""
+    chosen = [i for i, s in enumerate(scores_in_end_order) if s is not None][:EPISODES_THAT_TRAIN]
+    return chosen if len(chosen) == EPISODES_THAT_TRAIN else None
+
+
 def training_group(scores_in_end_order: list) -> list | None:
     """The first four valid rewards in the order the episodes ended; None when fewer."""
-    group = [s for s in scores_in_end_order if s is not None][:EPISODES_THAT_TRAIN]
-    return group if len(group) == EPISODES_THAT_TRAIN else None
+    chosen = training_indices(scores_in_end_order)
+    return None if chosen is None else [scores_in_end_order[i] for i in chosen]
 
 
 def train_tasks(tasks: list) -> list:
@@ -257,6 +272,14 @@ def system_prompt(action_schema: Any) -> str:
     )
 
 
+@dataclass(frozen=True)
+class Call:
+    """A tool call a reply makes: the action, sent at `at_ms` (the pacer's time)."""
+
+    action: Any
+    at_ms: int
+
+
 @dataclass
 class Episode:
     """One episode as the rollout side plays it (`domain::openenv::episode::Episode`)."""
@@ -283,26 +306,26 @@ class Episode:
         )
         return e
 
-    def reply(self, text: str, tokens: int, valid: Validator, now_ms: int) -> tuple:
-        """("call", action, at_ms) or ("end", End)."""
+    def reply(self, text: str, tokens: int, valid: Validator, now_ms: int) -> "Call | End":
+        """The call the reply makes, or how the episode ended."""
         if self.ended is not None:
-            return ("end", self.ended)
+            return self.ended
         over = self.budget.spend(tokens, True, "the reply")
         if over is not None:
             self.ended = over
-            return ("end", over)
+            return over
         self.messages.append({"role": "assistant", "content": text})
         r = read_reply(text, valid)
-        if r[0] == "finish":
+        if r.kind == "finish":
             self.ended = End("finished")
-        elif r[0] == "invalid":
-            self.ended = End("invalid_reply", why=r[1])
+        elif r.kind == "invalid":
+            self.ended = End("invalid_reply", why=r.why)
         else:
             at = self.pacer.take(now_ms)
             if at is not None:
-                return ("call", r[1], at)
+                return Call(r.action, at)
             self.ended = End("tool_calls_exhausted")
-        return ("end", self.ended)
+        return self.ended
 
     def observe(self, observation: Any, tokens: int, reward: float | None, done: bool) -> End | None:
         if self.ended is not None:
@@ -329,12 +352,21 @@ def ws_step(action: Any) -> dict:
     return {"type": "step", "data": action}
 
 
-def ws_observation(message: Any) -> tuple | None:
-    """(observation, reward, done) of an observation message; None for anything else."""
+@dataclass(frozen=True)
+class Observed:
+    """An observation message of the server: what it observed, its reward, whether it is done."""
+
+    observation: Any
+    reward: float | None
+    done: bool
+
+
+def ws_observation(message: Any) -> Observed | None:
+    """The observation message read; None for anything else."""
     if not isinstance(message, dict) or message.get("type") != "observation":
         return None
     data = message.get("data") if isinstance(message.get("data"), dict) else {}
     reward = data.get("reward")
     reward = float(reward) if isinstance(reward, (int, float)) and not isinstance(reward, bool) else None
     done = data.get("done") if isinstance(data.get("done"), bool) else False
-    return (data.get("observation"), reward, done)
+    return Observed(data.get("observation"), reward, done)

@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 
 from . import contract
-from .sandboxes import CleanupError, Connection, SandboxError, Sandboxes
+from .sandboxes import TRAIN_PURPOSE, CleanupError, Connection, SandboxError, Sandboxes
 
 _MARK = "\u2063ARENA-OBSERVATION\u2063"
 _REPLY = "\u2063ARENA-REPLY\u2063"
@@ -57,10 +57,14 @@ class Policy:
         before, after = self._suffix
         return self.encode(before + observation_text + after)
 
-    def generate(self, ids: list, max_new_tokens: int) -> list:
+    def generate(self, ids: list, max_new_tokens: int, seed: int | None = None) -> list:
+        """The next reply; with `seed`, the draw is that seed's whatever else runs (a held-out
+        episode's turns are seeded, so the policy before and after training sees the same draws)."""
         import torch
 
         with self.lock, torch.no_grad():
+            if seed is not None:
+                torch.manual_seed(seed)
             was_training = self.model.training
             self.model.eval()
             try:
@@ -98,18 +102,20 @@ class _OutOfTime(Exception):
     pass
 
 
-def play(policy: Policy, sandboxes: Sandboxes, task: dict, submission: dict, validator) -> Played:
-    """Plays one episode in a fresh sandbox, which is canceled at the end whatever happens."""
+def play(policy: Policy, sandboxes: Sandboxes, task: dict, submission: dict, validator, seed: int | None = None,
+         purpose: str = TRAIN_PURPOSE) -> Played:
+    """Plays one episode in a fresh sandbox, which is canceled at the end whatever happens; with
+    `seed`, each turn's draw is seeded from it."""
     t = contract.task_limits(task)
     wall = t["reset_wall_s"] + t["rollout_wall_s"] + t["verifier_wall_s"]
     started = time.monotonic()
     result = Played(score=None, end="sandbox")
     try:
-        with sandboxes.sandbox(task, wall) as job:
+        with sandboxes.sandbox(task, wall, purpose) as job:
             url = sandboxes.wait_serving(job.id, int(task["port"]), started + t["reset_wall_s"])
             conn = Connection(url, sandboxes.reader, float(t["tool_wall_s"]))
             try:
-                result = _episode(policy, conn, task, submission, validator, started, t)
+                result = _episode(policy, conn, task, submission, validator, started, t, seed)
             finally:
                 conn.close()
     except SandboxError as e:
@@ -124,11 +130,11 @@ def play(policy: Policy, sandboxes: Sandboxes, task: dict, submission: dict, val
     return result
 
 
-def _episode(policy: Policy, conn: Connection, task, submission, validator, started, t) -> Played:
+def _episode(policy: Policy, conn: Connection, task, submission, validator, started, t, seed) -> Played:
     reset_deadline = started + t["reset_wall_s"]
     rollout_deadline = reset_deadline + t["rollout_wall_s"]
     final_deadline = rollout_deadline + t["verifier_wall_s"]
-    observation, _, _ = conn.exchange(contract.ws_reset(task["task_id"]))
+    observation = conn.exchange(contract.ws_reset(task["task_id"])).observation
     schema = submission["schema"]["action"]
     system = contract.system_prompt(schema)
     obs_text = contract.json_text(observation)
@@ -147,22 +153,22 @@ def _episode(policy: Policy, conn: Connection, task, submission, validator, star
             raise _OutOfTime()
         room = min(e.budget.completion_left, e.budget.context_left)
         # One token past the budget: a reply that would not fit is seen to be too long.
-        new = policy.generate(prompt_ids + completion, room + 1)
+        turn_seed = None if seed is None else seed * 1000 + len(mask)
+        new = policy.generate(prompt_ids + completion, room + 1, turn_seed)
         completion += new
         mask += [1] * len(new)
         text = policy.tokenizer.decode([i for i in new if i != policy.eos], skip_special_tokens=False)
         turn = e.reply(text, len(new), validator, now_ms())
-        if turn[0] == "end":
+        if not isinstance(turn, contract.Call):
             break
-        _, action, at_ms = turn
-        wait = (at_ms - now_ms()) / 1000
+        wait = (turn.at_ms - now_ms()) / 1000
         if wait > 0:
             time.sleep(wait)
         if time.monotonic() > rollout_deadline:
             raise _OutOfTime()
-        observation, reward, done = conn.exchange(contract.ws_step(action))
-        appended = [] if done else policy.observation_ids(contract.json_text(observation))
-        if e.observe(observation, len(appended), reward, done) is None:
+        seen = conn.exchange(contract.ws_step(turn.action))
+        appended = [] if seen.done else policy.observation_ids(contract.json_text(seen.observation))
+        if e.observe(seen.observation, len(appended), seen.reward, seen.done) is None:
             completion += appended
             mask += [0] * len(appended)
     end = e.ended
@@ -171,8 +177,8 @@ def _episode(policy: Policy, conn: Connection, task, submission, validator, star
     if not end.by_itself() and finish is not None:
         if time.monotonic() > final_deadline:
             raise _OutOfTime()
-        _, reward, done = conn.exchange(contract.ws_step(finish))
-        finish_reward = reward if done else None
+        seen = conn.exchange(contract.ws_step(finish))
+        finish_reward = seen.reward if seen.done else None
     return Played(
         score=contract.score(end, finish_reward),
         end=end.kind,

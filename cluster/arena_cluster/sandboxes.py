@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import re
-import socket
 import time
 import urllib.error
 import urllib.request
@@ -26,24 +25,12 @@ from . import contract
 
 # HF's label keys and values: 1 to 100 of [A-Za-z0-9_-] (the arena's `domain::job_labels`).
 _LABEL = re.compile(r"^[A-Za-z0-9_-]{1,100}$")
-# The purpose label of a training sandbox (`domain::job_labels::TRAIN`).
+# The purpose labels of a training sandbox and of a held-out evaluation's
+# (`domain::job_labels::TRAIN`, `EVAL`).
 TRAIN_PURPOSE = "openenv-train"
+EVAL_PURPOSE = "openenv-eval"
 # The biggest message a server may send; the arena's admission reads the same.
 MAX_MESSAGE_BYTES = 1 << 20
-
-_system_getaddrinfo = socket.getaddrinfo
-
-
-def _loopback_names(host, *args, **kwargs):
-    """RFC 6761 §6.3: names under `localhost` are the loopback address (the stand-in's sandbox
-    URLs are `{job}--{port}.localhost`; HF's are `{job}--{port}.hf.jobs`)."""
-    if isinstance(host, str) and host.rstrip(".").lower().endswith(".localhost"):
-        host = "127.0.0.1"
-    return _system_getaddrinfo(host, *args, **kwargs)
-
-
-socket.getaddrinfo = _loopback_names
-
 
 class _NoRedirects(urllib.request.HTTPRedirectHandler):
     """A 3xx from a sandbox is its answer, never followed: following would carry the reader's
@@ -129,7 +116,7 @@ class Sandboxes:
     reader: str
     run_label: str
 
-    def start(self, task: dict, wall_s: int):
+    def start(self, task: dict, wall_s: int, purpose: str = TRAIN_PURPOSE):
         t = contract.task_limits(task)
         env = dict(task.get("env") or {})
         return self.api.run_job(
@@ -138,7 +125,7 @@ class Sandboxes:
             env=env or None,
             flavor="cpu-basic",
             timeout=wall_s + t["reset_wall_s"],
-            labels={"arena-run": self.run_label, "arena-purpose": TRAIN_PURPOSE,
+            labels={"arena-run": self.run_label, "arena-purpose": purpose,
                     "arena-task": label(task["task_label"])},
             expose=[int(task["port"])],
             namespace=self.namespace,
@@ -150,7 +137,8 @@ class Sandboxes:
     def running(self) -> list:
         """This run's sandboxes HF still lists as live (what a cleanup must stop)."""
         jobs = self.api.list_jobs(labels={"arena-run": self.run_label}, namespace=self.namespace)
-        return [j for j in jobs if stage(j) in LIVE and (j.labels or {}).get("arena-purpose") == TRAIN_PURPOSE]
+        mine = (TRAIN_PURPOSE, EVAL_PURPOSE)
+        return [j for j in jobs if stage(j) in LIVE and (j.labels or {}).get("arena-purpose") in mine]
 
     def wait_serving(self, job_id: str, port: int, deadline: float) -> str:
         """The sandbox's URL once HF runs it and its server answers `GET /health` with 200."""
@@ -178,9 +166,9 @@ class Sandboxes:
         raise SandboxError("the image never answered GET /health within reset_wall_s")
 
     @contextmanager
-    def sandbox(self, task: dict, wall_s: int):
+    def sandbox(self, task: dict, wall_s: int, purpose: str = TRAIN_PURPOSE):
         """A started sandbox's job, canceled on the way out whatever happened."""
-        job = self.start(task, wall_s)
+        job = self.start(task, wall_s, purpose)
         try:
             yield job
         finally:
@@ -214,8 +202,8 @@ class Connection:
             proxy=None,
         )
 
-    def exchange(self, message: dict) -> tuple:
-        """Sends one message; (observation, reward, done), or SandboxError for anything else."""
+    def exchange(self, message: dict) -> "contract.Observed":
+        """Sends one message; the server's observation, or SandboxError for anything else."""
         self.ws.send(json.dumps(message))
         try:
             text = self.ws.recv(timeout=self.timeout_s)

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import inspect
 import json
-import os
 import signal
 import statistics
 import sys
@@ -31,24 +30,19 @@ from pathlib import Path
 
 from . import contract
 from .episodes import Played, Policy, play
+from .evaluation import Evaluation
 from .rundir import RunDir
 from .sandboxes import Sandboxes
+from .settings import SettingError, Settings
 
 TRACKIO_PROJECT = "arena-openenv"
 # The update time assumed before the first one is measured (the simulated trainer's too).
 FIRST_UPDATE_S = 300
-# Metrics the `updating` event carries: its name → the name TRL logs (and Trackio stores as `train/…`).
-METRICS = {
-    "reward_mean": "reward",
-    "reward_std": "reward_std",
-    "loss": "loss",
-    "grad_norm": "grad_norm",
-    "completion_tokens": "completions/mean_length",
-    "step_s": "episodes/step_s",
-    "invalid_replies": "episodes/invalid_replies",
-    "budget_ends": "episodes/budget_ends",
-    "timeouts": "episodes/timeouts",
-}
+# Metrics the `updating` event carries, under the names TRL logs them (and Trackio stores as
+# `train/…`): the domain's `StepMetrics` table (tests/fixtures/metric-names.json), less
+# `lora_b_norm`, which the trainer measures itself.
+METRICS = ["reward", "reward_std", "loss", "grad_norm", "completions/mean_length", "episodes/step_s",
+           "episodes/invalid_replies", "episodes/budget_ends", "episodes/timeouts", "episodes/group_retries"]
 
 
 class OutOfTime(Exception):
@@ -62,7 +56,7 @@ class Failure(Exception):
         super().__init__(f"{code}: {why}")
 
 
-def recipe_arguments(recipe: dict, max_steps: int):
+def recipe_arguments(recipe: dict, max_steps: int, trackio_space_id: str | None = None):
     """GRPOConfig and LoraConfig keyword arguments from the recipe; every name is checked against
     the installed TRL's and peft's own signatures, so a number that would land nowhere refuses."""
     from peft import LoraConfig
@@ -80,7 +74,7 @@ def recipe_arguments(recipe: dict, max_steps: int):
         "save_total_limit": 1,
         "report_to": ["trackio"],
         "project": TRACKIO_PROJECT,
-        "trackio_space_id": os.environ.get("TRACKIO_SPACE_ID") or None,
+        "trackio_space_id": trackio_space_id,
         "trackio_static_space_id": False,
         "max_completion_length": 16_384,
         "seed": 0,
@@ -110,8 +104,9 @@ def _validator(schema):
 
 
 class Run:
-    def __init__(self, rd: RunDir):
+    def __init__(self, rd: RunDir, settings: Settings):
         self.rd = rd
+        self.settings = settings
         self.a = rd.assignment
         self.submission = self.a["submission"]
         self.tasks = self.submission["tasks"]
@@ -121,10 +116,13 @@ class Run:
         self.logs: dict = {}
         self.pending: dict = {}
         self.valid = _validator(self.submission["schema"]["action"])
+        self.benchmark = self.a.get("benchmark")
+        self.group_retries = 0
 
     # --- the clock ---
     def elapsed_s(self) -> int:
-        return int(time.time() - self.progress["started_epoch"])
+        """Training time used: the held-out phases have an allowance of their own."""
+        return int(time.time() - self.progress["started_epoch"] - self.progress.get("eval_s", 0))
 
     def update_estimate_s(self) -> int:
         times = self.progress["update_s"]
@@ -150,29 +148,43 @@ class Run:
             played = self.play_step(task)
             scores = [p.score for p in played]
             self.progress["step_index"] += 1
-            group = [p for p in played if p.score is not None][: contract.EPISODES_THAT_TRAIN]
+            # The contract's rule, as its shared cases check it (tests/test_contract.py).
+            chosen = contract.training_indices(scores)
             shown = "[" + ", ".join("none" if s is None else f"{s:g}" for s in scores) + "]"
             counts = _ends(played)
-            if len(group) < contract.EPISODES_THAT_TRAIN:
+            if chosen is None:
                 self.save_progress()
                 self.emit("updating", f"episodes' rewards in the order they ended: {shown}; fewer than four "
                           f"ended with a valid reward: the step trains nothing ({_words(counts)})", rewards=[],
                           alert="no_update")
                 continue
             rollout_s = time.monotonic() - started
+            group = [played[i] for i in chosen]
             self.pending = {"rewards": [p.score for p in group], "shown": shown, "rollout_s": rollout_s,
                             "returned": time.monotonic(), "task": task["task_id"]}
-            metrics = trainer._metrics["train"]
-            metrics["episodes/step_s"].append(rollout_s)
-            metrics["episodes/invalid_replies"].append(counts["invalid_reply"])
-            metrics["episodes/budget_ends"].append(counts["budget"])
-            metrics["episodes/timeouts"].append(counts["timeout"])
-            return _batch(group, self.policy.eos)
+            # Logged beside TRL's own metrics through its public hook: `_env_reward` hands them to
+            # `log_metric`, one value per step.
+            episode_metrics = {"episodes/step_s": rollout_s, "episodes/invalid_replies": counts["invalid_reply"],
+                               "episodes/budget_ends": counts["budget"], "episodes/timeouts": counts["timeout"],
+                               "episodes/group_retries": self.group_retries}
+            return _batch(group, self.policy.eos, episode_metrics)
 
     def play_step(self, task: dict) -> list:
-        with ThreadPoolExecutor(contract.EPISODES_PER_STEP) as pool:
+        """The step's five episodes at once; each one the platform lost is played again once in
+        a fresh sandbox (`group_retries`) before the step counts what it has."""
+        played = self._play_many(task, contract.EPISODES_PER_STEP)
+        lost = [p for p in played if p.end == "sandbox"]
+        self.group_retries = len(lost)
+        if lost:
+            self.emit("rolling", f"{len(lost)} episode(s) of `{task['task_id']}` lost to the platform: played again "
+                      "in fresh sandboxes", alert="episode_retried")
+            played = [p for p in played if p.end != "sandbox"] + self._play_many(task, len(lost))
+        return sorted(played, key=lambda p: p.ended_at)
+
+    def _play_many(self, task: dict, n: int) -> list:
+        with ThreadPoolExecutor(n) as pool:
             running = [pool.submit(play, self.policy, self.sandboxes, task, self.submission, self.valid)
-                       for _ in range(contract.EPISODES_PER_STEP)]
+                       for _ in range(n)]
             played = []
             for f in as_completed(running):
                 p = f.result()
@@ -182,7 +194,31 @@ class Run:
                               alert="sandbox_failed")
                 if p.cleanup_error:
                     self.emit("rolling", p.cleanup_error, alert="cleanup_failed")
-        return sorted(played, key=lambda p: p.ended_at)
+        return played
+
+    def evaluate(self, phase: str) -> None:
+        """The held-out phase, unless the assignment has no benchmark. What keeps it from
+        finishing is said on its event; the run goes on (and ends with its evaluation incomplete)."""
+        if not self.benchmark:
+            return
+        ev = Evaluation(self.benchmark, self.progress,
+                        lambda message, evaluation: self.emit("evaluating", message, evaluation=evaluation),
+                        _validator)
+        started = time.time()
+
+        def save():
+            self.progress["eval_s"] = self.progress.get("eval_s", 0) + time.time() - started
+            self.save_progress()
+
+        try:
+            ev.run(phase, self.policy, self.sandboxes, save)
+        except Exception as e:  # noqa: BLE001 - the run still trains or ends; its evaluation says why
+            traceback.print_exc()
+            why = f"the {phase} phase stopped: {type(e).__name__}"
+            self.emit("evaluating", f"the held-out evaluation {phase} training stopped",
+                      evaluation={"phase": phase, "done": 0, "planned": len(ev.cells), "incomplete": why})
+            self.progress.setdefault("evaluation", {})[phase] = {"incomplete": why}
+            save()
 
     # --- after each optimizer step ---
     def on_log(self, logs: dict) -> None:
@@ -197,7 +233,7 @@ class Run:
         self.progress["update_s"] = (self.progress["update_s"] + [time.monotonic() - self.pending["returned"]])[-8:]
         self.progress["policy_version"] = global_step
         self.save_progress()
-        metrics = {k: self.logs.get(v) for k, v in METRICS.items() if self.logs.get(v) is not None}
+        metrics = {k: self.logs[k] for k in METRICS if self.logs.get(k) is not None}
         metrics["lora_b_norm"] = _lora_b_norm(self.trainer.model)
         equal = len(set(self.pending["rewards"])) == 1
         trained = ("the four rewards are equal: no signal, the update changed nothing it could learn from"
@@ -209,31 +245,27 @@ class Run:
 
     # --- the whole run ---
     def main(self) -> None:
-        import huggingface_hub
-
-        if os.environ.get("ARENA_TRAINER_VLLM"):
+        if self.settings.trainer_vllm:
             raise Failure("RUN_TRAINER_FAILED", "generation with vLLM (colocate) is not built yet; the trainer "
                           "generates with transformers: unset ARENA_TRAINER_VLLM")
         first = self.rd.progress() is None
         self.save_progress()
-        device, model_words = _device(), _model_words(self.a)
+        device, model_words = _device(), _model_words(self.a, self.settings)
         self.version = int(self.progress.get("policy_version", 0))
         dashboard = None
-        if os.environ.get("TRACKIO_SPACE_ID"):
-            dashboard = f"https://huggingface.co/spaces/{os.environ['TRACKIO_SPACE_ID']}"
+        if self.settings.trackio_space_id:
+            dashboard = f"https://huggingface.co/spaces/{self.settings.trackio_space_id}"
         if first:
             self.emit("loading", f"the trainer started on the {device}; loading {model_words}",
                       trainer={**_versions(), "model": model_words, "device": device, "dashboard": dashboard,
                                "trackio_project": TRACKIO_PROJECT})
-        token = os.environ["HF_TOKEN"]
-        api = huggingface_hub.HfApi(endpoint=os.environ.get("HF_ENDPOINT"), token=token)
-        self.sandboxes = Sandboxes(api=api, namespace=os.environ["ARENA_SANDBOX_NAMESPACE"],
-                                   reader=os.environ["ARENA_SANDBOX_TOKEN"], run_label=self.rd.run_id)
+        self.sandboxes = Sandboxes(api=self.settings.hf_api(), namespace=self.settings.sandbox_namespace,
+                                   reader=self.settings.sandbox_token, run_label=self.rd.run_id)
         if not first:
             # A trainer that was killed left its episodes' sandboxes running.
             self.cleanup()
-        model_path = _model_path(self.a)
-        cap = int(os.environ.get("ARENA_TRAINER_MAX_STEPS") or self.a["recipe"]["max_steps"])
+        model_path = _model_path(self.a, self.settings)
+        cap = self.settings.trainer_max_steps or int(self.a["recipe"]["max_steps"])
         try:
             trained = self.train(model_path, device, cap)
         except OutOfTime:
@@ -241,6 +273,9 @@ class Run:
         except BaseException:
             self.cleanup()
             raise
+        if self.progress["step_index"] > 0:
+            # The trained policy, on the same held-out episodes as before training.
+            self.evaluate("after")
         if self.progress["step_index"] > 0:
             self.emit("cleanup", f"stopping the run's sandboxes; {self.elapsed_s()} s of {self.limit_s} s used")
         self.cleanup()
@@ -262,7 +297,7 @@ class Run:
         from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
         from trl import GRPOConfig, GRPOTrainer
 
-        grpo, lora = recipe_arguments(self.a["recipe"], cap)
+        grpo, lora = recipe_arguments(self.a["recipe"], cap, self.settings.trackio_space_id)
         run = self
 
         class Report(TrainerCallback):
@@ -284,6 +319,8 @@ class Run:
                               callbacks=[Report()])
         self.trainer = trainer
         self.policy = Policy(trainer.model, tokenizer)
+        # The base policy (the adapter's B matrices are zero) before the first optimizer step.
+        self.evaluate("before")
         resume = self.rd.last_checkpoint()
         if resume:
             self.emit("rolling", f"the trainer resumes from its checkpoint after optimizer step "
@@ -321,12 +358,17 @@ def _lora_b_norm(model) -> float:
     return total ** 0.5
 
 
-def _env_reward(completions, env_reward, **kwargs):
-    """The reward TRL trains on: the environment's, as the contract scored each episode."""
+def _env_reward(completions, env_reward, episode_metrics=None, log_metric=None, **kwargs):
+    """The reward TRL trains on: the environment's, as the contract scored each episode. The
+    step's episode counts come along as an extra field of the rollout (TRL gives each completion
+    the same dict) and are logged once through TRL's public `log_metric`."""
+    if log_metric is not None and episode_metrics:
+        for name, value in episode_metrics[0].items():
+            log_metric(name, float(value))
     return list(env_reward)
 
 
-def _batch(group: list, eos: int) -> dict:
+def _batch(group: list, eos: int, episode_metrics: dict) -> dict:
     completions, masks = [], []
     for p in group:
         ids, mask = p.completion_ids, p.mask
@@ -335,7 +377,7 @@ def _batch(group: list, eos: int) -> dict:
         completions.append(ids)
         masks.append(mask)
     return {"prompt_ids": [p.prompt_ids for p in group], "completion_ids": completions, "logprobs": None,
-            "env_mask": masks, "env_reward": [p.score for p in group]}
+            "env_mask": masks, "env_reward": [p.score for p in group], "episode_metrics": episode_metrics}
 
 
 def _ends(played: list) -> dict:
@@ -371,23 +413,23 @@ def _device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def _model_words(assignment: dict) -> str:
+def _model_words(assignment: dict, settings: Settings) -> str:
     model = assignment["model"]
     named = f"{model['repo']} at {model['revision'][:7]}"
-    if os.environ.get("ARENA_TRAINER_MODEL") == "tiny":
+    if settings.tiny:
         return f"a tiny test model of the Qwen3.5 architecture in place of {named}"
     return named
 
 
-def _model_path(assignment: dict) -> str:
+def _model_path(assignment: dict, settings: Settings) -> str:
     """The node's own copy of the model the assignment names (the trainer downloads nothing)."""
-    local = os.environ.get("ARENA_TRAINER_MODEL", "")
-    if local == "tiny":
+    local = settings.trainer_model
+    if settings.tiny:
         from . import tiny_model
 
         return str(tiny_model.build(tiny_model.default_path()))
     if not local or not Path(local).is_dir():
-        raise Failure("RUN_TRAINER_FAILED", f"the node has no local copy of {_model_words(assignment)} "
+        raise Failure("RUN_TRAINER_FAILED", f"the node has no local copy of {_model_words(assignment, settings)} "
                       "(ARENA_TRAINER_MODEL)")
     return local
 
@@ -414,8 +456,11 @@ def _main(rd: RunDir) -> int:
     # A stop from the agent: the sandboxes are canceled on the way out (the `finally`s).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
-        Run(rd).main()
+        Run(rd, Settings.read()).main()
         return 0
+    except SettingError as e:
+        rd.write_failure(f"RUN_TRAINER_FAILED: {e}")
+        return 1
     except Failure as e:
         rd.write_failure(str(e))
         return 1

@@ -45,7 +45,7 @@ def main(steps: int) -> None:
     folder = wait("the trainer's figures", lambda: next(
         (p for p in (home / "done" / run_id, home / "runs" / run_id) if (p / "stats.json").exists()), None), 60)
     stats = json.loads((folder / "stats.json").read_text())
-    step_s = [e["metrics"]["step_s"] for e in updated if e.get("metrics")]
+    step_s = [e["metrics"]["episodes/step_s"] for e in updated if e.get("metrics")]
     print(f"BENCH trainer (tiny model, CPU): {len(updated)} steps played, {run['policy_version']} trained")
     print(f"BENCH seconds per step (rolling → updating): {', '.join(f'{s:.0f}' for s in per_step)}; "
           f"of which the five episodes: {', '.join(f'{s:.0f}' for s in step_s)}")

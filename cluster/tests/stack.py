@@ -63,17 +63,27 @@ class Node:
                  ARENA_SANDBOX_TOKEN=token("arena-sandbox"), ARENA_SANDBOX_NAMESPACE=SANDBOX_ORG,
                  HF_ENDPOINT=env("ARENA_TEST_HUB_URL"),
                  ARENA_TRAINER_MODEL="tiny", ARENA_AGENT_CPU_SLOTS="1", ARENA_TRAINER_MAX_STEPS=str(self.steps),
-                 TRACKIO_DIR=str(self.home / "trackio"), PYTHONPATH=str(ROOT / "cluster"))
+                 TRACKIO_DIR=str(self.home / "trackio"),
+                 # The stand-in names sandboxes `*.localhost`: its resolver (a sitecustomize) says
+                 # they are the loopback address, in the agent and its trainers.
+                 PYTHONPATH=os.pathsep.join([str(ROOT / "standin/sim/resolver"), str(ROOT / "cluster")]))
         e.pop("TRACKIO_SPACE_ID", None)
         self.log = open(self.home / "agent.log", "ab")
+        # Where this start's lines begin: `connected` waits for this agent's own connection.
+        self.log_from = self.log.tell()
         self.proc = subprocess.Popen([sys.executable, "-m", "arena_cluster.agent", "--arena", env("ARENA_TEST_URL"),
                                       "--home", str(self.home), "--heartbeat-s", "1"],
                                      env=e, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
 
     def connected(self, arena):
-        """Waits until the arena sees the agent's connection (it refuses submissions without)."""
+        """Waits until the arena took this agent's hello (it refuses submissions without a
+        connection). After a crash the arena may still count the killed agent's connection for a
+        moment: only the new agent's own line says the new one holds the node."""
         def up():
-            assert self.proc.poll() is None, (self.home / "agent.log").read_text()[-3000:]
+            log = (self.home / "agent.log").read_bytes()
+            assert self.proc.poll() is None, log[-3000:].decode(errors="replace")
+            if b"the arena took the hello" not in log[self.log_from:]:
+                return False
             with urllib.request.urlopen(arena + "/api/openenv", timeout=10) as r:
                 return json.load(r).get("connected")
 
@@ -128,3 +138,16 @@ def live_sandboxes(hub, run_id):
             and (j.get("labels") or {}).get("arena-run") == run_id]
 
 
+
+
+def sandboxes_by_purpose(hub, run_id):
+    """Every sandbox HF ever started for the run (live or not), counted by its purpose label."""
+    req = urllib.request.Request(f"{hub}/api/jobs/{SANDBOX_ORG}?labels=arena-run%3D{run_id}",
+                                 headers={"Authorization": "Bearer " + token("arena-bot")})
+    with urllib.request.urlopen(req, timeout=30) as r:
+        jobs = json.load(r)
+    counts = {}
+    for j in jobs:
+        purpose = (j.get("labels") or {}).get("arena-purpose", "?")
+        counts[purpose] = counts.get(purpose, 0) + 1
+    return counts

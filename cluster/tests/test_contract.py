@@ -55,9 +55,9 @@ def test_the_system_message_is_the_same(case):
 def test_each_reply_is_read_the_same(case):
     got = contract.read_reply(case["text"], validator(case["schema"]))
     want = case["expect"]
-    assert got[0] == want["kind"], (case, got)
+    assert got.kind == want["kind"], (case, got)
     if want["kind"] == "action":
-        assert got[1] == want["action"]
+        assert got.action == want["action"]
 
 
 @pytest.mark.parametrize("case", CASES["pacing"], ids=lambda c: json.dumps(c["task"]))
@@ -77,9 +77,9 @@ def test_each_episode_plays_the_same(case):
         if "reply" in step:
             turn = e.reply(step["reply"], step["tokens"], valid, step["now_ms"])
             if "call" in step["expect"]:
-                assert turn == ("call", step["expect"]["call"], step["expect"]["at_ms"])
+                assert turn == contract.Call(step["expect"]["call"], step["expect"]["at_ms"])
             else:
-                assert turn[0] == "end" and end_json(turn[1]) == step["expect"]["end"]
+                assert isinstance(turn, contract.End) and end_json(turn) == step["expect"]["end"]
         else:
             end = e.observe(step["observe"], step["tokens"], step["reward"], step["done"])
             assert end_json(end) == step["expect"]["end"]
@@ -114,4 +114,13 @@ def test_the_ws_messages_are_the_same():
     assert contract.ws_step({"message": "a"}) == w["step"]
     for case in w["messages"]:
         got = contract.ws_observation(case["message"])
-        assert (list(got) if got else None) == case["observation"], case
+        assert ([got.observation, got.reward, got.done] if got else None) == case["observation"], case
+
+
+def test_the_step_metrics_are_the_domains_table():
+    """The `updating` event's metrics keep the names TRL logs them under: the domain's
+    `StepMetrics` table (tests/fixtures/metric-names.json), the trainer's own `lora_b_norm` aside."""
+    from arena_cluster.trainer import METRICS
+
+    names = json.loads((Path(__file__).resolve().parents[2] / "tests/fixtures/metric-names.json").read_text())
+    assert METRICS + ["lora_b_norm"] == [n for n in names["openenv"] if n != "lora_b_norm"] + ["lora_b_norm"]

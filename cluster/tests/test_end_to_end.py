@@ -12,9 +12,13 @@ import time
 
 import pytest
 
-from stack import Node, call, env, events_of, live_sandboxes, run_of, submit, token, wait
+from datetime import datetime
+
+from stack import Node, call, env, events_of, live_sandboxes, run_of, sandboxes_by_purpose, submit, token, wait
 
 STEPS = 3
+# The demo benchmark's held-out tasks (dev/local-challenge/benchmarks/local-bench.toml), one trial each.
+HELD_OUT = ["reply-hello", "reply-done", "reply-echo", "count-1", "count-2", "count-3"]
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +44,23 @@ def test_a_submission_trains_for_real_resumes_after_a_crash_and_completes(node):
     assert run["state"] == "completed", (run, events)
     assert run["policy_version"] == STEPS, run
     states = [e["state"] for e in events]
-    assert states[:2] == ["starting", "loading"] and states[-2:] == ["cleanup", "completed"], states
+    assert states[:3] == ["starting", "loading", "evaluating"] and states[-2:] == ["cleanup", "completed"], states
+    assert states[-3] == "evaluating" and states.index("rolling") > 2, states
+    # The held-out evaluation before and after: real episodes of the demo benchmark, scored by the
+    # arena from the records; the participant sees no held-out task.
+    e = run["evaluation"]
+    assert e["benchmark"] == "local-bench" and e["state"] == "complete" and not e["simulated"], e
+    for phase in ("before", "after"):
+        assert e[phase]["episodes"] + e[phase]["lost"] == len(HELD_OUT), e
+    assert e["paired_tasks"] > 0 and e["delta_pp"] is not None, e
+    assert abs(e["delta_pp"] - 100 * (e["after"]["mean_reward"] - e["before"]["mean_reward"])) < 1e-6, e
+    assert [d["domain"] for d in e["domains"]] == ["office and white-collar work", "mathematics and formal reasoning"], e
+    shown = str(run) + str(events)
+    assert not [t for t in HELD_OUT if t in shown], shown
+    assert not [ev for ev in events if "records" in (ev.get("evaluation") or {})], events
+    print("evaluation:", {k: e[k] for k in ("before", "after", "delta_pp", "stderr_pp", "replays")})
+    print("held-out phases (s, from their events):", phase_seconds(events),
+          "sandboxes by purpose:", sandboxes_by_purpose(hub, run_id))
     loading = events[1]
     assert loading["trainer"]["device"] == "cpu" and loading["trainer"]["trl"] == "1.16.0", loading
     assert "tiny test model" in loading["trainer"]["model"], loading
@@ -52,7 +72,7 @@ def test_a_submission_trains_for_real_resumes_after_a_crash_and_completes(node):
         m = e["metrics"]
         assert len(e["rewards"]) == 4 and all(0 <= r <= 1 for r in e["rewards"]), e
         assert math.isfinite(m["loss"]) and math.isfinite(m["grad_norm"]), m
-        assert abs(m["reward_mean"] - sum(e["rewards"]) / 4) < 1e-6, e
+        assert abs(m["reward"] - sum(e["rewards"]) / 4) < 1e-6, e
     # A step whose four rewards differ changes the weights (the adapter's B matrices start at zero).
     signal = [e for e in trained if e["metrics"]["reward_std"] > 0]
     assert signal, f"no step had rewards that differ: {[e['rewards'] for e in trained]}"
@@ -65,7 +85,8 @@ def test_a_submission_trains_for_real_resumes_after_a_crash_and_completes(node):
     os.environ["TRACKIO_DIR"] = str(node.home / "trackio")  # read by trackio when it is imported
     from trackio.sqlite_storage import SQLiteStorage
 
-    for name, key in (("loss", "train/loss"), ("grad_norm", "train/grad_norm"), ("reward_mean", "train/reward")):
+    for name in ("loss", "grad_norm", "reward", "episodes/step_s"):
+        key = "train/" + name
         stored = {v["step"]: v["value"] for v in SQLiteStorage.get_metric_values("arena-openenv", run_id, key)}
         for e in trained:
             assert stored.get(e["policy_version"]) == pytest.approx(e["metrics"][name], rel=1e-6), (name, stored, e)
@@ -85,3 +106,15 @@ def test_a_canceled_run_stops_its_trainer_and_its_sandboxes(node):
     assert status == 200 and run["state"] == "cancelled", run
     wait("the trainer to stop", lambda: not (node.home / "runs" / run_id).exists(), 120)
     wait("no sandbox left", lambda: live_sandboxes(hub, run_id) == [], 60)
+
+
+def phase_seconds(events):
+    """Each held-out phase's wall time: from the last event before its first `evaluating` event to
+    its last one (the cluster's own timestamps)."""
+    at = lambda e: datetime.fromisoformat(e["at"].replace("Z", "+00:00")).timestamp()
+    out = {}
+    for phase in ("before", "after"):
+        idx = [i for i, e in enumerate(events) if (e.get("evaluation") or {}).get("phase") == phase]
+        if idx:
+            out[phase] = round(at(events[idx[-1]]) - at(events[max(idx[0] - 1, 0)]), 1)
+    return out

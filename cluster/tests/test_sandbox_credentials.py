@@ -92,12 +92,13 @@ def test_the_reader_reads_the_sandbox_namespace_and_nothing_else():
     assert "not a member of arena-sandboxes" in reader_refusal(whoami(orgs=()), "arena-sandboxes")
 
 
-def test_the_agent_checks_its_reader_with_hfs_whoami(monkeypatch):
-    """Against the stand-in's whoami-v2, as the agent does before it connects."""
+def test_the_agent_checks_its_reader_with_hfs_whoami():
+    """Against the stand-in's whoami-v2, as the agent does before it connects (at the endpoint its
+    settings name)."""
     from arena_cluster.agent import check_sandbox_reader
     from stack import SANDBOX_ORG, env, token
 
-    monkeypatch.setenv("HF_ENDPOINT", env("ARENA_TEST_HUB_URL"))
-    assert check_sandbox_reader(token("arena-sandbox"), SANDBOX_ORG) is None
-    assert "write token" in check_sandbox_reader(token("arena-bot"), SANDBOX_ORG)
-    assert "does not accept" in check_sandbox_reader("hf_not_a_token_of_anyone", SANDBOX_ORG, tries=1)
+    hub = env("ARENA_TEST_HUB_URL")
+    assert check_sandbox_reader(token("arena-sandbox"), SANDBOX_ORG, endpoint=hub) is None
+    assert "write token" in check_sandbox_reader(token("arena-bot"), SANDBOX_ORG, endpoint=hub)
+    assert "does not accept" in check_sandbox_reader("hf_not_a_token_of_anyone", SANDBOX_ORG, tries=1, endpoint=hub)

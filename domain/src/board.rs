@@ -126,8 +126,22 @@ pub struct Message {
     pub agent_id: Option<String>,
     pub body: String,
     pub refs: Vec<String>,
+    /// Those of `refs` an organizer hid: this message replies to something no longer shown.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hidden_refs: Vec<String>,
     pub request_id: String,
     pub created_at: String,
+}
+
+/// A message an editor hid (`POST /api/board/messages/{id}/hide`): out of every listing and page,
+/// kept for audit and listed to editors with the reason.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct HiddenMessage {
+    pub message: Message,
+    pub reason: String,
+    pub hidden_by: String,
+    pub hidden_at: String,
 }
 
 /// A page of messages, newest first; `next_before` continues the listing.
@@ -231,6 +245,7 @@ mod tests {
             agent_id: None,
             body: "hello".into(),
             refs: vec![],
+            hidden_refs: vec![],
             request_id: "my-message-001".into(),
             created_at: "t".into(),
         };

@@ -50,7 +50,6 @@ pub fn challenge_list(registry: &Registry, live: &LiveState) -> ChallengeList {
     }
 }
 
-// Long: one struct literal of the view the guide documents, field by field.
 pub fn challenge_view(registry: &Registry, challenge: &Challenge, live: &LiveState) -> ChallengeView {
     let header = &challenge.spec.challenge;
     let mut view = ChallengeView {
@@ -101,8 +100,17 @@ pub fn challenge_view(registry: &Registry, challenge: &Challenge, live: &LiveSta
             method.eval.trials
         ),
     });
+    view.compute = Some(compute_view(challenge));
+    view.per_run_allocation = Some(allocation);
+    view.baseline = Some(baseline_view(challenge, live));
+    view.pipeline = Some(challenge.spec.pipeline.clone());
+    view
+}
+
+/// The compute a run of the challenge gets, with its one-line summary.
+fn compute_view(challenge: &Challenge) -> ComputeView {
     let compute = &challenge.spec.compute;
-    view.compute = Some(ComputeView {
+    ComputeView {
         provider: compute.provider.clone(),
         provider_status: compute.provider_status,
         nodes: compute.nodes,
@@ -124,11 +132,15 @@ pub fn challenge_view(registry: &Registry, challenge: &Challenge, live: &LiveSta
             compute.sandbox_concurrency,
             compute.eval_trials
         ),
-    });
-    view.per_run_allocation = Some(allocation);
-    // The arena's latest collected measurement, else what the organizers stated in the config.
+    }
+}
+
+/// The arena's latest collected measurement of the base model, else what the organizers stated
+/// in the config.
+fn baseline_view(challenge: &Challenge, live: &LiveState) -> BaselineView {
+    let header = &challenge.spec.challenge;
     let context = "The organizers' separate measurement of the base model: context only. Δ uses each run's own held-out before.";
-    view.baseline = Some(match (live.baselines.get(&header.id), &challenge.spec.baseline) {
+    match (live.baselines.get(&header.id), &challenge.spec.baseline) {
         (Some(m), _) => BaselineView {
             measured: true,
             reference: Some(m.reference.clone()),
@@ -150,9 +162,7 @@ pub fn challenge_view(registry: &Registry, challenge: &Challenge, live: &LiveSta
             measured_at: None,
             note: "The base model has not been measured on the held-out suite yet.".into(),
         },
-    });
-    view.pipeline = Some(challenge.spec.pipeline.clone());
-    view
+    }
 }
 
 /// The harness note of a baseline the arena measured: what was evaluated, how, and where.
@@ -328,22 +338,9 @@ pub fn formula(registry: &Registry, live: &LiveState, collections: Vec<Collectio
 mod tests {
     use super::*;
     use crate::budget::{summarize, LedgerEntry, LedgerState};
-    use crate::SourceFile;
 
     fn registry(edit: impl Fn(&str) -> String) -> Registry {
-        let files = vec![
-            SourceFile::new(
-                "challenges/openenv-9b.toml",
-                edit(include_str!("../../configs/challenges/openenv-9b.toml")),
-            ),
-            SourceFile::new("models/qwen3.5-9b.toml", include_str!("../../configs/models/qwen3.5-9b.toml")),
-            SourceFile::new("methods/openenv-v1.toml", include_str!("../../configs/methods/openenv-v1.toml")),
-            SourceFile::new(
-                "suites/openenv-heldout.toml",
-                include_str!("../../configs/suites/openenv-heldout.toml"),
-            ),
-            SourceFile::new("arena.toml", include_str!("../../configs/arena.toml")),
-        ];
+        let files = crate::registry::shipped_files_with("challenges/openenv-9b.toml", edit);
         Registry::load(&files, &[]).unwrap()
     }
 

@@ -145,6 +145,12 @@ error_codes! {
     RunStepDoesNotFit = "RUN_STEP_DOES_NOT_FIT", 500;
     /// An OpenEnv run stopped before it ended (the cluster lost it, or its trainer failed).
     RunTrainerFailed = "RUN_TRAINER_FAILED", 500;
+    /// The cluster's held-out records of a phase do not account for every planned episode once.
+    EvaluationRecordsIncomplete = "EVALUATION_RECORDS_INCOMPLETE", 422;
+    /// An organizer's control without a usable reason (1 to 500 characters of one line).
+    InvalidReason = "INVALID_REASON", 422;
+    /// Only an OpenEnv run whose cleanup stalled (in `cleanup` over 900 s) can be released.
+    RunNotReleasable = "RUN_NOT_RELEASABLE", 409;
     Internal = "INTERNAL", 500;
 }
 

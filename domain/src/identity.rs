@@ -90,6 +90,14 @@ pub enum HubError {
     Throttled { reason: String, retry_after_s: u64 },
 }
 
+/// Whether `name` can be a Hugging Face username: 1 to 96 of `[A-Za-z0-9._-]`, starting with a
+/// letter or digit.
+pub fn is_hf_username(name: &str) -> bool {
+    (1..=96).contains(&name.len())
+        && name.bytes().next().is_some_and(|b| b.is_ascii_alphanumeric())
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

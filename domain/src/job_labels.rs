@@ -29,6 +29,8 @@ pub const TASK: &str = "arena-task";
 pub const ADMISSION: &str = "openenv-admission";
 /// The purpose label of a training sandbox, set by the arena's trainer (`cluster/`).
 pub const TRAIN: &str = "openenv-train";
+/// The purpose of a sandbox of a held-out benchmark environment (a run's evaluation).
+pub const EVAL: &str = "openenv-eval";
 
 /// Whether HF accepts `text` as a label key or value.
 pub fn is_valid(text: &str) -> bool {
@@ -46,8 +48,7 @@ pub fn value(id: &str) -> String {
         .take(KEPT)
         .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' })
         .collect();
-    let digest = Sha256::digest(id.as_bytes());
-    let hash: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
+    let hash = crate::digest::hex(&Sha256::digest(id.as_bytes())[..8]);
     format!("{kept}-{hash}")
 }
 
@@ -71,7 +72,7 @@ mod tests {
         for id in ["run-0123abcd", "openenv-9b", "alice_run-0001", &"a".repeat(100)] {
             assert_eq!(value(id), id);
         }
-        for key in [RUN, CHALLENGE, REQUEST, PURPOSE, SUBMISSION, TASK, ADMISSION, TRAIN] {
+        for key in [RUN, CHALLENGE, REQUEST, PURPOSE, SUBMISSION, TASK, ADMISSION, TRAIN, EVAL] {
             assert!(is_valid(key));
         }
     }

@@ -12,9 +12,14 @@ use serde_json::Value;
 use crate::ErrorCode;
 
 pub mod admission;
+pub mod alerts;
 pub mod assignment;
+pub mod benchmark;
+pub mod controls;
 pub mod episode;
+pub mod evaluation;
 pub mod image;
+pub mod quota;
 pub mod refusal;
 pub mod run;
 pub use image::{ImageRef, RegistryHost};
@@ -34,8 +39,6 @@ pub const MAX_START_CHARS: usize = 4096;
 pub const MAX_IMAGE_BYTES: u64 = 2 << 30;
 pub const MAX_LAYERS: usize = 128;
 pub const MAX_SUBMISSION_BYTES: u64 = 32 << 30;
-/// One accepted submission per HF account in this rolling window, counted from acceptance.
-pub const QUOTA_WINDOW_S: i64 = 24 * 3600;
 
 /// One task of a submission, with the guide's defaults for what it leaves out.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -213,24 +216,10 @@ pub fn check_contract(r: &SubmissionRequest) -> Result<(), Refusal> {
     }
     let mut seen = BTreeSet::new();
     for t in &r.tasks {
-        if !id_ok(&t.task_id, 128) {
-            return bad(format!("task id `{}` must be 1 to 128 letters, digits, `-`, `_` or `.`", t.task_id));
-        }
         if !seen.insert(t.task_id.as_str()) {
             return bad(format!("task id `{}` appears twice; task ids are unique", t.task_id));
         }
-        if !matches!(t.split.as_str(), "train" | "eval") {
-            return bad(format!(
-                "task `{}` has split `{}`; a split is `train` or `eval`",
-                t.task_id, t.split
-            ));
-        }
-        for (field, value, min, max) in limits(t) {
-            if value < min || value > max {
-                let range = if min <= 1 { format!("at most {max}") } else { format!("{min} to {max}") };
-                return bad(format!("task `{}`: `{field}` is {value}; the limit is {range}", t.task_id));
-            }
-        }
+        check_task_contract(t)?;
         if t.image.is_none() && r.image.is_none() {
             return bad(format!("task `{}` has no image and the submission names none", t.task_id));
         }
@@ -248,17 +237,44 @@ pub fn check_contract(r: &SubmissionRequest) -> Result<(), Refusal> {
             return bad("`source` must be one `https://` link".into());
         }
     }
-    for t in &r.tasks {
-        for (field, value, max) in sandbox(t) {
-            if value > max {
-                return refuse(
-                    ErrorCode::EnvironmentTooLargeForSandbox,
-                    format!("task `{}`: `{field}` is {value}; a sandbox has at most {max}", t.task_id),
-                );
-            }
+    r.tasks.iter().try_for_each(check_task_sandbox)
+}
+
+/// One task's id, split and limits (the guide's table): a submission's and a held-out benchmark's.
+fn check_task_contract(t: &TaskSpec) -> Result<(), Refusal> {
+    let bad = |m: String| refuse(ErrorCode::ContractInvalid, m);
+    if !id_ok(&t.task_id, 128) {
+        return bad(format!("task id `{}` must be 1 to 128 letters, digits, `-`, `_` or `.`", t.task_id));
+    }
+    if !matches!(t.split.as_str(), "train" | "eval") {
+        return bad(format!("task `{}` has split `{}`; a split is `train` or `eval`", t.task_id, t.split));
+    }
+    for (field, value, min, max) in limits(t) {
+        if value < min || value > max {
+            let range = if min <= 1 { format!("at most {max}") } else { format!("{min} to {max}") };
+            return bad(format!("task `{}`: `{field}` is {value}; the limit is {range}", t.task_id));
         }
     }
     Ok(())
+}
+
+/// One task's sandbox: within the size every sandbox has.
+fn check_task_sandbox(t: &TaskSpec) -> Result<(), Refusal> {
+    for (field, value, max) in sandbox(t) {
+        if value > max {
+            return refuse(
+                ErrorCode::EnvironmentTooLargeForSandbox,
+                format!("task `{}`: `{field}` is {value}; a sandbox has at most {max}", t.task_id),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Everything one task must meet: its contract, then its sandbox.
+pub fn check_task(t: &TaskSpec) -> Result<(), Refusal> {
+    check_task_contract(t)?;
+    check_task_sandbox(t)
 }
 
 /// Whether an action takes one of the two reserved shapes: `{"finish": true}`, or an object whose
@@ -493,11 +509,6 @@ pub fn check_total_size(images: &[&ImageFacts]) -> Result<u64, Refusal> {
         );
     }
     Ok(total)
-}
-
-/// When an account's slot frees: one accepted submission per rolling window from its acceptance.
-pub fn quota_retry_after(last_accepted_epoch: Option<i64>, now: i64) -> Option<i64> {
-    last_accepted_epoch.map(|t| t + QUOTA_WINDOW_S - now).filter(|wait| *wait > 0)
 }
 
 /// One image of a submission as its status shows it.

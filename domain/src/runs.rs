@@ -209,23 +209,8 @@ pub fn preflight(f: &Facts) -> Preflight {
         Some(c) => push(check::SIGNED_IN, Some(true), format!("as {}", c.name)),
         None => push(check::SIGNED_IN, Some(false), "send an HF token (or sign in) to preflight".into()),
     }
-    match &f.caller {
-        None => push(check::AUTHOR_OR_EDITOR, None, "needs a signed-in caller".into()),
-        Some(c) if c.id == f.collection.author_id => {
-            push(check::AUTHOR_OR_EDITOR, Some(true), format!("{} submitted the collection", c.name))
-        }
-        Some(c) if c.editor => {
-            push(check::AUTHOR_OR_EDITOR, Some(true), format!("{} is a BenchFlow editor", c.name))
-        }
-        Some(c) => push(
-            check::AUTHOR_OR_EDITOR,
-            Some(false),
-            format!(
-                "{} is neither the collection's author ({}) nor a BenchFlow editor",
-                c.name, f.collection.author
-            ),
-        ),
-    }
+    let (ok, detail) = author_or_editor(f);
+    push(check::AUTHOR_OR_EDITOR, ok, detail);
 
     match f.last_counted_epoch.filter(|t| f.now_epoch - t < DAILY_WINDOW_S) {
         Some(t) => push(
@@ -254,23 +239,8 @@ pub fn preflight(f: &Facts) -> Preflight {
         None => push(check::NO_ACTIVE_JOB, Some(true), "no arena job is active".into()),
     }
 
-    match &f.allocation {
-        Err(reason) => push(check::CAP, None, reason.clone()),
-        Ok(cents) if *cents <= f.remaining_cents => push(
-            check::CAP,
-            Some(true),
-            format!("${:.2} of ${:.2} remaining", dollars(*cents), dollars(f.remaining_cents)),
-        ),
-        Ok(cents) => push(
-            check::CAP,
-            Some(false),
-            format!(
-                "a run reserves ${:.2} and ${:.2} remains; runs are refused until the organizers raise the cap",
-                dollars(*cents),
-                dollars(f.remaining_cents)
-            ),
-        ),
-    }
+    let (ok, detail) = cap_check(f);
+    push(check::CAP, ok, detail);
 
     let eligible = f.collection.eligible_tasks.len();
     push(
@@ -298,6 +268,42 @@ pub fn preflight(f: &Facts) -> Preflight {
         excluded_task_count: f.collection.excluded_task_count,
         hardware: hw,
         checks,
+    }
+}
+
+/// The author-or-editor check: unknown without a caller.
+fn author_or_editor(f: &Facts) -> (Option<bool>, String) {
+    match &f.caller {
+        None => (None, "needs a signed-in caller".into()),
+        Some(c) if c.id == f.collection.author_id => {
+            (Some(true), format!("{} submitted the collection", c.name))
+        }
+        Some(c) if c.editor => (Some(true), format!("{} is a BenchFlow editor", c.name)),
+        Some(c) => (
+            Some(false),
+            format!(
+                "{} is neither the collection's author ({}) nor a BenchFlow editor",
+                c.name, f.collection.author
+            ),
+        ),
+    }
+}
+
+/// The cap check: unknown when the run's allocation cannot be priced.
+fn cap_check(f: &Facts) -> (Option<bool>, String) {
+    match &f.allocation {
+        Err(reason) => (None, reason.clone()),
+        Ok(cents) if *cents <= f.remaining_cents => {
+            (Some(true), format!("${:.2} of ${:.2} remaining", dollars(*cents), dollars(f.remaining_cents)))
+        }
+        Ok(cents) => (
+            Some(false),
+            format!(
+                "a run reserves ${:.2} and ${:.2} remains; runs are refused until the organizers raise the cap",
+                dollars(*cents),
+                dollars(f.remaining_cents)
+            ),
+        ),
     }
 }
 

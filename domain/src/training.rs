@@ -15,88 +15,25 @@ pub mod signal;
 
 use serde::{Deserialize, Serialize};
 
-/// TRL's numbers for one optimizer step, under the names the arena stores and shows. Every one
-/// is optional: an older TRL leaves some out, and OpenEnv's trainer logs a subset.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[serde(deny_unknown_fields)]
-pub struct TrainMetrics {
-    /// GRPO's loss (`loss`).
-    #[serde(default)]
-    pub loss: Option<f64>,
-    /// The mean reward of the step's rollouts (`reward`).
-    #[serde(default)]
-    pub reward: Option<f64>,
-    /// Their spread (`reward_std`): zero means every group agreed and nothing was learned.
-    #[serde(default)]
-    pub reward_std: Option<f64>,
-    /// The gradient's norm before clipping (`grad_norm`).
-    #[serde(default)]
-    pub grad_norm: Option<f64>,
-    /// `learning_rate`.
-    #[serde(default)]
-    pub learning_rate: Option<f64>,
-    /// The mean completion length in tokens (`completions/mean_length`).
-    #[serde(default)]
-    pub completion_length: Option<f64>,
-    /// The share of groups whose rewards were all equal (`frac_reward_zero_std`).
-    #[serde(default)]
-    pub frac_reward_zero_std: Option<f64>,
-}
-
-impl TrainMetrics {
-    /// The TRL key each field is read from.
-    pub const KEYS: [&'static str; 7] = [
-        "loss",
-        "reward",
-        "reward_std",
-        "grad_norm",
-        "learning_rate",
-        "completions/mean_length",
-        "frac_reward_zero_std",
-    ];
-
-    pub fn values(&self) -> [Option<f64>; 7] {
-        [
-            self.loss,
-            self.reward,
-            self.reward_std,
-            self.grad_norm,
-            self.learning_rate,
-            self.completion_length,
-            self.frac_reward_zero_std,
-        ]
-    }
-
-    /// Reads TRL's names; a value that is not a finite number is left out.
-    pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, f64)>) -> TrainMetrics {
-        let mut m = TrainMetrics::default();
-        for (key, value) in pairs.into_iter().filter(|(_, v)| v.is_finite()) {
-            let slot = match key {
-                "loss" => &mut m.loss,
-                "reward" => &mut m.reward,
-                "reward_std" => &mut m.reward_std,
-                "grad_norm" => &mut m.grad_norm,
-                "learning_rate" => &mut m.learning_rate,
-                "completions/mean_length" => &mut m.completion_length,
-                "frac_reward_zero_std" => &mut m.frac_reward_zero_std,
-                _ => continue,
-            };
-            *slot = Some(value);
-        }
-        m
-    }
-
-    /// Refuses what a job could send that is not a measurement: a value that is not finite.
-    pub fn check(&self) -> Result<(), String> {
-        match self.values().iter().flatten().any(|v| !v.is_finite()) {
-            true => Err("a training metric that is not a finite number".into()),
-            false => Ok(()),
-        }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.values().iter().all(Option::is_none)
+crate::metric_table::metric_table! {
+    /// TRL's numbers for one optimizer step, under the names `grpo_trainer.py` logs them. Every
+    /// one is optional: an older TRL leaves some out, and OpenEnv's trainer logs a subset.
+    #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+    #[serde(deny_unknown_fields)]
+    pub struct TrainMetrics {
+        /// GRPO's loss.
+        loss: "loss",
+        /// The mean reward of the step's rollouts.
+        reward: "reward",
+        /// Their spread: zero means every group agreed and nothing was learned.
+        reward_std: "reward_std",
+        /// The gradient's norm before clipping.
+        grad_norm: "grad_norm",
+        learning_rate: "learning_rate",
+        /// The mean completion length in tokens.
+        completions_mean_length: "completions/mean_length" or "completion_length",
+        /// The share of groups whose rewards were all equal.
+        frac_reward_zero_std: "frac_reward_zero_std",
     }
 }
 

@@ -484,6 +484,12 @@ pub struct JobsView {
     /// The database's backups (`/api/version`'s `backup`); null when off.
     #[serde(default)]
     pub backup: Option<BackupView>,
+    /// Whether the OpenEnv track takes new submissions (the page pauses and resumes it).
+    #[serde(default = "crate::openenv::controls::Intake::open")]
+    pub intake: crate::openenv::controls::Intake,
+    /// Board messages editors hid, with why and by whom.
+    #[serde(default)]
+    pub hidden_messages: Vec<crate::board::HiddenMessage>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

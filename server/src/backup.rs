@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
+use anyhow::Context;
 use domain::backup::{self, Snapshot};
 use domain::ids::JobId;
 use domain::views::BackupView;
@@ -166,7 +167,7 @@ pub fn spawn(state: crate::AppState, backups: Arc<Backups>) {
             }
             match tokio::time::timeout(UPLOAD_DEADLINE, once(&state, &backups)).await {
                 Ok(Ok(_)) => {}
-                Ok(Err(e)) => record_error(&backups, &state, e),
+                Ok(Err(e)) => record_error(&backups, &state, format!("{e:#}")),
                 Err(_) => record_error(&backups, &state, format!("the upload took over {UPLOAD_DEADLINE:?}")),
             }
         }
@@ -182,13 +183,13 @@ fn record_error(backups: &Backups, state: &crate::AppState, e: String) {
 
 /// One turn: a snapshot when the database changed, uploaded with the older ones pruned. Answers
 /// the snapshot it uploaded (`None`: nothing changed).
-pub async fn once(state: &crate::AppState, backups: &Backups) -> Result<Option<Snapshot>, String> {
+pub async fn once(state: &crate::AppState, backups: &Backups) -> anyhow::Result<Option<Snapshot>> {
     let before = backups.fingerprint();
     if backups.status.lock().unwrap().fingerprint.as_ref() == Some(&before) {
         return Ok(None);
     }
     let now = state.now();
-    let taken = backup::stamp(&now.text).ok_or("the clock's time is not RFC 3339")?;
+    let taken = backup::stamp(&now.text).context("the clock's time is not RFC 3339")?;
     let (bytes, schema) = snapshot(&state.db, &backups.db_path).await?;
     // The same bytes under the same name sign the same: compare what the signature covers
     // without the stamp (a checkpoint moves the file, not the data).
@@ -200,11 +201,8 @@ pub async fn once(state: &crate::AppState, backups: &Backups) -> Result<Option<S
     let signature = sign(&backups.key, &backup::signed_name(&taken, schema), &bytes);
     let snap = Snapshot { taken, schema, signature };
     let datasets = &state.deps.datasets;
-    datasets.ensure(&backups.repo).await.map_err(|e| format!("the backup dataset: {e}"))?;
-    let listed = datasets
-        .list(&backups.repo, backup::DIR, MAX_LISTED)
-        .await
-        .map_err(|e| format!("listing backups: {e}"))?;
+    datasets.ensure(&backups.repo).await.context("the backup dataset")?;
+    let listed = datasets.list(&backups.repo, backup::DIR, MAX_LISTED).await.context("listing backups")?;
     let existing = backup::newest_first(listed.iter().map(String::as_str));
     let deleted: Vec<String> = backup::pruned(&existing, &snap, backups.keep, &not_after(now.epoch))
         .iter()
@@ -214,7 +212,7 @@ pub async fn once(state: &crate::AppState, backups: &Backups) -> Result<Option<S
     let revision = datasets
         .commit_changes(&backups.repo, &summary, &[(snap.path(), bytes)], &deleted)
         .await
-        .map_err(|e| format!("uploading the snapshot: {e}"))?;
+        .context("uploading the snapshot")?;
     let mut status = backups.status.lock().unwrap();
     status.fingerprint = Some(before);
     status.content = Some(content);
@@ -240,56 +238,54 @@ fn not_after(epoch: i64) -> String {
 
 /// A consistent copy of the live database (`VACUUM INTO` reads it in one transaction while
 /// writers go on) without its secrets, gzipped, and the schema it is at.
-pub async fn snapshot(db: &crate::db::Db, db_path: &Path) -> Result<(Vec<u8>, i64), String> {
+pub async fn snapshot(db: &crate::db::Db, db_path: &Path) -> anyhow::Result<(Vec<u8>, i64)> {
     let target = PathBuf::from(format!("{}.snapshot", db_path.display()));
     let _ = std::fs::remove_file(&target);
     let schema: i64 = sqlx::query("SELECT COALESCE(MAX(version), 0) AS v FROM _sqlx_migrations")
         .fetch_one(&db.pool)
         .await
         .and_then(|r| r.try_get("v"))
-        .map_err(|e| format!("reading the schema version: {e}"))?;
+        .context("reading the schema version")?;
     let quoted = target.display().to_string().replace('\'', "''");
-    sqlx::query(&format!("VACUUM INTO '{quoted}'"))
-        .execute(&db.pool)
-        .await
-        .map_err(|e| format!("VACUUM INTO: {e}"))?;
-    let scrubbed = scrub(&target).await;
+    sqlx::query(&format!("VACUUM INTO '{quoted}'")).execute(&db.pool).await.context("VACUUM INTO")?;
+    if let Err(e) = scrub(&target).await {
+        let _ = std::fs::remove_file(&target);
+        return Err(e);
+    }
     let compressed = tokio::task::spawn_blocking(move || -> std::io::Result<Vec<u8>> {
-        scrubbed.map_err(std::io::Error::other)?;
         let raw = std::fs::read(&target)?;
         let _ = std::fs::remove_file(&target);
         let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
         gz.write_all(&raw)?;
         gz.finish()
     })
-    .await
-    .map_err(|e| e.to_string())?
-    .map_err(|e| format!("compressing the snapshot: {e}"))?;
+    .await?
+    .context("compressing the snapshot")?;
     Ok((compressed, schema))
 }
 
 /// Empties the secret tables of the copy at `path`, then rewrites it (`VACUUM`) so that no freed
 /// page still holds what they held.
-async fn scrub(path: &Path) -> Result<(), String> {
+async fn scrub(path: &Path) -> anyhow::Result<()> {
     use sqlx::{ConnectOptions, Connection};
     let options = sqlx::sqlite::SqliteConnectOptions::new().filename(path);
-    let mut conn = options.connect().await.map_err(|e| format!("opening the snapshot: {e}"))?;
+    let mut conn = options.connect().await.context("opening the snapshot")?;
     for table in SECRET_TABLES {
         let exists: i64 =
             sqlx::query_scalar("SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?")
                 .bind(table)
                 .fetch_one(&mut conn)
                 .await
-                .map_err(|e| format!("reading the snapshot's tables: {e}"))?;
+                .context("reading the snapshot's tables")?;
         if exists > 0 {
             sqlx::query(&format!("DELETE FROM \"{table}\""))
                 .execute(&mut conn)
                 .await
-                .map_err(|e| format!("removing {table} from the snapshot: {e}"))?;
+                .with_context(|| format!("removing {table} from the snapshot"))?;
         }
     }
-    sqlx::query("VACUUM").execute(&mut conn).await.map_err(|e| format!("compacting the snapshot: {e}"))?;
-    conn.close().await.map_err(|e| format!("closing the snapshot: {e}"))
+    sqlx::query("VACUUM").execute(&mut conn).await.context("compacting the snapshot")?;
+    conn.close().await.context("closing the snapshot")
 }
 
 /// What a restore at start did.
@@ -356,8 +352,9 @@ pub async fn restore(r: &Restore<'_>, db_path: &Path) -> anyhow::Result<Restored
             .await
             .map_err(|e| unreadable(&format!("reading {path}"), e))?;
         let checked = if !r.key.verify(&[snap.signed_name().as_bytes(), b"\n", &bytes], &snap.signature) {
-            Err("its signature is not the arena's (ARENA_BACKUP_KEY): not written by this arena, or altered"
-                .to_string())
+            Err(anyhow::anyhow!(
+                "its signature is not the arena's (ARENA_BACKUP_KEY): not written by this arena, or altered"
+            ))
         } else {
             backup::check_schema(&snap, known_schema())?;
             check_snapshot(&snap, bytes, db_path, r.max_database_bytes).await
@@ -368,6 +365,7 @@ pub async fn restore(r: &Restore<'_>, db_path: &Path) -> anyhow::Result<Restored
                 return Ok(Restored::From { path, revision, skipped });
             }
             Err(why) => {
+                let why = format!("{why:#}");
                 tracing::warn!(snapshot = %path, why, "a backup did not check out; trying the one before");
                 skipped.push(format!("{path}: {why}"));
             }
@@ -378,11 +376,11 @@ pub async fn restore(r: &Restore<'_>, db_path: &Path) -> anyhow::Result<Restored
 }
 
 /// Checks one verified snapshot and, when it holds, puts it in place of the database.
-async fn check_snapshot(snap: &Snapshot, bytes: Vec<u8>, db_path: &Path, max: u64) -> Result<(), String> {
+async fn check_snapshot(snap: &Snapshot, bytes: Vec<u8>, db_path: &Path, max: u64) -> anyhow::Result<()> {
     let staged = PathBuf::from(format!("{}.restoring", db_path.display()));
     let unpacked = {
         let staged = staged.clone();
-        tokio::task::spawn_blocking(move || unpack(&bytes, &staged, max)).await.map_err(|e| e.to_string())?
+        tokio::task::spawn_blocking(move || unpack(&bytes, &staged, max)).await?
     };
     let verdict = match unpacked {
         Ok(()) => verify(&staged, snap.schema).await,
@@ -395,44 +393,35 @@ async fn check_snapshot(snap: &Snapshot, bytes: Vec<u8>, db_path: &Path, max: u6
     for stale in ["-wal", "-shm"] {
         let _ = std::fs::remove_file(format!("{}{stale}", db_path.display()));
     }
-    std::fs::rename(&staged, db_path).map_err(|e| e.to_string())
+    std::fs::rename(&staged, db_path).context("putting the restored database in place")
 }
 
 /// Decompresses `gz` into `to`, streaming, and refuses it past `max` bytes (a bomb stops there).
-fn unpack(gz: &[u8], to: &Path, max: u64) -> Result<(), String> {
-    let mut file = std::fs::File::create(to).map_err(|e| e.to_string())?;
+fn unpack(gz: &[u8], to: &Path, max: u64) -> anyhow::Result<()> {
+    let mut file = std::fs::File::create(to).context("staging the snapshot")?;
     let mut reader = flate2::read::GzDecoder::new(gz).take(max + 1);
-    let written = std::io::copy(&mut reader, &mut file).map_err(|e| format!("not gzip: {e}"))?;
-    if written > max {
-        return Err(format!("it decompresses past the database's bound of {max} bytes"));
-    }
-    file.sync_all().map_err(|e| e.to_string())?;
+    let written = std::io::copy(&mut reader, &mut file).context("not gzip")?;
+    anyhow::ensure!(written <= max, "it decompresses past the database's bound of {max} bytes");
+    file.sync_all().context("staging the snapshot")?;
     let mut head = [0u8; 16];
-    let n = std::fs::File::open(to).and_then(|mut f| f.read(&mut head)).map_err(|e| e.to_string())?;
-    if n < 16 || &head != b"SQLite format 3\0" {
-        return Err("not a SQLite database".into());
-    }
+    let n =
+        std::fs::File::open(to).and_then(|mut f| f.read(&mut head)).context("reading the staged snapshot")?;
+    anyhow::ensure!(n == 16 && &head == b"SQLite format 3\0", "not a SQLite database");
     Ok(())
 }
 
 /// The staged file opens as SQLite, passes its integrity check, and is at the schema its name says.
-async fn verify(path: &Path, schema: i64) -> Result<(), String> {
+async fn verify(path: &Path, schema: i64) -> anyhow::Result<()> {
     use sqlx::ConnectOptions;
     let options = sqlx::sqlite::SqliteConnectOptions::new().filename(path).read_only(true);
-    let mut conn = options.connect().await.map_err(|e| format!("does not open: {e}"))?;
-    let check: String = sqlx::query_scalar("PRAGMA integrity_check")
-        .fetch_one(&mut conn)
-        .await
-        .map_err(|e| format!("integrity check: {e}"))?;
-    if check != "ok" {
-        return Err(format!("integrity check: {check}"));
-    }
+    let mut conn = options.connect().await.context("does not open")?;
+    let check: String =
+        sqlx::query_scalar("PRAGMA integrity_check").fetch_one(&mut conn).await.context("integrity check")?;
+    anyhow::ensure!(check == "ok", "integrity check: {check}");
     let at: i64 = sqlx::query_scalar("SELECT COALESCE(MAX(version), 0) FROM _sqlx_migrations")
         .fetch_one(&mut conn)
         .await
-        .map_err(|e| format!("no migrations table: {e}"))?;
-    if at != schema {
-        return Err(format!("it is at schema {at}, its name says {schema}"));
-    }
+        .context("no migrations table")?;
+    anyhow::ensure!(at == schema, "it is at schema {at}, its name says {schema}");
     Ok(())
 }

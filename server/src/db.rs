@@ -23,6 +23,17 @@ pub struct Db {
     pub backend: Backend,
 }
 
+/// A 0/1 INTEGER column read as a flag: sqlx's `Any` reads `bool` only from a BOOLEAN column,
+/// and the SQLite schema has none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Flag(pub bool);
+
+impl From<i64> for Flag {
+    fn from(v: i64) -> Flag {
+        Flag(v != 0)
+    }
+}
+
 pub(crate) static SQLITE: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/sqlite");
 static POSTGRES: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/postgres");
 

@@ -15,7 +15,6 @@ use std::time::Duration;
 use async_trait::async_trait;
 use futures_util::StreamExt;
 
-use crate::http::ApiError;
 use crate::AppState;
 
 /// A kind of record the engine works on.
@@ -31,14 +30,14 @@ pub trait Track: Send + Sync {
     /// How long a lease lasts unrenewed (seconds; at least 3).
     fn lease_s(&self, s: &AppState) -> i64;
     /// The records a pass takes a step on, in the order they came.
-    async fn due(&self, s: &AppState) -> Result<Vec<Self::Key>, ApiError>;
+    async fn due(&self, s: &AppState) -> anyhow::Result<Vec<Self::Key>>;
     /// Where the records' leases are kept.
     const LEASE: RowLease;
     /// The record's key, column by column as `LEASE.key` names them.
     fn key_values(key: &Self::Key) -> Vec<&str>;
     /// One step on one record, under its lease: whether it changed, or why the step failed (the
-    /// next pass tries again).
-    async fn step(&self, s: &AppState, key: &Self::Key) -> Result<bool, String>;
+    /// next pass tries again), with its causes.
+    async fn step(&self, s: &AppState, key: &Self::Key) -> anyhow::Result<bool>;
 }
 
 /// A track's leases: the `lease_owner` and `lease_until` columns of one table, its rows named by
@@ -155,7 +154,7 @@ pub async fn leased<T: Track, R>(
 
 /// One pass of a track: a step on each due record under its lease, `at_once` at a time.
 /// Answers how many records changed.
-pub async fn pass<T: Track>(s: &AppState, track: &T) -> Result<usize, ApiError> {
+pub async fn pass<T: Track>(s: &AppState, track: &T) -> anyhow::Result<usize> {
     let keys = track.due(s).await?;
     let outcomes: Vec<Result<bool, sqlx::Error>> = futures_util::stream::iter(keys)
         .map(|key| async move {
@@ -163,7 +162,7 @@ pub async fn pass<T: Track>(s: &AppState, track: &T) -> Result<usize, ApiError> 
             Ok(match stepped {
                 Some(Ok(changed)) => changed,
                 Some(Err(e)) => {
-                    tracing::warn!(record = T::RECORD, id = %key, error = %e, "a step failed this pass");
+                    tracing::warn!(record = T::RECORD, id = %key, error = format!("{e:#}"), "a step failed this pass");
                     false
                 }
                 // Another server has it this pass.

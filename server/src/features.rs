@@ -28,14 +28,14 @@ pub struct Pass {
     pub run: for<'a> fn(&'a AppState) -> PassFuture<'a>,
 }
 
-/// A pass's work, its failure logged (in the span `workers` opens with the pass's name; a pass is
-/// tried again on the next tick).
-pub fn logged<'a, T, E: std::fmt::Debug + 'a>(
+/// A pass's work, its failure logged with its causes on one line (`{:#}`, in the span `workers`
+/// opens with the pass's name; a pass is tried again on the next tick).
+pub fn logged<'a, T, E: std::fmt::Display + 'a>(
     work: impl Future<Output = Result<T, E>> + Send + 'a,
 ) -> PassFuture<'a> {
     Box::pin(async move {
         if let Err(e) = work.await {
-            tracing::error!(error = ?e, "the pass failed");
+            tracing::error!(error = format!("{e:#}"), "the pass failed");
         }
     })
 }

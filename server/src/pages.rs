@@ -146,8 +146,18 @@ impl ArenaReads for AppState {
         Box::pin(async move {
             let Some(me) = page_identity(request).await else { return Ok(None) };
             let run_id = crate::http::ids::id::<OpenEnvRunId>(run_id).map_err(shown)?;
-            Ok(Some(crate::openenv::runs::view_with_events(self, &me, &run_id).await.map_err(shown)?))
+            Ok(Some(
+                crate::openenv::runs::service::view_with_events(self, &me, &run_id).await.map_err(shown)?,
+            ))
         })
+    }
+
+    fn openenv_leaderboard(&self) -> BoxFuture<'_, Read<domain::openenv::evaluation::Leaderboard>> {
+        Box::pin(async move { crate::openenv::runs::service::leaderboard(self).await.map_err(shown) })
+    }
+
+    fn openenv_intake(&self) -> BoxFuture<'_, Read<domain::openenv::controls::Intake>> {
+        Box::pin(async move { crate::openenv::intake::read(&self.db).await.map_err(|e| shown(e.into())) })
     }
 
     fn jobs<'a>(&'a self, request: &'a axum::http::request::Parts) -> BoxFuture<'a, Read<Option<JobsView>>> {

@@ -250,6 +250,8 @@ async fn hardware() -> Json<Value> {
     ))
 }
 
+/// `POST /api/jobs/{namespace}`: the request checked as HF checks it, a fault answered in its
+/// place when one is set, then the job recorded and started.
 async fn create(
     State(hub): State<SharedHub>,
     Path(namespace): Path<String>,
@@ -259,80 +261,19 @@ async fn create(
     if let Some(r) = crate::write_refusal(&hub, &headers, &namespace) {
         return r;
     }
-    let req: CreateJob = match serde_json::from_value(raw.clone()) {
-        Ok(req) => req,
-        Err(e) => return hf_error(StatusCode::BAD_REQUEST, None, &format!("Invalid job spec: {e}")),
+    let (req, command) = match checked_request(&raw) {
+        Ok(checked) => checked,
+        Err(r) => return r,
     };
-    // What HF refuses: a missing or empty command (HF runs it as it is), and labels outside
-    // `[A-Za-z0-9_-]{1,100}`.
-    let command = match req.command.clone() {
-        Some(c) if !c.is_empty() && !c[0].is_empty() => c,
-        _ => {
-            return hf_error(
-                StatusCode::BAD_REQUEST,
-                None,
-                "Invalid job spec: command must be a non-empty list",
-            )
-        }
-    };
-    if let Some((k, v)) = req.labels.iter().find(|(k, v)| !valid_label(k) || !valid_label(v)) {
-        let message = format!(
-            "Invalid label {k}={v}: label keys and values must be 1-100 characters of letters, digits, '-' and '_'"
-        );
-        return hf_error(StatusCode::BAD_REQUEST, None, &message);
+    if let Some(r) = create_fault(&hub.jobs) {
+        return r;
     }
-    let jobs = &hub.jobs;
-    // Create faults answer instead of creating.
-    let refused = {
-        let mut f = jobs.faults.lock().unwrap();
-        match f.create_status {
-            Some(status) => {
-                let left = f.create_count.unwrap_or(1).saturating_sub(1);
-                if left == 0 {
-                    f.create_status = None;
-                    f.create_count = None;
-                } else {
-                    f.create_count = Some(left);
-                }
-                Some(status)
-            }
-            None => None,
-        }
-    };
-    if let Some(status) = refused {
-        let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        let message = if status == StatusCode::PAYMENT_REQUIRED {
-            "Payment required: add prepaid credit to run jobs (local stand-in fault)"
-        } else {
-            "Internal Error (local stand-in fault)"
-        };
-        return hf_error(status, None, message);
-    }
-    let flavor = req.flavor.unwrap_or_else(|| "cpu-basic".into());
+    let flavor = req.flavor.clone().unwrap_or_else(|| "cpu-basic".into());
     if !HARDWARE.iter().any(|(n, _, _)| *n == flavor) {
         return hf_error(StatusCode::BAD_REQUEST, None, &format!("unknown flavor {flavor}"));
     }
-    let faults = {
-        let mut f = jobs.faults.lock().unwrap();
-        if f.pipeline() {
-            let taken = f.clone();
-            match f.count.unwrap_or(1).saturating_sub(1) {
-                0 => {
-                    *f = JobFaults {
-                        create_status: f.create_status,
-                        create_count: f.create_count,
-                        nulls: f.nulls,
-                        ..Default::default()
-                    }
-                }
-                left => f.count = Some(left),
-            }
-            taken
-        } else {
-            JobFaults::default()
-        }
-    };
-    let id = format!("{:024x}", 0x6a0b_0000_0000u64 + jobs.next.fetch_add(1, Ordering::SeqCst));
+    let faults = pipeline_faults(&hub.jobs);
+    let id = format!("{:024x}", 0x6a0b_0000_0000u64 + hub.jobs.next.fetch_add(1, Ordering::SeqCst));
     let view = JobView {
         id: id.clone(),
         created_at: now_rfc3339(),
@@ -354,19 +295,8 @@ async fn create(
         durations: json!({}),
         owner: json!({"id": format!("org-{namespace}"), "name": namespace, "type": "org"}),
     };
-    {
-        let mut recorded = raw;
-        if let Some(secrets) = recorded.get_mut("secrets").and_then(Value::as_object_mut) {
-            for v in secrets.values_mut() {
-                *v = json!("***");
-            }
-        }
-        let mut kept = jobs.bodies.lock().unwrap();
-        kept.push(json!({"id": id, "body": recorded}));
-        let over = kept.len().saturating_sub(KEPT_BODIES);
-        kept.drain(..over);
-    }
-    let job = Job {
+    keep_body(&hub.jobs, &id, raw);
+    hub.jobs.jobs.lock().unwrap().push(Job {
         view: view.clone(),
         pid: None,
         namespace,
@@ -377,13 +307,102 @@ async fn create(
         started: None,
         finished: None,
         cancel: Arc::new(tokio::sync::Notify::new()),
+    });
+    start(&hub, &view);
+    Json(answer(&view, hub.jobs.nulls())).into_response()
+}
+
+/// The request as HF reads it, and its command; HF refuses a missing or empty command (it runs
+/// it as it is) and labels outside `[A-Za-z0-9_-]{1,100}`.
+#[allow(clippy::result_large_err)]
+fn checked_request(raw: &Value) -> Result<(CreateJob, Vec<String>), Response> {
+    let req: CreateJob = serde_json::from_value(raw.clone())
+        .map_err(|e| hf_error(StatusCode::BAD_REQUEST, None, &format!("Invalid job spec: {e}")))?;
+    let command = match req.command.clone() {
+        Some(c) if !c.is_empty() && !c[0].is_empty() => c,
+        _ => {
+            return Err(hf_error(
+                StatusCode::BAD_REQUEST,
+                None,
+                "Invalid job spec: command must be a non-empty list",
+            ))
+        }
     };
-    jobs.jobs.lock().unwrap().push(job);
+    if let Some((k, v)) = req.labels.iter().find(|(k, v)| !valid_label(k) || !valid_label(v)) {
+        let message = format!(
+            "Invalid label {k}={v}: label keys and values must be 1-100 characters of letters, digits, '-' and '_'"
+        );
+        return Err(hf_error(StatusCode::BAD_REQUEST, None, &message));
+    }
+    Ok((req, command))
+}
+
+/// The answer of a set create fault (its count taken down by one), instead of a job.
+fn create_fault(jobs: &Jobs) -> Option<Response> {
+    let status = {
+        let mut f = jobs.faults.lock().unwrap();
+        let status = f.create_status?;
+        let left = f.create_count.unwrap_or(1).saturating_sub(1);
+        if left == 0 {
+            f.create_status = None;
+            f.create_count = None;
+        } else {
+            f.create_count = Some(left);
+        }
+        status
+    };
+    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let message = if status == StatusCode::PAYMENT_REQUIRED {
+        "Payment required: add prepaid credit to run jobs (local stand-in fault)"
+    } else {
+        "Internal Error (local stand-in fault)"
+    };
+    Some(hf_error(status, None, message))
+}
+
+/// The pipeline faults the new job carries (each set fault is taken by its count of jobs).
+fn pipeline_faults(jobs: &Jobs) -> JobFaults {
+    let mut f = jobs.faults.lock().unwrap();
+    if !f.pipeline() {
+        return JobFaults::default();
+    }
+    let taken = f.clone();
+    match f.count.unwrap_or(1).saturating_sub(1) {
+        0 => {
+            *f = JobFaults {
+                create_status: f.create_status,
+                create_count: f.create_count,
+                nulls: f.nulls,
+                ..Default::default()
+            }
+        }
+        left => f.count = Some(left),
+    }
+    taken
+}
+
+/// Keeps the request's body as it came (secrets' values masked) for the tests to read.
+fn keep_body(jobs: &Jobs, id: &str, mut recorded: Value) {
+    if let Some(secrets) = recorded.get_mut("secrets").and_then(Value::as_object_mut) {
+        for v in secrets.values_mut() {
+            *v = json!("***");
+        }
+    }
+    let mut kept = jobs.bodies.lock().unwrap();
+    kept.push(json!({"id": id, "body": recorded}));
+    let over = kept.len().saturating_sub(KEPT_BODIES);
+    kept.drain(..over);
+}
+
+/// Starts the job: a sandbox for an exposed image the stand-in serves, the uv image's command,
+/// or an error for any other image.
+fn start(hub: &SharedHub, view: &JobView) {
     let image = view.docker_image.clone().unwrap_or_default();
     let sandbox = match view.expose_ports().is_empty() {
         false => crate::sandbox::image_of(&hub.images, &image),
         true => None,
     };
+    let id = view.id.clone();
     match sandbox {
         Some(image) => {
             tokio::spawn(crate::sandbox::run(hub.clone(), id, image));
@@ -397,7 +416,6 @@ async fn create(
             hub.jobs.set_stage(&id, "ERROR", Some(message));
         }
     }
-    Json(answer(&view, hub.jobs.nulls())).into_response()
 }
 
 fn view_of(hub: &SharedHub, namespace: &str, id: &str) -> Option<JobView> {

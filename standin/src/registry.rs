@@ -114,7 +114,7 @@ pub fn load(dir: &Path) -> std::io::Result<BTreeMap<String, Repository>> {
 }
 
 fn digest(bytes: &[u8]) -> String {
-    format!("sha256:{}", Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect::<String>())
+    format!("sha256:{}", hex::encode(Sha256::digest(bytes)))
 }
 
 /// The digest of the `n`th image manifest of a tag (what an arena pins).

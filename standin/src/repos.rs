@@ -52,7 +52,9 @@ pub const GITATTRIBUTES: &str = concat!(
 );
 
 /// No git call may take longer than this; the process is killed when it does.
-const GIT_TIMEOUT: Duration = Duration::from_secs(10);
+// Long enough for a loaded machine (a fresh one builds and tests side by side): a timeout is a
+// 500, which fails the run that committed.
+const GIT_TIMEOUT: Duration = Duration::from_secs(60);
 /// Cached trees beyond this many are dropped all at once (the stand-in serves few repositories).
 const MAX_CACHED_TREES: usize = 512;
 

@@ -165,41 +165,7 @@ async fn attempt_once(
         hub.jobs.log(id, "the stand-in could not make the job's working directory");
         return End::Exited(Some(125), None);
     }
-    let sim = sim_dir();
-    let mut path = vec![sim.join("bin")];
-    path.extend(python_dir());
-    path.extend(["/usr/local/bin", "/usr/bin", "/bin"].map(PathBuf::from));
-    let hub_url = hub.public_url.lock().unwrap().clone();
-    let job_faults = serde_json::to_string(faults).unwrap_or_default();
-    let mut command = tokio::process::Command::new(&view.command[0]);
-    command
-        .args(&view.command[1..])
-        .args(&view.arguments)
-        .env_clear()
-        .envs(&view.environment)
-        .envs(secrets)
-        .env("JOB_ID", &view.id)
-        .env("ACCELERATOR", if view.flavor.starts_with("cpu") { "none" } else { "gpu" })
-        .env("PATH", std::env::join_paths(&path).unwrap_or_default())
-        .env("HOME", root.join("home"))
-        .env("TMPDIR", root.join("tmp"))
-        .env("HF_HOME", root.join("hf"))
-        .env("HF_ENDPOINT", &hub_url)
-        .env("HF_HUB_DISABLE_TELEMETRY", "1")
-        // The stand-in speaks the Hub's git-LFS path, not Xet: its jobs' clients take that path,
-        // as they do against a Hub without Xet.
-        .env("HF_HUB_DISABLE_XET", "1")
-        .env("LANG", "C.UTF-8")
-        // The job's resolver: `*.localhost` (its exposed URLs) is loopback (sim/resolver).
-        .env("PYTHONPATH", python_path(&sim, view.environment.get("PYTHONPATH")))
-        .env("STANDIN_STEP_MS", stage_ms.to_string())
-        .env("STANDIN_JOB_FAULTS", job_faults)
-        .current_dir(root.join("work"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
+    let mut command = job_command(hub, view, secrets, faults, stage_ms, root);
     if let Some(p) = proxy {
         command.env("ARENA_URL", &p.url);
     }
@@ -263,6 +229,54 @@ async fn attempt_once(
     hub.jobs.with(id, |j| j.pid = None);
     let _ = std::fs::remove_dir_all(root);
     end
+}
+
+/// The job's command as HF's container would run it: its own environment and secrets only, the
+/// stand-in's tools first on the path, its own home and temporary folders under `root`.
+fn job_command(
+    hub: &SharedHub,
+    view: &JobView,
+    secrets: &std::collections::BTreeMap<String, String>,
+    faults: &JobFaults,
+    stage_ms: u64,
+    root: &std::path::Path,
+) -> tokio::process::Command {
+    let sim = sim_dir();
+    let mut path = vec![sim.join("bin")];
+    path.extend(python_dir());
+    path.extend(["/usr/local/bin", "/usr/bin", "/bin"].map(PathBuf::from));
+    let hub_url = hub.public_url.lock().unwrap().clone();
+    let job_faults = serde_json::to_string(faults).unwrap_or_default();
+    let mut command = tokio::process::Command::new(&view.command[0]);
+    command
+        .args(&view.command[1..])
+        .args(&view.arguments)
+        .env_clear()
+        .envs(&view.environment)
+        .envs(secrets)
+        .env("JOB_ID", &view.id)
+        .env("ACCELERATOR", if view.flavor.starts_with("cpu") { "none" } else { "gpu" })
+        .env("PATH", std::env::join_paths(&path).unwrap_or_default())
+        .env("HOME", root.join("home"))
+        .env("TMPDIR", root.join("tmp"))
+        .env("HF_HOME", root.join("hf"))
+        .env("HF_ENDPOINT", &hub_url)
+        .env("HF_HUB_DISABLE_TELEMETRY", "1")
+        // The stand-in speaks the Hub's git-LFS path, not Xet: its jobs' clients take that path,
+        // as they do against a Hub without Xet.
+        .env("HF_HUB_DISABLE_XET", "1")
+        .env("LANG", "C.UTF-8")
+        // The job's resolver: `*.localhost` (its exposed URLs) is loopback (sim/resolver).
+        .env("PYTHONPATH", python_path(&sim, view.environment.get("PYTHONPATH")))
+        .env("STANDIN_STEP_MS", stage_ms.to_string())
+        .env("STANDIN_JOB_FAULTS", job_faults)
+        .current_dir(root.join("work"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    command
 }
 
 fn fresh_dirs(root: &std::path::Path) -> std::io::Result<()> {

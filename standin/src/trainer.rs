@@ -87,6 +87,17 @@ struct Reporter {
 
 impl Reporter {
     fn emit(&mut self, state: &str, policy_version: i64, rewards: Option<Vec<Option<f64>>>, message: String) {
+        self.emit_with(state, policy_version, rewards, message, json!({}));
+    }
+
+    fn emit_with(
+        &mut self,
+        state: &str,
+        policy_version: i64,
+        rewards: Option<Vec<Option<f64>>>,
+        message: String,
+        extra: Value,
+    ) {
         self.seq += 1;
         let at = time::OffsetDateTime::now_utc()
             .format(&time::format_description::well_known::Rfc3339)
@@ -95,6 +106,9 @@ impl Reporter {
             "message": message});
         if let Some(rewards) = rewards {
             event["rewards"] = json!(rewards);
+        }
+        if let (Some(e), Some(extra)) = (event.as_object_mut(), extra.as_object()) {
+            e.extend(extra.clone());
         }
         self.shared.emit(&self.run_id, event);
     }
@@ -131,6 +145,10 @@ impl Trainer {
             "the trainer started on the GPU (simulation: no model is loaded)".into(),
         );
         tokio::time::sleep(self.stage).await;
+        let benchmark = &assignment["benchmark"];
+        if benchmark.is_object() {
+            self.evaluate(&mut report, benchmark, "before", 0).await;
+        }
         let mut elapsed = LOAD_S;
         let mut version = 0i64;
         let mut step = 0u64;
@@ -177,9 +195,87 @@ impl Trainer {
             report.emit("failed", version, None, why);
             return;
         }
+        if benchmark.is_object() {
+            self.evaluate(&mut report, benchmark, "after", version).await;
+        }
         report.emit("cleanup", version, None, format!("{step} steps in {elapsed} simulated seconds"));
         tokio::time::sleep(self.stage).await;
         report.emit("completed", version, None, format!("{version} optimizer steps taken"));
+    }
+
+    /// One evaluation phase (simulated: the scripted policy at `version`): every held-out task
+    /// `trials` times, five episodes at once, each in a fresh sandbox and seeded by its task and
+    /// trial alone, so that before and after see the same draws; an episode with no reward is
+    /// played once more, then left out. Reports the phase's start and its records at its end.
+    async fn evaluate(&self, report: &mut Reporter, benchmark: &Value, phase: &str, version: i64) {
+        let trials = benchmark["trials"].as_u64().unwrap_or(1) as u32;
+        let id = benchmark["id"].as_str().unwrap_or_default();
+        let mut cells: Vec<(Value, TaskSpec, u32)> = Vec::new();
+        for env in benchmark["environments"].as_array().into_iter().flatten() {
+            let submission = json!({"schema": env["schema"], "example_actions": [], "finish_action": env["finish_action"]});
+            for t in env["tasks"].as_array().into_iter().flatten() {
+                let mut spec = t.clone();
+                if let Some(o) = spec.as_object_mut() {
+                    o.remove("task_label");
+                    o.insert("image".into(), env["image"].clone());
+                }
+                let Ok(task) = serde_json::from_value::<TaskSpec>(spec) else { continue };
+                cells.extend((0..trials).map(|k| (submission.clone(), task.clone(), k)));
+            }
+        }
+        let planned = cells.len() as u32;
+        let progress = |done: u32, records: Vec<Value>, incomplete: Option<&str>| {
+            let mut e = json!({"phase": phase, "done": done, "planned": planned, "simulated": true});
+            if !records.is_empty() {
+                e["records"] = json!(records);
+            }
+            if let Some(why) = incomplete {
+                e["incomplete"] = json!(why);
+            }
+            json!({"evaluation": e})
+        };
+        if cells.is_empty() {
+            let why = "the benchmark's environments are not on this arena (a private benchmark without its overlay)";
+            report.emit_with(
+                "evaluating",
+                version,
+                None,
+                format!("{phase} training: {why}"),
+                progress(0, vec![], Some(why)),
+            );
+            return;
+        }
+        report.emit_with(
+            "evaluating",
+            version,
+            None,
+            format!("{planned} held-out episodes {phase} training (simulated policy)"),
+            progress(0, vec![], None),
+        );
+        let mut records = Vec::new();
+        for chunk in cells.chunks(EPISODES_PER_STEP) {
+            let played =
+                futures_util::future::join_all(chunk.iter().map(|(submission, task, trial)| async move {
+                    let seed = format!("{id}/{}/{trial}", task.task_id);
+                    let mut replays = 0;
+                    let mut reward = self.play_episode(submission, task, seed.clone(), version).await;
+                    if reward.is_none() {
+                        replays = 1;
+                        reward = self.play_episode(submission, task, seed, version).await;
+                    }
+                    json!({"task_id": task.task_id, "trial": trial, "reward": reward, "replays": replays})
+                }))
+                .await;
+            records.extend(played);
+        }
+        let lost = records.iter().filter(|r| r["reward"].is_null()).count();
+        report.emit_with(
+            "evaluating",
+            version,
+            None,
+            format!("{planned} held-out episodes {phase} training played; {lost} lost to the platform (simulated policy)"),
+            progress(planned, records, None),
+        );
     }
 
     /// Five episodes at once, each in a fresh sandbox; their scores in the order they ended.

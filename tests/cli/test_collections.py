@@ -191,7 +191,9 @@ def test_scripted_github_rate_limit_is_reported_not_retried(scripted_server, tmp
     r = run_cli(["validate", "--file", write(tmp_path, "environment.json", body)], url, token=TOKEN)
     assert r.returncode == 1
     assert len(server.seen) == 1, "sending it again seconds later cannot help"
-    assert time.monotonic() - started < 1.0
+    # Nor does it wait for the limit's reset (1800 s) before it answers (a loaded machine starts
+    # the CLI in a second or two: the bound is far from both).
+    assert time.monotonic() - started < 60
     assert "GITHUB_RATE_LIMITED (HTTP 503)" in r.stderr
     assert "5000 requests an hour) is used up; it resets at 14:00 UTC" in r.stderr
     assert "retry after 1800 s" in r.stderr

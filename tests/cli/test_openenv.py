@@ -151,7 +151,10 @@ def test_the_admitted_variant_trains_to_completed(verdicts):
     assert (run["state"], run["policy_version"]) == ("completed", 3), run
     status, events = call("GET", arena_url + "/api/openenv/runs/%s/events" % run_id, tok)
     states = [e["state"] for e in events["events"]]
-    assert states == ["starting", "loading"] + ["rolling", "updating"] * 3 + ["cleanup", "completed"], states
+    # The held-out benchmark before the first step and after the last: each phase's start and end.
+    assert states == (["starting", "loading", "evaluating", "evaluating"] + ["rolling", "updating"] * 3
+                      + ["evaluating", "evaluating", "cleanup", "completed"]), states
+    assert run["evaluation"]["state"] == "complete" and run["evaluation"]["simulated"], run["evaluation"]
     # Another account does not see it.
     status, other = call("GET", arena_url + "/api/openenv/runs/" + run_id, token("never-ends"))
     assert (status, other["code"]) == (404, "RUN_NOT_FOUND")

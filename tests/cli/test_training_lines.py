@@ -4,6 +4,7 @@ transformers 5.13's ProgressCallback (each float as f"{v:.4g}" in quotes), and l
 a step."""
 
 import importlib.util
+import json
 import math
 import pathlib
 import sys
@@ -28,7 +29,7 @@ def test_the_job_script_reads_transformers_lines():
             "'completions/mean_length': '187.2', 'rewards/verifier_reward/mean': '0.375', 'reward': '0.375', "
             "'reward_std': '0.3535', 'frac_reward_zero_std': '0.5', 'kl': None, 'step_time': '12.35', 'epoch': '0.0125'}")
     assert JOB.trl_metrics(line) == {
-        "loss": 0.01235, "grad_norm": 0.5341, "learning_rate": 1e-06, "completion_length": 187.2, "reward": 0.375,
+        "loss": 0.01235, "grad_norm": 0.5341, "learning_rate": 1e-06, "completions/mean_length": 187.2, "reward": 0.375,
         "reward_std": 0.3535, "frac_reward_zero_std": 0.5}
     # After a progress bar's carriage return; a nan is left out.
     assert JOB.trl_metrics(" 10%|#  | 1/10\r{'loss': 'nan', 'reward': '1'}") == {"reward": 1.0}
@@ -45,8 +46,14 @@ def test_the_simulated_trainer_prints_what_the_job_script_reads():
     logs = grpo.step_logs("run-x", 0, 10, 1e-6, [1.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0], 4)
     line = grpo.trl_line(logs)
     read = JOB.trl_metrics(line)
-    assert set(read) == {"loss", "grad_norm", "learning_rate", "completion_length", "reward", "reward_std",
+    assert set(read) == {"loss", "grad_norm", "learning_rate", "completions/mean_length", "reward", "reward_std",
                          "frac_reward_zero_std"}
     # Four significant figures, as transformers formats them.
     assert all(math.isclose(read[k], float("%.4g" % logs[k])) for k in ("loss", "reward", "reward_std"))
     assert read["frac_reward_zero_std"] == 0.5
+
+
+def test_the_job_keeps_the_domains_metric_names():
+    """One name per metric: the job script's list is the domain's `TrainMetrics` table."""
+    names = json.loads((ROOT / "tests" / "fixtures" / "metric-names.json").read_text())
+    assert JOB.TRL_METRICS == names["collection"]

@@ -7,7 +7,7 @@ pub fn git_blob_id(bytes: &[u8]) -> String {
     let mut hasher = Sha1::new();
     hasher.update(format!("blob {}\0", bytes.len()).as_bytes());
     hasher.update(bytes);
-    hasher.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    crate::digest::hex(hasher.finalize())
 }
 
 /// A git blob id is 40 lowercase hex digits.

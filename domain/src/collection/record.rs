@@ -94,7 +94,7 @@ pub fn environment_id(author_id: &str, source: &Source, commit: &str) -> String 
         h.update(part.as_bytes());
         h.update(b"\0");
     }
-    let hex: String = h.finalize().iter().take(8).map(|b| format!("{b:02x}")).collect();
+    let hex = crate::digest::hex(&h.finalize()[..8]);
     format!("env-{hex}")
 }
 

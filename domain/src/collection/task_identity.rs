@@ -16,7 +16,7 @@ pub fn task_identity<'a>(files: impl IntoIterator<Item = (&'a str, &'a str)>) ->
         hasher.update(blob.as_bytes());
         hasher.update(b"\n");
     }
-    let hex: String = hasher.finalize().iter().map(|b| format!("{b:02x}")).collect();
+    let hex = crate::digest::hex(hasher.finalize());
     format!("sha256:{hex}")
 }
 

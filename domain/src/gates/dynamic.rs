@@ -8,7 +8,6 @@
 //! must name.
 
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 pub const PLAN_SCHEMA: u32 = 1;
 pub const DEFAULT_RERUNS: u32 = 8;
@@ -129,7 +128,7 @@ fn hash(plan: &Plan) -> String {
     unhashed.plan_hash = String::new();
     // Struct fields serialize in declaration order and the task list is sorted: canonical bytes.
     let bytes = serde_json::to_vec(&unhashed).expect("a plan serializes");
-    Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect()
+    crate::digest::sha256_hex(&bytes)
 }
 
 /// The plan for every eligible task, sorted by name.

@@ -154,15 +154,7 @@ mod tests {
 
     #[test]
     fn the_track_trains_the_registrys_model_with_its_recipe() {
-        use crate::SourceFile;
-        let files = [
-            ("challenges/openenv-9b.toml", include_str!("../../../configs/challenges/openenv-9b.toml")),
-            ("models/qwen3.5-9b.toml", include_str!("../../../configs/models/qwen3.5-9b.toml")),
-            ("methods/openenv-v1.toml", include_str!("../../../configs/methods/openenv-v1.toml")),
-            ("suites/openenv-heldout.toml", include_str!("../../../configs/suites/openenv-heldout.toml")),
-            ("arena.toml", include_str!("../../../configs/arena.toml")),
-        ]
-        .map(|(path, text)| SourceFile::new(path, text));
+        let files = crate::registry::shipped_files();
         let registry = Registry::load(&files, &[]).unwrap();
         let (model, recipe) = track_recipe(&registry).unwrap();
         assert_eq!(model["repo"], "Qwen/Qwen3.5-9B");

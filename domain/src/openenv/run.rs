@@ -1,6 +1,8 @@
 //! An OpenEnv run's states and events, as the guide names them: `starting` (handed to the
 //! cluster), `loading` (the trainer started on the GPU), then `rolling` and `updating` once per
 //! optimizer step, then `cleanup` and `completed` or `failed` (`cancelled` when an editor stops it).
+//! `evaluating` comes before the first step and after the last, while the policy is played on the
+//! track's held-out benchmark (`super::evaluation`).
 
 use serde::{Deserialize, Serialize};
 
@@ -11,6 +13,7 @@ use serde::{Deserialize, Serialize};
 pub enum RunState {
     Starting,
     Loading,
+    Evaluating,
     Rolling,
     Updating,
     Cleanup,
@@ -20,10 +23,21 @@ pub enum RunState {
 }
 
 impl RunState {
+    /// Every state a run is in until it ends.
+    pub const LIVE: &'static [RunState] = &[
+        RunState::Starting,
+        RunState::Loading,
+        RunState::Evaluating,
+        RunState::Rolling,
+        RunState::Updating,
+        RunState::Cleanup,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             RunState::Starting => "starting",
             RunState::Loading => "loading",
+            RunState::Evaluating => "evaluating",
             RunState::Rolling => "rolling",
             RunState::Updating => "updating",
             RunState::Cleanup => "cleanup",
@@ -51,6 +65,7 @@ impl RunState {
         match self {
             RunState::Starting => "handed to the training cluster, waiting for a GPU",
             RunState::Loading => "the trainer started on the GPU and is loading the model",
+            RunState::Evaluating => "playing the held-out benchmark to measure the policy",
             RunState::Rolling => "playing the episodes of an optimizer step",
             RunState::Updating => "updating the policy",
             RunState::Cleanup => "cleaning up",
@@ -70,9 +85,9 @@ impl RunState {
         match next {
             Starting => false,
             Loading => self == Starting,
-            Rolling => matches!(self, Loading | Rolling | Updating),
+            Evaluating | Rolling => matches!(self, Loading | Evaluating | Rolling | Updating),
             Updating => self == Rolling,
-            Cleanup => matches!(self, Loading | Rolling | Updating),
+            Cleanup => matches!(self, Loading | Evaluating | Rolling | Updating),
             Completed => self == Cleanup,
             Failed | Cancelled => true,
         }
@@ -103,6 +118,10 @@ pub struct RunEvent {
     /// On `loading`: the trainer's versions, model and device.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trainer: Option<TrainerInfo>,
+    /// On `evaluating`: the phase and its progress (the records the cluster sends on a phase's
+    /// last event are kept apart: an event never shows them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evaluation: Option<super::evaluation::EvaluationReport>,
 }
 
 impl RunEvent {
@@ -125,10 +144,14 @@ impl RunEvent {
         if let Some(t) = &self.trainer {
             t.check()?;
         }
+        match (&self.evaluation, self.state) {
+            (Some(e), RunState::Evaluating) => e.check()?,
+            (Some(_), _) => return Err("`evaluation` on an event that is not `evaluating`".into()),
+            (None, RunState::Evaluating) => return Err("an `evaluating` event without `evaluation`".into()),
+            (None, _) => {}
+        }
         if let Some(m) = &self.metrics {
-            if m.values().iter().any(|(_, v)| v.is_some_and(|v| !v.is_finite())) {
-                return Err("a metric that is not a finite number".into());
-            }
+            m.check()?;
         }
         Ok(())
     }
@@ -170,49 +193,36 @@ impl Alert {
     }
 }
 
-/// What the trainer measured over one optimizer step: the same numbers it logs to Trackio
-/// (`train/reward`, `train/reward_std`, `train/loss`, `train/grad_norm`, …).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[cfg_attr(feature = "openapi", schema(as = OpenEnvStepMetrics))]
-pub struct StepMetrics {
-    /// The mean reward of the four episodes that trained.
-    pub reward_mean: Option<f64>,
-    /// Their standard deviation (zero: no signal, the update changes nothing).
-    pub reward_std: Option<f64>,
-    /// GRPO's loss over the step.
-    pub loss: Option<f64>,
-    /// The gradient's norm before clipping.
-    pub grad_norm: Option<f64>,
-    /// The model's own tokens per episode (observations not counted), on average.
-    pub completion_tokens: Option<f64>,
-    /// Seconds the step's five episodes took.
-    pub step_s: Option<f64>,
-    /// Of the step's five episodes, how many ended by a reply that was not one valid JSON action…
-    pub invalid_replies: Option<f64>,
-    /// …by a token budget or `tool_calls_total`…
-    pub budget_ends: Option<f64>,
-    /// …and by their walls.
-    pub timeouts: Option<f64>,
-    /// The norm of the adapter's LoRA B matrices after the step (zero before the first): it moves
-    /// at every step that changed the weights.
-    pub lora_b_norm: Option<f64>,
-}
-
-impl StepMetrics {
-    pub fn values(&self) -> [(&'static str, Option<f64>); 10] {
-        [
-            ("reward_mean", self.reward_mean),
-            ("reward_std", self.reward_std),
-            ("loss", self.loss),
-            ("grad_norm", self.grad_norm),
-            ("completion_tokens", self.completion_tokens),
-            ("step_s", self.step_s),
-            ("invalid_replies", self.invalid_replies),
-            ("budget_ends", self.budget_ends),
-            ("timeouts", self.timeouts),
-            ("lora_b_norm", self.lora_b_norm),
-        ]
+crate::metric_table::metric_table! {
+    /// What the trainer measured over one optimizer step, under the names it logs them to
+    /// Trackio (`train/reward`, `train/episodes/step_s`, …): TRL's own, and the episodes' counts
+    /// it adds through TRL's `log_metric`.
+    #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+    #[cfg_attr(feature = "openapi", schema(as = OpenEnvStepMetrics))]
+    pub struct StepMetrics {
+        /// The mean reward of the four episodes that trained.
+        reward: "reward" or "reward_mean",
+        /// Their standard deviation (zero: no signal, the update changes nothing).
+        reward_std: "reward_std",
+        /// GRPO's loss over the step.
+        loss: "loss",
+        /// The gradient's norm before clipping.
+        grad_norm: "grad_norm",
+        /// The model's own tokens per episode (observations not counted), on average.
+        completions_mean_length: "completions/mean_length" or "completion_tokens",
+        /// Seconds the step's five episodes took.
+        episodes_step_s: "episodes/step_s" or "step_s",
+        /// Of the step's five episodes, how many ended by a reply that was not one valid JSON action…
+        episodes_invalid_replies: "episodes/invalid_replies" or "invalid_replies",
+        /// …by a token budget or `tool_calls_total`…
+        episodes_budget_ends: "episodes/budget_ends" or "budget_ends",
+        /// …and by their walls.
+        episodes_timeouts: "episodes/timeouts" or "timeouts",
+        /// The norm of the adapter's LoRA B matrices after the step (zero before the first): it
+        /// moves at every step that changed the weights.
+        lora_b_norm: "lora_b_norm",
+        /// Episodes of the step lost to the platform and played again in a fresh sandbox.
+        episodes_group_retries: "episodes/group_retries" or "group_retries",
     }
 }
 
@@ -295,7 +305,7 @@ pub fn training_curve(events: &[RunEvent]) -> crate::training::TrainingCurve {
                     reward: Some(mean),
                     reward_std: m.and_then(|m| m.reward_std),
                     grad_norm: m.and_then(|m| m.grad_norm),
-                    completion_length: m.and_then(|m| m.completion_tokens),
+                    completions_mean_length: m.and_then(|m| m.completions_mean_length),
                     ..Default::default()
                 },
             }
@@ -365,6 +375,10 @@ pub struct OpenEnvRunView {
     pub trainer: Option<TrainerInfo>,
     /// The latest thing that went wrong without ending the run.
     pub alert: Option<AlertView>,
+    /// The held-out evaluation before and after training (null: the run has no benchmark plan).
+    pub evaluation: Option<super::evaluation::EvaluationView>,
+    /// Its cleanup, once it began: whether it stalled, the sandboxes left, an editor's release.
+    pub cleanup: Option<super::controls::CleanupView>,
 }
 
 /// `GET /api/openenv/runs/{id}/events`.
@@ -396,6 +410,10 @@ mod tests {
     #[test]
     fn states_follow_the_guides_order() {
         let path = [Starting, Loading, Rolling, Updating, Rolling, Updating, Cleanup, Completed];
+        let evaluated =
+            [Starting, Loading, Evaluating, Evaluating, Rolling, Updating, Evaluating, Cleanup, Completed];
+        assert!(evaluated.windows(2).all(|w| w[0].may_follow_with(w[1])), "{evaluated:?}");
+        assert!(!Starting.may_follow_with(Evaluating) && !Evaluating.may_follow_with(Updating));
         assert!(path.windows(2).all(|w| w[0].may_follow_with(w[1])), "{path:?}");
         assert!(!Starting.may_follow_with(Rolling), "the trainer loads first");
         assert!(!Rolling.may_follow_with(Completed), "cleanup comes first");
@@ -418,6 +436,7 @@ mod tests {
             metrics: None,
             alert: None,
             trainer: None,
+            evaluation: None,
         };
         let events = [
             e(Rolling, 0, Some(vec![Some(0.0), None, Some(1.0), Some(1.0), Some(0.0)])),
@@ -444,6 +463,7 @@ mod tests {
             metrics: None,
             alert,
             trainer: None,
+            evaluation: None,
         }
     }
 

@@ -297,11 +297,3 @@ fn shared_layers_count_once_toward_the_submissions_size() {
     let refs: Vec<&ImageFacts> = more.iter().collect();
     assert_eq!(check_total_size(&refs).err().map(|e| e.code), Some(ErrorCode::SubmissionSizeExceeded));
 }
-
-#[test]
-fn the_quota_frees_a_day_after_acceptance() {
-    assert_eq!(quota_retry_after(None, 1000), None);
-    assert_eq!(quota_retry_after(Some(1000), 1000), Some(QUOTA_WINDOW_S));
-    assert_eq!(quota_retry_after(Some(1000), 1000 + QUOTA_WINDOW_S - 1), Some(1));
-    assert_eq!(quota_retry_after(Some(1000), 1000 + QUOTA_WINDOW_S), None);
-}

@@ -12,18 +12,8 @@ fn local() -> Registry {
 /// `local()` with `extra` added to the local-demo challenge's file.
 fn local_with(extra: &str) -> Result<Registry, crate::ConfigErrors> {
     let challenge = include_str!("../../../dev/local-challenge/challenges/local-demo.toml");
-    let files = vec![
-        SourceFile::new("arena.toml", include_str!("../../../configs/arena.toml")),
-        SourceFile::new("models/qwen3.5-9b.toml", include_str!("../../../configs/models/qwen3.5-9b.toml")),
-        SourceFile::new("methods/openenv-v1.toml", include_str!("../../../configs/methods/openenv-v1.toml")),
-        SourceFile::new(
-            "suites/openenv-heldout.toml",
-            include_str!("../../../configs/suites/openenv-heldout.toml"),
-        ),
-        SourceFile::new(
-            "challenges/openenv-9b.toml",
-            include_str!("../../../configs/challenges/openenv-9b.toml"),
-        ),
+    let mut files = crate::registry::shipped_files();
+    files.extend([
         SourceFile::new(
             "methods/local-demo-v1.toml",
             include_str!("../../../dev/local-challenge/methods/local-demo-v1.toml"),
@@ -37,7 +27,7 @@ fn local_with(extra: &str) -> Result<Registry, crate::ConfigErrors> {
             "fixture/task-lists/local-heldout.txt",
             include_str!("../../../dev/local-challenge/fixture/task-lists/local-heldout.txt"),
         ),
-    ];
+    ]);
     Registry::load(&files, &[])
 }
 

@@ -62,6 +62,13 @@ pub struct Registry {
     pub suites: BTreeMap<String, Suite>,
     /// Open first, then planned, then closed; by id within each.
     pub challenges: Vec<Challenge>,
+    /// Held-out OpenEnv benchmarks (`benchmarks/*.toml`).
+    pub benchmarks: BTreeMap<String, crate::openenv::benchmark::Benchmark>,
+    /// `[openenv] benchmark` of `arena.toml`: the benchmark the OpenEnv track's runs are
+    /// evaluated on.
+    pub openenv_benchmark: Option<String>,
+    /// `[openenv.quota]` of `arena.toml` (the guide's one per 24 hours when absent).
+    pub openenv_quota: crate::openenv::quota::QuotaPolicy,
 }
 
 /// `arena.toml`: arena-wide settings.
@@ -72,6 +79,20 @@ struct ArenaFile {
     /// `[prices.PROVIDER]`: `flavor = USD per hour`.
     #[serde(default)]
     prices: BTreeMap<String, BTreeMap<String, f64>>,
+    #[serde(default)]
+    openenv: OpenEnvSettings,
+}
+
+/// `[openenv]` of `arena.toml`: the OpenEnv track's settings.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OpenEnvSettings {
+    /// The held-out benchmark its runs are evaluated on, before and after training.
+    #[serde(default)]
+    benchmark: Option<String>,
+    /// `[openenv.quota]`: accepted submissions per account and window, and who has no quota.
+    #[serde(default)]
+    quota: crate::openenv::quota::QuotaPolicy,
 }
 
 #[derive(Debug, serde::Deserialize)]
@@ -114,6 +135,11 @@ fn read_arena(files: &[SourceFile], registry: &mut Registry, errors: &mut Vec<Co
                     }
                 }
                 registry.prices = arena.prices;
+                registry.openenv_benchmark = arena.openenv.benchmark;
+                for (field, reason) in arena.openenv.quota.problems() {
+                    errors.push(ConfigError::new("arena.toml", field, reason));
+                }
+                registry.openenv_quota = arena.openenv.quota;
             }
         }
         None => errors.push(ConfigError::new("arena.toml", "", "missing: it sets the shared compute cap")),
@@ -167,6 +193,14 @@ fn read_files(
                         .insert(s.suite.id.clone(), Suite { header: s.suite, meta: s.meta, tasks, dataset });
                 }
             }
+            "benchmarks" => {
+                if let Some(b) = parse::<crate::openenv::benchmark::BenchmarkFile>(file, errors) {
+                    check_id(file, "benchmark.id", &b.benchmark.id, stem, errors);
+                    if let Some(benchmark) = read_benchmark(file, b, errors) {
+                        registry.benchmarks.insert(benchmark.header.id.clone(), benchmark);
+                    }
+                }
+            }
             "challenges" => {
                 if let Some(c) = parse::<ChallengeFile>(file, errors) {
                     check_id(file, "challenge.id", &c.challenge.id, stem, errors);
@@ -200,6 +234,16 @@ impl Registry {
         let challenge_files = read_files(files, &fixtures, &mut registry, &mut errors);
 
         apply_overlay(&mut registry.suites, overlay, &mut errors);
+        apply_benchmark_overlay(&mut registry.benchmarks, overlay, &mut errors);
+        if let Some(b) = &registry.openenv_benchmark {
+            if !registry.benchmarks.contains_key(b) {
+                errors.push(ConfigError::new(
+                    "arena.toml",
+                    "openenv.benchmark",
+                    format!("no benchmark `{b}` in benchmarks/"),
+                ));
+            }
+        }
 
         let defaults: Vec<&str> =
             registry.suites.values().filter(|s| s.meta.default).map(|s| s.id()).collect();
@@ -291,12 +335,10 @@ fn check_id(file: &SourceFile, field: &str, id: &str, stem: &str, errors: &mut V
     }
 }
 
-// Long: one rule per recipe field, in the order of the pipeline's loader.
 /// The recipe's own rules: what the pipeline's loader would refuse, said here with the fragment's
 /// field names, so that a bad recipe fails at start rather than in a paid run.
 fn check_method(file: &SourceFile, m: &MethodFile, errors: &mut Vec<ConfigError>) {
     let mut err = |field: &str, reason: String| errors.push(ConfigError::new(&file.path, field, reason));
-    let one_of = |value: &str, allowed: &[&str]| allowed.contains(&value);
     // The pipeline runs these; anything else has no recipe the arena can compose.
     for (field, value, want) in [
         ("method.algorithm", &m.method.algorithm, "GRPO"),
@@ -308,7 +350,6 @@ fn check_method(file: &SourceFile, m: &MethodFile, errors: &mut Vec<ConfigError>
             err(field, format!("`{value}`: the pipeline the arena launches runs `{want}` only"));
         }
     }
-    let t = &m.training;
     if m.eval.trials == 0 {
         err("eval.trials", "must be at least 1".into());
     }
@@ -318,6 +359,14 @@ fn check_method(file: &SourceFile, m: &MethodFile, errors: &mut Vec<ConfigError>
     if m.eval.max_infra_error_fraction.is_some_and(|f| !(0.0..=0.5).contains(&f)) {
         err("eval.max_infra_error_fraction", "must be between 0 and 0.5".into());
     }
+    check_training(m, &mut err);
+    check_rollout(m, &mut err);
+}
+
+/// The recipe's `[training]` rules.
+fn check_training(m: &MethodFile, err: &mut impl FnMut(&str, String)) {
+    let one_of = |value: &str, allowed: &[&str]| allowed.contains(&value);
+    let t = &m.training;
     if !one_of(&t.run_policy, &["always", "on_reward"]) {
         err("training.run_policy", format!("`{}` is not `always` or `on_reward`", t.run_policy));
     }
@@ -378,6 +427,11 @@ fn check_method(file: &SourceFile, m: &MethodFile, errors: &mut Vec<ConfigError>
             err("training.rollout_failure_policy", format!("`{policy}` is not `raise` or `mask`"));
         }
     }
+}
+
+/// The recipe's `[rollout]` rules.
+fn check_rollout(m: &MethodFile, err: &mut impl FnMut(&str, String)) {
+    let one_of = |value: &str, allowed: &[&str]| allowed.contains(&value);
     let r = &m.rollout;
     if !one_of(&r.sandbox, &["daytona", "docker"]) {
         err("rollout.sandbox", format!("`{}` is not `daytona` or `docker`", r.sandbox));
@@ -543,6 +597,70 @@ fn check_dataset(file: &str, field: &str, d: &SuiteDataset, errors: &mut Vec<Con
 
 /// The overlay holds `suites/{id}/tasks.txt`, and optionally `suites/{id}/domains.json` and
 /// `suites/{id}/dataset.toml` (`repo_id`, `revision`, `path`), for each private suite.
+/// A benchmark file's header and, for a public one, its environments.
+fn read_benchmark(
+    file: &SourceFile,
+    b: crate::openenv::benchmark::BenchmarkFile,
+    errors: &mut Vec<ConfigError>,
+) -> Option<crate::openenv::benchmark::Benchmark> {
+    use crate::openenv::benchmark::{check_environments, check_header, Benchmark};
+    let mut problems = check_header(&b.benchmark);
+    let environments = match (b.benchmark.private, b.environments.is_empty()) {
+        (true, false) => {
+            problems.push((
+                "environments".into(),
+                "a private benchmark's environments live in the private overlay, never here".into(),
+            ));
+            Vec::new()
+        }
+        (false, true) => {
+            problems.push(("environments".into(), "a public benchmark lists its environments".into()));
+            Vec::new()
+        }
+        _ => check_environments(&b.environments).unwrap_or_else(|p| {
+            problems.extend(p);
+            Vec::new()
+        }),
+    };
+    let ok = problems.is_empty();
+    errors.extend(problems.into_iter().map(|(field, why)| ConfigError::new(&file.path, field, why)));
+    ok.then_some(Benchmark { header: b.benchmark, environments })
+}
+
+/// The overlay's `benchmarks/{id}.toml`: a private benchmark's environments.
+fn apply_benchmark_overlay(
+    benchmarks: &mut BTreeMap<String, crate::openenv::benchmark::Benchmark>,
+    overlay: &[SourceFile],
+    errors: &mut Vec<ConfigError>,
+) {
+    use crate::openenv::benchmark::{check_environments, OverlayFile};
+    for file in overlay {
+        let Some(("benchmarks", id)) = toml_location(&file.path) else {
+            continue;
+        };
+        let origin = format!("overlay:{}", file.path);
+        let Some(benchmark) = benchmarks.get_mut(id) else {
+            errors.push(ConfigError::new(origin, "", "no benchmark with this id in configs/benchmarks/"));
+            continue;
+        };
+        if !benchmark.header.private {
+            errors.push(ConfigError::new(
+                origin,
+                "",
+                "the overlay is for private benchmarks; this one is public",
+            ));
+            continue;
+        }
+        let Some(o) = parse::<OverlayFile>(file, errors) else {
+            continue;
+        };
+        match check_environments(&o.environments) {
+            Ok(envs) => benchmark.environments = envs,
+            Err(p) => errors.extend(p.into_iter().map(|(f, why)| ConfigError::new(&origin, f, why))),
+        }
+    }
+}
+
 fn apply_overlay(
     suites: &mut BTreeMap<String, Suite>,
     overlay: &[SourceFile],
@@ -740,6 +858,31 @@ fn check_compute(path: &str, compute: &Compute, method: &MethodFile, errors: &mu
     if compute.attempts == Some(0) {
         err("compute.attempts", "must be at least 1 (the job's first attempt)".into());
     }
+}
+
+/// The configuration files the repository ships (`configs/`), for tests across the crate.
+#[cfg(test)]
+pub(crate) fn shipped_files() -> Vec<SourceFile> {
+    [
+        ("challenges/openenv-9b.toml", include_str!("../../../configs/challenges/openenv-9b.toml")),
+        ("models/qwen3.5-9b.toml", include_str!("../../../configs/models/qwen3.5-9b.toml")),
+        ("methods/openenv-v1.toml", include_str!("../../../configs/methods/openenv-v1.toml")),
+        ("suites/openenv-heldout.toml", include_str!("../../../configs/suites/openenv-heldout.toml")),
+        ("arena.toml", include_str!("../../../configs/arena.toml")),
+        ("benchmarks/openenv-bench.toml", include_str!("../../../configs/benchmarks/openenv-bench.toml")),
+    ]
+    .into_iter()
+    .map(|(path, text)| SourceFile::new(path, text))
+    .collect()
+}
+
+/// `shipped_files()` with the one at `path` edited.
+#[cfg(test)]
+pub(crate) fn shipped_files_with(path: &str, edit: impl Fn(&str) -> String) -> Vec<SourceFile> {
+    shipped_files()
+        .into_iter()
+        .map(|f| if f.path == path { SourceFile::new(&f.path, edit(&f.contents)) } else { f })
+        .collect()
 }
 
 #[cfg(test)]

@@ -2,27 +2,15 @@ use super::*;
 use crate::catalog;
 
 const CHALLENGE: &str = include_str!("../../../configs/challenges/openenv-9b.toml");
-const MODEL: &str = include_str!("../../../configs/models/qwen3.5-9b.toml");
 const METHOD: &str = include_str!("../../../configs/methods/openenv-v1.toml");
-const SUITE: &str = include_str!("../../../configs/suites/openenv-heldout.toml");
-const ARENA: &str = include_str!("../../../configs/arena.toml");
 
 fn shipped() -> Vec<SourceFile> {
-    vec![
-        SourceFile::new("challenges/openenv-9b.toml", CHALLENGE),
-        SourceFile::new("models/qwen3.5-9b.toml", MODEL),
-        SourceFile::new("methods/openenv-v1.toml", METHOD),
-        SourceFile::new("suites/openenv-heldout.toml", SUITE),
-        SourceFile::new("arena.toml", ARENA),
-    ]
+    shipped_files()
 }
 
 /// The shipped files with one of them edited.
 fn with(path: &str, edit: impl Fn(&str) -> String) -> Vec<SourceFile> {
-    shipped()
-        .into_iter()
-        .map(|f| if f.path == path { SourceFile::new(&f.path, edit(&f.contents)) } else { f })
-        .collect()
+    shipped_files_with(path, edit)
 }
 
 fn refusals(files: &[SourceFile], overlay: &[SourceFile]) -> Vec<ConfigError> {
@@ -213,7 +201,8 @@ fn refuses_malformed_files_naming_the_problem() {
 #[test]
 fn refuses_an_id_that_does_not_match_its_file() {
     let mut files = shipped();
-    files[1].path = "models/other.toml".into();
+    let model = files.iter().position(|f| f.path.starts_with("models/")).unwrap();
+    files[model].path = "models/other.toml".into();
     assert_refused(&files, "models/other.toml", "model.id", "must match the file name");
     let files = with("models/qwen3.5-9b.toml", |s| s.replace("id = \"qwen3.5-9b\"", "id = \"Qwen!\""));
     assert_refused(&files, "models/qwen3.5-9b.toml", "model.id", "is not an id");
@@ -328,4 +317,21 @@ fn reads_the_budget_cap_and_refuses_a_bad_one() {
     assert_refused(&files, "arena.toml", "budget.cap_usd", "non-negative");
     let files: Vec<SourceFile> = shipped().into_iter().filter(|f| f.path != "arena.toml").collect();
     assert_refused(&files, "arena.toml", "", "missing");
+}
+
+#[test]
+fn reads_the_openenv_quota_and_refuses_values_out_of_range() {
+    let registry = Registry::load(&shipped(), &[]).unwrap();
+    assert_eq!(registry.openenv_quota, crate::openenv::quota::QuotaPolicy::default());
+    let files = with("arena.toml", |s| {
+        s.replace("limit = 1\n", "limit = 5\n").replace("exempt = []", "exempt = [\"alice\"]")
+    });
+    let registry = Registry::load(&files, &[]).unwrap();
+    assert_eq!((registry.openenv_quota.limit, registry.openenv_quota.exempt.len()), (5, 1));
+    let files = with("arena.toml", |s| s.replace("limit = 1\n", "limit = 0\n"));
+    assert_refused(&files, "arena.toml", "openenv.quota.limit", "must be 1 to 1000");
+    let files = with("arena.toml", |s| s.replace("window_s = 86400", "window_s = 2592001"));
+    assert_refused(&files, "arena.toml", "openenv.quota.window_s", "30 days");
+    let files = with("arena.toml", |s| s.replace("exempt = []", "exempt = [\"not a name\"]"));
+    assert_refused(&files, "arena.toml", "openenv.quota.exempt", "not an HF username");
 }

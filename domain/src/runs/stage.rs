@@ -49,6 +49,9 @@ impl Stage {
     }
 }
 
+#[cfg(feature = "sqlx")]
+crate::text_column!(Stage, "stage");
+
 impl fmt::Display for Stage {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())

@@ -43,6 +43,9 @@ impl RunState {
     }
 }
 
+#[cfg(feature = "sqlx")]
+crate::text_column!(RunState, "run state");
+
 /// What a run is for: training on a collection, or measuring the base model alone on the held-out
 /// suite (the challenge's `baseline`, launched by an editor, no collection).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -82,6 +85,9 @@ impl Purpose {
         }
     }
 }
+
+#[cfg(feature = "sqlx")]
+crate::text_column!(Purpose, "run purpose");
 
 /// Whether a failure's reason names the arena's side (serving, sandboxes, the agent handshake,
 /// HF's credit) rather than the collection.

@@ -1,6 +1,5 @@
 use super::*;
 use crate::registry::Registry;
-use crate::SourceFile;
 
 /// The shipped challenge, unpaused on HF Jobs (its flavor's price from `arena.toml`).
 fn registry(edit: impl Fn(String) -> String) -> Registry {
@@ -10,16 +9,7 @@ fn registry(edit: impl Fn(String) -> String) -> Registry {
     let unpaused = format!("{}{}", &challenge[..start], &challenge[end..])
         .replace("provider = \"nebius\"", "provider = \"hf-jobs\"")
         .replace("provider_status = \"planned\"", "provider_status = \"connected\"");
-    let files = vec![
-        SourceFile::new("challenges/openenv-9b.toml", edit(unpaused)),
-        SourceFile::new("models/qwen3.5-9b.toml", include_str!("../../../configs/models/qwen3.5-9b.toml")),
-        SourceFile::new("methods/openenv-v1.toml", include_str!("../../../configs/methods/openenv-v1.toml")),
-        SourceFile::new(
-            "suites/openenv-heldout.toml",
-            include_str!("../../../configs/suites/openenv-heldout.toml"),
-        ),
-        SourceFile::new("arena.toml", include_str!("../../../configs/arena.toml")),
-    ];
+    let files = crate::registry::shipped_files_with("challenges/openenv-9b.toml", |_| edit(unpaused.clone()));
     Registry::load(&files, &[]).unwrap()
 }
 

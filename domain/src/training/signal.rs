@@ -25,6 +25,8 @@ struct TaskRow {
     passes: u64,
     pass_rate: Option<f64>,
     reward_mean: Option<f64>,
+    #[serde(default)]
+    reward_variance: Option<f64>,
     infra_errors: u64,
     trajectory_errors: u64,
     truncated_rollouts: u64,
@@ -131,12 +133,25 @@ pub struct TaskSignal {
     /// Passes over scored rollouts (reward ≥ 1.0), `null` with none scored.
     pub pass_rate: Option<f64>,
     pub reward_mean: Option<f64>,
+    /// The population variance of the scored rewards (p(1-p) for pass/fail rewards), `null` with
+    /// none scored.
+    #[serde(default)]
+    pub reward_variance: Option<f64>,
     pub groups: u64,
     pub groups_with_variance: u64,
     pub all_pass_groups: u64,
     pub all_fail_groups: u64,
     pub fully_masked_groups: u64,
-    /// Rollouts left out of the loss: infrastructure and trajectory errors.
+    /// Rollouts the platform lost: the sandbox, the agent or the verifier failed. Masked (left out
+    /// of the loss and of the group's baseline), never scored 0. Results collected before the
+    /// arena kept the two kinds apart have 0 here and their count in `masked_rollouts`.
+    #[serde(default)]
+    pub infra_errors: u64,
+    /// Rollouts that were scored but whose trajectory the pipeline could not turn into training
+    /// tokens: masked too, the pipeline's side.
+    #[serde(default)]
+    pub trajectory_errors: u64,
+    /// `infra_errors` + `trajectory_errors`: the rollouts left out of the loss.
     pub masked_rollouts: u64,
     pub truncated_rollouts: u64,
     pub failed_attempts: u64,
@@ -254,11 +269,14 @@ fn check_stats(train_ids: &[String], stats: &TaskStatsFile) -> Result<Vec<TaskSi
             passes: r.passes,
             pass_rate: r.pass_rate.filter(|p| p.is_finite()),
             reward_mean: r.reward_mean.filter(|p| p.is_finite()),
+            reward_variance: r.reward_variance.filter(|v| v.is_finite() && *v >= 0.0),
             groups: r.groups,
             groups_with_variance: r.groups_with_variance,
             all_pass_groups: r.all_pass_groups,
             all_fail_groups: r.all_fail_groups,
             fully_masked_groups: r.fully_masked_groups,
+            infra_errors: r.infra_errors,
+            trajectory_errors: r.trajectory_errors,
             masked_rollouts: masked,
             truncated_rollouts: r.truncated_rollouts,
             failed_attempts: r.failed_attempts,

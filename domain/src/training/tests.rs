@@ -36,7 +36,7 @@ fn trl_lines_are_read_as_transformers_prints_them() {
                 'reward_std': '0.3535', 'frac_reward_zero_std': '0.5', 'entropy': '0.6123', 'kl': None, 'step_time': '12.35', 'epoch': '0.0125'}";
     let m = metrics_line(line).unwrap();
     assert_eq!((m.loss, m.grad_norm, m.learning_rate), (Some(0.01235), Some(0.5341), Some(1e-6)));
-    assert_eq!((m.reward, m.reward_std, m.completion_length), (Some(0.375), Some(0.3535), Some(187.2)));
+    assert_eq!((m.reward, m.reward_std, m.completions_mean_length), (Some(0.375), Some(0.3535), Some(187.2)));
     assert_eq!(m.frac_reward_zero_std, Some(0.5));
     let line = "{'loss': 0.0213, 'grad_norm': 0.42, 'learning_rate': 1e-06, 'num_tokens': 5120.0, \
                 'completions/mean_length': 412.5, 'reward': 0.625, 'reward_std': 0.25, \
@@ -44,7 +44,7 @@ fn trl_lines_are_read_as_transformers_prints_them() {
     let m = metrics_line(line).unwrap();
     assert_eq!(m.loss, Some(0.0213));
     assert_eq!(m.learning_rate, Some(1e-6));
-    assert_eq!(m.completion_length, Some(412.5));
+    assert_eq!(m.completions_mean_length, Some(412.5));
     assert_eq!(m.reward_std, Some(0.25));
     // After a progress bar's carriage return, with wrapped numbers, strings and a nan.
     let line = " 33%|███▎      | 1/3 [00:10<00:20]\r{'loss': np.float64(0.5), 'grad_norm': nan, 'name': 'a, b', 'reward': tensor(0.25, device='cuda:0'), 'epoch': 1}";
@@ -108,6 +108,14 @@ fn the_real_samplers_record_gives_each_task_its_verdict() {
     );
     let first = &t.signal.tasks[0];
     assert_eq!((first.rollouts, first.scored_rollouts, first.masked_rollouts, first.passes), (8, 7, 1, 2));
+    // The pipeline's own fields, under its names: which errors were the platform's.
+    assert_eq!((first.infra_errors, first.trajectory_errors), (1, 0));
+    assert!((first.reward_variance.unwrap() - 0.20408163265306126).abs() < 1e-12);
+    let masked = &t.signal.tasks[3];
+    assert_eq!(
+        (masked.task.as_str(), masked.infra_errors, masked.reward_variance),
+        ("flaky-sandbox", 4, None)
+    );
     assert_eq!((first.groups, first.groups_with_variance, first.all_fail_groups), (2, 1, 1));
     assert_eq!(
         t.signal.summary,

@@ -1,9 +1,9 @@
 //! The board: listing (public) and posting (an HF identity, idempotent by `request_id`).
 
-use axum::extract::State;
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
-use domain::board::{MessageFilter, MessagePage, PostRequest, DEFAULT_PAGE, MAX_PAGE};
+use domain::board::{HiddenMessage, MessageFilter, MessagePage, PostRequest, DEFAULT_PAGE, MAX_PAGE};
 use domain::{ApiErrorBody, ErrorCode};
 use serde::Deserialize;
 use utoipa::IntoParams;
@@ -95,4 +95,34 @@ pub async fn post(
 ) -> Result<(StatusCode, Json<PostView>), ApiError> {
     let view = crate::board::service::post(&s, &me, req).await?;
     Ok((if view.existing { StatusCode::OK } else { StatusCode::CREATED }, Json(view)))
+}
+
+#[utoipa::path(post, path = "/api/board/messages/{id}/hide", tag = "board", params(("id" = String, Path)),
+    request_body = domain::reason::ReasonRequest,
+    responses((status = 200, description = "hidden: out of every listing and page, kept for audit; hidden again, the first hiding", body = HiddenMessage),
+        (status = 401, body = ApiErrorBody), (status = 403, description = "FORBIDDEN: only a BenchFlow editor; or CSRF_INVALID", body = ApiErrorBody),
+        (status = 404, description = "NOT_FOUND: no such message", body = ApiErrorBody),
+        (status = 422, description = "INVALID_REASON", body = ApiErrorBody)),
+    security(("hf_token" = [])))]
+pub async fn hide(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+    User(me): User,
+    ApiJson(body): ApiJson<domain::reason::ReasonRequest>,
+) -> Result<Json<HiddenMessage>, ApiError> {
+    Ok(Json(crate::board::service::hide(&s, &me, &id, &body.reason).await?))
+}
+
+#[derive(serde::Serialize, utoipa::ToSchema)]
+pub struct HiddenList {
+    /// Most recently hidden first (at most 500).
+    pub messages: Vec<HiddenMessage>,
+}
+
+#[utoipa::path(get, path = "/api/board/hidden", tag = "board",
+    responses((status = 200, description = "hidden messages with the reason, who hid them and when (editors)", body = HiddenList),
+        (status = 401, body = ApiErrorBody), (status = 403, description = "FORBIDDEN: only BenchFlow editors", body = ApiErrorBody)),
+    security(("hf_token" = [])))]
+pub async fn hidden(State(s): State<AppState>, User(me): User) -> Result<Json<HiddenList>, ApiError> {
+    Ok(Json(HiddenList { messages: crate::board::service::hidden(&s, &me).await? }))
 }

@@ -13,5 +13,8 @@ use crate::AppState;
 pub const FEATURE: Feature = Feature { router, passes: &[] };
 
 fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(api::list, api::post))
+    OpenApiRouter::new()
+        .routes(routes!(api::list, api::post))
+        .routes(routes!(api::hide))
+        .routes(routes!(api::hidden))
 }

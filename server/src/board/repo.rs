@@ -1,4 +1,4 @@
-use domain::board::{retry_after, Message, MessageFilter, NewPost, RateLimit};
+use domain::board::{retry_after, HiddenMessage, Message, MessageFilter, NewPost, RateLimit};
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
@@ -14,6 +14,7 @@ fn message(row: &AnyRow) -> Result<Message, sqlx::Error> {
         agent_id: row.try_get("agent_id")?,
         body: row.try_get("body")?,
         refs: serde_json::from_str(&refs).map_err(|e| sqlx::Error::Decode(Box::new(e)))?,
+        hidden_refs: Vec::new(),
         request_id: row.try_get("request_id")?,
         created_at: row.try_get("created_at")?,
     })
@@ -118,6 +119,7 @@ pub async fn insert_limited(
         agent_id: post.agent_id.as_ref().map(|a| a.as_str().to_string()),
         body: post.body.clone(),
         refs: post.refs.clone(),
+        hidden_refs: Vec::new(),
         request_id: post.request_id.as_str().to_string(),
         created_at: stamp.created_at.clone(),
     }))
@@ -130,7 +132,8 @@ pub async fn seq_of(db: &Db, id: &str) -> Result<Option<i64>, sqlx::Error> {
 
 /// Newest first. Returns one more row than asked when there is a next page.
 pub async fn list(db: &Db, f: &MessageFilter) -> Result<(Vec<Message>, bool), sqlx::Error> {
-    let mut clauses = Vec::new();
+    // What an editor hid leaves every listing.
+    let mut clauses = vec!["hidden_at IS NULL".to_string()];
     let mut n = 0;
     let mut next = || {
         n += 1;
@@ -152,7 +155,7 @@ pub async fn list(db: &Db, f: &MessageFilter) -> Result<(Vec<Message>, bool), sq
         clauses.push(format!("seq < {}", next()));
     }
     let limit = next();
-    let filter = if clauses.is_empty() { String::new() } else { format!("WHERE {}", clauses.join(" AND ")) };
+    let filter = format!("WHERE {}", clauses.join(" AND "));
     let sql = format!("SELECT {COLUMNS} FROM messages {filter} ORDER BY seq DESC LIMIT {limit}");
     let mut q = sqlx::query(&sql);
     if let Some(a) = &f.agent {
@@ -175,10 +178,84 @@ pub async fn list(db: &Db, f: &MessageFilter) -> Result<(Vec<Message>, bool), sq
     }
     let rows = q.bind(i64::from(f.limit) + 1).fetch_all(&db.pool).await?;
     let more = rows.len() > f.limit as usize;
-    let messages = rows.iter().take(f.limit as usize).map(message).collect::<Result<Vec<_>, _>>()?;
+    let mut messages = rows.iter().take(f.limit as usize).map(message).collect::<Result<Vec<_>, _>>()?;
+    mark_hidden_refs(db, &mut messages).await?;
     Ok((messages, more))
 }
 
+/// Messages shown (not hidden).
 pub async fn count(db: &Db) -> Result<i64, sqlx::Error> {
-    sqlx::query("SELECT COUNT(*) AS n FROM messages").fetch_one(&db.pool).await?.try_get("n")
+    sqlx::query("SELECT COUNT(*) AS n FROM messages WHERE hidden_at IS NULL")
+        .fetch_one(&db.pool)
+        .await?
+        .try_get("n")
+}
+
+/// Each message's refs that name a hidden message (hidden messages are few: editors hide them).
+async fn mark_hidden_refs(db: &Db, messages: &mut [Message]) -> Result<(), sqlx::Error> {
+    if messages.iter().all(|m| m.refs.is_empty()) {
+        return Ok(());
+    }
+    let hidden: std::collections::BTreeSet<String> =
+        sqlx::query("SELECT id FROM messages WHERE hidden_at IS NOT NULL")
+            .fetch_all(&db.pool)
+            .await?
+            .iter()
+            .map(|r| r.try_get("id"))
+            .collect::<Result<_, _>>()?;
+    for m in messages {
+        m.hidden_refs = m.refs.iter().filter(|r| hidden.contains(*r)).cloned().collect();
+    }
+    Ok(())
+}
+
+fn hidden_message(row: &AnyRow) -> Result<HiddenMessage, sqlx::Error> {
+    Ok(HiddenMessage {
+        message: message(row)?,
+        reason: row.try_get("hidden_reason")?,
+        hidden_by: row.try_get("hidden_by")?,
+        hidden_at: row.try_get("hidden_at")?,
+    })
+}
+
+/// Hides a message (once: hiding it again keeps the first reason). `None`: no such message.
+pub async fn hide(
+    db: &Db,
+    id: &str,
+    reason: &str,
+    by: &str,
+    at: &str,
+) -> Result<Option<HiddenMessage>, sqlx::Error> {
+    sqlx::query(
+        "UPDATE messages SET hidden_reason = $2, hidden_by = $3, hidden_at = $4 WHERE id = $1 AND hidden_at IS NULL",
+    )
+    .bind(id)
+    .bind(reason)
+    .bind(by)
+    .bind(at)
+    .execute(&db.writer)
+    .await?;
+    sqlx::query(&format!(
+        "SELECT {COLUMNS}, hidden_reason, hidden_by, hidden_at FROM messages WHERE id = $1 AND hidden_at IS NOT NULL"
+    ))
+    .bind(id)
+    .fetch_optional(&db.writer)
+    .await?
+    .as_ref()
+    .map(hidden_message)
+    .transpose()
+}
+
+/// Hidden messages, most recently hidden first (the editors' audit).
+pub async fn hidden(db: &Db, limit: i64) -> Result<Vec<HiddenMessage>, sqlx::Error> {
+    sqlx::query(&format!(
+        "SELECT {COLUMNS}, hidden_reason, hidden_by, hidden_at FROM messages WHERE hidden_at IS NOT NULL \
+         ORDER BY hidden_at DESC, seq DESC LIMIT $1"
+    ))
+    .bind(limit)
+    .fetch_all(&db.pool)
+    .await?
+    .iter()
+    .map(hidden_message)
+    .collect()
 }

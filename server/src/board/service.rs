@@ -1,7 +1,9 @@
 //! The board's rules: listing (the first page cached until the next post) and posting (as
 //! yourself or an agent you own, idempotent by `request_id`, rate-limited per account).
 
-use domain::board::{Message, MessageFilter, MessagePage, NewPost, PostError, PostRequest, POST_LIMITS};
+use domain::board::{
+    HiddenMessage, Message, MessageFilter, MessagePage, NewPost, PostError, PostRequest, POST_LIMITS,
+};
 use domain::ErrorCode;
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -117,4 +119,28 @@ pub async fn post(s: &AppState, me: &Identity, req: PostRequest) -> Result<PostV
             same_or_conflict(stored, &post)
         }
     }
+}
+
+/// `POST /api/board/messages/{id}/hide`: an editor hides a message with a reason. Hidden again, it
+/// answers the message as first hidden.
+pub async fn hide(s: &AppState, me: &Identity, id: &str, reason: &str) -> Result<HiddenMessage, ApiError> {
+    if !me.editor {
+        return Err(ApiError::new(ErrorCode::Forbidden, "only a BenchFlow editor hides a board message"));
+    }
+    let reason = domain::reason::check(reason).map_err(|why| ApiError::new(ErrorCode::InvalidReason, why))?;
+    let hidden = super::repo::hide(&s.db, id, &reason, &me.name, &s.now().text)
+        .await?
+        .ok_or_else(|| ApiError::new(ErrorCode::NotFound, format!("no message `{id}`")))?;
+    // The cached first page may hold it.
+    s.changes.bump(Topic::Board);
+    tracing::info!(message = %id, by = %me.name, "a board message was hidden");
+    Ok(hidden)
+}
+
+/// Hidden messages for editors, with why and by whom.
+pub async fn hidden(s: &AppState, me: &Identity) -> Result<Vec<HiddenMessage>, ApiError> {
+    if !me.editor {
+        return Err(ApiError::new(ErrorCode::Forbidden, "only BenchFlow editors read hidden board messages"));
+    }
+    Ok(super::repo::hidden(&s.db, 500).await?)
 }

@@ -61,7 +61,7 @@ pub fn random_secret() -> String {
 pub fn random_hex(bytes: usize) -> String {
     let mut buf = vec![0u8; bytes];
     getrandom::fill(&mut buf).expect("the OS has randomness");
-    buf.iter().map(|b| format!("{b:02x}")).collect()
+    domain::digest::hex(buf)
 }
 
 pub async fn session_user(session: &Session) -> Option<SessionUser> {
@@ -125,29 +125,41 @@ impl FromRequestParts<AppState> for Caller {
                 via: Via::Token,
             })));
         }
-        let Some(session) = parts.extensions.get::<Session>().cloned() else { return Ok(Caller(None)) };
-        let Some(mut user) = session_user(&session).await else { return Ok(Caller(None)) };
-        if !matches!(parts.method, Method::GET | Method::HEAD | Method::OPTIONS) {
-            let sent = parts.headers.get(CSRF_HEADER).and_then(|v| v.to_str().ok()).unwrap_or("");
-            if !same_bytes(sent.as_bytes(), user.csrf.as_bytes()) {
-                return Err(ApiError::new(
-                    ErrorCode::CsrfInvalid,
-                    "a signed-in write needs the page's CSRF token in the X-CSRF-Token header",
-                ));
-            }
-        }
-        if user.editor {
-            let client = crate::http::client::address(parts, state.auth.proxy_hops);
-            user.editor = recheck_editor(state, &session, &mut user, client).await;
-        }
-        Ok(Caller(Some(Identity {
-            id: user.id,
-            name: user.name,
-            fullname: user.fullname,
-            editor: user.editor,
-            via: Via::Session,
-        })))
+        let write = !matches!(parts.method, Method::GET | Method::HEAD | Method::OPTIONS);
+        let sent = write.then(|| parts.headers.get(CSRF_HEADER).and_then(|v| v.to_str().ok()).unwrap_or(""));
+        Ok(Caller(session_caller(parts, state, sent).await?))
     }
+}
+
+/// The person signed in by the request's session cookie, if any. A write must carry the session's
+/// CSRF token: `write_csrf` is what it sent, in the `X-CSRF-Token` header or, from a page's plain
+/// form, in a field.
+pub async fn session_caller(
+    parts: &Parts,
+    state: &AppState,
+    write_csrf: Option<&str>,
+) -> Result<Option<Identity>, ApiError> {
+    let Some(session) = parts.extensions.get::<Session>().cloned() else { return Ok(None) };
+    let Some(mut user) = session_user(&session).await else { return Ok(None) };
+    if let Some(sent) = write_csrf {
+        if !same_bytes(sent.as_bytes(), user.csrf.as_bytes()) {
+            return Err(ApiError::new(
+                ErrorCode::CsrfInvalid,
+                "a signed-in write needs the page's CSRF token in the X-CSRF-Token header",
+            ));
+        }
+    }
+    if user.editor {
+        let client = crate::http::client::address(parts, state.auth.proxy_hops);
+        user.editor = recheck_editor(state, &session, &mut user, client).await;
+    }
+    Ok(Some(Identity {
+        id: user.id,
+        name: user.name,
+        fullname: user.fullname,
+        editor: user.editor,
+        via: Via::Session,
+    }))
 }
 
 /// A session's editor role, confirmed by HF at least as often as a token's whoami is reused
@@ -201,8 +213,7 @@ impl FromRequestParts<AppState> for User {
 
 /// SHA-256 of a secret, in hex: what is kept of it.
 pub fn sha256_hex(secret: &str) -> String {
-    use sha2::Digest;
-    sha2::Sha256::digest(secret.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
+    domain::digest::sha256_hex(secret)
 }
 
 /// Compares in full whatever differs first, so the time says nothing about a secret.

@@ -19,7 +19,6 @@ use oauth2::{
     RedirectUrl, Scope, TokenResponse, TokenUrl,
 };
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 use sqlx::Row;
 use tower_sessions::Session;
 
@@ -317,7 +316,7 @@ fn oauth_error_kind<RE: std::error::Error, T: oauth2::ErrorResponse>(
 }
 
 fn hash(code: &str) -> String {
-    Sha256::digest(code.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
+    domain::digest::sha256_hex(code)
 }
 
 async fn create_handoff(state: &AppState, user: &SessionUser) -> Result<String, ApiError> {

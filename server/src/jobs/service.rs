@@ -145,14 +145,11 @@ pub async fn list(s: &AppState) -> Result<JobsView, ApiError> {
         .into_iter()
         .map(|(at, cents)| SpendPoint { at, committed_usd: domain::budget::dollars(cents) })
         .collect();
-    let openenv_runs = crate::openenv::runs_repo::in_states(
-        &s.db,
-        &[RunState::Starting, RunState::Loading, RunState::Rolling, RunState::Updating, RunState::Cleanup],
-    )
-    .await?
-    .into_iter()
-    .map(|r| (r.run_id, r.state.as_str().to_string()))
-    .collect();
+    let openenv_runs = crate::openenv::runs::repo::in_states(&s.db, RunState::LIVE)
+        .await?
+        .into_iter()
+        .map(|r| (r.run_id, r.state.as_str().to_string()))
+        .collect();
     let heldout_unchecked = heldout_unchecked(s);
     Ok(JobsView {
         jobs,
@@ -164,6 +161,8 @@ pub async fn list(s: &AppState) -> Result<JobsView, ApiError> {
         job_secrets: job_secrets(s),
         committed_history,
         backup: s.backups.as_ref().map(|b| b.view()),
+        intake: crate::openenv::intake::read(&s.db).await?,
+        hidden_messages: crate::board::repo::hidden(&s.db, 50).await?,
     })
 }
 

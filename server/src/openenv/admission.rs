@@ -205,7 +205,7 @@ async fn probe_in(
             Ok(_) => Outcome::Passed,
             Err(m) => author(ErrorCode::AdmissionEpisodeFailed, m),
         },
-        Err(m) => author(ErrorCode::AdmissionEpisodeFailed, m),
+        Err(e) => author(ErrorCode::AdmissionEpisodeFailed, e.to_string()),
     }
 }
 
@@ -242,6 +242,29 @@ async fn answer(r: Result<reqwest::Response, reqwest::Error>) -> Option<Answer> 
     Some(Answer { status, json: serde_json::from_slice(&body).ok() })
 }
 
+/// Why the example episode failed, in the words its submitter reads.
+#[derive(Debug, thiserror::Error)]
+enum EpisodeError {
+    #[error("the server did not open a WebSocket on /ws")]
+    SocketTimeout,
+    #[error("the server did not open a WebSocket on /ws: {0:#}")]
+    NoSocket(anyhow::Error),
+    #[error("the episode's connection failed: {0}")]
+    Connection(#[source] tokio_tungstenite::tungstenite::Error),
+    #[error("the server did not answer within 60 s")]
+    Silent,
+    #[error("not JSON: {0}")]
+    NotJson(#[source] serde_json::Error),
+    #[error("an observation the arena cannot read: {0}")]
+    Unreadable(#[source] serde_json::Error),
+    #[error("the server answered {0}")]
+    Unexpected(String),
+    #[error("the server sent a message over {} KiB", MAX_ANSWER_BYTES >> 10)]
+    TooLarge,
+    #[error("the server closed the episode")]
+    Closed,
+}
+
 /// The example episode over `/ws`: a reset with the task id, then the actions in order until the
 /// episode ends.
 async fn episode(
@@ -249,11 +272,11 @@ async fn episode(
     token: &Secret,
     task_id: &TaskId,
     actions: &[Value],
-) -> Result<(Step, Vec<Step>), String> {
+) -> Result<(Step, Vec<Step>), EpisodeError> {
     let mut socket = tokio::time::timeout(CALL, open_socket(url, token))
         .await
-        .map_err(|_| "the server did not open a WebSocket on /ws".to_string())?
-        .map_err(|e| format!("the server did not open a WebSocket on /ws: {e}"))?;
+        .map_err(|_| EpisodeError::SocketTimeout)?
+        .map_err(EpisodeError::NoSocket)?;
     let reset = exchange(&mut socket, json!({"type": "reset", "data": {"task_id": task_id}})).await?;
     let mut steps = Vec::new();
     for action in actions {
@@ -271,60 +294,55 @@ type Socket = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStre
 
 /// `/ws` of the sandbox at `url`, with the HF token its exposed port asks for; the address is
 /// resolved as the HTTP reads resolve it (`crate::ports::http::resolve`).
-async fn open_socket(url: &str, token: &Secret) -> Result<Socket, String> {
+async fn open_socket(url: &str, token: &Secret) -> anyhow::Result<Socket> {
+    use anyhow::Context;
     use tokio_tungstenite::tungstenite::client::IntoClientRequest;
     let ws = url.replacen("http://", "ws://", 1).replacen("https://", "wss://", 1);
-    let mut request = format!("{ws}/ws").into_client_request().map_err(|e| e.to_string())?;
-    let bearer =
-        format!("Bearer {}", token.0).parse().map_err(|_| "the sandbox token is not a header value")?;
+    let mut request = format!("{ws}/ws").into_client_request()?;
+    let bearer: reqwest::header::HeaderValue =
+        format!("Bearer {}", token.0).parse().context("the sandbox token is not a header value")?;
     request.headers_mut().insert(reqwest::header::AUTHORIZATION, bearer);
-    let host = request.uri().host().ok_or("the sandbox URL has no host")?.to_string();
+    let host = request.uri().host().context("the sandbox URL has no host")?.to_string();
     let port = request.uri().port_u16().unwrap_or(if ws.starts_with("wss://") { 443 } else { 80 });
-    let addrs = crate::ports::http::resolve(&host, port).await.map_err(|e| e.to_string())?;
-    let tcp = tokio::net::TcpStream::connect(addrs.as_slice()).await.map_err(|e| e.to_string())?;
+    let addrs = crate::ports::http::resolve(&host, port).await?;
+    let tcp = tokio::net::TcpStream::connect(addrs.as_slice()).await?;
     let config = tokio_tungstenite::tungstenite::protocol::WebSocketConfig::default()
         .max_message_size(Some(MAX_ANSWER_BYTES))
         .max_frame_size(Some(MAX_ANSWER_BYTES));
-    let (socket, _) = tokio_tungstenite::client_async_tls_with_config(request, tcp, Some(config), None)
-        .await
-        .map_err(|e| e.to_string())?;
+    let (socket, _) =
+        tokio_tungstenite::client_async_tls_with_config(request, tcp, Some(config), None).await?;
     Ok(socket)
 }
 
 /// Sends one message of the episode and reads the server's observation.
-async fn exchange(socket: &mut Socket, message: Value) -> Result<Step, String> {
-    socket
-        .send(Message::Text(message.to_string().into()))
-        .await
-        .map_err(|e| format!("the episode's connection failed: {e}"))?;
+async fn exchange(socket: &mut Socket, message: Value) -> Result<Step, EpisodeError> {
+    socket.send(Message::Text(message.to_string().into())).await.map_err(EpisodeError::Connection)?;
     loop {
         let next = tokio::time::timeout(Duration::from_secs(60), socket.next())
             .await
-            .map_err(|_| "the server did not answer within 60 s".to_string())?;
+            .map_err(|_| EpisodeError::Silent)?;
         match next {
             Some(Ok(Message::Text(t))) => {
-                let v: Value = serde_json::from_str(&t).map_err(|e| format!("not JSON: {e}"))?;
+                let v: Value = serde_json::from_str(&t).map_err(EpisodeError::NotJson)?;
                 return match v["type"].as_str() {
-                    Some("observation") => serde_json::from_value::<Step>(v["data"].clone())
-                        .map_err(|e| format!("an observation the arena cannot read: {e}")),
-                    _ => Err(format!(
-                        "the server answered {}",
-                        v.to_string().chars().take(200).collect::<String>()
-                    )),
+                    Some("observation") => {
+                        serde_json::from_value::<Step>(v["data"].clone()).map_err(EpisodeError::Unreadable)
+                    }
+                    _ => Err(EpisodeError::Unexpected(v.to_string().chars().take(200).collect())),
                 };
             }
             Some(Ok(_)) => continue,
             Some(Err(tokio_tungstenite::tungstenite::Error::Capacity(_))) => {
-                return Err(format!("the server sent a message over {} KiB", MAX_ANSWER_BYTES >> 10))
+                return Err(EpisodeError::TooLarge)
             }
-            _ => return Err("the server closed the episode".to_string()),
+            _ => return Err(EpisodeError::Closed),
         }
     }
 }
 
 /// Stops sandboxes no probe is using: those a crashed or restarted server left running (a probe
 /// holds its submission's lease while its sandbox runs).
-pub async fn sweep(s: &AppState) -> Result<usize, crate::http::ApiError> {
+pub async fn sweep(s: &AppState) -> anyhow::Result<usize> {
     let Some(sandboxes) = &s.deps.sandboxes else { return Ok(0) };
     let jobs = match sandboxes.find_by_label(job_labels::PURPOSE, job_labels::ADMISSION).await {
         Ok(jobs) => jobs,
@@ -363,7 +381,7 @@ pub async fn sweep(s: &AppState) -> Result<usize, crate::http::ApiError> {
 /// One pass: sandboxes left running are stopped, then each submission still validating gets its
 /// pending probes and its verdict, under its admission lease (renewed while the probes run, so
 /// that no other server probes it a second time).
-pub async fn pass(s: &AppState) -> Result<usize, crate::http::ApiError> {
+pub async fn pass(s: &AppState) -> anyhow::Result<usize> {
     sweep(s).await?;
     crate::engine::pass(s, &Admissions).await
 }
@@ -397,7 +415,7 @@ impl crate::engine::Track for Admissions {
         s.openenv.lease_s
     }
 
-    async fn due(&self, s: &AppState) -> Result<Vec<Validating>, crate::http::ApiError> {
+    async fn due(&self, s: &AppState) -> anyhow::Result<Vec<Validating>> {
         Ok(crate::openenv::repo::validating_ids(&s.db)
             .await?
             .into_iter()
@@ -411,23 +429,20 @@ impl crate::engine::Track for Admissions {
         vec![k.account_id.as_str(), k.submission_id.as_str()]
     }
 
-    async fn step(&self, s: &AppState, k: &Validating) -> Result<bool, String> {
-        admit(s, &k.account_id, &k.submission_id).await.map_err(|e| e.to_string())
+    async fn step(&self, s: &AppState, k: &Validating) -> anyhow::Result<bool> {
+        admit(s, &k.account_id, &k.submission_id).await
     }
 }
 
 /// Probes what is pending of one submission and stores its verdict; true once it is decided.
-async fn admit(
-    s: &AppState,
-    account_id: &str,
-    submission_id: &SubmissionId,
-) -> Result<bool, crate::http::ApiError> {
+async fn admit(s: &AppState, account_id: &str, submission_id: &SubmissionId) -> anyhow::Result<bool> {
+    use anyhow::Context;
     let Some(stored) = crate::openenv::repo::get(&s.db, account_id, submission_id).await? else {
         return Ok(false);
     };
     let request: SubmissionRequest =
-        serde_json::from_str(&stored.body).map_err(crate::http::ApiError::internal)?;
-    let images: Vec<Value> = serde_json::from_str(&stored.images).map_err(crate::http::ApiError::internal)?;
+        serde_json::from_str(&stored.body).context("reading the stored submission")?;
+    let images: Vec<Value> = serde_json::from_str(&stored.images).context("reading the stored images")?;
     let mut probes: Vec<TaskProbe> = serde_json::from_str(&stored.probes).unwrap_or_default();
     for t in &request.tasks {
         if !probes.iter().any(|p| p.task_id == t.task_id) {
@@ -498,7 +513,7 @@ async fn finish(
     submission_id: &SubmissionId,
     probes: &[TaskProbe],
     verdict: Verdict,
-) -> Result<(), crate::http::ApiError> {
+) -> Result<(), sqlx::Error> {
     let now = s.now().text;
     let (state, slot, origin, errors) = match verdict {
         Verdict::Validated => (SubmissionState::Validated, SlotState::Used, None, Vec::new()),

@@ -21,11 +21,39 @@ use crate::AppState;
 pub struct OpenEnvStatus {
     /// Whether the training cluster is connected; while it is not, every other route here answers 503.
     pub connected: bool,
+    /// Whether new submissions are taken; while organizers pause intake, they are answered 503
+    /// `CAPACITY_BUSY` with the reason, and everything else goes on.
+    pub intake: domain::openenv::controls::Intake,
 }
 
 #[utoipa::path(get, path = "/api/openenv", tag = "openenv", responses((status = 200, body = OpenEnvStatus)))]
 pub async fn status(State(s): State<AppState>) -> Result<Json<OpenEnvStatus>, ApiError> {
-    Ok(Json(OpenEnvStatus { connected: crate::openenv::service::connected(&s).await? }))
+    Ok(Json(OpenEnvStatus {
+        connected: crate::openenv::service::connected(&s).await?,
+        intake: crate::openenv::intake::read(&s.db).await?,
+    }))
+}
+
+#[utoipa::path(post, path = "/api/openenv/intake", tag = "openenv", request_body = domain::openenv::controls::IntakeChange,
+    responses((status = 200, description = "intake as it now is; sent again, the same (a pause keeps its `since`)", body = domain::openenv::controls::Intake),
+        (status = 401, body = ApiErrorBody),
+        (status = 403, description = "FORBIDDEN: only a BenchFlow editor", body = ApiErrorBody),
+        (status = 422, description = "INVALID_REASON: pausing needs a reason of 1 to 500 characters; resuming takes none", body = ApiErrorBody)),
+    security(("hf_token" = [])))]
+pub async fn intake(
+    State(s): State<AppState>,
+    User(me): User,
+    ApiJson(change): ApiJson<domain::openenv::controls::IntakeChange>,
+) -> Result<Json<domain::openenv::controls::Intake>, ApiError> {
+    Ok(Json(crate::openenv::intake::change(&s, &me, &change).await?))
+}
+
+#[utoipa::path(get, path = "/api/openenv/leaderboard", tag = "openenv",
+    responses((status = 200, description = "OpenEnv submissions ranked by the mean Δ of their runs on the held-out benchmark (public; answers while the cluster is away too)", body = domain::openenv::evaluation::Leaderboard)))]
+pub async fn leaderboard(
+    State(s): State<AppState>,
+) -> Result<Json<domain::openenv::evaluation::Leaderboard>, ApiError> {
+    Ok(Json(crate::openenv::runs::service::leaderboard(&s).await?))
 }
 
 #[utoipa::path(post, path = "/api/openenv/submissions", tag = "openenv", request_body = domain::openenv::SubmissionRequest,
@@ -34,7 +62,7 @@ pub async fn status(State(s): State<AppState>) -> Result<Json<OpenEnvStatus>, Ap
         (status = 409, description = "SUBMISSION_ID_REUSED: the id was used with another body", body = ApiErrorBody),
         (status = 422, description = "CONTRACT_INVALID, ENVIRONMENT_TOO_LARGE_FOR_SANDBOX, SCHEMA_INVALID, IMAGE_REFERENCE_INVALID, IMAGE_REGISTRY_UNSUPPORTED, SUBMISSION_FORMAT_RETIRED, IMAGE_LIMIT_EXCEEDED, IMAGE_INACCESSIBLE, IMAGE_PLATFORM_UNSUPPORTED, IMAGE_MANIFEST_UNSUPPORTED, IMAGE_SERVER_INVALID, IMAGE_COMPRESSED_SIZE_EXCEEDED or SUBMISSION_SIZE_EXCEEDED: nothing was stored", body = ApiErrorBody),
         (status = 429, description = "SUBMISSION_QUOTA_EXCEEDED with retry_after_s", body = ApiErrorBody),
-        (status = 503, description = "OPENENV_DISCONNECTED, IMAGE_UNAVAILABLE, REGISTRY_RATE_LIMITED or CAPACITY_BUSY, with retry_after_s: nothing was stored, send the identical request again", body = ApiErrorBody)),
+        (status = 503, description = "OPENENV_DISCONNECTED, IMAGE_UNAVAILABLE, REGISTRY_RATE_LIMITED or CAPACITY_BUSY (the arena's sandboxes are busy, or organizers paused intake: the message gives their reason), with retry_after_s: nothing was stored, send the identical request again", body = ApiErrorBody)),
     security(("hf_token" = [])))]
 pub async fn submit(
     State(s): State<AppState>,
@@ -97,7 +125,7 @@ pub async fn run(
     User(me): User,
 ) -> Result<Json<domain::openenv::run::OpenEnvRunView>, ApiError> {
     crate::openenv::service::require_connected(&s).await?;
-    Ok(Json(crate::openenv::runs::view(&s, &me, &parse_id(&id)?).await?))
+    Ok(Json(crate::openenv::runs::service::view(&s, &me, &parse_id(&id)?).await?))
 }
 
 #[utoipa::path(get, path = "/api/openenv/runs/{id}/events", tag = "openenv", params(("id" = String, Path)),
@@ -112,7 +140,7 @@ pub async fn run_events(
     User(me): User,
 ) -> Result<Json<domain::openenv::run::RunEvents>, ApiError> {
     crate::openenv::service::require_connected(&s).await?;
-    Ok(Json(crate::openenv::runs::events(&s, &me, &parse_id(&id)?).await?))
+    Ok(Json(crate::openenv::runs::service::events(&s, &me, &parse_id(&id)?).await?))
 }
 
 #[utoipa::path(post, path = "/api/openenv/runs/{id}/cancel", tag = "openenv", params(("id" = String, Path)),
@@ -127,7 +155,26 @@ pub async fn cancel_run(
     User(me): User,
 ) -> Result<Json<domain::openenv::run::OpenEnvRunView>, ApiError> {
     crate::openenv::service::require_connected(&s).await?;
-    Ok(Json(crate::openenv::runs::cancel(&s, &me, &parse_id(&id)?).await?))
+    Ok(Json(crate::openenv::runs::service::cancel(&s, &me, &parse_id(&id)?).await?))
+}
+
+#[utoipa::path(post, path = "/api/openenv/runs/{id}/release", tag = "openenv", params(("id" = String, Path)),
+    request_body = domain::reason::ReasonRequest,
+    responses((status = 200, description = "the run, ended as its trainer would have after cleanup (`completed` when it took a step), with `cleanup.released`; the arena canceled the sandboxes left. Sent again, the same", body = domain::openenv::run::OpenEnvRunView),
+        (status = 401, body = ApiErrorBody),
+        (status = 403, description = "FORBIDDEN: only a BenchFlow editor releases a cleanup", body = ApiErrorBody),
+        (status = 404, description = "RUN_NOT_FOUND", body = ApiErrorBody),
+        (status = 409, description = "RUN_NOT_RELEASABLE: not in `cleanup`, or not yet 900 s in it (`retry_after_s`)", body = ApiErrorBody),
+        (status = 422, description = "INVALID_REASON", body = ApiErrorBody),
+        (status = 503, description = "HUB_UNAVAILABLE: the run's sandboxes could not be listed; nothing was changed", body = ApiErrorBody)),
+    security(("hf_token" = [])))]
+pub async fn release_run(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+    User(me): User,
+    ApiJson(body): ApiJson<domain::reason::ReasonRequest>,
+) -> Result<Json<domain::openenv::run::OpenEnvRunView>, ApiError> {
+    Ok(Json(crate::openenv::runs::cleanup::release(&s, &me, &parse_id(&id)?, &body.reason).await?))
 }
 
 const MAX_MESSAGE: usize = 64 * 1024;
@@ -153,6 +200,9 @@ pub async fn cluster(
 }
 
 async fn serve_cluster(s: AppState, mut socket: WebSocket) {
+    // This connection's own name: an agent that reconnects before its old connection's close is
+    // seen stays connected.
+    let holder = s.lease_holder();
     tracing::info!("the training cluster connected");
     while let Some(Ok(frame)) = socket.recv().await {
         let text = match frame {
@@ -160,12 +210,12 @@ async fn serve_cluster(s: AppState, mut socket: WebSocket) {
             Message::Close(_) => break,
             _ => continue,
         };
-        for out in crate::openenv::runs::on_message(&s, &text).await {
+        for out in crate::openenv::runs::service::on_message(&s, &holder, &text).await {
             if socket.send(Message::Text(out.to_string().into())).await.is_err() {
                 break;
             }
         }
     }
-    crate::openenv::runs::cluster_gone(&s).await;
+    crate::openenv::runs::service::cluster_gone(&s, &holder).await;
     tracing::info!("the training cluster disconnected");
 }

@@ -2,9 +2,9 @@
 
 pub mod admission;
 pub mod api;
+pub mod intake;
 pub mod repo;
 pub mod runs;
-pub mod runs_repo;
 pub mod service;
 
 use utoipa_axum::router::OpenApiRouter;
@@ -19,20 +19,27 @@ pub const FEATURE: Feature = Feature {
         Pass { name: "admission", every_ticks: 1, run: admission },
         // Fails runs stuck in the cluster's queue.
         Pass { name: "OpenEnv runs' sweep", every_ticks: 1, run: sweep },
+        // Counts what stalled cleanups left running.
+        Pass { name: "OpenEnv cleanups", every_ticks: 1, run: cleanups },
     ],
 };
 
 fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(api::status))
+        .routes(routes!(api::intake))
+        .routes(routes!(api::leaderboard))
         .routes(routes!(api::submit, api::list))
         .routes(routes!(api::get))
         .routes(routes!(api::check))
         .routes(routes!(api::run))
         .routes(routes!(api::run_events))
         .routes(routes!(api::cancel_run))
+        .routes(routes!(api::release_run))
         // The training cluster's connection: a WebSocket, authenticated by the cluster's secret.
         .route("/api/relay/cluster", axum::routing::get(api::cluster))
+        // The jobs page's control, as a plain form.
+        .route("/arena/jobs/intake", axum::routing::post(intake::form))
 }
 
 fn admission(s: &AppState) -> PassFuture<'_> {
@@ -40,5 +47,9 @@ fn admission(s: &AppState) -> PassFuture<'_> {
 }
 
 fn sweep(s: &AppState) -> PassFuture<'_> {
-    crate::features::logged(runs::sweep(s))
+    crate::features::logged(runs::service::sweep(s))
+}
+
+fn cleanups(s: &AppState) -> PassFuture<'_> {
+    crate::features::logged(runs::cleanup::sweep(s))
 }

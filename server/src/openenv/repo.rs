@@ -2,7 +2,7 @@
 
 use domain::ids::SubmissionId;
 use domain::openenv::admission::{ErrorOrigin, SlotState, SubmissionState};
-use domain::openenv::QUOTA_WINDOW_S;
+use domain::openenv::quota::QuotaPolicy;
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
@@ -100,6 +100,8 @@ pub struct NewSubmission<'a> {
     pub images: &'a str,
     pub now: &'a str,
     pub epoch: i64,
+    /// The quota it takes a slot of; `None` for an exempt account.
+    pub quota: Option<&'a QuotaPolicy>,
 }
 
 pub enum Accepted {
@@ -112,50 +114,77 @@ pub enum Accepted {
     },
 }
 
-/// When the account's quota slot frees, if it is held now (read before any registry request; the
-/// slot itself is taken in `accept`).
-pub async fn quota_frees(db: &Db, account_id: &str, epoch: i64) -> Result<Option<i64>, sqlx::Error> {
-    let held: Option<i64> = sqlx::query("SELECT accepted_epoch FROM openenv_quota WHERE account_id = $1")
+/// The account's quota slots as (slot, accepted epoch), held or expired.
+async fn slots<'e>(
+    exec: impl sqlx::Executor<'e, Database = sqlx::Any>,
+    account_id: &str,
+) -> Result<Vec<(i64, i64)>, sqlx::Error> {
+    sqlx::query("SELECT slot, accepted_epoch FROM openenv_quota_slots WHERE account_id = $1")
         .bind(account_id)
-        .fetch_optional(&db.pool)
+        .fetch_all(exec)
         .await?
-        .map(|row| row.try_get("accepted_epoch"))
-        .transpose()?;
-    Ok(held.map(|h| h + QUOTA_WINDOW_S).filter(|frees| *frees > epoch))
+        .iter()
+        .map(|row| Ok((row.try_get("slot")?, row.try_get("accepted_epoch")?)))
+        .collect()
 }
 
-/// Takes the account's quota slot and stores the submission, in one transaction: the slot is taken
-/// only when free (accepted a window ago, or returned), so concurrent first submissions by one
-/// account give one acceptance.
+/// Seconds until one of the account's slots frees, when every one is held now (read before any
+/// registry request; the slot itself is taken in `accept`).
+pub async fn quota_wait(
+    db: &Db,
+    account_id: &str,
+    policy: &QuotaPolicy,
+    epoch: i64,
+) -> Result<Option<i64>, sqlx::Error> {
+    let epochs: Vec<i64> = slots(&db.pool, account_id).await?.into_iter().map(|(_, e)| e).collect();
+    Ok(policy.wait_s(&epochs, epoch))
+}
+
+/// Takes one of the account's quota slots (unless it is exempt) and stores the submission, in one
+/// transaction. A slot is taken only when free (never taken, accepted a window ago, or returned),
+/// and the key (account, slot) lets no two submissions take one, so concurrent submissions by one
+/// account are accepted at most `limit` times.
 pub async fn accept(db: &Db, n: &NewSubmission<'_>) -> Result<Accepted, sqlx::Error> {
     if let Some(existing) = get(db, n.account_id, n.submission_id).await? {
         return Ok(Accepted::Repeat(existing));
     }
     let mut tx = db.writer.begin().await?;
-    let slot = sqlx::query(
-        "INSERT INTO openenv_quota (account_id, submission_id, accepted_epoch) VALUES ($1, $2, $3) \
-         ON CONFLICT (account_id) DO UPDATE SET submission_id = excluded.submission_id, \
-         accepted_epoch = excluded.accepted_epoch WHERE openenv_quota.accepted_epoch <= $4",
-    )
-    .bind(n.account_id)
-    .bind(n.submission_id)
-    .bind(n.epoch)
-    .bind(n.epoch - QUOTA_WINDOW_S)
-    .execute(&mut *tx)
-    .await?
-    .rows_affected()
-        == 1;
-    if !slot {
-        tx.rollback().await?;
-        if let Some(existing) = get(db, n.account_id, n.submission_id).await? {
-            return Ok(Accepted::Repeat(existing));
-        }
-        let held: i64 = sqlx::query("SELECT accepted_epoch FROM openenv_quota WHERE account_id = $1")
+    if let Some(policy) = n.quota {
+        let cutoff = n.epoch - policy.window_s;
+        let held = slots(&mut *tx, n.account_id).await?;
+        let free = (0..i64::from(policy.limit))
+            .filter(|i| held.iter().find(|(slot, _)| slot == i).is_none_or(|(_, at)| *at <= cutoff));
+        let mut taken = false;
+        for slot in free {
+            taken = sqlx::query(
+                "INSERT INTO openenv_quota_slots (account_id, slot, submission_id, accepted_epoch) \
+                 VALUES ($1, $2, $3, $4) ON CONFLICT (account_id, slot) DO UPDATE SET \
+                 submission_id = excluded.submission_id, accepted_epoch = excluded.accepted_epoch \
+                 WHERE openenv_quota_slots.accepted_epoch <= $5",
+            )
             .bind(n.account_id)
-            .fetch_one(&db.writer)
+            .bind(slot)
+            .bind(n.submission_id)
+            .bind(n.epoch)
+            .bind(cutoff)
+            .execute(&mut *tx)
             .await?
-            .try_get("accepted_epoch")?;
-        return Ok(Accepted::QuotaUsed { frees_epoch: held + QUOTA_WINDOW_S });
+            .rows_affected()
+                == 1;
+            if taken {
+                break;
+            }
+        }
+        if !taken {
+            tx.rollback().await?;
+            if let Some(existing) = get(db, n.account_id, n.submission_id).await? {
+                return Ok(Accepted::Repeat(existing));
+            }
+            let epochs: Vec<i64> =
+                slots(&db.writer, n.account_id).await?.into_iter().map(|(_, e)| e).collect();
+            let wait = policy.wait_s(&epochs, n.epoch).unwrap_or(1);
+            return Ok(Accepted::QuotaUsed { frees_epoch: n.epoch + wait });
+        }
     }
     let inserted = sqlx::query(
         "INSERT INTO openenv_submissions (account_id, account, submission_id, body_hash, body, images, state, \
@@ -296,7 +325,7 @@ pub async fn decide(
     .execute(&mut *tx)
     .await?;
     if slot == SlotState::Returned {
-        sqlx::query("DELETE FROM openenv_quota WHERE account_id = $1 AND submission_id = $2")
+        sqlx::query("DELETE FROM openenv_quota_slots WHERE account_id = $1 AND submission_id = $2")
             .bind(account_id)
             .bind(submission_id)
             .execute(&mut *tx)

@@ -152,10 +152,15 @@ pub async fn submit(s: &AppState, me: &Identity, body: Value) -> Result<Submissi
         let state = run_state(s, &stored).await?;
         return resend(stored, &hash, state);
     }
-    // The account's slot before any registry request: a held slot costs the registries nothing.
-    let epoch_now = s.now().epoch;
-    if let Some(frees) = crate::openenv::repo::quota_frees(&s.db, &me.id, epoch_now).await? {
-        return Err(quota_used(frees - epoch_now));
+    // Paused intake, then the account's slot, before any registry request: neither costs the
+    // registries anything.
+    crate::openenv::intake::require_open(s).await?;
+    let policy = &s.registry.openenv_quota;
+    let quota = (!policy.exempts(&me.name, me.editor)).then_some(policy);
+    if let Some(policy) = quota {
+        if let Some(wait) = crate::openenv::repo::quota_wait(&s.db, &me.id, policy, s.now().epoch).await? {
+            return Err(quota_used(wait, policy));
+        }
     }
     if crate::openenv::repo::validating(&s.db).await? >= s.openenv.admission_queue {
         return Err(ApiError::new(
@@ -204,6 +209,7 @@ pub async fn submit(s: &AppState, me: &Identity, body: Value) -> Result<Submissi
         images: &images_json,
         now: &now,
         epoch,
+        quota,
     };
     match crate::openenv::repo::accept(&s.db, &new).await? {
         Accepted::Stored(stored) => view(&stored, false, None),
@@ -211,22 +217,22 @@ pub async fn submit(s: &AppState, me: &Identity, body: Value) -> Result<Submissi
             let state = run_state(s, &stored).await?;
             resend(stored, &hash, state)
         }
-        Accepted::QuotaUsed { frees_epoch } => Err(quota_used(frees_epoch - epoch)),
+        Accepted::QuotaUsed { frees_epoch } => Err(quota_used(frees_epoch - epoch, policy)),
     }
 }
 
-fn quota_used(wait_s: i64) -> ApiError {
+fn quota_used(wait_s: i64, policy: &domain::openenv::quota::QuotaPolicy) -> ApiError {
     let wait = wait_s.max(1) as u64;
     ApiError::new(
         ErrorCode::SubmissionQuotaExceeded,
-        format!("your account already has an accepted submission in the last 24 hours; your slot frees in {wait} s"),
+        format!("your account has used its quota ({}); a slot frees in {wait} s", policy.words()),
     )
     .retry_after(wait)
 }
 
 async fn run_state(s: &AppState, stored: &Stored) -> Result<Option<RunState>, ApiError> {
     Ok(match &stored.run_id {
-        Some(id) => crate::openenv::runs_repo::get(&s.db, id).await?.map(|r| r.state),
+        Some(id) => crate::openenv::runs::repo::get(&s.db, id).await?.map(|r| r.state),
         None => None,
     })
 }
@@ -307,6 +313,6 @@ pub async fn list(s: &AppState, me: &Identity) -> Result<Vec<SubmissionView>, Ap
 pub async fn visible_to(s: &AppState, me: &Identity) -> Result<Vec<SubmissionView>, ApiError> {
     let account = (!me.editor).then_some(me.id.as_str());
     let rows = crate::openenv::repo::list(&s.db, account).await?;
-    let states = crate::openenv::runs::states(s, account).await?;
+    let states = crate::openenv::runs::service::states(s, account).await?;
     rows.iter().map(|r| view(r, true, r.run_id.as_ref().and_then(|id| states.get(id).copied()))).collect()
 }

@@ -16,7 +16,6 @@ use base64::Engine;
 use reqwest::header::{ACCEPT, CONTENT_TYPE, ETAG};
 use serde::Deserialize;
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
 
 use super::datasets::DatasetError;
 
@@ -44,10 +43,6 @@ pub struct Hub<'a> {
 /// Whether the bytes can go inline: UTF-8 text with no NUL (empty files are always regular).
 pub fn is_text(bytes: &[u8]) -> bool {
     !bytes.contains(&0) && std::str::from_utf8(bytes).is_ok()
-}
-
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    hex::encode(Sha256::digest(bytes))
 }
 
 impl Hub<'_> {
@@ -107,7 +102,7 @@ impl Hub<'_> {
             .map(|(path, bytes)| {
                 let lfs = modes.get(path).is_some_and(|m| m == "lfs") || !is_text(bytes);
                 if lfs && !bytes.is_empty() {
-                    Operation::Lfs { oid: sha256_hex(bytes) }
+                    Operation::Lfs { oid: domain::digest::sha256_hex(bytes) }
                 } else {
                     Operation::Regular
                 }
@@ -228,7 +223,7 @@ impl Hub<'_> {
             let etag = resp.headers().get(ETAG).and_then(|v| v.to_str().ok()).filter(|e| !e.is_empty());
             etags.push(json!({"partNumber": i + 1, "etag": etag.ok_or_else(|| malformed("a part without an ETag"))?}));
         }
-        let oid = sha256_hex(bytes);
+        let oid = domain::digest::sha256_hex(bytes);
         let done = self
             .client
             .post(&href)

@@ -330,14 +330,39 @@ fn rate_limited(r: &reqwest::Response) -> RegistryError {
 }
 
 fn sha256_digest(bytes: &[u8]) -> String {
-    use sha2::{Digest, Sha256};
-    format!("sha256:{}", Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect::<String>())
+    format!("sha256:{}", domain::digest::sha256_hex(bytes))
+}
+
+/// The image's config blob, checked against its digest, read, and of the one platform the arena
+/// runs.
+fn linux_amd64_config(image: &ImageRef, bytes: &[u8], digest: &str) -> Result<ConfigBlob, RegistryError> {
+    if sha256_digest(bytes) != digest {
+        return Err(RegistryError::ManifestUnsupported(format!(
+            "`{}`: the image config does not match its digest",
+            image.canonical()
+        )));
+    }
+    let config: ConfigBlob = serde_json::from_slice(bytes).map_err(|e| {
+        RegistryError::ManifestUnsupported(format!(
+            "`{}`: an unreadable image config: {e}",
+            image.canonical()
+        ))
+    })?;
+    if (config.os.as_str(), config.architecture.as_str()) != ("linux", "amd64") {
+        return Err(RegistryError::PlatformUnsupported(format!(
+            "`{}` is a {}/{} image; the arena runs linux/amd64 only",
+            image.canonical(),
+            config.os,
+            config.architecture
+        )));
+    }
+    Ok(config)
 }
 
 #[async_trait]
 impl ImageRegistry for OciRegistries {
-    // Long: the registry protocol's steps in order (token, manifest or index, platform, config
-    // blob), each verified before the next request.
+    /// The registry protocol's steps in order (token, manifest or index, platform, config blob),
+    /// each verified before the next request.
     async fn read(&self, image: &ImageRef) -> Result<ImageRead, RegistryError> {
         let mut s = Session {
             base: self.base(image.registry),
@@ -403,26 +428,7 @@ impl ImageRegistry for OciRegistries {
         checked_digest(&s.name, &manifest.config.digest)?;
         let (config_bytes, _, _) =
             self.get(&mut s, &format!("blobs/{}", manifest.config.digest), "*/*").await?;
-        if sha256_digest(&config_bytes) != manifest.config.digest {
-            return Err(RegistryError::ManifestUnsupported(format!(
-                "`{}`: the image config does not match its digest",
-                image.canonical()
-            )));
-        }
-        let config: ConfigBlob = serde_json::from_slice(&config_bytes).map_err(|e| {
-            RegistryError::ManifestUnsupported(format!(
-                "`{}`: an unreadable image config: {e}",
-                image.canonical()
-            ))
-        })?;
-        if (config.os.as_str(), config.architecture.as_str()) != ("linux", "amd64") {
-            return Err(RegistryError::PlatformUnsupported(format!(
-                "`{}` is a {}/{} image; the arena runs linux/amd64 only",
-                image.canonical(),
-                config.os,
-                config.architecture
-            )));
-        }
+        let config = linux_amd64_config(image, &config_bytes, &manifest.config.digest)?;
         for layer in &manifest.layers {
             checked_digest(&s.name, &layer.digest)?;
         }

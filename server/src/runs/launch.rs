@@ -327,8 +327,7 @@ pub async fn advance(s: &AppState, id: &RunId) -> Result<Run, Advance> {
 }
 
 async fn advance_leased(s: &AppState, id: &RunId) -> Result<Run, Advance> {
-    let mut run =
-        crate::runs::repo::get(&s.db, id).await?.ok_or_else(|| ApiError::internal("a run vanished"))?;
+    let mut run = must_get(s, id).await?;
     if run.launch == LaunchStep::Reserved {
         match bundle(s, &run).await {
             Ok(commit) => {
@@ -338,7 +337,7 @@ async fn advance_leased(s: &AppState, id: &RunId) -> Result<Run, Advance> {
             Err(Step::Unknown(reason)) => return Err(Advance::Unknown(reason)),
             Err(Step::Failed(reason)) => return fail(s, id, &reason, false).await,
         }
-        run = crate::runs::repo::get(&s.db, id).await?.ok_or_else(|| ApiError::internal("a run vanished"))?;
+        run = must_get(s, id).await?;
     }
     if run.launch == LaunchStep::Mirrored {
         match create_job(s, &run).await {
@@ -352,16 +351,21 @@ async fn advance_leased(s: &AppState, id: &RunId) -> Result<Run, Advance> {
                 return fail(s, id, &reason, platform).await;
             }
         }
-        run = crate::runs::repo::get(&s.db, id).await?.ok_or_else(|| ApiError::internal("a run vanished"))?;
+        run = must_get(s, id).await?;
     }
     Ok(run)
+}
+
+/// The run's row, which a launch's caller has seen stored: its absence is an internal error.
+pub async fn must_get(s: &AppState, id: &RunId) -> Result<Run, ApiError> {
+    crate::runs::repo::get(&s.db, id).await?.ok_or_else(|| ApiError::internal("a run vanished"))
 }
 
 async fn fail(s: &AppState, id: &RunId, reason: &str, platform: bool) -> Result<Run, Advance> {
     let domain::time::Timestamp { text: at, epoch } = s.now();
     crate::runs::repo::launch_failed(&s.db, id, reason, platform, &at, epoch).await?;
     s.changes.bump(crate::changes::Topic::Ledger);
-    Ok(crate::runs::repo::get(&s.db, id).await?.ok_or_else(|| ApiError::internal("a run vanished"))?)
+    Ok(must_get(s, id).await?)
 }
 
 pub enum Step {
@@ -371,7 +375,7 @@ pub enum Step {
 }
 
 /// Launches left unfinished (a crash, HF down): the background launcher's pass.
-pub async fn resume_launches(s: &AppState) -> Result<usize, ApiError> {
+pub async fn resume_launches(s: &AppState) -> anyhow::Result<usize> {
     let done = crate::engine::pass(s, &Launching).await?;
     if done > 0 {
         s.changes.bump(crate::changes::Topic::Runs);
@@ -397,7 +401,7 @@ impl crate::engine::Track for Launching {
         LEASE_S
     }
 
-    async fn due(&self, s: &AppState) -> Result<Vec<RunId>, ApiError> {
+    async fn due(&self, s: &AppState) -> anyhow::Result<Vec<RunId>> {
         Ok(crate::runs::repo::unlaunched(&s.db).await?)
     }
 
@@ -407,11 +411,11 @@ impl crate::engine::Track for Launching {
         vec![id.as_str()]
     }
 
-    async fn step(&self, s: &AppState, id: &RunId) -> Result<bool, String> {
+    async fn step(&self, s: &AppState, id: &RunId) -> anyhow::Result<bool> {
         match advance_leased(s, id).await {
             Ok(_) => Ok(true),
-            Err(Advance::Unknown(reason)) => Err(format!("the launch is still unfinished: {reason}")),
-            Err(Advance::Internal(e)) => Err(e.to_string()),
+            Err(Advance::Unknown(reason)) => Err(anyhow::anyhow!("the launch is still unfinished: {reason}")),
+            Err(Advance::Internal(e)) => Err(e.into()),
             Err(Advance::Busy) => Ok(false),
         }
     }

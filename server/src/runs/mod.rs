@@ -51,7 +51,7 @@ fn recoverer(s: &AppState) -> PassFuture<'_> {
         match recover::pass(s).await {
             Ok(found) => backups.found_runs(found.taken_back, &found.waiting, found.skipped),
             // HF did not answer: the next pass lists again.
-            Err(e) => backups.found_runs(Vec::new(), &[e], Vec::new()),
+            Err(e) => backups.found_runs(Vec::new(), &[format!("{e:#}")], Vec::new()),
         }
     })
 }

@@ -7,6 +7,7 @@
 
 use std::time::Duration;
 
+use anyhow::Context;
 use domain::ids::{ChallengeId, JobId, RunId};
 use domain::runs::follow::{self, Decision, Limits, RelayState, Settle};
 use domain::runs::{Purpose, RunState, Stage};
@@ -81,7 +82,7 @@ fn epoch_of(text: Option<&str>) -> Option<i64> {
 }
 
 /// One pass over every run that is being followed; answers how many changed.
-pub async fn pass(s: &AppState) -> Result<usize, ApiError> {
+pub async fn pass(s: &AppState) -> anyhow::Result<usize> {
     let changed = crate::engine::pass(s, &Following).await?;
     if changed > 0 {
         s.changes.bump(Topic::Runs);
@@ -91,7 +92,7 @@ pub async fn pass(s: &AppState) -> Result<usize, ApiError> {
 }
 
 /// The job as HF shows it; a job HF no longer knows is a deleted one.
-async fn inspect(jobs: &dyn JobLauncher, job_id: &JobId) -> Result<Job, String> {
+async fn inspect(jobs: &dyn JobLauncher, job_id: &JobId) -> anyhow::Result<Job> {
     match jobs.inspect(job_id).await {
         Ok(job) => Ok(job),
         Err(JobError::NotFound) => Ok(Job {
@@ -110,7 +111,7 @@ async fn inspect(jobs: &dyn JobLauncher, job_id: &JobId) -> Result<Job, String> 
             durations: Default::default(),
             expose: None,
         }),
-        Err(e) => Err(e.to_string()),
+        Err(e) => Err(anyhow::Error::new(e).context("reading the job from HF")),
     }
 }
 
@@ -168,10 +169,10 @@ fn gpu_window(run: &Run, gpu: Option<domain::runs::GpuSample>, now: i64) -> (Str
 
 /// A completed job's result files are in the runs dataset; their commit is kept, since collect
 /// reads the evidence at this commit, not at whatever the dataset holds later.
-async fn results_found(s: &AppState, run: &Run) -> Result<bool, String> {
+async fn results_found(s: &AppState, run: &Run) -> anyhow::Result<bool> {
     let commit = results_written(s, run).await?;
     if let Some(commit) = &commit {
-        crate::runs::repo::set_results_commit(&s.db, &run.id, commit).await.map_err(|e| e.to_string())?;
+        crate::runs::repo::set_results_commit(&s.db, &run.id, commit).await?;
     }
     Ok(commit.is_some())
 }
@@ -180,11 +181,10 @@ async fn results_found(s: &AppState, run: &Run) -> Result<bool, String> {
 // meanwhile count) and must decide on one consistent set of facts.
 /// One pass over one launched run: HF's status, the log's new lines, the GPUs, the relay; then
 /// `follow::decide` and, when it changes the run, the change applied with its settlement.
-async fn follow_one(s: &AppState, id: &RunId) -> Result<bool, String> {
-    let run =
-        crate::runs::repo::get(&s.db, id).await.map_err(|e| e.to_string())?.ok_or("the run vanished")?;
+async fn follow_one(s: &AppState, id: &RunId) -> anyhow::Result<bool> {
+    let run = crate::runs::repo::get(&s.db, id).await?.context("the run vanished")?;
     let Some(job_id) = run.job_id.clone() else { return Ok(false) };
-    let jobs = s.launcher_of(&run.challenge_id)?.as_ref();
+    let jobs = s.launcher_of(&run.challenge_id).map_err(anyhow::Error::msg)?.as_ref();
     let job = inspect(jobs, &job_id).await?;
     // The log's newest lines: those after the last one read are new; a new one means progress, and
     // the newest that names a step says which stage.
@@ -193,15 +193,14 @@ async fn follow_one(s: &AppState, id: &RunId) -> Result<bool, String> {
     let domain::time::Timestamp { text: at, epoch: now } = s.now();
     let gpu = if job.status.stage.is_active() { gpu_sample(jobs, &job_id, now).await } else { None };
     // Read again now: what the relay stored meanwhile is in it.
-    let run =
-        crate::runs::repo::get(&s.db, id).await.map_err(|e| e.to_string())?.ok_or("the run vanished")?;
+    let run = crate::runs::repo::get(&s.db, id).await?.context("the run vanished")?;
     let log_stage = fresh.iter().rev().find_map(|l| follow::stage_of_log_line(&l.line)).or(run.log_stage);
     // TRL's per-step lines, numbered by the rollout lines before them: from an earlier pass only
     // when no line was missed since (after a gap, a step line waits for a rollout line to follow).
     let remembered = run.log_rollout_step.filter(|_| follows_on).map(|s| s.max(0) as u64);
     let mut trl = domain::training::log::LogState { rollout_step: remembered };
     let points = trl.lines(fresh.iter().map(|l| l.line.as_str()));
-    crate::runs::repo::add_train_points(&s.db, id, &points, "logs", &at).await.map_err(|e| e.to_string())?;
+    crate::runs::repo::add_train_points(&s.db, id, &points, "logs", &at).await?;
     let last_log = fresh.last().map(|l| l.timestamp.clone()).or(run.log_last_at.clone());
     let last_line = fresh.last().map(line_key).or(run.log_last_line.clone());
     let (gpu_samples, idle_since) = gpu_window(&run, gpu, now);
@@ -218,7 +217,7 @@ async fn follow_one(s: &AppState, id: &RunId) -> Result<bool, String> {
         gpus_idle_since: idle_since,
         log_rollout_step: trl.rollout_step.map(|s| s.min(i64::MAX as u64) as i64),
     };
-    crate::runs::repo::observe(&s.db, id, &observed).await.map_err(|e| e.to_string())?;
+    crate::runs::repo::observe(&s.db, id, &observed).await?;
     let relay = follow::relay_now(
         RelayState::parse(&run.relay_state),
         run.relay_seen_epoch,
@@ -226,7 +225,7 @@ async fn follow_one(s: &AppState, id: &RunId) -> Result<bool, String> {
         s.reconcile.relay_grace_s,
     );
     if relay.as_str() != run.relay_state {
-        crate::runs::repo::set_relay_state(&s.db, id, relay.as_str()).await.map_err(|e| e.to_string())?;
+        crate::runs::repo::set_relay_state(&s.db, id, relay.as_str()).await?;
     }
     let has_results = if job.status.stage == domain::runs::JobStage::Completed {
         Some(results_found(s, &run).await?)
@@ -277,7 +276,7 @@ async fn apply(
     settle: Option<Option<i64>>,
     at: &str,
     now: i64,
-) -> Result<(), String> {
+) -> Result<(), sqlx::Error> {
     let change = Change {
         from: run.state,
         state: d.state,
@@ -296,7 +295,7 @@ async fn apply(
         },
         settle_cents: settle,
     };
-    crate::runs::repo::apply(&s.db, &run.id, &change).await.map_err(|e| e.to_string())
+    crate::runs::repo::apply(&s.db, &run.id, &change).await
 }
 
 /// The files a finished run of each purpose leaves under `runs/{id}/reports/`.
@@ -308,16 +307,15 @@ pub fn result_files(purpose: Purpose) -> [&'static str; 2] {
 }
 
 /// The runs dataset commit holding every result file of the run, if the pipeline wrote them.
-async fn results_written(s: &AppState, run: &Run) -> Result<Option<String>, String> {
+async fn results_written(s: &AppState, run: &Run) -> anyhow::Result<Option<String>> {
     use crate::ports::datasets::DatasetError;
-    let commit =
-        s.deps.datasets.head(&s.runs_dataset).await.map_err(|e| format!("reading the runs dataset: {e}"))?;
+    let commit = s.deps.datasets.head(&s.runs_dataset).await.context("reading the runs dataset")?;
     for file in result_files(run.purpose) {
         let path = format!("runs/{}/reports/{file}", run.id);
         match s.deps.datasets.read(&s.runs_dataset, &commit, &path, 64 << 20).await {
             Ok(_) => {}
             Err(DatasetError::NotFound) => return Ok(None),
-            Err(e) => return Err(format!("reading the run's results: {e}")),
+            Err(e) => return Err(anyhow::Error::new(e).context("reading the run's results")),
         }
     }
     Ok(Some(commit))
@@ -367,7 +365,7 @@ async fn record_job(
     job: &Job,
     last_log: Option<&str>,
     now: &str,
-) -> Result<(), String> {
+) -> Result<(), sqlx::Error> {
     let secs = if job.status.stage == "CANCELED" {
         match (epoch_of(job.started_at.as_deref()), epoch_of(last_log)) {
             (Some(a), Some(b)) => (b - a).max(0) as f64,
@@ -390,7 +388,7 @@ async fn record_job(
         cost_cents: follow::cost_cents(hourly(s, run), secs),
         now,
     };
-    crate::jobs::repo::upsert_hf_job(&s.db, &row).await.map_err(|e| e.to_string())
+    crate::jobs::repo::upsert_hf_job(&s.db, &row).await
 }
 
 /// Cancels a run: its HF job first (if any), then the run, with its reservation settled up to the
@@ -461,7 +459,7 @@ impl crate::engine::Track for Following {
         LEASE_S
     }
 
-    async fn due(&self, s: &AppState) -> Result<Vec<RunId>, ApiError> {
+    async fn due(&self, s: &AppState) -> anyhow::Result<Vec<RunId>> {
         Ok(crate::runs::repo::following(&s.db).await?)
     }
 
@@ -471,7 +469,7 @@ impl crate::engine::Track for Following {
         vec![id.as_str()]
     }
 
-    async fn step(&self, s: &AppState, id: &RunId) -> Result<bool, String> {
+    async fn step(&self, s: &AppState, id: &RunId) -> anyhow::Result<bool> {
         follow_one(s, id).await
     }
 }

@@ -46,10 +46,11 @@ impl Found {
 }
 
 /// Lists the jobs of every launcher and takes back the runs no row knows.
-pub async fn pass(s: &AppState) -> Result<Found, String> {
+pub async fn pass(s: &AppState) -> anyhow::Result<Found> {
+    use anyhow::Context;
     let mut found = Found::default();
     for launcher in s.deps.launchers.values() {
-        let jobs = launcher.list().await.map_err(|e| format!("listing HF's jobs: {e}"))?;
+        let jobs = launcher.list().await.context("listing HF's jobs")?;
         let left_alone = |job: &Job| s.backups.as_ref().is_some_and(|b| b.left_alone(&job.id));
         for job in jobs.iter().filter(|j| j.labels.contains_key(job_labels::RUN) && !left_alone(j)) {
             take_back(s, job, &mut found).await;

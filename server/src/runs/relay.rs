@@ -37,6 +37,8 @@ pub async fn relay(
 }
 
 async fn serve(s: AppState, run_id: domain::ids::RunId, mut socket: WebSocket) {
+    // This connection's own name: a replaced connection that closes late leaves its successor be.
+    let holder = s.lease_holder();
     tracing::info!(run = %run_id, "relay connected");
     let last = relay_messages::last_seq(&s, &run_id).await;
     if socket.send(Message::Text(serde_json::json!({ "last_seq": last }).to_string().into())).await.is_err() {
@@ -48,7 +50,7 @@ async fn serve(s: AppState, run_id: domain::ids::RunId, mut socket: WebSocket) {
             Message::Close(_) => break,
             _ => continue,
         };
-        let answer = match relay_messages::store(&s, &run_id, &text).await {
+        let answer = match relay_messages::store(&s, &run_id, &holder, &text).await {
             Ok(seq) => serde_json::json!({ "ack": seq }),
             Err(Refused::Never(seq, message)) => serde_json::json!({ "error": message, "seq": seq }),
             // Not stored this time: closing makes the job reconnect and send it again.
@@ -58,6 +60,6 @@ async fn serve(s: AppState, run_id: domain::ids::RunId, mut socket: WebSocket) {
             break;
         }
     }
-    relay_messages::dropped(&s, &run_id).await;
+    relay_messages::dropped(&s, &run_id, &holder).await;
     tracing::info!(run = %run_id, "relay closed");
 }

@@ -25,10 +25,11 @@ pub async fn last_seq(s: &AppState, run_id: &RunId) -> i64 {
     super::repo::last_relay_seq(&s.db, run_id).await.unwrap_or(0)
 }
 
-/// The relay closed: its run is `reconnecting` until it comes back or its grace ends.
-pub async fn dropped(s: &AppState, run_id: &RunId) {
+/// The relay's connection `holder` closed: its run is `reconnecting` until it comes back or its
+/// grace ends (unless a newer connection already took over).
+pub async fn dropped(s: &AppState, run_id: &RunId, holder: &str) {
     let epoch = s.now().epoch;
-    if let Err(e) = super::repo::relay_dropped(&s.db, run_id, &s.server_id, epoch).await {
+    if let Err(e) = super::repo::relay_dropped(&s.db, run_id, holder, epoch).await {
         tracing::error!(run = %run_id, error = %e, "recording a dropped relay failed");
     }
     s.changes.bump(crate::changes::Topic::Runs);
@@ -42,8 +43,8 @@ pub enum Refused {
     Later,
 }
 
-/// Stores one message; answers its sequence number to acknowledge.
-pub async fn store(s: &AppState, run_id: &RunId, text: &str) -> Result<u64, Refused> {
+/// Stores one message that came over connection `holder`; answers its sequence number to acknowledge.
+pub async fn store(s: &AppState, run_id: &RunId, holder: &str, text: &str) -> Result<u64, Refused> {
     let seq =
         serde_json::from_str::<serde_json::Value>(text).ok().and_then(|v| v["seq"].as_u64()).unwrap_or(0);
     let m: RelayMessage =
@@ -101,7 +102,7 @@ pub async fn store(s: &AppState, run_id: &RunId, text: &str) -> Result<u64, Refu
         errors: count(m.errors),
         relay_seq: Some(m.seq as i64),
     };
-    super::repo::relay_message(&s.db, &event, advance, &s.server_id).await.map_err(internal)?;
+    super::repo::relay_message(&s.db, &event, advance, holder).await.map_err(internal)?;
     s.changes.bump(crate::changes::Topic::Runs);
     Ok(m.seq)
 }

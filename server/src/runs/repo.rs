@@ -4,8 +4,7 @@
 
 use domain::ids::{ChallengeId, EnvironmentId, JobId, RunId};
 use domain::runs::{Purpose, RunState, Stage};
-use sqlx::any::AnyRow;
-use sqlx::{Any, Row, Transaction};
+use sqlx::{Any, FromRow, Row, Transaction};
 
 use crate::db::Db;
 
@@ -39,7 +38,10 @@ impl LaunchStep {
     }
 }
 
-#[derive(Debug, Clone)]
+domain::text_column!(LaunchStep, "launch step");
+
+/// A run's row, read by column name (`COLUMNS` selects them).
+#[derive(Debug, Clone, sqlx::FromRow)]
 pub struct Run {
     pub id: RunId,
     pub challenge_id: ChallengeId,
@@ -54,7 +56,8 @@ pub struct Run {
     pub state: RunState,
     pub stage: Option<Stage>,
     pub reason: Option<String>,
-    pub platform_fault: bool,
+    #[sqlx(try_from = "i64")]
+    pub platform_fault: crate::db::Flag,
     pub launch: LaunchStep,
     pub bundle_commit: Option<String>,
     pub job_id: Option<JobId>,
@@ -100,66 +103,6 @@ const COLUMNS: &str = "id, challenge_id, purpose, environment_id, author, author
     reserved_cents, eligible_tasks, excluded_task_count, created_at, created_epoch, updated_at, relay_state, \
     relay_seen_epoch, log_lines, log_seen_epoch, log_last_at, log_stage, job_created_epoch, job_started_epoch, finished_at, results_commit, \
     mirror_commit, job_script_sha256, steps_done, steps_planned, log_last_line, gpu_samples, gpus_idle_since, log_rollout_step";
-
-fn decode_error(what: &str, value: &str) -> sqlx::Error {
-    sqlx::Error::Decode(format!("runs.{what} holds unknown value `{value}`").into())
-}
-
-fn stage_of(row: &AnyRow, column: &str) -> Result<Option<Stage>, sqlx::Error> {
-    let stored: Option<String> = row.try_get(column)?;
-    stored.map(|s| Stage::parse(&s).ok_or_else(|| decode_error(column, &s))).transpose()
-}
-
-fn run(row: &AnyRow) -> Result<Run, sqlx::Error> {
-    let state: String = row.try_get("state")?;
-    let launch: String = row.try_get("launch")?;
-    let purpose: String = row.try_get("purpose")?;
-    Ok(Run {
-        id: row.try_get("id")?,
-        challenge_id: row.try_get("challenge_id")?,
-        purpose: Purpose::parse(&purpose).ok_or_else(|| decode_error("purpose", &purpose))?,
-        environment_id: row.try_get("environment_id")?,
-        author: row.try_get("author")?,
-        author_id: row.try_get("author_id")?,
-        agent_id: row.try_get("agent_id")?,
-        request_key: row.try_get("request_key")?,
-        request_body: row.try_get("request_body")?,
-        state: RunState::parse(&state).ok_or_else(|| decode_error("state", &state))?,
-        stage: stage_of(row, "stage")?,
-        reason: row.try_get("reason")?,
-        platform_fault: row.try_get::<i64, _>("platform_fault")? != 0,
-        launch: LaunchStep::parse(&launch).ok_or_else(|| decode_error("launch", &launch))?,
-        bundle_commit: row.try_get("bundle_commit")?,
-        job_id: row.try_get("job_id")?,
-        job_status: row.try_get("job_status")?,
-        flavor: row.try_get("flavor")?,
-        timeout_s: row.try_get("timeout_s")?,
-        reserved_cents: row.try_get("reserved_cents")?,
-        eligible_tasks: row.try_get("eligible_tasks")?,
-        excluded_task_count: row.try_get("excluded_task_count")?,
-        created_at: row.try_get("created_at")?,
-        created_epoch: row.try_get("created_epoch")?,
-        updated_at: row.try_get("updated_at")?,
-        relay_state: row.try_get("relay_state")?,
-        relay_seen_epoch: row.try_get("relay_seen_epoch")?,
-        log_lines: row.try_get("log_lines")?,
-        log_seen_epoch: row.try_get("log_seen_epoch")?,
-        log_last_at: row.try_get("log_last_at")?,
-        log_stage: stage_of(row, "log_stage")?,
-        job_created_epoch: row.try_get("job_created_epoch")?,
-        job_started_epoch: row.try_get("job_started_epoch")?,
-        finished_at: row.try_get("finished_at")?,
-        results_commit: row.try_get("results_commit")?,
-        mirror_commit: row.try_get("mirror_commit")?,
-        job_script_sha256: row.try_get("job_script_sha256")?,
-        steps_done: row.try_get("steps_done")?,
-        steps_planned: row.try_get("steps_planned")?,
-        log_last_line: row.try_get("log_last_line")?,
-        gpu_samples: row.try_get("gpu_samples")?,
-        gpus_idle_since: row.try_get("gpus_idle_since")?,
-        log_rollout_step: row.try_get("log_rollout_step")?,
-    })
-}
 
 pub struct NewRun<'a> {
     pub id: &'a str,
@@ -269,20 +212,23 @@ async fn row_and_reservation(
     found: Option<&FoundJob<'_>>,
 ) -> Result<Stored, sqlx::Error> {
     let stored = sqlx::query(
-        "INSERT INTO runs (id, challenge_id, environment_id, author, author_id, agent_id, request_key, request_body, \
-         state, launch, flavor, timeout_s, reserved_cents, eligible_tasks, excluded_task_count, secret_hash, \
-         created_at, created_epoch, updated_at, purpose, bundle_commit, mirror_commit, job_id, job_status, job_script_sha256) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'queued', $18, $9, $10, $11, $12, $13, $14, $15, $16, $15, $17, \
+        "INSERT INTO runs (id, challenge_id, purpose, environment_id, author, author_id, agent_id, request_key, \
+         request_body, state, launch, flavor, timeout_s, reserved_cents, eligible_tasks, excluded_task_count, \
+         secret_hash, created_at, created_epoch, updated_at, bundle_commit, mirror_commit, job_id, job_status, \
+         job_script_sha256) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'queued', $10, $11, $12, $13, $14, $15, $16, $17, $18, $17, \
          $19, $20, $21, $22, $23) ON CONFLICT DO NOTHING",
     )
     .bind(n.id)
     .bind(n.challenge_id)
+    .bind(n.purpose.as_str())
     .bind(n.environment_id)
     .bind(n.author)
     .bind(n.author_id)
     .bind(n.agent_id)
     .bind(n.request_key)
     .bind(n.request_body)
+    .bind(if found.is_some() { LaunchStep::Launched } else { LaunchStep::Reserved }.as_str())
     .bind(n.flavor)
     .bind(n.timeout_s)
     .bind(n.reserved_cents)
@@ -291,8 +237,6 @@ async fn row_and_reservation(
     .bind(n.secret_hash)
     .bind(n.now)
     .bind(n.now_epoch)
-    .bind(n.purpose.as_str())
-    .bind(if found.is_some() { "launched" } else { "reserved" })
     .bind(found.map(|f| f.bundle_commit))
     .bind(found.and_then(|f| f.mirror_commit))
     .bind(found.map(|f| f.job_id))
@@ -376,7 +320,7 @@ pub async fn get(db: &Db, id: &str) -> Result<Option<Run>, sqlx::Error> {
         .fetch_optional(&db.writer)
         .await?
         .as_ref()
-        .map(run)
+        .map(Run::from_row)
         .transpose()
 }
 
@@ -387,7 +331,7 @@ pub async fn by_request(db: &Db, author_id: &str, request_key: &str) -> Result<O
         .fetch_optional(&db.writer)
         .await?
         .as_ref()
-        .map(run)
+        .map(Run::from_row)
         .transpose()
 }
 
@@ -406,7 +350,7 @@ pub async fn list(
     .fetch_all(&db.pool)
     .await?
     .iter()
-    .map(run)
+    .map(Run::from_row)
     .collect()
 }
 
@@ -572,7 +516,7 @@ pub async fn launch_failed(
     tx.commit().await
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, sqlx::FromRow)]
 pub struct Event {
     pub at: String,
     pub epoch: i64,
@@ -595,20 +539,7 @@ pub async fn events(db: &Db, run_id: &str) -> Result<Vec<Event>, sqlx::Error> {
     .fetch_all(&db.pool)
     .await?
     .iter()
-    .map(|r| {
-        Ok(Event {
-            at: r.try_get("at")?,
-            epoch: r.try_get("epoch")?,
-            source: r.try_get("source")?,
-            kind: r.try_get("kind")?,
-            detail: r.try_get("detail")?,
-            stage: r.try_get("stage")?,
-            passed: r.try_get("passed")?,
-            total: r.try_get("total")?,
-            timeouts: r.try_get("timeouts")?,
-            errors: r.try_get("errors")?,
-        })
-    })
+    .map(Event::from_row)
     .collect()
 }
 

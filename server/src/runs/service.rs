@@ -82,13 +82,19 @@ pub fn job_problems(s: &AppState, c: &domain::registry::Challenge) -> Vec<String
     problems
 }
 
+/// The checks' answers: each check, and the refusal of a launch when one fails.
+struct Checked {
+    preflight: Preflight,
+    refusal: Option<runs::Refusal>,
+}
+
 /// Gathers what the checks read and runs them.
 async fn check(
     s: &AppState,
     challenge_id: &ChallengeId,
     environment_id: &EnvironmentId,
     caller: Option<&Identity>,
-) -> Result<(Preflight, Option<runs::Refusal>, EnvironmentRecord, Report), ApiError> {
+) -> Result<Checked, ApiError> {
     let c = s.challenge(challenge_id)?;
     let (record, report) = crate::collections::service::get(s, environment_id).await?;
     let author_id = crate::collections::repo::author_id(&s.db, environment_id).await?.ok_or_else(|| {
@@ -99,10 +105,7 @@ async fn check(
     let heldout = heldout_names(s, c);
     let facts = Facts {
         challenge: c,
-        allocation: allocation
-            .usd
-            .map(|usd| (usd * 100.0).round() as i64)
-            .ok_or(allocation.reason.unwrap_or_default()),
+        allocation: allocation.usd.map(domain::money::cents).ok_or(allocation.reason.unwrap_or_default()),
         caller: caller.map(|i| Caller { id: i.id.clone(), name: i.name.clone(), editor: i.editor }),
         collection: collection_of(&record, author_id, &report),
         last_counted_epoch: crate::runs::repo::last_counted(&s.db, environment_id, challenge_id).await?,
@@ -114,7 +117,7 @@ async fn check(
     };
     let preflight = runs::preflight(&facts);
     let refusal = runs::refusal(&preflight, &facts);
-    Ok((preflight, refusal, record, report))
+    Ok(Checked { preflight, refusal })
 }
 
 /// `GET /api/challenges/{id}/runs/preflight`: stores and reserves nothing.
@@ -124,7 +127,7 @@ pub async fn preflight(
     environment_id: &EnvironmentId,
     caller: Option<&Identity>,
 ) -> Result<Preflight, ApiError> {
-    Ok(check(s, challenge_id, environment_id, caller).await?.0)
+    Ok(check(s, challenge_id, environment_id, caller).await?.preflight)
 }
 
 /// The answer to a launch: the run, and whether this request created it.
@@ -162,23 +165,14 @@ pub async fn launch(
         }
     }
     let environment_id = crate::http::ids::id::<EnvironmentId>(&launch.environment_id)?;
-    let (preflight, refusal, _, _) = check(s, challenge_id, &environment_id, Some(me)).await?;
-    if let Some(r) = refusal {
-        // The same request, stored a moment ago by another replica or a retry: its own run is what
-        // the checks refuse now, and it is the answer.
-        if let Some(repeat) = repeat_of(s, me, &launch.request_id, &body).await? {
-            return Ok(repeat);
-        }
-        let mut e = ApiError::new(r.code, r.message);
-        if let Some(wait) = r.retry_after_s {
-            e = e.retry_after(wait);
-        }
-        return Err(e);
+    let Checked { preflight, refusal } = check(s, challenge_id, &environment_id, Some(me)).await?;
+    if let Some(refused) = refused(s, me, &launch.request_id, &body, refusal).await? {
+        return refused;
     }
     let c = s.challenge(challenge_id)?;
     let domain::time::Timestamp { text: now_text, epoch: now_epoch } = s.now();
     let id = new_run_id();
-    let reserved_cents = (preflight.max_compute_usd.unwrap_or(0.0) * 100.0).round() as i64;
+    let reserved_cents = domain::money::cents(preflight.max_compute_usd.unwrap_or(0.0));
     let new = NewRun {
         id: &id,
         challenge_id,
@@ -200,6 +194,27 @@ pub async fn launch(
         now_epoch,
     };
     store(s, &new, &launch.request_id).await
+}
+
+/// What a launch the checks refused answers (`None`: not refused): the same request stored a
+/// moment ago by another replica or a retry, whose own run is what the checks refuse now, or the
+/// refusal.
+async fn refused(
+    s: &AppState,
+    me: &Identity,
+    request_id: &RequestId,
+    body: &str,
+    refusal: Option<runs::Refusal>,
+) -> Result<Option<Result<Launched, ApiError>>, ApiError> {
+    let Some(r) = refusal else { return Ok(None) };
+    if let Some(repeat) = repeat_of(s, me, request_id, body).await? {
+        return Ok(Some(Ok(repeat)));
+    }
+    let e = ApiError::new(r.code, r.message);
+    Ok(Some(Err(match r.retry_after_s {
+        Some(wait) => e.retry_after(wait),
+        None => e,
+    })))
 }
 
 /// The stored run of an earlier request with this id: the answer when its body is the same, a
@@ -266,20 +281,14 @@ pub async fn launch_baseline(
     let allocation = domain::catalog::allocation(&s.registry, c);
     let facts = BaselineFacts {
         challenge: c,
-        allocation: allocation
-            .usd
-            .map(|usd| (usd * 100.0).round() as i64)
-            .ok_or(allocation.reason.unwrap_or_default()),
+        allocation: allocation.usd.map(domain::money::cents).ok_or(allocation.reason.unwrap_or_default()),
         caller: Some(Caller { id: me.id.clone(), name: me.name.clone(), editor: me.editor }),
         active_run: live.active_job,
         remaining_cents: domain::budget::cents_ceil(live.budget.remaining_usd),
         job_problems: job_problems(s, c),
     };
-    if let Some(r) = runs::baseline_refusal(&facts) {
-        if let Some(repeat) = repeat_of(s, me, &request_id, &body).await? {
-            return Ok(repeat);
-        }
-        return Err(ApiError::new(r.code, r.message));
+    if let Some(refused) = refused(s, me, &request_id, &body, runs::baseline_refusal(&facts)).await? {
+        return refused;
     }
     let domain::time::Timestamp { text: now_text, epoch: now_epoch } = s.now();
     let id = new_run_id();
@@ -313,16 +322,13 @@ async fn finish(s: &AppState, run: Run, existing: bool) -> Result<Launched, ApiE
             Ok(run) => run,
             Err(launch::Advance::Busy) => wait_for_other(s, &run.id).await?,
             Err(launch::Advance::Unknown(reason)) => {
-                return Err(ApiError::new(
-                    ErrorCode::LaunchUnknown,
+                return Err(launch_unknown(
+                    &run.id,
                     format!(
                         "the launch of {} is not finished ({reason}); it goes on in the background. Send the same request again: it never starts a second run",
                         run.id
                     ),
-                )
-                .with("launched", "unknown")
-                .with("retry_with_same_request_id", true)
-                .with("run_id", run.id.to_string()));
+                ));
             }
             Err(launch::Advance::Internal(e)) => return Err(e),
         },
@@ -339,22 +345,23 @@ async fn finish(s: &AppState, run: Run, existing: bool) -> Result<Launched, ApiE
     Ok(Launched { launched: run.launch == LaunchStep::Launched, run: view(s, &run), existing })
 }
 
+/// A launch whose outcome is not known yet: the same request id, sent again, finds it.
+fn launch_unknown(id: &RunId, message: String) -> ApiError {
+    ApiError::new(ErrorCode::LaunchUnknown, message)
+        .with("launched", "unknown")
+        .with("retry_with_same_request_id", true)
+        .with("run_id", id.to_string())
+}
+
 async fn wait_for_other(s: &AppState, id: &RunId) -> Result<Run, ApiError> {
     let start = std::time::Instant::now();
     loop {
-        let run =
-            crate::runs::repo::get(&s.db, id).await?.ok_or_else(|| ApiError::internal("a run vanished"))?;
+        let run = launch::must_get(s, id).await?;
         if matches!(run.launch, LaunchStep::Launched | LaunchStep::Failed) {
             return Ok(run);
         }
         if start.elapsed() > WAIT_FOR_OTHER {
-            return Err(ApiError::new(
-                ErrorCode::LaunchUnknown,
-                format!("the launch of {id} is still going on"),
-            )
-            .with("launched", "unknown")
-            .with("retry_with_same_request_id", true)
-            .with("run_id", id.to_string()));
+            return Err(launch_unknown(id, format!("the launch of {id} is still going on")));
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
@@ -390,7 +397,7 @@ pub fn view(s: &AppState, r: &Run) -> RunView {
                 s.registry.challenge(&r.challenge_id)?.spec.tracking.as_ref().map(|t| t.dashboard_url(&r.id))
             })
             .flatten(),
-        platform_fault: r.platform_fault,
+        platform_fault: r.platform_fault.0,
         training_steps_done: r.steps_done,
         training_steps_planned: r.steps_planned,
         launched,

@@ -107,7 +107,7 @@ async fn bench_relay_messages_per_second_with_20_relays() {
         for i in 0..20 {
             app.exec(&format!(
                 "UPDATE runs SET secret_hash = '{}' WHERE id = 'run-live-{i:03}'",
-                sha256_hex(&format!("secret-{i}"))
+                domain::digest::sha256_hex(format!("secret-{i}"))
             ))
             .await
             .unwrap();
@@ -146,11 +146,6 @@ async fn bench_relay_messages_per_second_with_20_relays() {
         );
         app.finish().await;
     }
-}
-
-fn sha256_hex(s: &str) -> String {
-    use sha2::Digest;
-    sha2::Sha256::digest(s.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// This process's CPU time so far (user + system; the stand-in runs in it too).

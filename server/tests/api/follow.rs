@@ -208,7 +208,9 @@ async fn every_fault_ends_the_run_with_its_reason() {
             name: "hang",
             faults: JobFaults { hang_at: Some("training".into()), ..Default::default() },
             state: "failed",
-            reason: "no heartbeat and no new log line for",
+            // A hung job is silent and its GPUs idle: which stall a loaded machine's passes see
+            // first varies, and either is the right reason.
+            reason: "no heartbeat and no new log line for | GPUs sat idle for",
             platform: false,
             job: "CANCELED",
             ledger: "settled",
@@ -276,7 +278,8 @@ async fn every_fault_ends_the_run_with_its_reason() {
             w.stop().await;
             let what = format!("{backend:?} {}: {d:#}", case.name);
             assert_eq!(d["state"], case.state, "{what}");
-            assert!(d["reason"].as_str().unwrap_or("").contains(case.reason), "{what}");
+            let reason = d["reason"].as_str().unwrap_or("");
+            assert!(case.reason.split(" | ").any(|r| reason.contains(r)), "{what}");
             assert_eq!(d["platform_fault"], case.platform, "{what}");
             assert_eq!(job_stage(&app, &run), case.job, "{what}");
             assert_eq!(ledger(&app, &run).await.0, case.ledger, "{what}");
@@ -369,9 +372,9 @@ async fn trls_metrics_over_the_relay_are_stored_once_per_step() {
         d["training"]["points"],
         json!([
             {"step": 1, "metrics": {"loss": 0.5, "reward": 0.25, "reward_std": 0.1, "grad_norm": null,
-             "learning_rate": null, "completion_length": null, "frac_reward_zero_std": null}},
+             "learning_rate": null, "completions/mean_length": null, "frac_reward_zero_std": null}},
             {"step": 2, "metrics": {"loss": 0.4, "reward": null, "reward_std": null, "grad_norm": 0.3,
-             "learning_rate": null, "completion_length": null, "frac_reward_zero_std": null}},
+             "learning_rate": null, "completions/mean_length": null, "frac_reward_zero_std": null}},
         ])
     );
     assert_eq!(d["training_steps_logged"], 2);

@@ -542,9 +542,16 @@ macro_rules! on_both_backends {
 /// The shipped registry plus `dev/local-challenge` (the open, simulated `local-demo`), as `dev/run`
 /// serves it.
 pub fn local_configs() -> tempfile::TempDir {
-    let dir = copy_configs(|_, text| text);
+    // The OpenEnv track is evaluated on the demo's public benchmark, as `dev/lib.sh` sets it.
+    let dir = copy_configs(|path, text| {
+        if path == "arena.toml" {
+            text.replace("benchmark = \"openenv-bench\"", "benchmark = \"local-bench\"")
+        } else {
+            text
+        }
+    });
     let src = repo_root().join("dev/local-challenge");
-    for sub in ["challenges", "methods", "suites", "fixture/task-lists"] {
+    for sub in ["challenges", "methods", "suites", "benchmarks", "fixture/task-lists"] {
         std::fs::create_dir_all(dir.path().join(sub)).unwrap();
         for entry in std::fs::read_dir(src.join(sub)).unwrap() {
             let path = entry.unwrap().path();

@@ -37,7 +37,7 @@ async fn binary_and_large_files_go_through_lfs_and_read_back_whole() {
         if path.ends_with(".csv") {
             assert!(item.get("lfs").is_none(), "{path}: {item}");
         } else {
-            assert_eq!(item["lfs"]["oid"], server::ports::lfs::sha256_hex(bytes), "{path}: {item}");
+            assert_eq!(item["lfs"]["oid"], domain::digest::sha256_hex(bytes), "{path}: {item}");
         }
         let read = datasets.read(REPO, &commit, path, 64 << 20).await.unwrap();
         assert!(read == *bytes, "{path} read back whole");

@@ -5,6 +5,7 @@ mod baselines;
 mod bench;
 mod board;
 mod catalog;
+mod controls;
 mod environments;
 mod errors;
 mod follow;

@@ -56,7 +56,10 @@ async fn connect(app: &TestApp) -> tokio::task::JoinHandle<()> {
 
 on_both_backends!(multi_thread, a_submission_is_checked_at_once_pinned_and_kept, |app| {
     // Not connected: every route but the status answers 503, and says when to retry.
-    assert_eq!(app.get("/api/openenv").await.json(), json!({"connected": false}));
+    assert_eq!(
+        app.get("/api/openenv").await.json(),
+        json!({"connected": false, "intake": {"open": true, "reason": null, "since": null}})
+    );
     let r = submit(app, &submission("echo-v1", "ghcr.io/arena-demo/echo-env:v1"), ALICE).await;
     assert_eq!(code(&r), (503, "OPENENV_DISCONNECTED".into()));
     assert!(r.json()["retry_after_s"].as_u64().is_some(), "{}", r.text());
@@ -245,7 +248,7 @@ on_both_backends!(multi_thread, every_refusal_at_submission_has_its_code_and_sto
     assert_eq!(code(&submit(app, &body, BOB).await), (503, "CAPACITY_BUSY".into()));
     let bob_rows = app.scalar("SELECT COUNT(*) FROM openenv_submissions WHERE account <> 'other'").await;
     assert_eq!(bob_rows, 0, "nothing stored by any refusal");
-    assert_eq!(app.scalar("SELECT COUNT(*) FROM openenv_quota").await, 0, "and no slot taken");
+    assert_eq!(app.scalar("SELECT COUNT(*) FROM openenv_quota_slots").await, 0, "and no slot taken");
     cluster.abort();
 });
 
@@ -393,7 +396,7 @@ on_both_backends!(multi_thread, admission_probes_every_task_in_a_fresh_sandbox_a
     ];
     for (variant, state, slot, origin, code) in cases {
         // Each case as a fresh day for the account.
-        app.exec("DELETE FROM openenv_quota").await.unwrap();
+        app.exec("DELETE FROM openenv_quota_slots").await.unwrap();
         let id = format!("adm-{variant}");
         let r = submit(app, &echo_submission(&id, &format!("ghcr.io/test/echo-{variant}:v1")), ALICE).await;
         assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.text());
@@ -405,8 +408,9 @@ on_both_backends!(multi_thread, admission_probes_every_task_in_a_fresh_sandbox_a
         if variant == "ok" {
             assert_eq!(v["images"][0]["compatibility"]["echo-2"]["status"], "passed");
         }
-        let quota =
-            app.scalar(&format!("SELECT COUNT(*) FROM openenv_quota WHERE submission_id = '{id}'")).await;
+        let quota = app
+            .scalar(&format!("SELECT COUNT(*) FROM openenv_quota_slots WHERE submission_id = '{id}'"))
+            .await;
         assert_eq!(quota, i64::from(slot == "used"), "{variant}: a returned slot frees the quota");
     }
     // Every sandbox was stopped; a platform failure got one more fresh sandbox.
@@ -448,7 +452,7 @@ async fn admission_bounds_on(backend: Backend) {
         ("slow-steps", "ADMISSION_EPISODE_FAILED", "did not finish within 6 s"),
     ];
     for (variant, code, says) in cases {
-        app.exec("DELETE FROM openenv_quota").await.unwrap();
+        app.exec("DELETE FROM openenv_quota_slots").await.unwrap();
         let id = format!("adm-{variant}");
         let r = submit(&app, &echo_submission(&id, &format!("ghcr.io/test/echo-{variant}:v1")), ALICE).await;
         assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.text());
@@ -487,7 +491,7 @@ async fn measure_admission_of_a_50_task_submission() {
     let app = TestApp::new(Backend::Sqlite).await;
     let cluster = connect(&app).await;
     for limit in [1usize, 8] {
-        app.exec("DELETE FROM openenv_quota").await.unwrap();
+        app.exec("DELETE FROM openenv_quota_slots").await.unwrap();
         let mut body = echo_submission(&format!("fifty-{limit}"), "ghcr.io/test/echo-ok:v1");
         let tasks: Vec<Value> =
             (0..50).map(|i| json!({"task_id": format!("t{i:02}"), "split": "train"})).collect();

@@ -104,12 +104,16 @@ on_both_backends!(multi_thread, an_admitted_submission_trains_to_completed_and_i
     assert!(v["started"].as_bool().unwrap() && v["error"].is_null());
     let events = events(app, &run).await;
     let states: Vec<&str> = events.iter().map(|e| e["state"].as_str().unwrap()).collect();
-    let mut expected = vec!["starting", "loading"];
+    // The shipped registry's benchmark is private and its overlay is not here: both phases say
+    // so, and the run completes with its evaluation incomplete.
+    let mut expected = vec!["starting", "loading", "evaluating"];
     for _ in 0..5 {
         expected.extend(["rolling", "updating"]);
     }
-    expected.extend(["cleanup", "completed"]);
+    expected.extend(["evaluating", "cleanup", "completed"]);
     assert_eq!(states, expected);
+    assert_eq!(v["evaluation"]["state"], "incomplete", "{v:#}");
+    assert!(v["evaluation"]["reason"].as_str().unwrap().contains("not on this arena"), "{v:#}");
     // Each step's training rewards: the first four valid ones, in [0, 1]; the version counts steps.
     for (step, e) in events.iter().filter(|e| e["state"] == "updating").enumerate() {
         let rewards = e["rewards"].as_array().unwrap();
@@ -159,9 +163,9 @@ async fn runs_start_in_acceptance_order_and_time_out_in_the_queue() {
     assert_eq!((v["state"].as_str(), v["started"].as_bool()), (Some("starting"), Some(false)));
 
     clock.advance(time::Duration::seconds(7_199));
-    assert_eq!(server::openenv::runs::sweep(&app.state).await.unwrap(), 0);
+    assert_eq!(server::openenv::runs::service::sweep(&app.state).await.unwrap(), 0);
     clock.advance(time::Duration::seconds(1));
-    assert_eq!(server::openenv::runs::sweep(&app.state).await.unwrap(), 1);
+    assert_eq!(server::openenv::runs::service::sweep(&app.state).await.unwrap(), 1);
     wait_connected(&app).await;
     let v = app.get_as(&format!("/api/openenv/runs/{first}"), BOB).await.json();
     assert_eq!(v["state"], "failed");
@@ -286,7 +290,7 @@ async fn measure_openenv_runs() {
             let mut body = echo_submission("bench-real");
             body["image"] = json!("ghcr.io/test/arena-echo:ok");
             body["schema"] = demo["schema"].clone();
-            app.exec("DELETE FROM openenv_quota").await.unwrap();
+            app.exec("DELETE FROM openenv_quota_slots").await.unwrap();
             let r = app.post_as("/api/openenv/submissions", &body.to_string(), ALICE).await;
             assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.text());
             // Admitted as admission would (its health limit here is the tests' 3 s).
@@ -318,7 +322,7 @@ async fn measure_openenv_runs() {
             .unwrap();
         ws.next().await.unwrap().unwrap();
         for i in 0..5 {
-            app.exec("DELETE FROM openenv_quota").await.unwrap();
+            app.exec("DELETE FROM openenv_quota_slots").await.unwrap();
             let id = format!("stream-{i}");
             let r = app.post_as("/api/openenv/submissions", &echo_submission(&id).to_string(), ALICE).await;
             assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.text());
@@ -431,8 +435,10 @@ on_both_backends!(multi_thread, a_trainers_metrics_alerts_and_versions_are_store
     let at = "2026-12-01T12:00:00Z";
     let trainer = json!({"trl": "1.16.0", "transformers": "5.24.0", "torch": "2.15.0", "model": "Qwen/Qwen3.5-9B at c202236",
         "device": "cuda", "dashboard": "https://huggingface.co/spaces/benchflow/arena-trackio", "trackio_project": "arena-openenv"});
-    let metrics = json!({"reward_mean": 0.5, "reward_std": 0.4, "loss": 0.01, "grad_norm": 0.3, "completion_tokens": 12.0,
-        "step_s": 40.0, "invalid_replies": 1.0, "budget_ends": 0.0, "timeouts": 0.0, "lora_b_norm": 0.02});
+    // Under the names the trainer logs them (TRL's, and its own `episodes/…`), kept end to end.
+    let metrics = json!({"reward": 0.5, "reward_std": 0.4, "loss": 0.01, "grad_norm": 0.3, "completions/mean_length": 12.0,
+        "episodes/step_s": 40.0, "episodes/invalid_replies": 1.0, "episodes/budget_ends": 0.0, "episodes/timeouts": 0.0,
+        "lora_b_norm": 0.02, "episodes/group_retries": 0.0});
     let mut bad_dashboard = trainer.clone();
     bad_dashboard["dashboard"] = json!("https://evil.example/x");
     // (event, the ack's error if refused)
@@ -481,9 +487,243 @@ on_both_backends!(multi_thread, a_trainers_metrics_alerts_and_versions_are_store
     let events = events(app, &run).await;
     assert_eq!(events.iter().map(|e| e["seq"].as_i64().unwrap()).collect::<Vec<_>>(), [0, 1, 2, 3, 4, 5]);
     assert_eq!(events[3]["alert"], "sandbox_failed");
+    // Alerts in words: what happened (as reported), the checkpoint, what comes next, the dashboard.
+    let words = events[3]["message"].as_str().unwrap();
+    assert!(words.starts_with("A sandbox never served: a sandbox never served."), "{words}");
+    assert!(
+        words.contains("No optimizer step has been taken yet")
+            && words.contains("played again in a fresh sandbox"),
+        "{words}"
+    );
+    assert!(
+        words.ends_with("The run's dashboard: https://huggingface.co/spaces/benchflow/arena-trackio"),
+        "{words}"
+    );
+    let words = v["alert"]["message"].as_str().unwrap();
+    assert!(
+        words.contains("cancel of job x failed") && words.contains("The last checkpoint (step 1) is kept."),
+        "{words}"
+    );
+    assert!(words.contains("Cleanup continues"), "{words}");
     assert_eq!(events[4]["metrics"], metrics);
     let spec: Value = app.get("/openapi.json").await.json();
     for name in ["OpenEnvStepMetrics", "OpenEnvTrainerInfo", "OpenEnvRunAlert"] {
         assert!(spec["components"]["schemas"].get(name).is_some(), "{name} is documented");
     }
+    // The document names each metric as the API sends it: the names the trainers log.
+    for (schema, names) in [
+        ("OpenEnvStepMetrics", domain::openenv::run::StepMetrics::NAMES),
+        ("TrainMetrics", domain::training::TrainMetrics::NAMES),
+    ] {
+        let mut documented: Vec<&str> = spec["components"]["schemas"][schema]["properties"]
+            .as_object()
+            .unwrap_or_else(|| panic!("{schema} has properties"))
+            .keys()
+            .map(String::as_str)
+            .collect();
+        documented.sort();
+        let mut expected = names.to_vec();
+        expected.sort();
+        assert_eq!(documented, expected, "{schema}");
+    }
+});
+
+/// Waits until the run has ended, as `who` sees it.
+async fn ended(app: &TestApp, run: &str, who: &str) -> Value {
+    let start = Instant::now();
+    loop {
+        let v = app.get_as(&format!("/api/openenv/runs/{run}"), who).await.json();
+        if matches!(v["state"].as_str(), Some("completed" | "failed" | "cancelled")) {
+            return v;
+        }
+        assert!(start.elapsed() < Duration::from_secs(300), "{v:#}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+const HELD_OUT: [&str; 6] = ["reply-hello", "reply-done", "reply-echo", "count-1", "count-2", "count-3"];
+
+// The demo's public benchmark (two environments in two domains, one trial per task): the simulated
+// trainer plays every held-out task before the first step and after the last in fresh sandboxes
+// of the held-out images; the arena scores the records itself, shows participants aggregates and
+// domains only, editors each task, and ranks the submission on the public leaderboard.
+// (SQLite alone: the records' storage is checked on both backends below.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_is_measured_on_the_held_out_benchmark_before_and_after() {
+    let app = &TestApp::with(Backend::Sqlite, crate::harness::Options::local()).await;
+    assert!(
+        std::env::var("STANDIN_OPENENV_CORE").is_ok(),
+        "the benchmark's images run on openenv-core: set STANDIN_OPENENV_CORE (dev/test installs it)"
+    );
+    let connection = standin::cluster::connect(&app.url, CLUSTER_SECRET, cluster(Some(trainer(app))));
+    wait_connected(app).await;
+    admitted(app, "measured", ALICE).await;
+    let run = run_of(app, "measured", ALICE).await;
+    let v = ended(app, &run, ALICE).await;
+    assert_eq!(v["state"], "completed", "{v:#}");
+    let e = &v["evaluation"];
+    assert_eq!(
+        (e["benchmark"].as_str(), e["state"].as_str()),
+        (Some("local-bench"), Some("complete")),
+        "{e:#}"
+    );
+    assert_eq!(e["simulated"], true, "the simulated cluster says so");
+    assert_eq!(e["paired_tasks"], 6, "{e:#}");
+    for phase in ["before", "after"] {
+        let p = &e[phase];
+        assert_eq!(p["episodes"].as_u64().unwrap() + p["lost"].as_u64().unwrap(), 6, "{e:#}");
+        assert!((0.0..=1.0).contains(&p["mean_reward"].as_f64().unwrap()), "{e:#}");
+    }
+    let delta = e["delta_pp"].as_f64().unwrap();
+    let expected =
+        100.0 * (e["after"]["mean_reward"].as_f64().unwrap() - e["before"]["mean_reward"].as_f64().unwrap());
+    assert!((delta - expected).abs() < 1e-6, "Δ is after minus before over the paired tasks: {e:#}");
+    assert!(e["stderr_pp"].as_f64().is_some(), "{e:#}");
+    let domains: Vec<&str> =
+        e["domains"].as_array().unwrap().iter().map(|d| d["domain"].as_str().unwrap()).collect();
+    assert_eq!(domains, ["office and white-collar work", "mathematics and formal reasoning"]);
+    // Participants see no held-out task, in the run or its events; editors see each one.
+    assert!(e.get("tasks").is_none(), "{e:#}");
+    let shown = format!("{v}{}", Value::Array(events(app, &run).await));
+    for id in HELD_OUT {
+        assert!(!shown.contains(id), "`{id}` reached the participant: {shown}");
+    }
+    let states: Vec<String> =
+        events(app, &run).await.iter().map(|e| e["state"].as_str().unwrap().to_string()).collect();
+    assert_eq!(states[2], "evaluating", "before the first step: {states:?}");
+    assert_eq!(states[states.len() - 3], "evaluating", "after the last step: {states:?}");
+    let editor = app.get_as(&format!("/api/openenv/runs/{run}"), EVE).await.json();
+    let tasks = editor["evaluation"]["tasks"].as_array().unwrap();
+    assert_eq!(tasks.len(), 6);
+    assert!(tasks
+        .iter()
+        .all(|t| t["before"]["episodes"].as_u64().unwrap() + t["before"]["lost"].as_u64().unwrap() == 1));
+    // The public leaderboard, signed in or not: the submission, its Δ and the base model's row.
+    let board = app.get("/api/openenv/leaderboard").await;
+    assert_eq!(board.status, StatusCode::OK);
+    let board = board.json();
+    assert_eq!(board["benchmark"], "local-bench");
+    let row = &board["rows"][0];
+    assert_eq!(
+        (row["submission_id"].as_str(), row["rank"].as_u64(), row["tie_group"].as_u64()),
+        (Some("measured"), Some(1), Some(1))
+    );
+    assert_eq!(row["account"], "alice");
+    assert!((row["delta_pp"].as_f64().unwrap() - delta).abs() < 1e-9);
+    assert_eq!(row["domains"].as_array().unwrap().len(), 2);
+    assert!(row["simulated"].as_bool().unwrap());
+    let reference = &board["reference"];
+    assert!(
+        (reference["mean_reward_pct"].as_f64().unwrap()
+            - 100.0 * e["before"]["mean_reward"].as_f64().unwrap())
+        .abs()
+            < 1e-9
+    );
+    assert!(!board.to_string().contains("reply-hello"), "{board}");
+    connection.abort();
+}
+
+// Records that do not account for every planned episode are refused with their code, and store
+// nothing; a message naming a held-out task is redacted before anyone reads it.
+on_both_backends!(local, held_out_records_must_cover_the_plan, |app| {
+    // A cluster that holds the run and plays nothing: the test speaks for it.
+    let connection = standin::cluster::connect(&app.url, CLUSTER_SECRET, cluster(None));
+    wait_connected(app).await;
+    admitted(app, "records", ALICE).await;
+    let run = run_of(app, "records", ALICE).await;
+    let send = |seq: i64, state: &str, extra: Value| {
+        let mut event = json!({"seq": seq, "state": state, "policy_version": 0, "at": "2026-12-02T00:00:00Z",
+            "message": "reply-hello was played"});
+        event.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        json!({"kind": "event", "run_id": run, "event": event}).to_string()
+    };
+    let ack = |out: Vec<Value>| out.into_iter().next().unwrap();
+    assert!(ack(server::openenv::runs::service::on_message(
+        &app.state,
+        "test-cluster",
+        &send(1, "loading", json!({}))
+    )
+    .await)
+    .get("error")
+    .is_none());
+    let cells = |n: usize| -> Vec<Value> {
+        HELD_OUT.iter().map(|t| json!({"task_id": t, "trial": 0, "reward": 0.5})).take(n).collect()
+    };
+    let evaluating = |records: Vec<Value>| json!({"evaluation": {"phase": "before", "done": 6, "planned": 6, "records": records}});
+    for (records, why) in [
+        (cells(5), "5 of 6"),
+        (
+            {
+                let mut c = cells(6);
+                c[5] = c[0].clone();
+                c
+            },
+            "twice",
+        ),
+        (
+            {
+                let mut c = cells(6);
+                c[0]["task_id"] = json!("elsewhere");
+                c
+            },
+            "does not plan",
+        ),
+    ] {
+        let a = ack(server::openenv::runs::service::on_message(
+            &app.state,
+            "test-cluster",
+            &send(2, "evaluating", evaluating(records)),
+        )
+        .await);
+        assert_eq!(a["code"], "EVALUATION_RECORDS_INCOMPLETE", "{a}");
+        assert!(a["error"].as_str().unwrap().contains(why), "{a}");
+    }
+    let out_of_range = ack(server::openenv::runs::service::on_message(
+        &app.state,
+        "test-cluster",
+        &send(
+            2,
+            "evaluating",
+            evaluating({
+                let mut c = cells(6);
+                c[0]["reward"] = json!(1.5);
+                c
+            }),
+        ),
+    )
+    .await);
+    assert!(out_of_range["error"].as_str().unwrap().contains("outside [0, 1]"), "{out_of_range}");
+    let v = app.get_as(&format!("/api/openenv/runs/{run}"), ALICE).await.json();
+    assert_eq!(v["state"], "loading", "nothing refused was applied: {v:#}");
+    // The whole plan: stored once, resent as the same; the message says no held-out task.
+    for _ in 0..2 {
+        let a = ack(server::openenv::runs::service::on_message(
+            &app.state,
+            "test-cluster",
+            &send(2, "evaluating", evaluating(cells(6))),
+        )
+        .await);
+        assert!(a.get("error").is_none(), "{a}");
+    }
+    let events = events(app, &run).await;
+    let last = events.last().unwrap();
+    assert_eq!(last["message"], "[held-out task] was played", "{last}");
+    assert!(last["evaluation"].get("records").is_none(), "records are kept apart: {last}");
+    let v = app.get_as(&format!("/api/openenv/runs/{run}"), EVE).await.json();
+    assert_eq!(v["evaluation"]["before"]["episodes"], 6, "{v:#}");
+    assert_eq!(v["evaluation"]["state"], "running", "{v:#}");
+    connection.abort();
+});
+
+// An agent that reconnects before the arena has seen its old connection close stays connected:
+// the late close names the old connection, not the cluster.
+on_both_backends!(local, a_late_close_of_a_replaced_connection_keeps_the_cluster, |app| {
+    let connected = || async { app.get("/api/openenv").await.json()["connected"] == true };
+    let hello = json!({"kind": "hello", "gpus_free": 1, "sandboxes_free": 5, "runs": []}).to_string();
+    server::openenv::runs::service::on_message(&app.state, "old-connection", &hello).await;
+    server::openenv::runs::service::on_message(&app.state, "new-connection", &hello).await;
+    server::openenv::runs::service::cluster_gone(&app.state, "old-connection").await;
+    assert!(connected().await, "the old connection's close undid the new one's hello");
+    server::openenv::runs::service::cluster_gone(&app.state, "new-connection").await;
+    assert!(!connected().await, "the last connection closed and the cluster still reads as connected");
 });

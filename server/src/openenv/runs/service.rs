@@ -1,24 +1,11 @@
-//! OpenEnv runs: the arena starts the one run of each admitted submission, in acceptance order,
-//! when the connected cluster reports a free H200 and sandboxes for a step's five episodes; the
-//! cluster reports each run's events, stored once by sequence; the arena ends a run itself when an
-//! editor cancels it or its trainer has not started on a GPU within two hours
-//! (`RUN_QUEUE_TIMEOUT`).
-//!
-//! The cluster's connection (`/api/relay/cluster`) speaks JSON messages with a `kind`:
-//! - cluster → arena: `hello` / `heartbeat` (`gpus_free`, `sandboxes_free`, and on `hello` the
-//!   `runs` it holds), `accepted` (`run_id`: it has the assignment), `event` (`run_id`, `event`:
-//!   `seq`, `state`, `policy_version`, `at`, `rewards?`, `message?`), `stopped` (`run_id`);
-//! - arena → cluster: `ack` (for each of those, with `run_id`/`seq` for an event, or `error`),
-//!   `assign` (`run_id`, `time_limit_s`, the pinned submission) and `stop` (`run_id`, `reason`).
-//!
-//! An assignment is sent until the cluster accepts it and a stop until the cluster confirms it, so
-//! a connection lost or an arena restarted in between loses nothing: whichever server holds the
-//! connection sends what is outstanding after every heartbeat.
+//! The service of OpenEnv runs: assignments, the cluster's messages, reads, cancels.
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use anyhow::Context;
 use domain::ids::OpenEnvRunId;
 use domain::openenv::episode::{EPISODES_PER_STEP, QUEUE_TIMEOUT_S, RUN_LIMIT_S};
+use domain::openenv::evaluation::{EpisodeRecord, EvaluationReport, EvaluationView, Phase, Progress};
 use domain::openenv::run::{reward_curve, OpenEnvRunView, RunEvent, RunEvents, RunFailure, RunState};
 use domain::openenv::SubmissionRequest;
 use domain::ErrorCode;
@@ -27,7 +14,7 @@ use serde_json::{json, Value};
 
 use crate::http::ApiError;
 use crate::identity::Identity;
-use crate::openenv::runs_repo::{Recorded, RunRow};
+use crate::openenv::runs::repo::{Recorded, RunRow};
 use crate::AppState;
 
 /// What the cluster sends.
@@ -62,12 +49,12 @@ pub enum ClusterMessage {
 }
 
 /// Handles one message from the cluster: the answer, then what the arena has for the cluster.
-pub async fn on_message(s: &AppState, text: &str) -> Vec<Value> {
+pub async fn on_message(s: &AppState, holder: &str, text: &str) -> Vec<Value> {
     let message = match serde_json::from_str::<ClusterMessage>(text) {
         Ok(m) => m,
         Err(e) => return vec![json!({"kind": "ack", "error": format!("not a cluster message: {e}")})],
     };
-    match handle(s, message).await {
+    match handle(s, holder, message).await {
         Ok(out) => out,
         Err(e) => {
             tracing::error!(error = %e, "handling the cluster's message failed");
@@ -76,42 +63,30 @@ pub async fn on_message(s: &AppState, text: &str) -> Vec<Value> {
     }
 }
 
-async fn handle(s: &AppState, message: ClusterMessage) -> Result<Vec<Value>, sqlx::Error> {
+async fn handle(s: &AppState, holder: &str, message: ClusterMessage) -> Result<Vec<Value>, sqlx::Error> {
     let domain::time::Timestamp { text: at, epoch } = s.now();
     match message {
         ClusterMessage::Hello { gpus_free, sandboxes_free, runs } => {
-            crate::openenv::repo::cluster_seen(
-                &s.db,
-                &s.server_id,
-                epoch,
-                gpus_free.into(),
-                sandboxes_free.into(),
-            )
-            .await?;
+            crate::openenv::repo::cluster_seen(&s.db, holder, epoch, gpus_free.into(), sandboxes_free.into())
+                .await?;
             let mut out = vec![json!({"kind": "ack", "of": "hello"})];
             out.extend(forget_lost(s, &runs, &at).await?);
             out.extend(outbox(s, gpus_free, sandboxes_free).await?);
             Ok(out)
         }
         ClusterMessage::Heartbeat { gpus_free, sandboxes_free } => {
-            crate::openenv::repo::cluster_seen(
-                &s.db,
-                &s.server_id,
-                epoch,
-                gpus_free.into(),
-                sandboxes_free.into(),
-            )
-            .await?;
+            crate::openenv::repo::cluster_seen(&s.db, holder, epoch, gpus_free.into(), sandboxes_free.into())
+                .await?;
             let mut out = vec![json!({"kind": "ack", "of": "heartbeat"})];
             out.extend(outbox(s, gpus_free, sandboxes_free).await?);
             Ok(out)
         }
         ClusterMessage::Accepted { run_id } => {
-            crate::openenv::runs_repo::mark_delivered(&s.db, &run_id).await?;
+            crate::openenv::runs::repo::mark_delivered(&s.db, &run_id).await?;
             Ok(vec![json!({"kind": "ack", "of": "accepted", "run_id": run_id})])
         }
         ClusterMessage::Stopped { run_id } => {
-            crate::openenv::runs_repo::mark_stopped(&s.db, &run_id).await?;
+            crate::openenv::runs::repo::mark_stopped(&s.db, &run_id).await?;
             Ok(vec![json!({"kind": "ack", "of": "stopped", "run_id": run_id})])
         }
         ClusterMessage::Event { run_id, event } => {
@@ -127,13 +102,16 @@ async fn handle(s: &AppState, message: ClusterMessage) -> Result<Vec<Value>, sql
                 }
                 a
             };
-            Ok(vec![match crate::openenv::runs_repo::record(&s.db, &run_id, &event, epoch).await? {
+            Ok(vec![match crate::openenv::runs::repo::record(&s.db, &run_id, &event, epoch).await? {
                 Recorded::Applied => ack(json!({})),
                 Recorded::AlreadyKnown => ack(json!({"known": true})),
                 // Acknowledged so that the cluster stops resending it; the reason is in the ack.
                 Recorded::UnknownRun => ack(json!({"error": "no such run"})),
                 Recorded::OutOfOrder(current) => ack(json!({"error": format!(
                     "`{}` cannot follow `{}`", event.state.as_str(), current.as_str())})),
+                Recorded::RecordsRefused(why) => ack(json!({
+                    "code": ErrorCode::EvaluationRecordsIncomplete.as_str(),
+                    "error": format!("the evaluation's records were refused: {why}")})),
             }])
         }
     }
@@ -143,13 +121,9 @@ async fn handle(s: &AppState, message: ClusterMessage) -> Result<Vec<Value>, sql
 /// runs it holds that have ended here get a stop.
 async fn forget_lost(s: &AppState, held: &[String], at: &str) -> Result<Vec<Value>, sqlx::Error> {
     let held: BTreeSet<&str> = held.iter().map(String::as_str).collect();
-    let live = crate::openenv::runs_repo::in_states(
-        &s.db,
-        &[RunState::Starting, RunState::Loading, RunState::Rolling, RunState::Updating, RunState::Cleanup],
-    )
-    .await?;
+    let live = crate::openenv::runs::repo::in_states(&s.db, RunState::LIVE).await?;
     for run in live.iter().filter(|r| r.delivered && !held.contains(r.run_id.as_str())) {
-        crate::openenv::runs_repo::end(
+        crate::openenv::runs::repo::end(
             &s.db,
             &run.run_id,
             None,
@@ -159,11 +133,11 @@ async fn forget_lost(s: &AppState, held: &[String], at: &str) -> Result<Vec<Valu
             at,
         )
         .await?;
-        crate::openenv::runs_repo::mark_stopped(&s.db, &run.run_id).await?;
+        crate::openenv::runs::repo::mark_stopped(&s.db, &run.run_id).await?;
     }
     let mut out = Vec::new();
     for run_id in held {
-        if let Some(run) = crate::openenv::runs_repo::get(&s.db, run_id).await? {
+        if let Some(run) = crate::openenv::runs::repo::get(&s.db, run_id).await? {
             if run.state.terminal() {
                 out.push(stop_message(&run));
             }
@@ -179,7 +153,7 @@ fn stop_message(run: &RunRow) -> Value {
 /// What the arena has for the cluster: a new assignment when it has room and nothing is waiting
 /// for its acceptance, every assignment not yet accepted, and every stop not yet confirmed.
 async fn outbox(s: &AppState, gpus_free: u32, sandboxes_free: u32) -> Result<Vec<Value>, sqlx::Error> {
-    let mut waiting = crate::openenv::runs_repo::in_states(&s.db, &[RunState::Starting]).await?;
+    let mut waiting = crate::openenv::runs::repo::in_states(&s.db, &[RunState::Starting]).await?;
     waiting.retain(|r| !r.delivered);
     if waiting.is_empty() && gpus_free >= 1 && sandboxes_free as usize >= EPISODES_PER_STEP {
         if let Some(run) = schedule(s).await? {
@@ -195,8 +169,8 @@ async fn outbox(s: &AppState, gpus_free: u32, sandboxes_free: u32) -> Result<Vec
             }
         }
     }
-    for run_id in crate::openenv::runs_repo::stops_to_send(&s.db).await? {
-        if let Some(run) = crate::openenv::runs_repo::get(&s.db, &run_id).await? {
+    for run_id in crate::openenv::runs::repo::stops_to_send(&s.db).await? {
+        if let Some(run) = crate::openenv::runs::repo::get(&s.db, &run_id).await? {
             out.push(stop_message(&run));
         }
     }
@@ -205,16 +179,18 @@ async fn outbox(s: &AppState, gpus_free: u32, sandboxes_free: u32) -> Result<Vec
 
 /// Starts the next admitted submission's run, if any waits.
 async fn schedule(s: &AppState) -> Result<Option<RunRow>, sqlx::Error> {
-    let Some((account_id, submission_id)) = crate::openenv::runs_repo::queue_head(&s.db).await? else {
+    let Some((account_id, submission_id)) = crate::openenv::runs::repo::queue_head(&s.db).await? else {
         return Ok(None);
     };
     let domain::time::Timestamp { text: at, epoch } = s.now();
     let run_id = format!("oe-{}", crate::identity::random_hex(8));
-    if !crate::openenv::runs_repo::assign(&s.db, &run_id, &account_id, &submission_id, &at, epoch).await? {
+    let plan = track_benchmark(s).map(|b| b.plan());
+    let submission = (account_id.as_str(), submission_id.as_str());
+    if !crate::openenv::runs::repo::assign(&s.db, &run_id, submission, plan.as_ref(), &at, epoch).await? {
         return Ok(None);
     }
     tracing::info!(run = %run_id, submission = %submission_id, "OpenEnv run handed to the cluster");
-    crate::openenv::runs_repo::get(&s.db, &run_id).await
+    crate::openenv::runs::repo::get(&s.db, &run_id).await
 }
 
 /// The `assign` message (`domain::openenv::assignment`): the run, the submission as admitted with
@@ -245,12 +221,27 @@ async fn assignment(s: &AppState, run: &RunRow) -> Result<Option<Value>, sqlx::E
             return Ok(None);
         }
     };
-    Ok(pinned.and_then(|p| assignment(&run.run_id, RUN_LIMIT_S, &request, &p, &model, &recipe)))
+    let mut out = pinned.and_then(|p| assignment(&run.run_id, RUN_LIMIT_S, &request, &p, &model, &recipe));
+    // The benchmark as the run was planned with: its environments from the registry, when this
+    // server has them (a private benchmark's overlay may be missing: the trainer then says so).
+    if let (Some(a), Some(plan)) = (out.as_mut(), &run.eval_plan) {
+        a["benchmark"] = match s.registry.benchmarks.get(&plan.benchmark) {
+            Some(b) => domain::openenv::benchmark::assignment_part(b),
+            None => json!({"id": plan.benchmark, "trials": plan.trials,
+                "phase_allowance_s": plan.phase_allowance_s, "environments": []}),
+        };
+    }
+    Ok(out)
+}
+
+/// The benchmark the track's runs are evaluated on, when the registry names one.
+fn track_benchmark(s: &AppState) -> Option<&domain::openenv::benchmark::Benchmark> {
+    s.registry.benchmarks.get(s.registry.openenv_benchmark.as_deref()?)
 }
 
 /// The worker's pass: runs whose trainer has not started on a GPU two hours after their
 /// assignment fail with `RUN_QUEUE_TIMEOUT` (their time is not spent; the cluster gets a stop).
-pub async fn sweep(s: &AppState) -> Result<usize, ApiError> {
+pub async fn sweep(s: &AppState) -> anyhow::Result<usize> {
     crate::engine::pass(s, &QueueTimeouts).await
 }
 
@@ -273,20 +264,20 @@ impl crate::engine::Track for QueueTimeouts {
         SWEEP_LEASE_S
     }
 
-    async fn due(&self, s: &AppState) -> Result<Vec<String>, ApiError> {
-        Ok(crate::openenv::runs_repo::starting_before(&s.db, s.now().epoch - QUEUE_TIMEOUT_S).await?)
+    async fn due(&self, s: &AppState) -> anyhow::Result<Vec<String>> {
+        Ok(crate::openenv::runs::repo::starting_before(&s.db, s.now().epoch - QUEUE_TIMEOUT_S).await?)
     }
 
-    const LEASE: crate::engine::RowLease = crate::openenv::runs_repo::LEASE;
+    const LEASE: crate::engine::RowLease = crate::openenv::runs::repo::LEASE;
 
     fn key_values(id: &String) -> Vec<&str> {
         vec![id.as_str()]
     }
 
     /// Ends the run unless it started (or ended) since it was found due.
-    async fn step(&self, s: &AppState, id: &String) -> Result<bool, String> {
+    async fn step(&self, s: &AppState, id: &String) -> anyhow::Result<bool> {
         let message = "RUN_QUEUE_TIMEOUT: the trainer did not start on a GPU within two hours; none of the run's time was spent";
-        crate::openenv::runs_repo::end(
+        crate::openenv::runs::repo::end(
             &s.db,
             id,
             Some(RunState::Starting),
@@ -296,7 +287,7 @@ impl crate::engine::Track for QueueTimeouts {
             &s.now().text,
         )
         .await
-        .map_err(|e| e.to_string())
+        .context("ending the run")
     }
 }
 
@@ -306,7 +297,7 @@ fn not_found(run_id: &OpenEnvRunId) -> ApiError {
 
 /// The run, if `me` may see it (its submitter, or an editor); anyone else gets a 404.
 async fn visible(s: &AppState, me: &Identity, run_id: &OpenEnvRunId) -> Result<(RunRow, String), ApiError> {
-    let run = crate::openenv::runs_repo::get(&s.db, run_id).await?.ok_or_else(|| not_found(run_id))?;
+    let run = crate::openenv::runs::repo::get(&s.db, run_id).await?.ok_or_else(|| not_found(run_id))?;
     if run.account_id != me.id && !me.editor {
         return Err(not_found(run_id));
     }
@@ -318,12 +309,47 @@ async fn visible(s: &AppState, me: &Identity, run_id: &OpenEnvRunId) -> Result<(
 }
 
 pub async fn view(s: &AppState, me: &Identity, run_id: &OpenEnvRunId) -> Result<OpenEnvRunView, ApiError> {
-    let (run, account) = visible(s, me, run_id).await?;
-    let events = crate::openenv::runs_repo::events(&s.db, run_id).await?;
-    Ok(run_view(&run, account, &events))
+    Ok(view_with_events(s, me, run_id).await?.0)
 }
 
-pub fn run_view(run: &RunRow, account: String, events: &[RunEvent]) -> OpenEnvRunView {
+/// The run's held-out evaluation, scored from its stored records; editors see each task.
+pub fn evaluation_of(
+    run: &RunRow,
+    events: &[RunEvent],
+    records: &[(Phase, EpisodeRecord)],
+    editor: bool,
+) -> Option<EvaluationView> {
+    let plan = run.eval_plan.as_ref()?;
+    let phase = |p: Phase| records.iter().filter(|r| r.0 == p).map(|r| r.1.clone()).collect::<Vec<_>>();
+    let reports: Vec<&EvaluationReport> = events.iter().filter_map(|e| e.evaluation.as_ref()).collect();
+    let last = reports.last();
+    let progress = Progress {
+        phase: last.map(|r| r.phase),
+        done: last.map_or(0, |r| r.done),
+        planned: last.map_or(0, |r| r.planned),
+        incomplete: reports.iter().rev().find_map(|r| r.incomplete.clone()),
+        simulated: reports.iter().any(|r| r.simulated),
+        running: run.state == RunState::Evaluating,
+        ended: run.state.terminal(),
+        ended_why: (run.state != RunState::Completed && run.state.terminal())
+            .then(|| format!("the run ended `{}` before its evaluation finished", run.state.as_str())),
+    };
+    Some(domain::openenv::evaluation::view(
+        plan,
+        &phase(Phase::Before),
+        &phase(Phase::After),
+        &progress,
+        editor,
+    ))
+}
+
+pub fn run_view(
+    run: &RunRow,
+    account: String,
+    events: &[RunEvent],
+    evaluation: Option<EvaluationView>,
+    now_epoch: i64,
+) -> OpenEnvRunView {
     let failed = matches!(run.state, RunState::Failed | RunState::Cancelled);
     OpenEnvRunView {
         run_id: run.run_id.clone(),
@@ -341,15 +367,14 @@ pub fn run_view(run: &RunRow, account: String, events: &[RunEvent]) -> OpenEnvRu
         steps: domain::openenv::run::steps(events),
         trainer: domain::openenv::run::trainer_of(events),
         alert: domain::openenv::run::latest_alert(events),
+        evaluation,
+        cleanup: run.cleanup(now_epoch),
     }
 }
 
 pub async fn events(s: &AppState, me: &Identity, run_id: &OpenEnvRunId) -> Result<RunEvents, ApiError> {
     visible(s, me, run_id).await?;
-    Ok(RunEvents {
-        run_id: run_id.to_string(),
-        events: crate::openenv::runs_repo::events(&s.db, run_id).await?,
-    })
+    Ok(RunEvents { run_id: run_id.to_string(), events: read_events(s, run_id).await? })
 }
 
 /// Both at once, for the run's page.
@@ -359,39 +384,93 @@ pub async fn view_with_events(
     run_id: &OpenEnvRunId,
 ) -> Result<(OpenEnvRunView, Vec<RunEvent>), ApiError> {
     let (run, account) = visible(s, me, run_id).await?;
-    let events = crate::openenv::runs_repo::events(&s.db, run_id).await?;
-    Ok((run_view(&run, account, &events), events))
+    let events = read_events(s, run_id).await?;
+    let records = crate::openenv::runs::repo::eval_records(&s.db, Some(run_id)).await?;
+    let records = records.get(run_id.as_str()).map(Vec::as_slice).unwrap_or_default();
+    let evaluation = evaluation_of(&run, &events, records, me.editor);
+    Ok((run_view(&run, account, &events, evaluation, s.now().epoch), events))
+}
+
+/// A run's events as participants read them: every alert in words (`domain::openenv::alerts`).
+async fn read_events(s: &AppState, run_id: &str) -> Result<Vec<RunEvent>, sqlx::Error> {
+    let mut events = crate::openenv::runs::repo::events(&s.db, run_id).await?;
+    domain::openenv::alerts::in_words(&mut events);
+    Ok(events)
 }
 
 /// `POST /api/openenv/runs/{id}/cancel`: an editor stops a run; the cluster gets a stop. Resent, it
 /// answers the run as it is.
 pub async fn cancel(s: &AppState, me: &Identity, run_id: &OpenEnvRunId) -> Result<OpenEnvRunView, ApiError> {
-    let (run, account) = visible(s, me, run_id).await?;
+    let (run, _) = visible(s, me, run_id).await?;
     if !me.editor {
         return Err(ApiError::new(ErrorCode::Forbidden, "only a BenchFlow editor can stop an OpenEnv run"));
     }
     if !run.state.terminal() {
         let at = s.now().text;
         let message = format!("cancelled by {}", me.name);
-        crate::openenv::runs_repo::end(&s.db, run_id, None, RunState::Cancelled, None, &message, &at).await?;
+        crate::openenv::runs::repo::end(&s.db, run_id, None, RunState::Cancelled, None, &message, &at)
+            .await?;
     }
-    let run = crate::openenv::runs_repo::get(&s.db, run_id).await?.ok_or_else(|| not_found(run_id))?;
-    let events = crate::openenv::runs_repo::events(&s.db, run_id).await?;
-    Ok(run_view(&run, account, &events))
+    view(s, me, run_id).await
 }
 
 /// States of the runs of these submissions, by run id.
 pub async fn states(s: &AppState, account_id: Option<&str>) -> Result<BTreeMap<String, RunState>, ApiError> {
-    Ok(crate::openenv::runs_repo::list(&s.db, account_id)
+    Ok(crate::openenv::runs::repo::list(&s.db, account_id)
         .await?
         .into_iter()
         .map(|r| (r.run_id, r.state))
         .collect())
 }
 
-/// The cluster's connection to this server closed: what it held waits for it to come back.
-pub async fn cluster_gone(s: &AppState) {
-    if let Err(e) = crate::openenv::repo::cluster_gone(&s.db, &s.server_id).await {
+/// The cluster's connection `holder` closed: what it held waits for it to come back (unless a
+/// newer connection already said hello).
+pub async fn cluster_gone(s: &AppState, holder: &str) {
+    if let Err(e) = crate::openenv::repo::cluster_gone(&s.db, holder).await {
         tracing::error!(error = %e, "recording the cluster's disconnection failed");
     }
+}
+
+/// `GET /api/openenv/leaderboard`: submissions ranked by the mean Δ of their evaluated runs.
+pub async fn leaderboard(s: &AppState) -> Result<domain::openenv::evaluation::Leaderboard, ApiError> {
+    use domain::openenv::evaluation::{leaderboard, EvaluatedRun, Leaderboard, METHOD};
+    let benchmark = track_benchmark(s);
+    let runs = crate::openenv::runs::repo::in_states(&s.db, &[RunState::Completed]).await?;
+    let records = crate::openenv::runs::repo::eval_records(&s.db, None).await?;
+    let mut evaluated = Vec::new();
+    for run in &runs {
+        // Only runs planned on the track's benchmark rank together.
+        if run.eval_plan.as_ref().map(|p| p.benchmark.as_str()) != benchmark.map(|b| b.id()) {
+            continue;
+        }
+        let Some(stored) = crate::openenv::repo::get(&s.db, &run.account_id, &run.submission_id).await?
+        else {
+            continue;
+        };
+        let mine = records.get(&run.run_id).map(Vec::as_slice).unwrap_or_default();
+        // Its events say whether the simulated cluster played it.
+        let events = crate::openenv::runs::repo::events(&s.db, &run.run_id).await?;
+        // Participants' view: the leaderboard never carries a held-out task.
+        let Some(evaluation) = evaluation_of(run, &events, mine, false) else { continue };
+        let name =
+            serde_json::from_str::<SubmissionRequest>(&stored.body).map(|r| r.name).unwrap_or_default();
+        evaluated.push(EvaluatedRun {
+            account: stored.account,
+            submission_id: run.submission_id.clone(),
+            name,
+            run_id: run.run_id.clone(),
+            order: run.assigned_epoch,
+            evaluation,
+        });
+    }
+    let domains = benchmark.map(|b| b.domains()).unwrap_or_default();
+    let (rows, reference) = leaderboard(&evaluated, &domains);
+    Ok(Leaderboard {
+        benchmark: benchmark.map(|b| b.id().to_string()),
+        benchmark_name: benchmark.map(|b| b.header.name.clone()),
+        domains,
+        rows,
+        reference,
+        method: METHOD.to_string(),
+    })
 }

@@ -1,6 +1,8 @@
 //! OpenEnv runs and their events. The queue is the admitted submissions without a run, in
 //! acceptance order; a run exists from its assignment to the cluster, once per submission.
 
+use domain::openenv::controls::{CleanupView, Release, CLEANUP_RECOUNT_S, CLEANUP_STALL_S};
+use domain::openenv::evaluation::{check_coverage, EpisodeRecord, Phase, Plan};
 use domain::openenv::run::{RunEvent, RunState};
 use sqlx::any::AnyRow;
 use sqlx::Row;
@@ -22,10 +24,45 @@ pub struct RunRow {
     pub error_code: Option<String>,
     pub message: Option<String>,
     pub delivered: bool,
+    /// The held-out evaluation it was assigned with (none for a run from before evaluations).
+    pub eval_plan: Option<Plan>,
+    /// When it entered `cleanup`: the arena's clock, and the cluster's time in words.
+    pub cleanup_epoch: Option<i64>,
+    pub cleanup_at: Option<String>,
+    /// The run's live sandboxes when the arena last counted them (a stalled cleanup), and when.
+    pub sandboxes_left: Option<i64>,
+    pub counted_at: Option<String>,
+    /// An editor's release of its stalled cleanup.
+    pub released: Option<Release>,
+}
+
+impl RunRow {
+    /// The run's cleanup as its page shows it, from when it entered `cleanup` (null before).
+    pub fn cleanup(&self, now_epoch: i64) -> Option<CleanupView> {
+        let since = self.cleanup_at.clone()?;
+        let stalled = self.state == RunState::Cleanup
+            && self.cleanup_epoch.is_some_and(|at| now_epoch - at >= CLEANUP_STALL_S);
+        Some(CleanupView {
+            since,
+            stalled,
+            sandboxes_left: self.sandboxes_left.and_then(|n| u32::try_from(n).ok()),
+            counted_at: self.counted_at.clone(),
+            released: self.released.clone(),
+        })
+    }
 }
 
 const COLUMNS: &str = "run_id, account_id, submission_id, state, policy_version, last_seq, assigned_at, \
-    assigned_epoch, started_epoch, ended_at, error_code, message, delivered";
+    assigned_epoch, started_epoch, ended_at, error_code, message, delivered, eval_plan, cleanup_epoch, \
+    cleanup_at, sandboxes_left, counted_at, released";
+
+/// A JSON column, decoded.
+fn json_column<T: serde::de::DeserializeOwned>(r: &AnyRow, column: &str) -> Result<Option<T>, sqlx::Error> {
+    r.try_get::<Option<String>, _>(column)?
+        .map(|t| serde_json::from_str(&t))
+        .transpose()
+        .map_err(|e| sqlx::Error::Decode(e.into()))
+}
 
 fn run_row(r: &AnyRow) -> Result<RunRow, sqlx::Error> {
     let state: String = r.try_get("state")?;
@@ -44,6 +81,12 @@ fn run_row(r: &AnyRow) -> Result<RunRow, sqlx::Error> {
         error_code: r.try_get("error_code")?,
         message: r.try_get("message")?,
         delivered: r.try_get::<i64, _>("delivered")? != 0,
+        eval_plan: json_column(r, "eval_plan")?,
+        cleanup_epoch: r.try_get("cleanup_epoch")?,
+        cleanup_at: r.try_get("cleanup_at")?,
+        sandboxes_left: r.try_get("sandboxes_left")?,
+        counted_at: r.try_get("counted_at")?,
+        released: json_column(r, "released")?,
     })
 }
 
@@ -110,13 +153,13 @@ pub async fn queue_head(db: &Db) -> Result<Option<(String, String)>, sqlx::Error
     .transpose()
 }
 
-/// Creates the submission's run in `starting`, with the arena's own first event; false when the
-/// submission already has one (another server assigned it first).
+/// Creates the submission's run in `starting` with its evaluation plan, and the arena's own first
+/// event; false when the submission already has one (another server assigned it first).
 pub async fn assign(
     db: &Db,
     run_id: &str,
-    account_id: &str,
-    submission_id: &str,
+    (account_id, submission_id): (&str, &str),
+    plan: Option<&Plan>,
     at: &str,
     epoch: i64,
 ) -> Result<bool, sqlx::Error> {
@@ -136,14 +179,15 @@ pub async fn assign(
         return Ok(false);
     }
     sqlx::query(
-        "INSERT INTO openenv_runs (run_id, account_id, submission_id, state, assigned_at, assigned_epoch) \
-         VALUES ($1, $2, $3, 'starting', $4, $5)",
+        "INSERT INTO openenv_runs (run_id, account_id, submission_id, state, assigned_at, assigned_epoch, eval_plan) \
+         VALUES ($1, $2, $3, 'starting', $4, $5, $6)",
     )
     .bind(run_id)
     .bind(account_id)
     .bind(submission_id)
     .bind(at)
     .bind(epoch)
+    .bind(plan.map(|p| serde_json::to_string(p).expect("JSON")))
     .execute(&mut *tx)
     .await?;
     sqlx::query(
@@ -166,11 +210,12 @@ pub async fn mark_delivered(db: &Db, run_id: &str) -> Result<(), sqlx::Error> {
     Ok(())
 }
 
-/// Runs the arena ended (cancelled, or out of queue time) that the cluster was given and has not
-/// yet confirmed stopping.
+/// Runs the arena ended (cancelled, released from a stalled cleanup, or out of queue time) that the
+/// cluster was given and has not yet confirmed stopping.
 pub async fn stops_to_send(db: &Db) -> Result<Vec<String>, sqlx::Error> {
     sqlx::query(
-        "SELECT run_id FROM openenv_runs WHERE state IN ('failed', 'cancelled') AND delivered = 1 AND cancel_sent = 0",
+        "SELECT run_id FROM openenv_runs WHERE state IN ('completed', 'failed', 'cancelled') AND delivered = 1 \
+         AND cancel_sent = 0",
     )
     .fetch_all(&db.writer)
     .await?
@@ -198,6 +243,8 @@ pub enum Recorded {
     UnknownRun,
     /// The state cannot follow the run's current one.
     OutOfOrder(RunState),
+    /// Evaluation records that do not account for every planned episode: why.
+    RecordsRefused(String),
 }
 
 /// The run as its transaction sees it.
@@ -233,6 +280,20 @@ pub async fn record(db: &Db, run_id: &str, e: &RunEvent, epoch: i64) -> Result<R
     if !e.may_follow(run.state) {
         return Ok(Recorded::OutOfOrder(run.state));
     }
+    let mut message = e.message.clone();
+    if let Some(report) = &e.evaluation {
+        let Some(plan) = &run.eval_plan else {
+            return Ok(Recorded::RecordsRefused("the run has no evaluation plan".into()));
+        };
+        // Participants read events: no held-out task id reaches one.
+        message = message.map(|m| plan.redact(&m));
+        if !report.records.is_empty() {
+            if let Err(why) = check_coverage(plan, &report.records) {
+                return Ok(Recorded::RecordsRefused(why));
+            }
+            store_records(&mut tx, run_id, report.phase, &report.records).await?;
+        }
+    }
     let rewards = e.rewards.as_ref().map(|r| serde_json::to_string(r).expect("JSON"));
     sqlx::query(
         "INSERT INTO openenv_run_events (run_id, seq, state, policy_version, at, rewards, message, detail) \
@@ -244,7 +305,7 @@ pub async fn record(db: &Db, run_id: &str, e: &RunEvent, epoch: i64) -> Result<R
     .bind(e.policy_version)
     .bind(&e.at)
     .bind(rewards)
-    .bind(&e.message)
+    .bind(&message)
     .bind(Detail::of(e))
     .execute(&mut *tx)
     .await?;
@@ -255,7 +316,9 @@ pub async fn record(db: &Db, run_id: &str, e: &RunEvent, epoch: i64) -> Result<R
          ended_at = CASE WHEN $6 = 1 THEN $7 ELSE ended_at END, \
          error_code = CASE WHEN $2 = 'failed' THEN $8 ELSE error_code END, \
          message = CASE WHEN $6 = 1 THEN $9 ELSE message END, \
-         cancel_sent = CASE WHEN $6 = 1 THEN 1 ELSE cancel_sent END, delivered = 1 \
+         cancel_sent = CASE WHEN $6 = 1 THEN 1 ELSE cancel_sent END, delivered = 1, \
+         cleanup_epoch = CASE WHEN $2 = 'cleanup' AND cleanup_epoch IS NULL THEN $5 ELSE cleanup_epoch END, \
+         cleanup_at = CASE WHEN $2 = 'cleanup' AND cleanup_at IS NULL THEN $7 ELSE cleanup_at END \
          WHERE run_id = $1 AND state = $10 AND last_seq = $11",
     )
     .bind(run_id)
@@ -266,7 +329,7 @@ pub async fn record(db: &Db, run_id: &str, e: &RunEvent, epoch: i64) -> Result<R
     .bind(i64::from(terminal))
     .bind(&e.at)
     .bind(e.message.as_deref().and_then(error_code_of))
-    .bind(&e.message)
+    .bind(&message)
     .bind(run.state.as_str())
     .bind(run.last_seq)
     .execute(&mut *tx)
@@ -277,6 +340,61 @@ pub async fn record(db: &Db, run_id: &str, e: &RunEvent, epoch: i64) -> Result<R
     }
     tx.commit().await?;
     Ok(Recorded::Applied)
+}
+
+/// One phase's records, once each (a resent phase finds them stored).
+async fn store_records(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    run_id: &str,
+    phase: Phase,
+    records: &[EpisodeRecord],
+) -> Result<(), sqlx::Error> {
+    for r in records {
+        sqlx::query(
+            "INSERT INTO openenv_eval_episodes (run_id, phase, task_id, trial, reward, replays) \
+             VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING",
+        )
+        .bind(run_id)
+        .bind(phase.as_str())
+        .bind(&r.task_id)
+        .bind(i64::from(r.trial))
+        .bind(r.reward)
+        .bind(i64::from(r.replays))
+        .execute(&mut **tx)
+        .await?;
+    }
+    Ok(())
+}
+
+/// The held-out records of runs: those of one run, or (None) of every completed run; by run id,
+/// each with its phase.
+pub async fn eval_records(
+    db: &Db,
+    run_id: Option<&str>,
+) -> Result<std::collections::BTreeMap<String, Vec<(Phase, EpisodeRecord)>>, sqlx::Error> {
+    let rows = sqlx::query(
+        "SELECT e.run_id, e.phase, e.task_id, e.trial, e.reward, e.replays FROM openenv_eval_episodes e \
+         JOIN openenv_runs r ON r.run_id = e.run_id \
+         WHERE ($1 = '' AND r.state = 'completed') OR e.run_id = $1 ORDER BY e.run_id, e.task_id, e.trial",
+    )
+    .bind(run_id.unwrap_or(""))
+    .fetch_all(&db.pool)
+    .await?;
+    let mut out: std::collections::BTreeMap<String, Vec<(Phase, EpisodeRecord)>> = Default::default();
+    for r in rows {
+        let phase: String = r.try_get("phase")?;
+        let phase =
+            Phase::parse(&phase).ok_or_else(|| sqlx::Error::Decode(format!("phase {phase}").into()))?;
+        let record = EpisodeRecord {
+            task_id: r.try_get("task_id")?,
+            trial: u32::try_from(r.try_get::<i64, _>("trial")?).map_err(|e| sqlx::Error::Decode(e.into()))?,
+            reward: r.try_get("reward")?,
+            replays: u32::try_from(r.try_get::<i64, _>("replays")?)
+                .map_err(|e| sqlx::Error::Decode(e.into()))?,
+        };
+        out.entry(r.try_get("run_id")?).or_default().push((phase, record));
+    }
+    Ok(out)
 }
 
 /// A failure's code when its message starts with one (`RUN_…: why`).
@@ -297,6 +415,69 @@ pub async fn end(
     message: &str,
     at: &str,
 ) -> Result<bool, sqlx::Error> {
+    end_with(db, run_id, only_from, state, code, message, at, None).await
+}
+
+/// Ends a run whose stalled cleanup an editor released, recording the release.
+pub async fn end_released(
+    db: &Db,
+    run_id: &str,
+    state: RunState,
+    code: Option<&str>,
+    message: &str,
+    release: &Release,
+) -> Result<bool, sqlx::Error> {
+    end_with(db, run_id, Some(RunState::Cleanup), state, code, message, &release.at, Some(release)).await
+}
+
+/// Runs whose cleanup has stalled and whose sandboxes are due to be counted (again).
+pub async fn stalled_cleanups(db: &Db, now: i64) -> Result<Vec<String>, sqlx::Error> {
+    sqlx::query(
+        "SELECT run_id FROM openenv_runs WHERE state = 'cleanup' AND cleanup_epoch <= $1 \
+         AND (counted_epoch IS NULL OR counted_epoch <= $2) ORDER BY cleanup_epoch",
+    )
+    .bind(now - CLEANUP_STALL_S)
+    .bind(now - CLEANUP_RECOUNT_S)
+    .fetch_all(&db.pool)
+    .await?
+    .iter()
+    .map(|r| r.try_get("run_id"))
+    .collect()
+}
+
+/// The count of a stalled cleanup's live sandboxes (`None`: they could not be listed).
+pub async fn save_count(
+    db: &Db,
+    run_id: &str,
+    left: Option<i64>,
+    epoch: i64,
+    at: &str,
+) -> Result<bool, sqlx::Error> {
+    Ok(sqlx::query(
+        "UPDATE openenv_runs SET sandboxes_left = $2, counted_epoch = $3, counted_at = $4 \
+         WHERE run_id = $1 AND state = 'cleanup'",
+    )
+    .bind(run_id)
+    .bind(left)
+    .bind(epoch)
+    .bind(at)
+    .execute(&db.writer)
+    .await?
+    .rows_affected()
+        == 1)
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn end_with(
+    db: &Db,
+    run_id: &str,
+    only_from: Option<RunState>,
+    state: RunState,
+    code: Option<&str>,
+    message: &str,
+    at: &str,
+    released: Option<&Release>,
+) -> Result<bool, sqlx::Error> {
     let mut tx = db.writer.begin().await?;
     let Some(run) = run_in(&mut tx, run_id).await? else {
         return Ok(false);
@@ -307,8 +488,8 @@ pub async fn end(
     // Far past anything the cluster has sent, so that its own events never take this sequence.
     let seq = run.last_seq + 1_000_000;
     let updated = sqlx::query(
-        "UPDATE openenv_runs SET state = $2, last_seq = $3, ended_at = $4, error_code = $5, message = $6 \
-         WHERE run_id = $1 AND state = $7 AND last_seq = $8",
+        "UPDATE openenv_runs SET state = $2, last_seq = $3, ended_at = $4, error_code = $5, message = $6, \
+         released = $9 WHERE run_id = $1 AND state = $7 AND last_seq = $8",
     )
     .bind(run_id)
     .bind(state.as_str())
@@ -318,6 +499,7 @@ pub async fn end(
     .bind(message)
     .bind(run.state.as_str())
     .bind(run.last_seq)
+    .bind(released.map(|r| serde_json::to_string(r).expect("JSON")))
     .execute(&mut *tx)
     .await?
     .rows_affected();
@@ -372,12 +554,19 @@ struct Detail {
     alert: Option<domain::openenv::run::Alert>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     trainer: Option<domain::openenv::run::TrainerInfo>,
+    /// An `evaluating` event's phase and progress, its records left out (kept apart).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    evaluation: Option<domain::openenv::evaluation::EvaluationReport>,
 }
 
 impl Detail {
     fn of(e: &RunEvent) -> Option<String> {
-        let d = Detail { metrics: e.metrics.clone(), alert: e.alert, trainer: e.trainer.clone() };
-        (d.metrics.is_some() || d.alert.is_some() || d.trainer.is_some())
+        let evaluation = e.evaluation.clone().map(|mut r| {
+            r.records.clear();
+            r
+        });
+        let d = Detail { metrics: e.metrics.clone(), alert: e.alert, trainer: e.trainer.clone(), evaluation };
+        (d.metrics.is_some() || d.alert.is_some() || d.trainer.is_some() || d.evaluation.is_some())
             .then(|| serde_json::to_string(&d).expect("JSON"))
     }
 
@@ -399,6 +588,7 @@ impl Detail {
             metrics: self.metrics,
             alert: self.alert,
             trainer: self.trainer,
+            evaluation: self.evaluation,
         }
     }
 }

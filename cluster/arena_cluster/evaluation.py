@@ -1,0 +1,137 @@
+"""The held-out evaluation of a run: every task of the track's benchmark (the assignment's
+`benchmark`), `trials` times, with the base policy before the first optimizer step and with the
+trained policy after the last. Each episode is played in a fresh sandbox of the held-out image
+under the same episode contract, sampling settings and limits as training, and seeded by its
+benchmark, task and trial alone, so that before and after see the same draws. An episode lost to
+the platform (its sandbox never served, or its connection failed) is played again once in a fresh
+sandbox; one still lost is reported without a reward and left out of the score. The arena scores
+the records itself (`domain::openenv::evaluation`).
+
+A phase has its own allowance (`phase_allowance_s`), not taken from the run's training time. An
+episode not started within it is reported without a reward, and the phase says it is incomplete.
+Events never name a held-out task: participants read them. Each phase's records are kept in the
+run's progress, so a restarted trainer does not play a finished phase again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+
+from . import contract
+from .episodes import play
+from .sandboxes import EVAL_PURPOSE
+
+# Episodes played at once: a step's sandboxes, which the node reserves per run.
+AT_ONCE = contract.EPISODES_PER_STEP
+
+
+@dataclass
+class Cell:
+    """One planned held-out episode: its environment, task and trial."""
+
+    environment: dict
+    task: dict
+    trial: int
+
+    def seed(self, benchmark: str) -> int:
+        digest = hashlib.sha256(f"{benchmark}/{self.task['task_id']}/{self.trial}".encode()).digest()
+        return int.from_bytes(digest[:4], "big")
+
+
+@dataclass
+class Record:
+    """What the arena receives of one episode (`domain::openenv::evaluation::EpisodeRecord`)."""
+
+    task_id: str
+    trial: int
+    reward: float | None
+    replays: int = 0
+
+
+def cells(benchmark: dict) -> list:
+    out = []
+    for env in benchmark.get("environments") or []:
+        for task in env["tasks"]:
+            task = {**task, "image": env["image"], "port": env["port"], "command": env["command"],
+                    "env": env.get("env") or {}}
+            out.extend(Cell(env, task, k) for k in range(int(benchmark["trials"])))
+    return out
+
+
+class Evaluation:
+    """Plays the phases of one run; `emit(message, evaluation)` reports an `evaluating` event."""
+
+    def __init__(self, benchmark: dict, progress: dict, emit, validator_for):
+        self.benchmark = benchmark
+        self.id = benchmark.get("id", "")
+        self.cells = cells(benchmark)
+        self.progress = progress.setdefault("evaluation", {})
+        self.emit = emit
+        self.validator_for = validator_for
+
+    def done(self, phase: str) -> bool:
+        return phase in self.progress
+
+    def run(self, phase: str, policy, sandboxes, save) -> None:
+        """Plays `phase` (`before` or `after`) unless a start of this trainer already did."""
+        if self.done(phase):
+            return
+        planned = len(self.cells)
+        words = "before training" if phase == "before" else "after training"
+        if not planned:
+            why = "the benchmark's environments are not on this arena (a private benchmark without its overlay)"
+            self._report(phase, 0, planned, f"no held-out episode {words}: {why}", incomplete=why)
+            self.progress[phase] = {"incomplete": why}
+            save()
+            return
+        allowance = int(self.benchmark["phase_allowance_s"])
+        deadline = time.monotonic() + allowance
+        self._report(phase, 0, planned, f"{planned} held-out episodes {words}, {AT_ONCE} at a time, "
+                     f"within {allowance} s")
+        records: list = []
+        out_of_time = False
+        for start in range(0, planned, AT_ONCE):
+            batch = self.cells[start:start + AT_ONCE]
+            if time.monotonic() >= deadline:
+                out_of_time = True
+                records += [Record(c.task["task_id"], c.trial, None) for c in batch]
+                continue
+            with ThreadPoolExecutor(len(batch)) as pool:
+                records += list(pool.map(lambda c: self._play(c, policy, sandboxes), batch))
+            if start + AT_ONCE < planned:
+                self._report(phase, len(records), planned, f"{len(records)} of {planned} held-out episodes {words}")
+        lost = sum(1 for r in records if r.reward is None)
+        replays = sum(r.replays for r in records)
+        why = f"the phase's {allowance} s ran out before every episode started" if out_of_time else None
+        message = (f"{planned} held-out episodes {words}: {planned - lost} scored, {lost} left out "
+                   f"(lost to the platform or not started), {replays} played again in a fresh sandbox")
+        self._report(phase, planned, planned, message, records=[asdict(r) for r in records], incomplete=why)
+        self.progress[phase] = {"records": len(records)}
+        save()
+
+    def _play(self, cell: Cell, policy, sandboxes) -> Record:
+        """One held-out episode, played once more if the platform lost it. An episode that ended
+        without a valid reward for any other reason (an invalid reply with no finish reward, a
+        wall) scores 0: that is the policy's or the environment's doing, not the platform's."""
+        submission = {"schema": cell.environment["schema"], "finish_action": cell.environment.get("finish_action")}
+        valid = self.validator_for(cell.environment["schema"]["action"])
+        seed = cell.seed(self.id)
+        replays = 0
+        while True:
+            p = play(policy, sandboxes, cell.task, submission, valid, seed=seed, purpose=EVAL_PURPOSE)
+            if p.end != "sandbox":
+                return Record(cell.task["task_id"], cell.trial, p.score if p.score is not None else 0.0, replays)
+            if replays >= 1:
+                return Record(cell.task["task_id"], cell.trial, None, replays)
+            replays += 1
+
+    def _report(self, phase, done, planned, message, records=None, incomplete=None) -> None:
+        evaluation = {"phase": phase, "done": done, "planned": planned}
+        if records:
+            evaluation["records"] = records
+        if incomplete:
+            evaluation["incomplete"] = incomplete
+        self.emit(message, evaluation)

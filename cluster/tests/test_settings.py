@@ -1,0 +1,27 @@
+"""The node's settings are read once and a bad one is refused by its name."""
+
+import pytest
+
+from arena_cluster.settings import Settings, SettingError
+
+GOOD = {"HF_TOKEN": "hf_bot", "ARENA_SANDBOX_TOKEN": "hf_reader", "ARENA_SANDBOX_NAMESPACE": "sandboxes",
+        "ARENA_TRAINER_MODEL": "tiny"}
+
+
+def test_the_settings_are_read_with_their_defaults():
+    s = Settings.read(dict(GOOD, ARENA_TRAINER_MAX_STEPS="3", ARENA_AGENT_CPU_SLOTS="1"))
+    assert (s.hf_token, s.sandbox_namespace, s.trainer_max_steps, s.agent_cpu_slots) == ("hf_bot", "sandboxes", 3, 1)
+    assert s.tiny and s.agent_gpus is None and s.hf_endpoint is None and not s.trainer_vllm
+    assert "hf_bot" not in repr(s) and "hf_reader" not in repr(s), "a token never prints"
+
+
+@pytest.mark.parametrize("name, value, words", [
+    ("HF_TOKEN", "", "HF_TOKEN is not set"),
+    ("ARENA_SANDBOX_NAMESPACE", "  ", "ARENA_SANDBOX_NAMESPACE is not set"),
+    ("ARENA_TRAINER_MAX_STEPS", "three", "ARENA_TRAINER_MAX_STEPS is `three`, not a whole number"),
+    ("ARENA_TRAINER_MAX_STEPS", "0", "ARENA_TRAINER_MAX_STEPS is 0; it must be at least 1"),
+    ("ARENA_AGENT_GPUS", "-1", "ARENA_AGENT_GPUS is -1; it must be at least 0"),
+])
+def test_a_bad_setting_is_refused_by_name(name, value, words):
+    with pytest.raises(SettingError, match=words.replace("`", ".")):
+        Settings.read(dict(GOOD, **{name: value}))

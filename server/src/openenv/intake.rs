@@ -1,0 +1,124 @@
+//! Whether the OpenEnv track takes new submissions. An editor pauses it with a reason and resumes
+//! it; the state is one database row, so it survives a restart and every replica reads the same.
+//! While it is paused, new submissions are answered 503 `CAPACITY_BUSY`; accepted ones are
+//! admitted, their runs go on, and every read answers.
+
+use domain::openenv::controls::{Intake, IntakeChange};
+use domain::ErrorCode;
+use sqlx::Row;
+
+use crate::db::Db;
+use crate::http::ApiError;
+use crate::identity::Identity;
+use crate::AppState;
+
+/// The stored state (no row: open, never changed).
+pub async fn read(db: &Db) -> Result<Intake, sqlx::Error> {
+    let row = sqlx::query("SELECT is_open, reason, since FROM openenv_intake WHERE id = 1")
+        .fetch_optional(&db.pool)
+        .await?;
+    Ok(match row {
+        Some(r) => Intake {
+            open: r.try_get::<i64, _>("is_open")? == 1,
+            reason: r.try_get("reason")?,
+            since: r.try_get("since")?,
+        },
+        None => Intake::open(),
+    })
+}
+
+/// Stores a change. Pausing what is paused keeps its `since` (and takes the new reason);
+/// resuming what is open changes nothing.
+async fn write(db: &Db, open: bool, reason: Option<&str>, at: &str, by: &str) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO openenv_intake (id, is_open, reason, since, changed_by) VALUES (1, $1, $2, $3, $4) \
+         ON CONFLICT (id) DO UPDATE SET reason = excluded.reason, changed_by = excluded.changed_by, \
+         since = CASE WHEN openenv_intake.is_open = excluded.is_open THEN openenv_intake.since ELSE excluded.since END, \
+         is_open = excluded.is_open",
+    )
+    .bind(i64::from(open))
+    .bind(reason)
+    .bind(at)
+    .bind(by)
+    .execute(&db.writer)
+    .await?;
+    Ok(())
+}
+
+/// `POST /api/openenv/intake`: an editor pauses or resumes intake.
+pub async fn change(s: &AppState, me: &Identity, change: &IntakeChange) -> Result<Intake, ApiError> {
+    if !me.editor {
+        return Err(ApiError::new(
+            ErrorCode::Forbidden,
+            "only a BenchFlow editor pauses or resumes OpenEnv intake",
+        ));
+    }
+    let reason = change.checked_reason().map_err(|why| ApiError::new(ErrorCode::InvalidReason, why))?;
+    let current = read(&s.db).await?;
+    if change.open && current.open {
+        return Ok(current);
+    }
+    write(&s.db, change.open, reason.as_deref(), &s.now().text, &me.name).await?;
+    tracing::info!(open = change.open, by = %me.name, "OpenEnv intake changed");
+    Ok(read(&s.db).await?)
+}
+
+/// Refuses a new submission while intake is paused.
+pub async fn require_open(s: &AppState) -> Result<(), ApiError> {
+    let intake = read(&s.db).await?;
+    if intake.open {
+        return Ok(());
+    }
+    let refusal =
+        domain::openenv::controls::paused_refusal(intake.reason.as_deref().unwrap_or("no reason given"));
+    Err(ApiError::new(refusal.code, refusal.message).retry_after(domain::openenv::controls::PAUSED_RETRY_S))
+}
+
+/// The jobs page's plain form (it needs no script): `open`, `reason` and the session's `csrf`.
+#[derive(serde::Deserialize)]
+pub struct IntakeForm {
+    open: String,
+    #[serde(default)]
+    reason: String,
+    #[serde(default)]
+    csrf: String,
+}
+
+/// The largest form body read.
+const MAX_FORM_BYTES: usize = 4096;
+
+/// `POST /arena/jobs/intake`: the jobs page's control. The same change as the API's, for the
+/// signed-in editor whose form carries the session's CSRF token; then back to the page, which says
+/// what happened (`?intake=changed`, or `?intake_error=CODE&why=…`).
+pub async fn form(
+    axum::extract::State(s): axum::extract::State<AppState>,
+    request: axum::extract::Request,
+) -> axum::response::Redirect {
+    let (parts, body) = request.into_parts();
+    let back = |outcome: Result<(), ApiError>| {
+        let mut query = url::form_urlencoded::Serializer::new(String::new());
+        match outcome {
+            Ok(()) => query.append_pair("intake", "changed"),
+            Err(e) => {
+                let body = e.into_body();
+                let why: String = body.message.chars().take(300).collect();
+                query.append_pair("intake_error", body.code.as_str()).append_pair("why", &why)
+            }
+        };
+        axum::response::Redirect::to(&format!("/arena/jobs?{}#intake", query.finish()))
+    };
+    let form = match axum::body::to_bytes(body, MAX_FORM_BYTES).await {
+        Ok(bytes) => serde_urlencoded::from_bytes::<IntakeForm>(&bytes)
+            .map_err(|e| ApiError::new(ErrorCode::InvalidJson, format!("not the page's form: {e}"))),
+        Err(_) => Err(ApiError::new(ErrorCode::PayloadTooLarge, "the form is over 4 KB")),
+    };
+    let outcome = async {
+        let form = form?;
+        let me = crate::identity::session_caller(&parts, &s, Some(&form.csrf))
+            .await?
+            .ok_or_else(|| ApiError::new(ErrorCode::AuthRequired, "sign in as a BenchFlow editor"))?;
+        let reason = Some(form.reason).filter(|r| !r.trim().is_empty());
+        change(&s, &me, &IntakeChange { open: form.open == "true", reason }).await.map(|_| ())
+    };
+    back(outcome.await)
+}
