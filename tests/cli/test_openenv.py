@@ -117,7 +117,8 @@ def verdicts():
         }
         status, answer = call("POST", arena_url + "/api/openenv/submissions", token(variant), body)
         assert status == 202, (variant, answer)
-    # `no-health` waits out the health limit twice (one more fresh sandbox); the others start uvicorn.
+    # `no-health` answers 404 from a running app (refused at once, twice: one more fresh sandbox); the
+    # others start uvicorn.
     deadline = time.time() + 240
     answers = {}
     while len(answers) < len(VARIANTS):

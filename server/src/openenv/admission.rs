@@ -168,6 +168,12 @@ async fn probe_in(
             Some(200) => break,
             // HF's proxy refused the arena's own reader: the arena's fault, not the image's.
             Some(401 | 403) => return refused_credential(job_id),
+            // A running app that has no health route will never grow one: say so now rather than
+            // after the whole wait (its OpenAPI answer proves the app itself is up).
+            Some(404) if get("/openapi.json").await.is_some_and(|a| a.status == 200) => {
+                let message = "the image serves GET /openapi.json but answers GET /health with 404: it has no health route";
+                return platform(ErrorCode::SandboxStartupFailed, message);
+            }
             _ => {}
         }
         if ready.elapsed() > s.openenv.health_wait {
