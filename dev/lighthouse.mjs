@@ -7,7 +7,8 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { BASE, publish, submit, token } from '../end2end/support.mjs';
+import { BASE } from '../end2end/support.mjs';
+import { measuredPages } from './measured_pages.mjs';
 
 const [bin] = process.argv.slice(2);
 if (!bin) {
@@ -15,17 +16,7 @@ if (!bin) {
   process.exit(2);
 }
 
-// A collection to show, and a run of it on the simulated local challenge.
-const id = await submit(publish('heidi', 'good'), 'Lighthouse collection', 'heidi');
-const launched = await fetch(`${BASE}/api/challenges/local-demo/runs`, {
-  method: 'POST',
-  headers: { 'content-type': 'application/json', authorization: `Bearer ${token('heidi')}` },
-  body: JSON.stringify({ request_id: `lighthouse-${Date.now()}`, environment_id: id }),
-});
-const run = (await launched.json()).run?.run_id;
-if (!run) throw new Error(`the run was not launched: ${launched.status}`);
-
-const pages = ['/', '/arena', `/arena/submissions/${id}`, `/arena/runs/${run}`];
+const pages = await measuredPages();
 const judged = ['accessibility', 'best-practices', 'seo'];
 const out = fs.mkdtempSync(path.join(os.tmpdir(), 'lighthouse-'));
 let failed = false;
