@@ -93,3 +93,19 @@ test('the pages\' scripts are served precompressed and revalidated', async () =>
   assert.equal(resp.headers.get('cache-control'), 'no-cache');
   assert.ok(resp.headers.get('last-modified'));
 });
+
+test('a page served a module without its islands names them instead of passing as hydrated', async () => {
+  // The board's page given /arena's module (which exports only that page's islands): the check
+  // every `hydrated` wait relies on must see the board's islands missing.
+  const page = await browser.newPage();
+  await page.route(/\/pkg\/page_board(\.js|_bg\.wasm)$/, async (route) => {
+    const swapped = route.request().url().replace('page_board', 'page_arena');
+    route.fulfill({ response: await route.fetch({ url: swapped }) });
+  });
+  await page.goto(`${BASE}/`);
+  await page.waitForSelector('body[data-hydrated="true"]', { timeout: 30_000 });
+  const missing = (await page.locator('body').getAttribute('data-missing-islands')) ?? '';
+  // Leptos names an island's export after the component and a hash of where it is defined.
+  assert.deepEqual(missing.split(' ').map((name) => name.replace(/_\d+$/, '')).sort(), ['AddYourAgent', 'BoardLive']);
+  await page.close();
+});

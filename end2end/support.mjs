@@ -22,7 +22,13 @@ export function launch() {
 }
 
 /** Waits until the page's islands are live. */
-export const hydrated = (page) => page.waitForSelector('body[data-hydrated="true"]', { timeout: 30_000 });
+// Hydrated, and by the page's own module: each page loads only the islands of its group
+// (app/src/page_modules.rs), and an island its module lacks is named in data-missing-islands.
+export async function hydrated(page) {
+  await page.waitForSelector('body[data-hydrated="true"]', { timeout: 30_000 });
+  const missing = await page.locator('body').getAttribute('data-missing-islands');
+  assert.equal(missing, null, `${page.url()} has islands its wasm module does not export: ${missing}`);
+}
 
 /** Publishes a fixture collection as a dataset repository on the stand-in; answers its id. */
 /** Task ids as long as the starter kit's, given in order to a fixture's tasks by `longNames`. */

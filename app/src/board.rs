@@ -30,7 +30,8 @@ struct Handoff {
 /// The board's live part: who is signed in, the post form, and the threads, which poll for new
 /// messages while the page is open. The server renders it with the session and the newest
 /// messages, which it also hands over as props.
-#[island]
+#[cfg_attr(feature = "board-islands", island)]
+#[cfg_attr(not(feature = "board-islands"), component)]
 pub fn BoardLive(session: SessionView, messages: Vec<Message>) -> impl IntoView {
     let messages = RwSignal::new(messages);
     let reply_to = RwSignal::new(None::<String>);
@@ -67,7 +68,8 @@ pub fn BoardLive(session: SessionView, messages: Vec<Message>) -> impl IntoView 
 
 /// Sign-in and sign-out on pages without the board; `why` says what signing in is for there
 /// ("to submit an environment").
-#[island]
+#[cfg_attr(feature = "account-islands", island)]
+#[cfg_attr(not(feature = "account-islands"), component)]
 pub fn AccountBox(session: SessionView, return_to: String, why: String) -> impl IntoView {
     view! { <Account session return_to why/> }
 }
@@ -300,7 +302,8 @@ pub fn fill_prompt(prompt: &str, agent_id: &str) -> String {
     }
 }
 
-#[island]
+#[cfg_attr(feature = "board-islands", island)]
+#[cfg_attr(not(feature = "board-islands"), component)]
 pub fn AddYourAgent() -> impl IntoView {
     let name = RwSignal::new(String::new());
     let copied = RwSignal::new(None::<&'static str>);

@@ -405,7 +405,8 @@ fn refused_report(e: &client::Failure) -> Option<Report> {
     }
 }
 
-#[island]
+#[cfg_attr(feature = "submit-islands", island)]
+#[cfg_attr(not(feature = "submit-islands"), component)]
 fn SubmitForm(csrf: String, agents: Vec<String>, challenges: Vec<String>) -> impl IntoView {
     let challenge = RwSignal::new(challenges.first().cloned().unwrap_or_default());
     let repo_type = RwSignal::new("dataset".to_string());
@@ -538,7 +539,8 @@ pub fn CheckPage() -> impl IntoView {
 }
 
 /// The folder picker and the report of the checks, run by the checker module in the browser.
-#[island]
+#[cfg_attr(feature = "submit-islands", island)]
+#[cfg_attr(not(feature = "submit-islands"), component)]
 fn FolderCheck() -> impl IntoView {
     let report = RwSignal::new(None::<Report>);
     let error = RwSignal::new(None::<String>);

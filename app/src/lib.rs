@@ -13,6 +13,7 @@ mod components;
 mod openenv;
 mod openenv_results;
 mod organizers;
+pub mod page_modules;
 mod pages;
 mod results;
 mod runs;
@@ -33,8 +34,12 @@ use runs::RunPage;
 const IDLE_DEADLINE: &str = "if(window.requestIdleCallback){const r=window.requestIdleCallback.bind(window);\
 window.requestIdleCallback=(c,o)=>r(c,Object.assign({timeout:500},o))}";
 
-/// The HTML document around the app, rendered on the server only.
-pub fn shell(options: LeptosOptions) -> impl IntoView {
+/// The HTML document around the app, rendered on the server only. Its hydration script loads the
+/// page's own module (`page_modules`).
+pub fn shell(mut options: LeptosOptions) -> impl IntoView {
+    if let Some(request) = use_context::<http::request::Parts>() {
+        options.output_name = page_modules::module_for(request.uri.path()).into();
+    }
     view! {
         <!DOCTYPE html>
         <html lang="en">

@@ -229,7 +229,8 @@ struct Checked {
     tasks: usize,
 }
 
-#[island]
+#[cfg_attr(feature = "openenv-islands", island)]
+#[cfg_attr(not(feature = "openenv-islands"), component)]
 fn OpenEnvSubmitForm(csrf: String) -> impl IntoView {
     let text = RwSignal::new(String::new());
     let checked = RwSignal::new(None::<Result<Checked, (String, String)>>);

@@ -67,7 +67,8 @@ fn filter_label(f: Option<ChallengeStatus>) -> &'static str {
 
 /// The status filter over the server-rendered challenge cards: it sets the list's `data-show`,
 /// and the stylesheet hides the cards of other statuses, so the cards ship no code.
-#[island]
+#[cfg_attr(feature = "arena-islands", island)]
+#[cfg_attr(not(feature = "arena-islands"), component)]
 fn ChallengeFilter(
     /// The status of each card, in order.
     statuses: Vec<ChallengeStatus>,
@@ -103,7 +104,8 @@ fn ChallengeFilter(
 }
 
 /// `/arena#/submissions/ID` (the guide's link form) opens that collection's page.
-#[island]
+#[cfg_attr(feature = "arena-islands", island)]
+#[cfg_attr(not(feature = "arena-islands"), component)]
 fn HashRedirect() -> impl IntoView {
     Effect::new(move |_| {
         let location = window().location();

@@ -72,7 +72,8 @@ struct LaunchedRun {
 
 /// Launches the run. The request id is made once and kept, so pressing again after an unclear
 /// answer repeats the same request and never starts a second run.
-#[island]
+#[cfg_attr(feature = "collection-islands", island)]
+#[cfg_attr(not(feature = "collection-islands"), component)]
 fn LaunchRun(challenge_id: String, environment_id: String, csrf: String) -> impl IntoView {
     let request_id = StoredValue::new(client::new_request_id("run"));
     let busy = RwSignal::new(false);
@@ -252,7 +253,8 @@ pub fn RunPage() -> impl IntoView {
 const FOLLOW: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// The run's live part: state, timeline and events, refreshed until the run ends.
-#[island]
+#[cfg_attr(feature = "run-islands", island)]
+#[cfg_attr(not(feature = "run-islands"), component)]
 fn RunLive(url: String, run: LiveRun) -> impl IntoView {
     let fetched_at = client::now_seconds();
     let detail = RwSignal::new(run);
