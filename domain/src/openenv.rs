@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::ErrorCode;
+use crate::error::ErrorCode;
 
 pub mod admission;
 pub mod alerts;
@@ -22,6 +22,7 @@ pub mod image;
 pub mod quota;
 pub mod refusal;
 pub mod run;
+pub mod state;
 pub use image::{ImageRef, RegistryHost};
 pub use refusal::Refusal;
 

@@ -88,6 +88,11 @@ def start(dest, env):
 def test_the_image_tree_holds_the_server_the_site_and_the_published_registry(image):
     app = image / "app"
     assert os.access(app / "arena", os.X_OK)
+    # Every page's wasm module (app/src/page_modules.rs), precompressed.
+    modules = ("arena", "page_board", "page_arena", "page_collection", "page_run", "page_submit")
+    for name in modules:
+        assert (app / "site" / "pkg" / f"{name}_bg.wasm.br").is_file(), name
+        assert (app / "site" / "pkg" / f"{name}.js.br").is_file(), name
     for path in ("site/pkg/arena_bg.wasm", "site/pkg/arena_bg.wasm.br", "site/AGENTS.md", "site/arena_cli.py",
                  "site/README.agent-example.md", "configs/challenges/openenv-9b.toml"):
         assert (app / path).is_file(), path

@@ -10,7 +10,6 @@ use serde_json::{json, Value};
 
 use super::{SandboxStart, SubmissionRequest};
 use crate::job_labels;
-use crate::registry::Registry;
 
 /// The registry's recipe the OpenEnv track trains with; its model is the one the challenge that
 /// binds it names (`configs/challenges/openenv-9b.toml`).
@@ -23,35 +22,6 @@ pub struct PinnedImage {
     pub port: u16,
     pub tasks: Vec<String>,
     pub start: SandboxStart,
-}
-
-/// The model and the recipe's numbers, from the registry: `(model, recipe)`.
-pub fn track_recipe(registry: &Registry) -> Result<(Value, Value), String> {
-    let method = registry
-        .methods
-        .get(TRACK_METHOD)
-        .ok_or_else(|| format!("the registry has no recipe `{TRACK_METHOD}`"))?;
-    let challenge = registry
-        .challenges
-        .iter()
-        .find(|c| c.spec.challenge.method == TRACK_METHOD)
-        .ok_or_else(|| format!("no challenge of the registry trains with `{TRACK_METHOD}`"))?;
-    let model = registry
-        .models
-        .get(&challenge.spec.challenge.model)
-        .ok_or_else(|| format!("the registry has no model `{}`", challenge.spec.challenge.model))?;
-    let t = &method.training;
-    let recipe = json!({
-        "method": TRACK_METHOD,
-        "placeholder": method.method.placeholder,
-        // GRPOConfig.learning_rate, LoraConfig.r / lora_alpha / lora_dropout, GRPOConfig.max_steps.
-        "learning_rate": t.learning_rate,
-        "lora_r": t.lora_rank,
-        "lora_alpha": t.lora_alpha,
-        "lora_dropout": t.lora_dropout.unwrap_or(0.0),
-        "max_steps": t.max_steps,
-    });
-    Ok((json!({"repo": model.model.repo, "revision": model.model.revision}), recipe))
 }
 
 /// The assignment of run `run_id`; `None` when a task has no pinned image (a stored row the arena
@@ -150,18 +120,5 @@ mod tests {
         assert!(
             assignment("oe-1", 14_400, &request(), &[image(&["echo.1"])], &json!({}), &json!({})).is_none()
         );
-    }
-
-    #[test]
-    fn the_track_trains_the_registrys_model_with_its_recipe() {
-        let files = crate::registry::shipped_files();
-        let registry = Registry::load(&files, &[]).unwrap();
-        let (model, recipe) = track_recipe(&registry).unwrap();
-        assert_eq!(model["repo"], "Qwen/Qwen3.5-9B");
-        assert_eq!(recipe["method"], TRACK_METHOD);
-        let method = &registry.methods[TRACK_METHOD].training;
-        assert_eq!(recipe["lora_r"], method.lora_rank);
-        assert_eq!(recipe["max_steps"], method.max_steps);
-        assert_eq!(recipe["learning_rate"], method.learning_rate);
     }
 }

@@ -3,8 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::run::RunState;
-use crate::ErrorCode;
+use super::state::RunState;
+use crate::error::ErrorCode;
 
 /// `POST /api/openenv/intake`: `{"open": false, "reason": "…"}` pauses, `{"open": true}` resumes.
 #[derive(Debug, Clone, Deserialize)]

@@ -123,7 +123,7 @@ impl EvaluationReport {
         if self.done > self.planned || self.records.len() > MAX_RECORDS {
             return Err("an evaluation's progress past what it planned".into());
         }
-        if self.incomplete.as_ref().is_some_and(|w| w.len() > super::run::MAX_TEXT) {
+        if self.incomplete.as_ref().is_some_and(|w| w.len() > super::state::MAX_TEXT) {
             return Err("`evaluation.incomplete` is over 2000 bytes".into());
         }
         if self.records.iter().any(|r| r.reward.is_some_and(|x| !(0.0..=1.0).contains(&x) || !x.is_finite()))

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::refusal::Refusal;
-use crate::ErrorCode;
+use crate::error::ErrorCode;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

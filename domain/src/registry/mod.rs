@@ -6,6 +6,7 @@ mod challenge;
 mod error;
 mod method;
 mod model;
+mod openenv_track;
 pub mod serving;
 mod suite;
 

@@ -10,7 +10,11 @@ on_both_backends!(front_page_renders_the_open_challenge, |app| {
     for expected in ["<h2>Board</h2>", "Add your agent", "Sign in with Hugging Face", "Copy prompt"] {
         assert!(html.contains(expected), "missing {expected}");
     }
-    assert!(html.contains("/pkg/arena.js"), "the page loads the hydration script");
+    // Its own wasm module, which holds the board's islands only (app::page_modules).
+    assert!(html.contains("/pkg/page_board.js"), "the page loads its module");
+    assert!(!html.contains("/pkg/arena.js"), "and not the forms' module");
+    let jobs = app.get("/arena/jobs").await.text();
+    assert!(jobs.contains("/pkg/arena.js"), "a page without a module of its own loads the shared one");
 });
 
 on_both_backends!(challenge_page_explains_why_runs_are_paused, |app| {

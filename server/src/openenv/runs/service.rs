@@ -196,7 +196,7 @@ async fn schedule(s: &AppState) -> Result<Option<RunRow>, sqlx::Error> {
 /// The `assign` message (`domain::openenv::assignment`): the run, the submission as admitted with
 /// each task's pinned image and start, the model and the recipe.
 async fn assignment(s: &AppState, run: &RunRow) -> Result<Option<Value>, sqlx::Error> {
-    use domain::openenv::assignment::{assignment, track_recipe, PinnedImage};
+    use domain::openenv::assignment::{assignment, PinnedImage};
     let Some(stored) = crate::openenv::repo::get(&s.db, &run.account_id, &run.submission_id).await? else {
         return Ok(None);
     };
@@ -214,7 +214,7 @@ async fn assignment(s: &AppState, run: &RunRow) -> Result<Option<Value>, sqlx::E
             })
         })
         .collect();
-    let (model, recipe) = match track_recipe(&s.registry) {
+    let (model, recipe) = match s.registry.openenv_track_recipe() {
         Ok(r) => r,
         Err(why) => {
             tracing::error!(run = %run.run_id, %why, "no recipe for the OpenEnv track");
