@@ -90,10 +90,12 @@ impl Purpose {
 crate::text_column!(Purpose, "run purpose");
 
 /// Whether a failure's reason names the arena's side (serving, sandboxes, the agent handshake,
-/// HF's credit) rather than the collection.
+/// HF's credit) rather than the collection. HTTP 402 counts only as a number of its own: reasons
+/// quote paths and ids (`run-6dfc60ff6d01402d`) whose hex may hold those digits.
 pub fn is_platform_fault(reason: &str) -> bool {
     let r = reason.to_ascii_lowercase();
-    ["nccl", "vllm", "daytona", "acp initialize timed out", "402", "prepaid credit", "sandbox"]
+    ["nccl", "vllm", "daytona", "acp initialize timed out", "prepaid credit", "sandbox"]
         .iter()
         .any(|needle| r.contains(needle))
+        || r.split(|c: char| !c.is_ascii_alphanumeric()).any(|word| word == "402")
 }

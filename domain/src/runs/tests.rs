@@ -225,10 +225,15 @@ fn platform_faults_are_named_by_their_reason() {
         "vLLM failed to start",
         "Daytona sandbox quota",
         "ACP initialize timed out",
+        "HF answered 402 Payment Required",
     ] {
         assert!(is_platform_fault(reason), "{reason}");
     }
     assert!(!is_platform_fault("Only 3 verified trajectories; required 8"));
+    // A run id's hex holding the digits is the collection's failure still.
+    let missing =
+        "publish-run exited with 1: FileNotFoundError: runs/run-6dfc60ff6d01402d/reports/score.json";
+    assert!(!is_platform_fault(missing));
 }
 
 #[test]
