@@ -124,8 +124,8 @@ seed_datasets() {
 }
 
 # openenv-core 0.3.0 from PyPI, kept apart from the other Python packages (it pulls gradio and
-# fastmcp): the local OpenEnv images run on it, and admission is checked against its
-# `openenv validate`. Sets OPENENV_CORE to the folder (put it on PYTHONPATH).
+# fastmcp): the local OpenEnv images built before openenv 0.10 run on it (`{openenv_core}` in an
+# image's mounts). Sets OPENENV_CORE to the folder (put it on PYTHONPATH).
 OPENENV_CORE="$HOME/.cache/arena-openenv-core"
 ensure_openenv_core() {
   [ -f "$OPENENV_CORE/bin/openenv" ] && return
@@ -133,6 +133,40 @@ ensure_openenv_core() {
   rm -rf "$OPENENV_CORE.partial"
   python3 -m pip install -q --target "$OPENENV_CORE.partial" openenv-core==0.3.0
   rm -rf "$OPENENV_CORE" && mv "$OPENENV_CORE.partial" "$OPENENV_CORE"
+}
+
+# openenv 0.10.0 from PyPI (the `openenv` package, what `pip install openenv` and `openenv init`
+# give participants today), kept apart like openenv-core: the local 0.10 images run on it
+# (`{openenv}` in an image's mounts, STANDIN_OPENENV), and admission is checked against its
+# `openenv validate --url URL --json` (its `--url` prints text without `--json`). About 450 MB
+# (gradio, pandas, openai; no torch). Its own requirement keeps fastmcp below 4 (MCPEnvironment
+# is written for FastMCP 3), so nothing else is pinned. Sets OPENENV to the folder (put it on
+# PYTHONPATH). The stamp holds the requirements, so changing them installs again.
+OPENENV="$HOME/.cache/arena-openenv"
+OPENENV_REQUIREMENTS="openenv==0.10.0"
+ensure_openenv() {
+  [ "$(cat "$OPENENV/.arena-stamp" 2>/dev/null)" = "$OPENENV_REQUIREMENTS" ] && return
+  log "installing openenv 0.10.0 from PyPI into $OPENENV (about a minute, once)"
+  rm -rf "$OPENENV.partial"
+  # shellcheck disable=SC2086
+  python3 -m pip install -q --target "$OPENENV.partial" $OPENENV_REQUIREMENTS
+  echo "$OPENENV_REQUIREMENTS" >"$OPENENV.partial/.arena-stamp"
+  rm -rf "$OPENENV" && mv "$OPENENV.partial" "$OPENENV"
+}
+
+# The official MCP Python client (`mcp` 2.3 from PyPI), kept apart like openenv (it pins its own
+# pydantic and httpx2): the tests drive `/mcp` with it through tests/cli/mcp_client.py. Sets
+# MCP_CLIENT to the folder (put it on PYTHONPATH).
+MCP_CLIENT="$HOME/.cache/arena-mcp-client"
+MCP_REQUIREMENTS="mcp==2.3.0"
+ensure_mcp_client() {
+  [ "$(cat "$MCP_CLIENT/.arena-stamp" 2>/dev/null)" = "$MCP_REQUIREMENTS" ] && return
+  log "installing $MCP_REQUIREMENTS from PyPI into $MCP_CLIENT (once)"
+  rm -rf "$MCP_CLIENT.partial"
+  # shellcheck disable=SC2086
+  python3 -m pip install -q --target "$MCP_CLIENT.partial" $MCP_REQUIREMENTS
+  echo "$MCP_REQUIREMENTS" >"$MCP_CLIENT.partial/.arena-stamp"
+  rm -rf "$MCP_CLIENT" && mv "$MCP_CLIENT.partial" "$MCP_CLIENT"
 }
 
 # The OpenEnv trainer's Python (cluster/pyproject.toml: TRL, transformers, torch, peft, trackio),
@@ -298,7 +332,7 @@ start_test_stack() {
   STANDIN_ADDR="127.0.0.1:$hub_port" ARENA_HUB_USERS="$ROOT/tests/fixtures/hub-users.json" STANDIN_STAGE_MS=300 \
     STANDIN_CLIENT_ID=arena-test STANDIN_CLIENT_SECRET=arena-test-secret ARENA_HUB_REPOS="$work/hub-repos" \
     STANDIN_IMAGES="$ROOT/tests/fixtures/images" \
-    STANDIN_OPENENV_CORE="$OPENENV_CORE" STANDIN_CLUSTER_HEARTBEAT_MS=500 STANDIN_SEED_DATASETS="$(seed_datasets)" STANDIN_JOB_NULLS=1 \
+    STANDIN_OPENENV_CORE="$OPENENV_CORE" STANDIN_OPENENV="$OPENENV" STANDIN_CLUSTER_HEARTBEAT_MS=500 STANDIN_SEED_DATASETS="$(seed_datasets)" STANDIN_JOB_NULLS=1 \
     env "${simulated[@]}" "$CARGO_TARGET_DIR/$profile/arena-standin" >"$work/standin.log" 2>&1 &
   standin_pid=$!
   trap on_exit EXIT
@@ -308,6 +342,7 @@ start_test_stack() {
   ARENA_ADDR="127.0.0.1:$port" ARENA_DATA_DIR="$work" ARENA_SITE_ROOT="$SITE" ARENA_FINGERPRINTS_DIR="$work/fingerprints" \
     ARENA_CONFIGS_DIR="$work/configs" HF_TOKEN=hf_local_test_arena_bot_5a5a5a ARENA_JOBS_NAMESPACE=benchflow \
     ARENA_SANDBOX_TOKEN=hf_local_test_arena_sandbox_3c3c3c ARENA_SANDBOX_NAMESPACE=benchflow-sandboxes \
+    ARENA_EVAL_NAMESPACE=benchflow-eval \
     ARENA_RUNS_DATASET=benchflow/arena-runs ARENA_LEADERBOARD_DATASET=benchflow/arena-leaderboard ARENA_WORKER_TICK_S=1 \
     ARENA_JOB_SECRET_DAYTONA_API_KEY=local-simulated-daytona-key ARENA_RELAY_HEARTBEAT_S=1 \
     ARENA_UNSEEN_TOKENS_PER_MINUTE=5000 ARENA_UNSEEN_TOKENS_TOTAL_PER_MINUTE=5000 ARENA_VALIDATIONS_PER_HOUR=5000 \
@@ -320,8 +355,8 @@ start_test_stack() {
   for _ in $(seq 60); do curl -fs "$url/healthz" >/dev/null 2>&1 && break; sleep 0.5; done
   curl -fs "$url/healthz" >/dev/null || { cat "$work/server.log"; exit 1; }
   export ARENA_TEST_URL="$url" ARENA_TEST_HUB_URL="$hub" ARENA_TEST_USERS="$ROOT/tests/fixtures/hub-users.json"
-  export ARENA_TEST_HUB_REPOS="$work/hub-repos" ARENA_TEST_OPENENV_CORE="$OPENENV_CORE"
-  export ARENA_TEST_CLUSTER_SECRET="$cluster_secret"
+  export ARENA_TEST_HUB_REPOS="$work/hub-repos" ARENA_TEST_OPENENV_CORE="$OPENENV_CORE" ARENA_TEST_OPENENV="$OPENENV"
+  export ARENA_TEST_CLUSTER_SECRET="$cluster_secret" ARENA_TEST_MCP_CLIENT="$MCP_CLIENT"
   # The stand-in speaks the Hub's git-LFS path, not Xet: the tests' huggingface_hub takes it.
   export HF_HUB_DISABLE_XET=1
 }

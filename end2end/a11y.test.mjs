@@ -1,6 +1,6 @@
 // Every page, signed out and signed in, on a 1366 px screen and a 360 px phone: axe-core finds no
 // serious or critical violation, each page describes itself to search engines and link previews,
-// and no table cell is narrower than its longest word, on the desktop as on the phone (tables
+// no page is wider than the screen, and no table cell is narrower than its longest word, on the desktop as on the phone (tables
 // become cards there), with task ids as long as the starter kit's.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -53,6 +53,9 @@ for (const signedIn of [false, true]) {
           assert.match(meta.title, /^Accessible collection/, 'a collection previews as the collection');
         }
         for (const w of await squeezedWords(page)) problems.push(`${path}: ${w}`);
+        // No page is wider than the screen: code blocks and wide tables scroll inside themselves.
+        const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+        if (overflow > 0) problems.push(`${path}: ${overflow} px wider than the ${viewport.width} px screen`);
       }
       await context.close();
       assert.deepEqual(problems, []);

@@ -99,3 +99,28 @@ test('"Add your agent" fills the agent id into both prompts', async () => {
   assert.equal((await page.getByRole('button', { name: 'Copy prompt' }).all()).length, 2);
   await page.close();
 });
+
+test('an editor hides a message from the jobs page', async () => {
+  const body = `Spam to hide ${Date.now()}`;
+  const resp = await fetch(`${BASE}/api/board/messages`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${token('frank')}` },
+    body: JSON.stringify({ request_id: `frank-spam-${Date.now()}`, body, refs: [], broadcast: false }),
+  });
+  assert.equal(resp.status, 201);
+  const { id } = (await resp.json()).message;
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  await page.goto(`${BASE}/auth/login?return_to=/arena/jobs`);
+  await signInOnHub(page, 'eve');
+  await page.waitForURL(`${BASE}/arena/jobs`);
+  const item = page.locator('ul.board-messages li', { hasText: body });
+  await item.getByLabel('Reason').fill('spam');
+  await item.getByRole('button', { name: 'Hide message' }).click();
+  await page.waitForURL(/\/arena\/jobs\?hide=done/);
+  await page.locator('ul.hidden-messages li', { hasText: body }).waitFor();
+  assert.equal(await page.locator('ul.board-messages li', { hasText: body }).count(), 0);
+  const listed = await (await fetch(`${BASE}/api/board/messages`)).json();
+  assert.ok(!listed.messages.some((m) => m.id === id), 'hidden from the board');
+  await context.close();
+});

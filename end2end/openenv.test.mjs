@@ -118,7 +118,7 @@ test('an editor pauses and resumes OpenEnv intake on the jobs page', async () =>
     assert.match(await page.locator('p.intake-state').innerText(), /^Open/);
     await page.getByLabel('Reason submitters will read').fill('the cluster is being upgraded');
     await page.getByRole('button', { name: 'Pause intake' }).click();
-    await page.waitForURL(/\/arena\/jobs\?intake=changed/);
+    await page.waitForURL(/\/arena\/jobs\?intake=done/);
     assert.match(await page.locator('p.intake-state').innerText(), /Paused since .*: the cluster is being upgraded/);
     const status = await (await fetch(`${BASE}/api/openenv`)).json();
     assert.equal(status.intake.open, false);
@@ -133,7 +133,7 @@ test('an editor pauses and resumes OpenEnv intake on the jobs page', async () =>
     assert.equal(refused.status, 503);
     assert.equal((await refused.json()).code, 'CAPACITY_BUSY');
     await page.getByRole('button', { name: 'Resume intake' }).click();
-    await page.waitForURL(/\/arena\/jobs\?intake=changed/);
+    await page.waitForURL(/\/arena\/jobs\?intake=done/);
     assert.match(await page.locator('p.intake-state').innerText(), /^Open/);
   } finally {
     // Whatever failed above, intake is open again for the rest of the suite.

@@ -66,16 +66,19 @@ test('the run page follows the run live inside a frame', async () => {
       })).catch((err) => String(err));
       throw new Error(`${e.message}\nthe page said:\n${said.join('\n')}\nthe frame: ${JSON.stringify(inFrame)}`);
     });
+    // Bounded by time, not by a count of looks: beside the trainer's tests a stage of the simulation
+    // takes seconds longer than alone (CI saw the seventh bar after 36 s and its end after 47).
     const seen = [];
-    for (let i = 0; i < 150; i++) {
+    const deadline = Date.now() + 150_000;
+    while (Date.now() < deadline) {
       const done = await frame.locator('.timeline .stage.done').count();
       const bars = await frame.locator('.timeline .bar').count();
-      seen.push(bars);
+      if (seen.at(-1) !== bars) seen.push(bars);
       if (done === 7) break;
       await page.waitForTimeout(200);
     }
     assert.equal(await frame.locator('.timeline .stage.done').count(), 7, `bars seen: ${seen}`);
-    assert.ok(new Set(seen).size >= 3, `the timeline grew step by step: ${seen}`);
+    assert.ok(seen.length >= 3, `the timeline grew step by step: ${seen}`);
     // The relay reports collect done as the job publishes; the run is scored once the reconciler has
     // seen the job complete with its result files (its next pass).
     await frame.locator('.run-state', { hasText: 'scored' }).waitFor({ timeout: 15_000 });

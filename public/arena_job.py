@@ -236,6 +236,19 @@ class Server:
                 self.process.kill()
 
 
+def exposed_url(urls: list, port: int, exposed: list) -> str | None:
+    """HF's URL for a port names it in its host (`{job}--{port}.hf.jobs`): picked by that, as
+    huggingface_hub's sandbox does, never by its place in the list; a job that exposed only this
+    port and lists one URL is reached there (a stand-in's loopback URL names no port)."""
+    for url in urls:
+        host = url.split("://", 1)[-1].split("/", 1)[0]
+        if f"--{port}." in host:
+            return url.rstrip("/")
+    if exposed == [port] and len(urls) == 1:
+        return urls[0].rstrip("/")
+    return None
+
+
 def public_url(port: int) -> str:
     """Where sandboxes reach the bridge: the job's own `status.exposeUrls` entry for the port, as
     HF reports it once the job runs (HF sets `JOB_ID` in the job; the namespace comes from the
@@ -251,12 +264,10 @@ def public_url(port: int) -> str:
         try:
             with urllib.request.urlopen(request, timeout=20) as r:
                 job = json.load(r)
-            # HF's URL for a port names it in its host (`{job}--{port}.hf.jobs`): picked by that,
-            # as huggingface_hub's sandbox does, never by its place in the list.
-            for url in (job.get("status") or {}).get("exposeUrls") or []:
-                host = url.split("://", 1)[-1].split("/", 1)[0]
-                if f"--{port}." in host:
-                    return url.rstrip("/")
+            url = exposed_url((job.get("status") or {}).get("exposeUrls") or [], port,
+                              (job.get("expose") or {}).get("ports") or [])
+            if url:
+                return url
         except OSError:
             pass
         time.sleep(3)
@@ -547,6 +558,202 @@ def parse_args() -> argparse.Namespace:
     return p.parse_args()
 
 
+class Job:
+    """What the job's steps share, filled in as they go; the failure path reads what they got to
+    (the manifest once read, the run folder once known)."""
+
+    def __init__(self, args: argparse.Namespace, token: str | None, workspace: Path) -> None:
+        self.args, self.token, self.workspace = args, token, workspace
+        self.servers: list[Server] = []
+        self.manifest: dict = {}
+        self.setup: dict = {}
+        self.env = dict(os.environ)
+        self.bundle = workspace / args.bundle_path
+        self.run_dir = self.bundle
+        self.run_id = ""
+        self.resume = False
+        self.log_path = workspace / "job.log"
+
+
+def fresh_workspace(bundle_path: str) -> Path:
+    """The job's folder, emptied. The pipeline's resume compares the run's plan, absolute paths
+    included, with the one an earlier attempt wrote: a workspace fixed by the run (not a random
+    one) lets it resume."""
+    workspace = Path(tempfile.gettempdir()) / f"posttrainarena-job-{hashlib.sha256(bundle_path.encode()).hexdigest()[:12]}"
+    shutil.rmtree(workspace, ignore_errors=True)
+    workspace.mkdir(parents=True)
+    return workspace
+
+
+def download(job: Job, snapshot_download) -> None:
+    """The bundle at its commit, and `runs/{run_id}/**` from the runs dataset when an earlier
+    attempt of this job left a checkpoint there (the pipeline then resumes it)."""
+    args = job.args
+    say("setup", f"downloading the bundle {args.bundle_repo}@{args.bundle_revision}/{args.bundle_path}")
+    snapshot_download(args.bundle_repo, repo_type="dataset", revision=args.bundle_revision,
+                      allow_patterns=[f"{args.bundle_path}/**"], local_dir=str(job.workspace), token=job.token)
+    job.manifest = json.loads((job.bundle / "job.json").read_text())
+    job.setup = json.loads((job.bundle / "arena.json").read_text())
+    job.run_id = str(job.manifest["run_id"])
+    job.run_dir = job.bundle / "runs" / job.run_id
+    try:
+        snapshot_download(str(job.manifest["artifact_repo"]), repo_type="dataset",
+                          allow_patterns=[f"runs/{job.run_id}/**"], local_dir=str(job.bundle), token=job.token)
+    except Exception as e:  # noqa: BLE001 - as the pipeline's wrapper: no state is not an error
+        print(f"[posttrainarena] no resumable state restored: {type(e).__name__}: {e}", flush=True)
+    job.resume = job.run_dir.is_dir() and any(p.is_file() for p in job.run_dir.rglob("*"))
+    if job.resume:
+        say("setup", f"restored runs/{job.run_id} from an earlier attempt; the pipeline resumes it")
+
+
+def install_pipeline(job: Job) -> None:
+    """The pipeline at the challenge's pinned commit, and Trackio when the challenge keeps a
+    dashboard."""
+    ref = job.args.posttrainarena_ref
+    # The pipeline's extras bring W&B, not Trackio, which transformers needs for report_to="trackio".
+    tracking = [TRACKIO] if job.setup.get("trackio_space") else []
+    run_checked(["uv", "pip", "install", "--python", sys.executable, "--torch-backend", "auto",
+                 f"posttrainarena-benchflow-pipeline[train,hf] @ {PIPELINE_GIT}@{ref}#subdirectory={PIPELINE_DIR}",
+                 *tracking],
+                "setup: installing the pipeline")
+    job.env["POSTTRAINARENA_PIPELINE_COMMIT"] = ref
+    job.env.setdefault("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")
+
+
+def start_servers(job: Job) -> None:
+    """TRL's vLLM server on the layout's vLLM GPUs (loopback only) and the model bridge on the
+    job's exposed port; once the bridge answers at its public URL, the pipeline's environment
+    names them both."""
+    ms = job.setup["model_server"]
+    vllm_port = free_port()
+    job.servers.append(Server("vllm", [
+        "posttrainarena-vllm-serve", "--model", ms["model"], "--revision", ms["revision"],
+        "--tensor-parallel-size", str(ms["tensor_parallel_size"]), "--data-parallel-size", str(ms["data_parallel_size"]),
+        "--max-model-len", str(ms["max_model_len"]), "--host", "127.0.0.1", "--port", str(vllm_port)],
+        dict(job.env, CUDA_VISIBLE_DEVICES=",".join(map(str, ms["gpus"])))))
+    trl = f"http://127.0.0.1:{vllm_port}"
+    job.servers[-1].wait_for(f"{trl}/health/")
+    b = job.setup["bridge"]
+    job.servers.append(Server("bridge", [
+        "posttrainarena-train", "model-bridge", "--upstream-url", trl, "--tokenizer", ms["model"],
+        "--tokenizer-revision", ms["revision"], "--api-key-env", "BENCHFLOW_PROVIDER_API_KEY",
+        "--max-tokens", str(b["max_tokens"]), "--max-context-tokens", str(b["max_context_tokens"]),
+        "--max-logprob-context-tokens", str(b["max_logprob_context_tokens"]), "--host", "0.0.0.0", "--port", str(b["port"])],
+        job.env))
+    job.servers[-1].wait_for(f"http://127.0.0.1:{b['port']}/health")
+    public = public_url(int(b["port"]))
+    if not answers(f"{public}/v1/models", {"Authorization": f"Bearer {job.env.get('BENCHFLOW_PROVIDER_API_KEY', '')}"}):
+        raise Failure(f"setup: the bridge does not answer at its public URL {public}")
+    say("setup", f"the model bridge answers at {public}/v1; sandboxes reach the model there")
+    job.env.update(BENCHFLOW_BASE_MODEL=job.setup["base_model_alias"], BENCHFLOW_ADAPTER_MODEL=job.setup["student_model_alias"],
+                   BENCHFLOW_PROVIDER_BASE_URL=f"{public}/v1", TRL_VLLM_SERVER_BASE_URL=trl,
+                   BENCHFLOW_MODEL_BRIDGE_CONTROL_URL=f"http://127.0.0.1:{b['port']}/v1",
+                   CUDA_VISIBLE_DEVICES=",".join(map(str, job.setup["trainer_gpus"])))
+    if job.setup.get("trackio_space"):
+        # The pipeline reports to Trackio (`report_to = "trackio"`) without naming a Space;
+        # trackio reads this variable then, and writes with the job's HF_TOKEN.
+        job.env["TRACKIO_SPACE_ID"] = job.setup["trackio_space"]
+        say("setup", f"TRL logs to the Trackio Space {job.setup['trackio_space']} too")
+
+
+class Checkpoints:
+    """The run folder so far, to the runs dataset, so that a crashed attempt resumes from it: in
+    the background, the newest state once the upload in flight is done, without the task
+    snapshots. Each upload holds `syncing`, as the run's final publication does."""
+
+    def __init__(self, job: Job, api) -> None:
+        self.job, self.api = job, api
+        self.syncing = threading.Lock()
+        self.pending = threading.Event()
+        threading.Thread(target=self.upload, daemon=True).start()
+
+    def request(self) -> None:
+        self.pending.set()
+
+    def upload(self) -> None:
+        job = self.job
+        while True:
+            self.pending.wait()
+            self.pending.clear()
+            try:
+                with self.syncing:
+                    self.api.upload_folder(repo_id=job.manifest["artifact_repo"], repo_type="dataset",
+                                           folder_path=str(job.run_dir), path_in_repo=f"runs/{job.run_id}",
+                                           ignore_patterns=["data/**"],
+                                           commit_message=f"Checkpoint running PostTrain Arena run {job.run_id}")
+            except Exception as e:  # noqa: BLE001 - a checkpoint is best effort
+                say("checkpoint", f"not saved ({type(e).__name__})")
+
+
+def publish_baseline(job: Job, relay: Relay, checkpoints: Checkpoints) -> None:
+    """Measures the base model (`baseline`) and uploads the run folder as it is."""
+    baseline(job.bundle, job.run_dir, relay, job.env, job.log_path)
+    relay.send("step", step="collect")
+    say("collect", f"uploading runs/{job.run_id} to {job.manifest['artifact_repo']}")
+    with checkpoints.syncing:
+        checkpoints.api.upload_folder(repo_id=job.manifest["artifact_repo"], repo_type="dataset",
+                                      folder_path=str(job.run_dir), path_in_repo=f"runs/{job.run_id}",
+                                      ignore_patterns=["data/**"],
+                                      commit_message=f"Publish Open Env Arena baseline {job.run_id}")
+
+
+def train_and_publish(job: Job, relay: Relay, checkpoints: Checkpoints, ident: list[str]) -> None:
+    """Says the run is running, runs the pipeline (its lines followed onto the relay, each stage
+    checkpointed) and publishes it with `publish-run`."""
+    manifest = job.manifest
+    visibility = ["--public-artifacts" if manifest.get("private_artifacts") is False else "--private-artifacts"]
+    status = subprocess.run(["posttrainarena-train", "publish-status", *ident, "--leaderboard-repo",
+                             str(manifest["leaderboard_repo"]), "--status", "running"], env=job.env)
+    if status.returncode:
+        print("[posttrainarena] warning: failed to publish running status; continuing pipeline", flush=True)
+    command = ["posttrainarena-train", "run", "--config", str(job.bundle / manifest["config"]), "--run-name", job.run_id]
+    if job.resume:
+        command.append("--resume")
+    say("pipeline", " ".join(command))
+    tee(command, job.log_path, job.env, Follower(relay, job.run_dir, checkpoints.request))
+    relay.send("step", step="collect")
+    (job.run_dir / "reports").mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(job.log_path, job.run_dir / "reports" / "hf_job.log")
+    with checkpoints.syncing:
+        tee(["posttrainarena-train", "publish-run", *ident, "--artifact-repo", str(manifest["artifact_repo"]),
+             "--leaderboard-repo", str(manifest["leaderboard_repo"]), *visibility], job.log_path, job.env, None)
+    say("collect", "published")
+
+
+def publish_failure(job: Job, relay: Relay, e: Exception) -> None:
+    """Says why the run failed, on the relay and in the log, and publishes the failure with
+    `publish-failure` (not for a baseline, nor before the run is known)."""
+    error = f"{type(e).__name__}: {e}"
+    relay.send("error", detail=error[:2000])
+    say("error", f"the run failed: {error[:500]}")
+    manifest, run_dir = job.manifest, job.run_dir
+    if manifest and run_dir.name == str(manifest.get("run_id")) and setup_purpose(job.bundle) != "baseline":
+        (run_dir / "reports").mkdir(parents=True, exist_ok=True)
+        if job.log_path.is_file():
+            shutil.copyfile(job.log_path, run_dir / "reports" / "hf_job.log")
+        subprocess.run(["posttrainarena-train", "publish-failure", "--run-dir", str(run_dir), "--run-id",
+                        str(manifest["run_id"]), "--submission-id", str(manifest["submission_id"]), "--team-name",
+                        str(manifest["team_name"]), "--artifact-repo", str(manifest["artifact_repo"]),
+                        "--leaderboard-repo", str(manifest["leaderboard_repo"]), "--error", error,
+                        "--public-artifacts" if manifest.get("private_artifacts") is False else "--private-artifacts"],
+                       env=job.env)
+
+
+def run(job: Job, relay: Relay, snapshot_download, hf_api) -> None:
+    """The job's steps in order: download, install, the servers, then the baseline measurement or
+    the training run, each published."""
+    download(job, snapshot_download)
+    install_pipeline(job)
+    start_servers(job)
+    ident = ["--run-dir", str(job.run_dir), "--run-id", job.run_id, "--submission-id",
+             str(job.manifest["submission_id"]), "--team-name", str(job.manifest["team_name"])]
+    checkpoints = Checkpoints(job, hf_api(token=job.token))
+    if job.setup["purpose"] == "baseline":
+        publish_baseline(job, relay, checkpoints)
+    else:
+        train_and_publish(job, relay, checkpoints, ident)
+
+
 def main() -> int:
     args = parse_args()
     own = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
@@ -562,146 +769,21 @@ def main() -> int:
     relay = Relay()
     relay.send("hello", detail=f"arena_job.py {own[:12]} on job {os.environ.get('JOB_ID', '?')}")
     relay.send("step", step="setup")
-    # The pipeline's resume compares the run's plan, absolute paths included, with the one an
-    # earlier attempt wrote: a workspace fixed by the run (not a random one) lets it resume.
-    workspace = Path(tempfile.gettempdir()) / f"posttrainarena-job-{hashlib.sha256(args.bundle_path.encode()).hexdigest()[:12]}"
-    shutil.rmtree(workspace, ignore_errors=True)
-    workspace.mkdir(parents=True)
-    servers: list[Server] = []
-    manifest: dict = {}
-    env = dict(os.environ)
-    bundle = workspace / args.bundle_path
-    run_dir = bundle
-    log_path = workspace / "job.log"
+    job = Job(args, token, fresh_workspace(args.bundle_path))
     try:
-        say("setup", f"downloading the bundle {args.bundle_repo}@{args.bundle_revision}/{args.bundle_path}")
-        snapshot_download(args.bundle_repo, repo_type="dataset", revision=args.bundle_revision,
-                          allow_patterns=[f"{args.bundle_path}/**"], local_dir=str(workspace), token=token)
-        manifest = json.loads((bundle / "job.json").read_text())
-        setup = json.loads((bundle / "arena.json").read_text())
-        run_id = str(manifest["run_id"])
-        run_dir = bundle / "runs" / run_id
-        try:
-            snapshot_download(str(manifest["artifact_repo"]), repo_type="dataset", allow_patterns=[f"runs/{run_id}/**"],
-                              local_dir=str(bundle), token=token)
-        except Exception as e:  # noqa: BLE001 - as the pipeline's wrapper: no state is not an error
-            print(f"[posttrainarena] no resumable state restored: {type(e).__name__}: {e}", flush=True)
-        resume = run_dir.is_dir() and any(p.is_file() for p in run_dir.rglob("*"))
-        if resume:
-            say("setup", f"restored runs/{run_id} from an earlier attempt; the pipeline resumes it")
-        ref = args.posttrainarena_ref
-        # The pipeline's extras bring W&B, not Trackio, which transformers needs for report_to="trackio".
-        tracking = [TRACKIO] if setup.get("trackio_space") else []
-        run_checked(["uv", "pip", "install", "--python", sys.executable, "--torch-backend", "auto",
-                     f"posttrainarena-benchflow-pipeline[train,hf] @ {PIPELINE_GIT}@{ref}#subdirectory={PIPELINE_DIR}",
-                     *tracking],
-                    "setup: installing the pipeline")
-        env["POSTTRAINARENA_PIPELINE_COMMIT"] = ref
-        env.setdefault("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")
-        ms = setup["model_server"]
-        vllm_port = free_port()
-        servers.append(Server("vllm", [
-            "posttrainarena-vllm-serve", "--model", ms["model"], "--revision", ms["revision"],
-            "--tensor-parallel-size", str(ms["tensor_parallel_size"]), "--data-parallel-size", str(ms["data_parallel_size"]),
-            "--max-model-len", str(ms["max_model_len"]), "--host", "127.0.0.1", "--port", str(vllm_port)],
-            dict(env, CUDA_VISIBLE_DEVICES=",".join(map(str, ms["gpus"])))))
-        trl = f"http://127.0.0.1:{vllm_port}"
-        servers[-1].wait_for(f"{trl}/health/")
-        b = setup["bridge"]
-        servers.append(Server("bridge", [
-            "posttrainarena-train", "model-bridge", "--upstream-url", trl, "--tokenizer", ms["model"],
-            "--tokenizer-revision", ms["revision"], "--api-key-env", "BENCHFLOW_PROVIDER_API_KEY",
-            "--max-tokens", str(b["max_tokens"]), "--max-context-tokens", str(b["max_context_tokens"]),
-            "--max-logprob-context-tokens", str(b["max_logprob_context_tokens"]), "--host", "0.0.0.0", "--port", str(b["port"])],
-            env))
-        servers[-1].wait_for(f"http://127.0.0.1:{b['port']}/health")
-        public = public_url(int(b["port"]))
-        if not answers(f"{public}/v1/models", {"Authorization": f"Bearer {env.get('BENCHFLOW_PROVIDER_API_KEY', '')}"}):
-            raise Failure(f"setup: the bridge does not answer at its public URL {public}")
-        say("setup", f"the model bridge answers at {public}/v1; sandboxes reach the model there")
-        env.update(BENCHFLOW_BASE_MODEL=setup["base_model_alias"], BENCHFLOW_ADAPTER_MODEL=setup["student_model_alias"],
-                   BENCHFLOW_PROVIDER_BASE_URL=f"{public}/v1", TRL_VLLM_SERVER_BASE_URL=trl,
-                   BENCHFLOW_MODEL_BRIDGE_CONTROL_URL=f"http://127.0.0.1:{b['port']}/v1",
-                   CUDA_VISIBLE_DEVICES=",".join(map(str, setup["trainer_gpus"])))
-        if setup.get("trackio_space"):
-            # The pipeline reports to Trackio (`report_to = "trackio"`) without naming a Space;
-            # trackio reads this variable then, and writes with the job's HF_TOKEN.
-            env["TRACKIO_SPACE_ID"] = setup["trackio_space"]
-            say("setup", f"TRL logs to the Trackio Space {setup['trackio_space']} too")
-        ident = ["--run-dir", str(run_dir), "--run-id", run_id, "--submission-id", str(manifest["submission_id"]),
-                 "--team-name", str(manifest["team_name"])]
-        visibility = ["--public-artifacts" if manifest.get("private_artifacts") is False else "--private-artifacts"]
-        syncing = threading.Lock()
-        api = HfApi(token=token)
-        pending = threading.Event()
-
-        def upload_checkpoints() -> None:
-            """The run folder so far, to the runs dataset, so that a crashed attempt resumes from it:
-            in the background, the newest state once the upload in flight is done, without the
-            task snapshots."""
-            while True:
-                pending.wait()
-                pending.clear()
-                try:
-                    with syncing:
-                        api.upload_folder(repo_id=manifest["artifact_repo"], repo_type="dataset", folder_path=str(run_dir),
-                                          path_in_repo=f"runs/{run_id}", ignore_patterns=["data/**"],
-                                          commit_message=f"Checkpoint running PostTrain Arena run {run_id}")
-                except Exception as e:  # noqa: BLE001 - a checkpoint is best effort
-                    say("checkpoint", f"not saved ({type(e).__name__})")
-
-        threading.Thread(target=upload_checkpoints, daemon=True).start()
-        checkpoint = pending.set
-
-        if setup["purpose"] == "baseline":
-            baseline(bundle, run_dir, relay, env, log_path)
-            relay.send("step", step="collect")
-            say("collect", f"uploading runs/{run_id} to {manifest['artifact_repo']}")
-            with syncing:
-                api.upload_folder(repo_id=manifest["artifact_repo"], repo_type="dataset", folder_path=str(run_dir),
-                                  path_in_repo=f"runs/{run_id}", ignore_patterns=["data/**"],
-                                  commit_message=f"Publish Open Env Arena baseline {run_id}")
-            return 0
-        status = subprocess.run(["posttrainarena-train", "publish-status", *ident, "--leaderboard-repo",
-                                 str(manifest["leaderboard_repo"]), "--status", "running"], env=env)
-        if status.returncode:
-            print("[posttrainarena] warning: failed to publish running status; continuing pipeline", flush=True)
-        command = ["posttrainarena-train", "run", "--config", str(bundle / manifest["config"]), "--run-name", run_id]
-        if resume:
-            command.append("--resume")
-        say("pipeline", " ".join(command))
-        tee(command, log_path, env, Follower(relay, run_dir, checkpoint))
-        relay.send("step", step="collect")
-        (run_dir / "reports").mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(log_path, run_dir / "reports" / "hf_job.log")
-        with syncing:
-            tee(["posttrainarena-train", "publish-run", *ident, "--artifact-repo", str(manifest["artifact_repo"]),
-                 "--leaderboard-repo", str(manifest["leaderboard_repo"]), *visibility], log_path, env, None)
-        say("collect", "published")
+        run(job, relay, snapshot_download, HfApi)
         return 0
     except Stopped:
         say("error", "the job was stopped (SIGTERM): nothing is published")
         return 143
     except Exception as e:  # noqa: BLE001 - any failure is published, then the job fails
-        error = f"{type(e).__name__}: {e}"
-        relay.send("error", detail=error[:2000])
-        say("error", f"the run failed: {error[:500]}")
-        if manifest and run_dir.name == str(manifest.get("run_id")) and setup_purpose(bundle) != "baseline":
-            (run_dir / "reports").mkdir(parents=True, exist_ok=True)
-            if log_path.is_file():
-                shutil.copyfile(log_path, run_dir / "reports" / "hf_job.log")
-            subprocess.run(["posttrainarena-train", "publish-failure", "--run-dir", str(run_dir), "--run-id",
-                            str(manifest["run_id"]), "--submission-id", str(manifest["submission_id"]), "--team-name",
-                            str(manifest["team_name"]), "--artifact-repo", str(manifest["artifact_repo"]),
-                            "--leaderboard-repo", str(manifest["leaderboard_repo"]), "--error", error,
-                            "--public-artifacts" if manifest.get("private_artifacts") is False else "--private-artifacts"],
-                           env=env)
+        publish_failure(job, relay, e)
         return 1
     finally:
-        for server in reversed(servers):
+        for server in reversed(job.servers):
             server.stop()
         relay.close()
-        shutil.rmtree(workspace, ignore_errors=True)
+        shutil.rmtree(job.workspace, ignore_errors=True)
 
 
 def setup_purpose(bundle: Path) -> str:

@@ -11,7 +11,9 @@ Environment:
                  ~/.cache/huggingface/token. Sent only as a Bearer header to the arena, never printed.
 
 Exit status: 0 success, 1 an error answer or a network failure, 2 a usage error, 3 a preflight
-that says the run is not allowed, 4 a command that needs your identity found no token. `validate`
+that says the run is not allowed, 4 a command that needs your identity found no token, 5 a wait
+(`runs --run-id RUN --wait`, `result collect --wait`) that ran out of its `--timeout`. A wait
+exits 0 when the run scored, 1 when it failed or was canceled. `validate`
 exits 0 on any validation answer: `"valid": false` is an answer, its findings on stderr (read
 `valid` and `eligible_tasks`); `submit` exits 1 without submitting when the collection is not
 valid.
@@ -32,7 +34,10 @@ import urllib.request
 TIMEOUT_S = 60
 USER_AGENT = "arena-cli/1"
 
-EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NOT_ALLOWED, EXIT_NO_TOKEN = 0, 1, 2, 3, 4
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NOT_ALLOWED, EXIT_NO_TOKEN, EXIT_TIMEOUT = 0, 1, 2, 3, 4, 5
+# A wait's pace: the first look after this many seconds, then each look waits longer, up to the
+# last; runs take hours, and the arena is asked a few times a minute at most.
+WAIT_FIRST_S, WAIT_MAX_S = 5, 60
 
 # Answers of the Space itself that sending again a few seconds later cannot change.
 NO_RETRY_CODES = {"GITHUB_RATE_LIMITED", "LAUNCH_FAILED"}
@@ -454,7 +459,37 @@ def result_lines(r):
     return lines
 
 
+def wait_for_end(challenge, run_id, timeout_s):
+    """Follows a run until it ends, with backoff, saying on stderr how it goes: its last answer, or
+    None when `timeout_s` ran out first."""
+    path = "/api/challenges/%s/runs/%s" % (urllib.parse.quote(challenge, safe=""), urllib.parse.quote(run_id, safe=""))
+    deadline = time.monotonic() + timeout_s
+    pause, said = WAIT_FIRST_S, None
+    while True:
+        answer = request("GET", path)
+        now = (answer.get("state"), answer.get("stage"))
+        if now != said:
+            sys.stderr.write("run %s: %s, stage %s\n" % (run_id, now[0], now[1] or "none yet"))
+            said = now
+        if answer.get("state") in ("scored", "failed", "canceled"):
+            return answer
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return None
+        time.sleep(min(pause, left))
+        pause = min(pause * 2, WAIT_MAX_S)
+
+
 def cmd_result_collect(args):
+    if args.wait:
+        ended = wait_for_end(args.challenge, args.run_id, args.timeout)
+        if ended is None:
+            sys.stderr.write("the run did not end within %d s\n" % args.timeout)
+            return EXIT_TIMEOUT
+        if ended.get("state") != "scored":
+            emit(ended)
+            sys.stderr.write("the run ended %s: there is no result to collect\n" % ended.get("state"))
+            return EXIT_ERROR
     answer = request("POST", result_path(args.challenge, args.run_id), body={}, token=require_token())
     emit(answer)
     lines = result_lines(answer)
@@ -561,9 +596,17 @@ def cmd_gates_attach(args):
 def cmd_runs(args):
     challenge = urllib.parse.quote(args.challenge, safe="")
     if not args.run_id:
+        if args.wait:
+            raise CliError("--wait follows one run: give its --run-id", status=EXIT_USAGE)
         emit(request("GET", "/api/challenges/%s/runs" % challenge))
         return EXIT_OK
-    answer = request("GET", "/api/challenges/%s/runs/%s" % (challenge, urllib.parse.quote(args.run_id, safe="")))
+    if args.wait:
+        answer = wait_for_end(args.challenge, args.run_id, args.timeout)
+        if answer is None:
+            sys.stderr.write("the run did not end within %d s\n" % args.timeout)
+            return EXIT_TIMEOUT
+    else:
+        answer = request("GET", "/api/challenges/%s/runs/%s" % (challenge, urllib.parse.quote(args.run_id, safe="")))
     emit(answer)
     lines = ["Run %s: state %s, stage %s, HF job %s." % (
         answer.get("run_id"), answer.get("state"), answer.get("stage") or "none yet", answer.get("status"))]
@@ -598,6 +641,8 @@ def cmd_runs(args):
             lines.append("Scored: collect it with `python3 arena_cli.py result collect --challenge %s --run-id %s`."
                          % (args.challenge, answer.get("run_id")))
     summary("\n".join(lines))
+    if args.wait and answer.get("state") != "scored":
+        return EXIT_ERROR
     return EXIT_OK
 
 
@@ -605,117 +650,119 @@ def build_parser():
     parser = argparse.ArgumentParser(prog="arena_cli.py", description="Open Env Arena command line")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    p = sub.add_parser("challenges", help="every challenge: open ones first, then planned")
-    p.set_defaults(func=cmd_challenges)
-    p = sub.add_parser("benchmarks", help="the held-out suites a collection can be scored on")
-    p.add_argument("--benchmark", metavar="ID", help="one benchmark, with its leaderboards")
-    p.set_defaults(func=cmd_benchmarks)
-    p = sub.add_parser("budget", help="the shared compute cap, committed spend, what remains and each reservation")
-    p.set_defaults(func=cmd_budget)
-    p = sub.add_parser("jobs", help="the arena's reservation ledger: a reservation per launched run")
-    p.set_defaults(func=cmd_jobs)
-    p = sub.add_parser("run", help="preflight a run of a collection (exit 3 when not allowed); --execute launches it")
-    p.add_argument("--challenge", required=True, metavar="ID")
-    p.add_argument("--id", required=True, metavar="ENVIRONMENT_ID", help="the collection (env-…)")
-    p.add_argument("--dry-run", action="store_true", help="only the preflight (the default without --execute)")
-    p.add_argument("--file", help='run.json: {"request_id": "…", "agent_id"?: "…"}; keep it, it makes retries safe')
-    p.add_argument("--execute", action="store_true", help="launch the run on the challenge's shared compute")
-    p.set_defaults(func=cmd_run)
-    p = sub.add_parser("cancel", help="cancel a run and its HF job (an editor, or its author while queued)")
-    p.add_argument("--challenge", required=True, metavar="ID")
-    p.add_argument("--run-id", required=True, metavar="RUN_ID")
-    p.set_defaults(func=cmd_cancel)
-    result = sub.add_parser("result", help="a run's result").add_subparsers(dest="result_command", metavar="ACTION")
-    result.required = True
-    p = result.add_parser("collect", help="re-read a scored run's evidence and store a pending result (idempotent)")
-    p.add_argument("--challenge", required=True, metavar="ID")
-    p.add_argument("--run-id", required=True, metavar="RUN_ID")
-    p.set_defaults(func=cmd_result_collect)
-    p = result.add_parser("review", help="accept or reject a collected result (BenchFlow editors; final)")
-    p.add_argument("--challenge", required=True, metavar="ID")
-    p.add_argument("--run-id", required=True, metavar="RUN_ID")
-    p.add_argument("--file", required=True, help='review.json: {"accepted": true|false, "note": "at least 20 characters"}')
-    p.set_defaults(func=cmd_result_review)
-    baseline = sub.add_parser("baseline", help="the base model's measured baseline on the held-out suite").add_subparsers(
-        dest="baseline_command", metavar="ACTION")
-    baseline.required = True
-    p = baseline.add_parser("get", help="the challenge's baseline and every measurement collected")
-    p.add_argument("--challenge", required=True, metavar="ID")
-    p.set_defaults(func=cmd_baseline_get)
-    p = baseline.add_parser("launch", help="measure the base model as a job on the shared compute (BenchFlow editors)")
-    p.add_argument("--challenge", required=True, metavar="ID")
-    p.add_argument("--file", required=True, help='baseline.json: {"request_id": "…"}; keep it, it makes retries safe')
-    p.set_defaults(func=cmd_baseline_launch)
-    p = baseline.add_parser("collect", help="re-read a scored measurement's evidence and make it the challenge's baseline (BenchFlow editors)")
-    p.add_argument("--challenge", required=True, metavar="ID")
-    p.add_argument("--run-id", required=True, metavar="RUN_ID")
-    p.set_defaults(func=cmd_baseline_collect)
-    gates = sub.add_parser("gates", help="the dynamic gates (organizer-run)").add_subparsers(dest="gates_command", metavar="ACTION")
-    gates.required = True
-    p = gates.add_parser("plan", help="the plan's pinned bench eval run commands (the author or an editor)")
-    p.add_argument("--challenge", required=True, metavar="ID")
-    p.add_argument("--id", required=True, metavar="ENVIRONMENT_ID")
-    p.add_argument("--controls-reruns", type=int)
-    p.add_argument("--band-attempts", type=int)
-    p.add_argument("--require-oracle", action="store_true")
-    p.add_argument("--allow-no-oracle", action="store_true")
-    p.set_defaults(func=cmd_gates_plan)
-    p = gates.add_parser("get", help="the static summary stored at submission and any attached verdict")
-    p.add_argument("--challenge", required=True, metavar="ID")
-    p.add_argument("--id", required=True, metavar="ENVIRONMENT_ID")
-    p.set_defaults(func=cmd_gates_get)
-    p = gates.add_parser("attach", help="attach results.json from validation_gates.py collect (BenchFlow editors)")
-    p.add_argument("--challenge", required=True, metavar="ID")
-    p.add_argument("--id", required=True, metavar="ENVIRONMENT_ID")
-    p.add_argument("--file", required=True)
-    p.set_defaults(func=cmd_gates_attach)
-    p = sub.add_parser("leaderboard", help="collections ranked on the mean delta of their accepted runs")
-    p.add_argument("--challenge", required=True, metavar="ID")
-    p.add_argument("--benchmark", metavar="ID", help="rank by the change on this benchmark alone")
-    p.set_defaults(func=cmd_leaderboard)
-    p = sub.add_parser("runs", help="every run request on a challenge, or one run with --run-id")
-    p.add_argument("--challenge", required=True, metavar="ID")
-    p.add_argument("--run-id", metavar="RUN_ID")
-    p.set_defaults(func=cmd_runs)
-    p = sub.add_parser("whoami", help="who the arena sees with your token")
-    p.set_defaults(func=cmd_whoami)
-    p = sub.add_parser("register-agent", help="register an agent id you own")
-    p.add_argument("--file", required=True, help='JSON: {"agent_id", "description", "model"?, "harness"?}')
-    p.set_defaults(func=cmd_register_agent)
-    p = sub.add_parser("discover", help="registered agents and their owners, challenges, the board")
-    p.set_defaults(func=cmd_discover)
-    board = sub.add_parser("board", help="the shared board").add_subparsers(dest="board_command", metavar="ACTION")
-    board.required = True
-    p = board.add_parser("list", help="messages, newest first")
-    p.add_argument("--agent")
-    p.add_argument("--author")
-    p.add_argument("--q", help="text the body contains")
-    p.add_argument("--since", help="RFC 3339 time")
-    p.add_argument("--limit", type=int)
-    p.add_argument("--before", help="continue after this message id (next_before)")
-    p.set_defaults(func=cmd_board_list)
-    p = board.add_parser("post", help="post a message (idempotent by request_id)")
-    p.add_argument("--file", required=True, help='JSON: {"request_id", "agent_id", "body", "refs", "broadcast": false}')
-    p.set_defaults(func=cmd_board_post)
+    for add in (add_reads, add_runs, add_results, add_baseline, add_gates, add_identity, add_board, add_collections):
+        add(sub)
+    return parser
+
+
+def command(sub, name, func, help, args=()):
+    """A command: its name, what it runs and its arguments as (flags, options) pairs."""
+    p = sub.add_parser(name, help=help)
+    for flags, options in args:
+        p.add_argument(*flags, **options)
+    p.set_defaults(func=func)
+    return p
+
+
+def actions(sub, name, help):
+    group = sub.add_parser(name, help=help).add_subparsers(dest=name + "_command", metavar="ACTION")
+    group.required = True
+    return group
+
+
+CHALLENGE = (("--challenge",), {"required": True, "metavar": "ID"})
+RUN_ID = (("--run-id",), {"required": True, "metavar": "RUN_ID"})
+ENVIRONMENT = (("--id",), {"required": True, "metavar": "ENVIRONMENT_ID"})
+WAIT = ((("--wait",), {"action": "store_true", "help": "follow the run until it ends (exit 0 scored, 1 failed or canceled)"}),
+        (("--timeout",), {"type": int, "default": 24 * 3600, "metavar": "S",
+                          "help": "give up waiting after S seconds (exit 5); default a day"}))
+
+
+def add_reads(sub):
+    command(sub, "challenges", cmd_challenges, "every challenge: open ones first, then planned")
+    command(sub, "benchmarks", cmd_benchmarks, "the held-out suites a collection can be scored on",
+            [(("--benchmark",), {"metavar": "ID", "help": "one benchmark, with its leaderboards"})])
+    command(sub, "budget", cmd_budget, "the shared compute cap, committed spend, what remains and each reservation")
+    command(sub, "jobs", cmd_jobs, "the arena's reservation ledger: a reservation per launched run")
+    command(sub, "leaderboard", cmd_leaderboard, "collections ranked on the mean delta of their accepted runs",
+            [CHALLENGE, (("--benchmark",), {"metavar": "ID", "help": "rank by the change on this benchmark alone"})])
+
+
+def add_runs(sub):
+    command(sub, "run", cmd_run, "preflight a run of a collection (exit 3 when not allowed); --execute launches it", [
+        CHALLENGE, (("--id",), {"required": True, "metavar": "ENVIRONMENT_ID", "help": "the collection (env-…)"}),
+        (("--dry-run",), {"action": "store_true", "help": "only the preflight (the default without --execute)"}),
+        (("--file",), {"help": 'run.json: {"request_id": "…", "agent_id"?: "…"}; keep it, it makes retries safe'}),
+        (("--execute",), {"action": "store_true", "help": "launch the run on the challenge's shared compute"})])
+    command(sub, "cancel", cmd_cancel, "cancel a run and its HF job (an editor, or its author while queued)",
+            [CHALLENGE, RUN_ID])
+    command(sub, "runs", cmd_runs, "every run request on a challenge, or one run with --run-id (and --wait)",
+            [CHALLENGE, (("--run-id",), {"metavar": "RUN_ID"}), *WAIT])
+
+
+def add_results(sub):
+    result = actions(sub, "result", "a run's result")
+    command(result, "collect", cmd_result_collect,
+            "re-read a scored run's evidence and store a pending result (idempotent); --wait for the run first",
+            [CHALLENGE, RUN_ID, *WAIT])
+    command(result, "review", cmd_result_review, "accept or reject a collected result (BenchFlow editors; final)", [
+        CHALLENGE, RUN_ID,
+        (("--file",), {"required": True, "help": 'review.json: {"accepted": true|false, "note": "at least 20 characters"}'})])
+
+
+def add_baseline(sub):
+    baseline = actions(sub, "baseline", "the base model's measured baseline on the held-out suite")
+    command(baseline, "get", cmd_baseline_get, "the challenge's baseline and every measurement collected", [CHALLENGE])
+    command(baseline, "launch", cmd_baseline_launch,
+            "measure the base model as a job on the shared compute (BenchFlow editors)", [
+                CHALLENGE,
+                (("--file",), {"required": True, "help": 'baseline.json: {"request_id": "…"}; keep it, it makes retries safe'})])
+    command(baseline, "collect", cmd_baseline_collect,
+            "re-read a scored measurement's evidence and make it the challenge's baseline (BenchFlow editors)",
+            [CHALLENGE, RUN_ID])
+
+
+def add_gates(sub):
+    gates = actions(sub, "gates", "the dynamic gates (organizer-run)")
+    command(gates, "plan", cmd_gates_plan, "the plan's pinned bench eval run commands (the author or an editor)", [
+        CHALLENGE, ENVIRONMENT, (("--controls-reruns",), {"type": int}), (("--band-attempts",), {"type": int}),
+        (("--require-oracle",), {"action": "store_true"}), (("--allow-no-oracle",), {"action": "store_true"})])
+    command(gates, "get", cmd_gates_get, "the static summary stored at submission and any attached verdict",
+            [CHALLENGE, ENVIRONMENT])
+    command(gates, "attach", cmd_gates_attach, "attach results.json from validation_gates.py collect (BenchFlow editors)",
+            [CHALLENGE, ENVIRONMENT, (("--file",), {"required": True})])
+
+
+def add_identity(sub):
+    command(sub, "whoami", cmd_whoami, "who the arena sees with your token")
+    command(sub, "register-agent", cmd_register_agent, "register an agent id you own",
+            [(("--file",), {"required": True, "help": 'JSON: {"agent_id", "description", "model"?, "harness"?}'})])
+    command(sub, "discover", cmd_discover, "registered agents and their owners, challenges, the board")
+
+
+def add_board(sub):
+    board = actions(sub, "board", "the shared board")
+    command(board, "list", cmd_board_list, "messages, newest first", [
+        (("--agent",), {}), (("--author",), {}), (("--q",), {"help": "text the body contains"}),
+        (("--since",), {"help": "RFC 3339 time"}), (("--limit",), {"type": int}),
+        (("--before",), {"help": "continue after this message id (next_before)"})])
+    command(board, "post", cmd_board_post, "post a message (idempotent by request_id)", [
+        (("--file",), {"required": True, "help": 'JSON: {"request_id", "agent_id", "body", "refs", "broadcast": false}'})])
+
+
+def add_collections(sub):
     env_help = ('environment.json: {"agent_id", "challenge_id", "repo_type": "dataset"|"github", "repo_id", '
                 '"revision", "entry_path", "title", "notes"}')
-    p = sub.add_parser("validate", help="check a published collection without storing it (exit 0 with `valid: false` too: read the answer)")
-    p.add_argument("--file", required=True, help=env_help)
-    p.set_defaults(func=cmd_validate)
-    p = sub.add_parser(
-        "submit",
-        help="validate, save the request pinned to its commit as FILE.pinned.json, then submit it (idempotent)",
-    )
-    p.add_argument("--file", required=True, help=env_help + "; a file whose revision is a 40-hex commit is used as it is")
-    p.set_defaults(func=cmd_submit)
-    envs = sub.add_parser("environments", help="submitted collections").add_subparsers(
-        dest="environments_command", metavar="ACTION")
-    envs.required = True
-    p = envs.add_parser("list", help="every submitted collection")
-    p.add_argument("--legacy", action="store_true", help="include the legacy practice fixtures")
-    p.add_argument("--challenge", metavar="ID", help="only collections for this challenge or track")
-    p.set_defaults(func=cmd_environments_list)
-    return parser
+    command(sub, "validate", cmd_validate,
+            "check a published collection without storing it (exit 0 with `valid: false` too: read the answer)",
+            [(("--file",), {"required": True, "help": env_help})])
+    command(sub, "submit", cmd_submit,
+            "validate, save the request pinned to its commit as FILE.pinned.json, then submit it (idempotent)",
+            [(("--file",), {"required": True, "help": env_help + "; a file whose revision is a 40-hex commit is used as it is"})])
+    envs = actions(sub, "environments", "submitted collections")
+    command(envs, "list", cmd_environments_list, "every submitted collection", [
+        (("--legacy",), {"action": "store_true", "help": "include the legacy practice fixtures"}),
+        (("--challenge",), {"metavar": "ID", "help": "only collections for this challenge or track"})])
 
 
 def main(argv=None):

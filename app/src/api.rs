@@ -74,6 +74,18 @@ pub trait ArenaReads: Send + Sync + 'static {
     fn openenv_leaderboard(&self) -> BoxFuture<'_, Read<domain::openenv::evaluation::Leaderboard>>;
     /// Whether the OpenEnv track takes new submissions (public).
     fn openenv_intake(&self) -> BoxFuture<'_, Read<domain::openenv::controls::Intake>>;
+    /// The signed-in requester's OpenEnv quota (`None` when not signed in).
+    fn openenv_quota<'a>(
+        &'a self,
+        request: &'a http::request::Parts,
+    ) -> BoxFuture<'a, Read<Option<domain::openenv::quota::QuotaView>>>;
+    /// A page of the OpenEnv leaderboard by account (the first without a cursor), the requester's
+    /// row pinned (public).
+    fn openenv_accounts<'a>(
+        &'a self,
+        request: &'a http::request::Parts,
+        cursor: Option<String>,
+    ) -> BoxFuture<'a, Read<domain::openenv::by_account::AccountPage>>;
 }
 
 /// An OpenEnv run as its page shows it: the run and its events.

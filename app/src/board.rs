@@ -130,7 +130,7 @@ pub(crate) fn Account(
             view! {
                 <div class="account">
                     <a class="button" href=format!("/auth/login?return_to={return_to}") rel="external" on:click=on_click>"Sign in with Hugging Face"</a>
-                    {format!(" {why}. Agents use their HF token with arena_cli.py.")}
+                    {format!(" {why}. Agents send their HF token instead, as the guide shows.")}
                     {move || error.get().map(|e| view! { <p class="error">{e}</p> })}
                 </div>
             }
@@ -302,6 +302,11 @@ pub fn fill_prompt(prompt: &str, agent_id: &str) -> String {
     }
 }
 
+/// Adding the arena to an MCP client: Claude Code's command, and the configuration most others read.
+const MCP_CLAUDE: &str =
+    "claude mcp add --transport http open-env-arena https://openenvarena-arena.hf.space/mcp";
+const MCP_JSON: &str = r#"{"mcpServers": {"open-env-arena": {"type": "http", "url": "https://openenvarena-arena.hf.space/mcp"}}}"#;
+
 #[cfg_attr(feature = "board-islands", island)]
 #[cfg_attr(not(feature = "board-islands"), component)]
 pub fn AddYourAgent() -> impl IntoView {
@@ -332,6 +337,13 @@ pub fn AddYourAgent() -> impl IntoView {
             <button type="button" on:click=move |_| copy("try")>
                 {move || if copied.get() == Some("try") { "Copied" } else { "Copy prompt" }}
             </button>
+            <h3>"Or connect it over MCP"</h3>
+            <p>"Agents that speak MCP (Claude Code, Cursor, Codex) use the arena's tools at "<code>"/mcp"</code>
+                ", signing in with Hugging Face. In Claude Code:"</p>
+            <pre class="commands" tabindex="0" aria-label="Claude Code's command">{MCP_CLAUDE}</pre>
+            <p>"Elsewhere, in the client's MCP configuration:"</p>
+            <pre class="commands" tabindex="0" aria-label="An MCP client's configuration">{MCP_JSON}</pre>
+            <p><a href="/AGENTS.md#connect-over-mcp">"The tools, and signing in with a token instead"</a></p>
         </section>
     }
 }

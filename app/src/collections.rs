@@ -327,7 +327,7 @@ fn Submission(detail: SubmissionDetail) -> impl IntoView {
             {format!("Outside the arena, on your own Fireworks and Daytona accounts; checked with {}. ", p.checked_with)}
             {p.costs.note.clone()}
         </p>
-        <pre class="commands">{p.commands.join("\n")}</pre>
+        <pre class="commands" tabindex="0" aria-label="The PostTrain commands">{p.commands.join("\n")}</pre>
         <dl class="facts">
             <dt>"Leaky"</dt><dd>{if p.leaky.is_empty() { "none".to_string() } else { p.leaky.join(", ") }}</dd>
             <dt>"Without oracle"</dt><dd>{p.no_oracle}</dd>

@@ -8,7 +8,7 @@ use domain::openenv::SubmissionView;
 use domain::ApiErrorBody;
 use leptos::prelude::*;
 use leptos_meta::Meta;
-use leptos_router::hooks::use_params_map;
+use leptos_router::hooks::{use_params_map, use_query_map};
 
 use crate::api::{self, reads, ReadError};
 use crate::board::AccountBox;
@@ -55,6 +55,9 @@ pub fn explain(code: &str) -> &'static str {
         "ADMISSION_EPISODE_FAILED" => {
             "the example actions did not end the episode with a reward in [0, 1] (counts against you)"
         }
+        "TASK_NOT_LISTED" => {
+            "the environment's task API lists no task with this task_id (counts against you)"
+        }
         "SANDBOX_STARTUP_FAILED" | "ADMISSION_INFRASTRUCTURE_FAILURE" => {
             "our side failed; the arena retries it (does not count)"
         }
@@ -67,12 +70,15 @@ pub fn OpenEnvPage() -> impl IntoView {
     let reads = reads();
     let session = api::session();
     let parts = api::request_parts();
+    let accounts_cursor = use_query_map().with_untracked(|q| q.get("accounts"));
     let page = async move {
-        let reads = reads?;
-        let (connected, submissions) = reads.openenv(&parts?).await?;
+        let (reads, parts) = (reads?, parts?);
+        let (connected, submissions) = reads.openenv(&parts).await?;
         let board = reads.openenv_leaderboard().await?;
+        let accounts = reads.openenv_accounts(&parts, accounts_cursor).await?;
+        let quota = reads.openenv_quota(&parts).await?;
         let intake = reads.openenv_intake().await?;
-        Ok::<_, ApiErrorBody>((session.await?, connected, submissions, board, intake))
+        Ok::<_, ApiErrorBody>((session.await?, connected, submissions, (board, accounts), quota, intake))
     };
     view! {
         <PageMeta title="Open Env Arena · OpenEnv environments" description="Submit an OpenEnv environment as a container image; the arena checks it, admits it in a sandbox and trains on it on its own cluster."/>
@@ -84,7 +90,7 @@ pub fn OpenEnvPage() -> impl IntoView {
         </p>
         <Suspense fallback=|| view! { <p>"Loading…"</p> }>
             {Suspend::new(async move {
-                let (session, connected, submissions, board, intake) = match page.await {
+                let (session, connected, submissions, (board, accounts), quota, intake) = match page.await {
                     Ok(read) => read,
                     Err(error) => return view! { <ReadError what="the OpenEnv track" error/> }.into_any(),
                 };
@@ -104,13 +110,16 @@ pub fn OpenEnvPage() -> impl IntoView {
                             intake.since.clone().unwrap_or_default(), intake.reason.clone().unwrap_or_default()
                         )}</p>
                     })}
-                    <h2 id="leaderboard">"Leaderboard"</h2>
+                    <h2 id="leaderboard">"Leaderboard by submission"</h2>
                     <crate::openenv_results::OpenEnvLeaderboard board/>
+                    <h2 id="by-account">"Leaderboard by participant"</h2>
+                    <crate::openenv_results::OpenEnvAccountBoard page=accounts/>
                     <AgentLines/>
                     <AccountBox session return_to why="to submit an environment and follow its admission and run".to_string()/>
                     {match csrf {
                         Some(csrf) => view! {
                             <h2>"Your submissions"</h2>
+                            {quota.map(|quota| view! { <crate::openenv_results::QuotaLine quota/> })}
                             {if submissions.is_empty() {
                                 view! { <p class="note">"None yet."</p> }.into_any()
                             } else {
@@ -146,7 +155,7 @@ curl -sS \"$BASE/leaderboard\"";
             "This track takes no " <code>"arena_cli.py"</code> ": agents send the guide's requests with their Hugging Face token, "
             "as " <a href="/AGENTS.md#submit-and-follow-your-run">"the guide"</a> " shows:"
         </p>
-        <pre class="agent-lines"><code>{LINES}</code></pre>
+        <pre class="agent-lines" tabindex="0" aria-label="The requests an agent sends"><code>{LINES}</code></pre>
     }
 }
 
@@ -362,7 +371,7 @@ fn cleanup_words(c: domain::openenv::controls::CleanupView) -> Option<String> {
 
 #[component]
 fn RunDetail(run: OpenEnvRunView, events: Vec<RunEvent>) -> impl IntoView {
-    let live = !run.state.terminal();
+    let live = !run.state.has_ended();
     view! {
         {live.then(|| view! { <Meta http_equiv="refresh" content="5"/> })}
         <p class=format!("openenv-run-state state-{}", run.state.as_str())>
@@ -370,7 +379,8 @@ fn RunDetail(run: OpenEnvRunView, events: Vec<RunEvent>) -> impl IntoView {
             {format!(" · {} optimizer step(s) taken", run.policy_version)}
         </p>
         {run.alert.clone().map(|a| view! {
-            <p class="openenv-alert" role="status"><strong>{a.words}</strong> {format!(" ({})", a.at)} ": " {a.message}</p>
+            <p class=format!("openenv-alert level-{}", a.level.as_str()) role="status"><strong>{a.words}</strong> {format!(" ({})", a.at)} ": " {a.message}
+                {a.url.map(|u| view! { " " <a href=u rel="external noopener nofollow">"Dashboard"</a> })}</p>
         })}
         {run.trainer.clone().map(|t| view! {
             <p class="meta openenv-trainer">{format!(

@@ -1,8 +1,11 @@
 //! What the OpenEnv track measured: a run's held-out evaluation (before and after training, Δ
-//! with its interval, per domain; each held-out task for editors only), and the leaderboard that
-//! ranks submissions by it. Rendered on the server only: nothing here hydrates.
+//! with its interval, per domain; each held-out task for editors only), the leaderboards that
+//! rank submissions and accounts by it, and where the signed-in participant stands on quota.
+//! Rendered on the server only: nothing here hydrates.
 
+use domain::openenv::by_account::{AccountPage, AccountRow};
 use domain::openenv::evaluation::{DeltaFigures, EvaluationState, EvaluationView, Leaderboard, PhaseScore};
+use domain::openenv::quota::QuotaView;
 use leptos::prelude::*;
 
 fn pct(p: &Option<PhaseScore>, f: fn(&PhaseScore) -> f64) -> String {
@@ -119,7 +122,7 @@ pub fn OpenEnvLeaderboard(board: Leaderboard) -> impl IntoView {
             view! { <p class="note">"No run has been evaluated yet."</p> }.into_any()
         } else {
             view! {
-                <table class="openenv-leaderboard cards">
+                <div class="table-wrap" tabindex="0" role="region" aria-label="Leaderboard by submission"><table class="openenv-leaderboard cards">
                     <thead><tr>
                         <th>"Rank"</th><th>"Submission"</th><th>"By"</th><th>"Δ mean reward"</th><th>"95% interval"</th><th>"Tie group"</th><th>"Runs"</th>
                         {head_domains.into_iter().map(|d| view! { <th class="domain">{d}</th> }).collect_view()}
@@ -151,10 +154,95 @@ pub fn OpenEnvLeaderboard(board: Leaderboard) -> impl IntoView {
                             </tr>
                         }).collect_view()}
                     </tbody>
-                </table>
+                </table></div>
             }.into_any()
         }}
         <p class="meta method">{board.method.clone()}</p>
     }
     .into_any()
+}
+
+/// The leaderboard by participant: one row per account (its best submission's Δ and interval, its
+/// best Δ per domain), the signed-in caller's row pinned above, pages from a frozen snapshot.
+#[component]
+pub fn OpenEnvAccountBoard(page: AccountPage) -> impl IntoView {
+    if page.benchmark.is_none() {
+        return ().into_any();
+    }
+    let domains = page.domains.clone();
+    let next = page.next_cursor.clone();
+    let head = |domains: Vec<String>| {
+        view! {
+            <thead><tr>
+                <th>"Rank"</th><th>"Account"</th><th>"Best submission"</th><th>"Δ mean reward"</th><th>"95% interval"</th><th>"Tie group"</th><th>"Submissions"</th>
+                {domains.into_iter().map(|d| view! { <th class="domain">{format!("best {d}")}</th> }).collect_view()}
+            </tr></thead>
+        }
+    };
+    view! {
+        <p class="meta">{format!(
+            "One row per Hugging Face account: its best submission, and its best Δ in each domain across all of its submissions. {} accounts, as of {}.",
+            page.total, page.snapshot_at
+        )}</p>
+        {page.me.clone().map(|me| view! {
+            <div class="table-wrap" tabindex="0" role="region" aria-label="Your row"><table class="openenv-accounts pinned cards" aria-label="Your row">
+                {head(domains.clone())}
+                <tbody><AccountLine row=me/></tbody>
+            </table></div>
+        })}
+        {if page.rows.is_empty() {
+            view! { <p class="note">"No account has an evaluated run yet."</p> }.into_any()
+        } else {
+            view! {
+                <div class="table-wrap" tabindex="0" role="region" aria-label="Leaderboard by account"><table class="openenv-accounts cards">
+                    {head(domains)}
+                    <tbody>{page.rows.into_iter().map(|row| view! { <AccountLine row/> }).collect_view()}</tbody>
+                </table></div>
+            }.into_any()
+        }}
+        {next.map(|c| view! {
+            <p><a rel="next" href=format!("/arena/openenv?accounts={c}#by-account")>"Next accounts"</a></p>
+        })}
+    }
+    .into_any()
+}
+
+#[component]
+fn AccountLine(row: AccountRow) -> impl IntoView {
+    view! {
+        <tr data-account=row.account.clone()>
+            <td data-label="Rank">{row.rank}</td>
+            <td data-label="Account">{row.account.clone()}{row.simulated.then_some(" (simulated)")}</td>
+            <td data-label="Best submission">{row.name.clone()} " " <code>{row.submission_id.clone()}</code></td>
+            <td data-label="Δ mean reward"><strong>{pp(Some(row.delta_pp))}</strong>{row.stderr_pp.map(|s| format!(" ± {s:.1}"))}</td>
+            <td data-label="95% interval">{row.ci95_pp.map_or("–".into(), |[lo, hi]| format!("{lo:+.1} to {hi:+.1}"))}</td>
+            <td data-label="Tie group">{row.tie_group}</td>
+            <td data-label="Submissions">{row.submissions}</td>
+            {row.domains.into_iter().map(|d| view! { <td data-label=d.domain.clone()>{pp(d.delta_pp)}</td> }).collect_view()}
+        </tr>
+    }
+}
+
+/// Where the signed-in participant stands against the submission quota.
+#[component]
+pub fn QuotaLine(quota: QuotaView) -> impl IntoView {
+    let text = if quota.exempt {
+        "Your account has no submission quota.".to_string()
+    } else {
+        let window = match quota.window_s {
+            s if s % 3600 == 0 => format!("{} hours", s / 3600),
+            s => format!("{s} seconds"),
+        };
+        let free = quota.limit.saturating_sub(quota.used);
+        let next = match (&quota.next_free_at, free) {
+            (Some(at), 0) => format!(" Your next submission can be accepted at {at}."),
+            (Some(at), _) => format!(" Your oldest one frees at {at}."),
+            (None, _) => String::new(),
+        };
+        format!(
+            "You have used {} of {} accepted submissions in the last {window}: {free} left.{next}",
+            quota.used, quota.limit
+        )
+    };
+    view! { <p class="quota" role="status">{text}</p> }
 }

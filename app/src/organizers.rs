@@ -1,8 +1,8 @@
 //! `/arena/jobs`, the organizers' page: every pipeline job in the arena's HF namespace with its
 //! cost, the cap and what is committed against it, and committed spend over time with the cap
-//! line, and the organizers' controls. Server-rendered only: its one control is a plain form.
+//! line, and the organizers' controls. Server-rendered only: each control is a plain form.
 
-use domain::board::HiddenMessage;
+use domain::board::{HiddenMessage, Message};
 use domain::openenv::controls::Intake;
 use domain::views::{JobsView, SpendPoint};
 use leptos::prelude::*;
@@ -29,7 +29,13 @@ pub fn JobsPage() -> impl IntoView {
                     Ok((session, Some(v))) => {
                         let csrf = session.viewer.map(|v| v.csrf).unwrap_or_default();
                         let (intake, hidden) = (v.intake.clone(), v.hidden_messages.clone());
-                        view! { <Jobs v/><Controls intake hidden csrf/> }.into_any()
+                        let (recent, runs) = (v.recent_messages.clone(), v.openenv_runs.clone());
+                        view! {
+                            <Jobs v/>
+                            <Controls intake csrf=csrf.clone()/>
+                            <OpenEnvCleanups runs csrf=csrf.clone()/>
+                            <BoardMessages recent hidden csrf/>
+                        }.into_any()
                     }
                     Ok((session, None)) => view! {
                         <AccountBox session return_to="/arena/jobs".to_string() why="as a BenchFlow editor to see the jobs and spend".to_string()/>
@@ -97,18 +103,25 @@ fn Jobs(v: JobsView) -> impl IntoView {
     }
 }
 
-/// The organizers' controls that need no script: OpenEnv intake as a plain form (the server
-/// answers it by sending the page back with what happened), and the board messages editors hid.
-#[component]
-fn Controls(intake: Intake, hidden: Vec<HiddenMessage>, csrf: String) -> impl IntoView {
+/// What a control's form did, from the query the server sent the page back with.
+fn outcome(key: &str, done: &str, undone: &str) -> Option<(&'static str, String)> {
     let query = leptos_router::hooks::use_query_map();
-    let outcome = query.with_untracked(|q| match (q.get("intake"), q.get("intake_error")) {
-        (Some(_), _) => Some(("note", "Intake changed.".to_string())),
-        (_, Some(code)) => {
-            Some(("error", format!("Intake unchanged: {code}: {}", q.get("why").unwrap_or_default())))
-        }
+    query.with_untracked(|q| match (q.get(key), q.get(&format!("{key}_error"))) {
+        (Some(_), _) => Some(("note", done.to_string())),
+        (_, Some(code)) => Some(("error", format!("{undone}: {code}: {}", q.get("why").unwrap_or_default()))),
         _ => None,
-    });
+    })
+}
+
+#[component]
+fn Outcome(key: &'static str, done: &'static str, undone: &'static str) -> impl IntoView {
+    outcome(key, done, undone).map(|(class, text)| view! { <p class=class role="status">{text}</p> })
+}
+
+/// OpenEnv intake as a plain form (the server answers it by sending the page back with what
+/// happened).
+#[component]
+fn Controls(intake: Intake, csrf: String) -> impl IntoView {
     let state = if intake.open {
         "Open: new submissions are taken.".to_string()
     } else {
@@ -117,7 +130,7 @@ fn Controls(intake: Intake, hidden: Vec<HiddenMessage>, csrf: String) -> impl In
     };
     view! {
         <h2 id="intake">"OpenEnv intake"</h2>
-        {outcome.map(|(class, text)| view! { <p class=class role="status">{text}</p> })}
+        <Outcome key="intake" done="Intake changed." undone="Intake unchanged"/>
         <p class="intake-state">{state}</p>
         <form method="post" action="/arena/jobs/intake" class="intake">
             <input type="hidden" name="csrf" value=csrf/>
@@ -128,9 +141,71 @@ fn Controls(intake: Intake, hidden: Vec<HiddenMessage>, csrf: String) -> impl In
             })}
             <button type="submit">{if intake.open { "Pause intake" } else { "Resume intake" }}</button>
         </form>
-        <h2>"Hidden board messages"</h2>
+    }
+}
+
+/// OpenEnv runs in cleanup: an editor releases one whose trainer has not confirmed its sandboxes
+/// gone for 900 s (the arena cancels those left and ends the run).
+#[component]
+fn OpenEnvCleanups(runs: Vec<(String, String)>, csrf: String) -> impl IntoView {
+    let stalled: Vec<String> =
+        runs.into_iter().filter(|(_, state)| state == "cleanup").map(|(id, _)| id).collect();
+    view! {
+        <h2 id="openenv-runs">"OpenEnv cleanups"</h2>
+        <Outcome key="release" done="Cleanup released: the run ended and its sandboxes left were canceled." undone="Not released"/>
+        {if stalled.is_empty() {
+            view! { <p>"No OpenEnv run is in cleanup."</p> }.into_any()
+        } else {
+            view! {
+                <ul class="cleanups">
+                    {stalled.into_iter().map(|id| { let field = format!("release-{id}"); view! {
+                        <li>
+                            <a href=format!("/arena/openenv/runs/{id}")><code>{id.clone()}</code></a>
+                            <form method="post" action="/arena/jobs/release" class="release">
+                                <input type="hidden" name="csrf" value=csrf.clone()/>
+                                <input type="hidden" name="id" value=id.clone()/>
+                                <label for=field.clone()>"Reason"</label>
+                                <input id=field name="reason" required maxlength="500" autocomplete="off"/>
+                                <button type="submit">"Release cleanup"</button>
+                            </form>
+                        </li>
+                    }}).collect_view()}
+                </ul>
+            }.into_any()
+        }}
+    }
+}
+
+/// The newest board messages, each with a form to hide it, and those editors hid.
+#[component]
+fn BoardMessages(recent: Vec<Message>, hidden: Vec<HiddenMessage>, csrf: String) -> impl IntoView {
+    view! {
+        <h2 id="board-messages">"Board messages"</h2>
+        <Outcome key="hide" done="Message hidden: it left every listing and page, kept for audit." undone="Not hidden"/>
+        {if recent.is_empty() {
+            view! { <p>"No message is shown on the board."</p> }.into_any()
+        } else {
+            view! {
+                <ul class="board-messages">
+                    {recent.into_iter().map(|m| { let field = format!("hide-{}", m.id); view! {
+                        <li>
+                            <code>{m.id.clone()}</code>" by "{m.author.clone()}" at "{m.created_at.clone()}
+                            <blockquote>{m.body.clone()}</blockquote>
+                            <form method="post" action="/arena/jobs/hide" class="hide">
+                                <input type="hidden" name="csrf" value=csrf.clone()/>
+                                <input type="hidden" name="id" value=m.id.clone()/>
+                                <label for=field.clone()>"Reason"</label>
+                                <input id=field name="reason" required maxlength="500" autocomplete="off"/>
+                                <button type="submit">"Hide message"</button>
+                            </form>
+                        </li>
+                    }}).collect_view()}
+                </ul>
+            }.into_any()
+        }}
+        <h3>"Hidden"</h3>
         {if hidden.is_empty() {
-            view! { <p>"None: editors hide a message with POST /api/board/messages/{id}/hide and a reason."</p> }.into_any()
+            view! { <p>"None."</p> }.into_any()
         } else {
             view! {
                 <ul class="hidden-messages">

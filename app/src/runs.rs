@@ -265,7 +265,7 @@ fn RunLive(url: String, run: LiveRun) -> impl IntoView {
         let url = url.clone();
         let tick = move || {
             now.set((client::now_seconds() + offset.get_untracked()) as i64);
-            if detail.get_untracked().state.is_finished() {
+            if detail.get_untracked().state.has_ended() {
                 return;
             }
             let url = url.clone();
@@ -342,7 +342,7 @@ fn Timeline(detail: RwSignal<LiveRun>, now: RwSignal<i64>) -> impl IntoView {
         <div class="timeline" role="list">
             {move || {
                 let d = detail.get();
-                let end = if d.state.is_finished() {
+                let end = if d.state.has_ended() {
                     d.stages.iter().filter_map(|s| s.finished_epoch.or(s.started_epoch)).max().unwrap_or(d.now_epoch)
                 } else {
                     now.get().max(d.now_epoch)

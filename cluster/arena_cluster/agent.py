@@ -9,9 +9,11 @@ lists the runs it holds, and starts their trainers again from their last checkpo
     python -m arena_cluster.agent --arena https://openenvarena-arena.hf.space --home /var/lib/arena-agent
 
 Environment: `ARENA_CLUSTER_SECRET` (the arena's), and what the trainer needs (`HF_TOKEN`, which
-starts sandboxes, `ARENA_SANDBOX_TOKEN`, the only credential a sandbox receives, checked with HF's
-whoami at start: a read token of an account whose only organization is `ARENA_SANDBOX_NAMESPACE`,
-`ARENA_TRAINER_MODEL`, optional `HF_ENDPOINT`, `TRACKIO_SPACE_ID`).
+starts sandboxes; `ARENA_SANDBOX_TOKEN`, the only credential a training sandbox receives, and
+`ARENA_EVAL_TOKEN`, the only one a held-out sandbox receives, both checked with HF's whoami at
+start: each a read token of an account whose only organization is its namespace,
+`ARENA_SANDBOX_NAMESPACE` and `ARENA_EVAL_NAMESPACE`, two different ones; `ARENA_TRAINER_MODEL`,
+optional `HF_ENDPOINT`, `TRACKIO_SPACE_ID`).
 `ARENA_AGENT_GPUS` overrides the GPUs `nvidia-smi -L` lists; `ARENA_AGENT_CPU_SLOTS` lets a node
 without a GPU train on its CPU (tests and the local demo, with the tiny model).
 """
@@ -242,18 +244,17 @@ class Agent:
         return [{"kind": "stopped", "run_id": run_id}]
 
     def _cancel_sandboxes(self, run_id: str) -> None:
-        """What the stopped trainer did not cancel itself: the run's training and evaluation
-        sandboxes, as its own cleanup finds them (`Sandboxes.running`)."""
-        try:
-            from .sandboxes import Sandboxes
+        """What the stopped trainer did not cancel itself: the run's training and held-out
+        sandboxes, in both namespaces, as its own cleanup finds them (`sandboxes.cancel_all`).
+        What fails is logged: the arena's sweep and HF's timeout stop them."""
+        from .sandboxes import cancel_all, run_sandboxes
 
-            s = self.settings
-            sandboxes = Sandboxes(api=s.hf_api(), namespace=s.sandbox_namespace, reader=s.sandbox_token,
-                                  run_label=run_id)
-            for job in sandboxes.running():
-                sandboxes.cancel(job.id)
-        except Exception as e:  # noqa: BLE001 - the arena's sweep and HF's timeout stop them
-            log.warning("canceling the sandboxes of %s failed: %s", run_id, e)
+        try:
+            problems = cancel_all(run_sandboxes(self.settings, run_id))
+        except Exception as e:  # noqa: BLE001 - the HF client could not even be made
+            problems = [f"{type(e).__name__}: {e}"]
+        for why in problems:
+            log.warning("canceling the sandboxes of %s: %s", run_id, why)
 
     def on_ack(self, m: dict) -> None:
         if m.get("of") == "hello":
@@ -323,26 +324,43 @@ class Agent:
                 await ws.send(json.dumps(r))
 
 
-def check_sandbox_reader(reader: str, namespace: str, tries: int = 20, endpoint: str | None = None) -> str | None:
-    """Why the sandbox reader may not be used (None: it may), from HF's whoami-v2; HF unreachable
-    is tried again for a while, then refuses too."""
-    import huggingface_hub
+class Refused(Exception):
+    """A token HF's whoami does not accept, or did not answer for."""
 
-    from .sandboxes import reader_refusal
+
+def whoami(token: str, setting: str, tries: int = 20, endpoint: str | None = None) -> dict:
+    """HF's whoami-v2 answer for `token` (the setting `setting`); HF unreachable is tried again
+    for a while, then refuses too."""
+    import huggingface_hub
 
     api = huggingface_hub.HfApi(endpoint=endpoint)
     why = "no try"
     for _ in range(tries):
         try:
-            return reader_refusal(api.whoami(token=reader), namespace)
+            return api.whoami(token=token)
         except Exception as e:  # noqa: BLE001 - httpx's and HF's errors alike: said, then tried again
             status = getattr(getattr(e, "response", None), "status_code", None)
             if status in (401, 403):
-                return "HF does not accept it"
+                raise Refused(f"{setting}: HF does not accept it") from None
             why = f"HF answered {status}" if status else f"{type(e).__name__}: {e}"
-        log.info("checking ARENA_SANDBOX_TOKEN: %s; trying again", why)
+        log.info("checking %s: %s; trying again", setting, why)
         time.sleep(1)
-    return f"HF's whoami did not answer ({why})"
+    raise Refused(f"{setting}: HF's whoami did not answer ({why})")
+
+
+def check_readers(settings: Settings, tries: int = 20) -> str | None:
+    """Why the two readers may not be used (None: they may): `sandboxes.readers_refusal` on HF's
+    whoami-v2 answers for them."""
+    from .sandboxes import readers_refusal
+
+    if settings.eval_namespace == settings.sandbox_namespace:
+        return readers_refusal({}, {}, settings.sandbox_namespace, settings.eval_namespace)
+    try:
+        sandbox = whoami(settings.sandbox_token, "ARENA_SANDBOX_TOKEN", tries, settings.hf_endpoint)
+        held_out = whoami(settings.eval_token, "ARENA_EVAL_TOKEN", tries, settings.hf_endpoint)
+    except Refused as e:
+        return str(e)
+    return readers_refusal(sandbox, held_out, settings.sandbox_namespace, settings.eval_namespace)
 
 
 def main() -> None:
@@ -359,9 +377,9 @@ def main() -> None:
         settings = Settings.read()
     except SettingError as e:
         sys.exit(str(e))
-    why = check_sandbox_reader(settings.sandbox_token, settings.sandbox_namespace, endpoint=settings.hf_endpoint)
+    why = check_readers(settings)
     if why:
-        sys.exit(f"ARENA_SANDBOX_TOKEN must be worth nothing to a participant who receives it, and is not: {why}")
+        sys.exit(f"the sandboxes' readers must be worth nothing to a participant who receives one, and are not: {why}")
     agent = Agent(args.arena, secret, args.home, args.heartbeat_s, sys.executable, settings)
     asyncio.run(agent.run())
 

@@ -264,12 +264,18 @@ class Budget:
         return None
 
 
-def system_prompt(action_schema: Any) -> str:
-    return (
+def system_prompt(action_schema: Any, tools: list | None = None) -> str:
+    """What the model is told about the environment: its action schema and, for a tools
+    environment, its tools as its `tools/list` answered them (each `{"name", "description",
+    "input_schema"}`, the assignment's task `tools`), since a `call_tool` action schema names none."""
+    text = (
         "You act in an environment. Reply with exactly one JSON object and nothing else: an action "
         'valid under this JSON Schema, or {"finish": true} to end the episode.\n'
         f"Action schema: {json_text(action_schema)}"
     )
+    if tools:
+        text += f"\nTools, each called through the action schema: {json_text(list(tools))}"
+    return text
 
 
 @dataclass(frozen=True)
@@ -291,11 +297,14 @@ class Episode:
     ended: End | None = None
 
     @staticmethod
-    def start(task, action_schema, reset_observation, system_tokens, observation_tokens, now_ms) -> "Episode":
+    def start(task, action_schema, tools, reset_observation, system_tokens, observation_tokens,
+              now_ms) -> "Episode":
+        """The system message with the schema (and the tools, possibly none), then the reset
+        observation as the first user turn."""
         e = Episode(
             task=task,
             messages=[
-                {"role": "system", "content": system_prompt(action_schema)},
+                {"role": "system", "content": system_prompt(action_schema, tools)},
                 {"role": "user", "content": json_text(reset_observation)},
             ],
             pacer=Pacer(task, now_ms),
@@ -344,8 +353,28 @@ class Episode:
 # --- The server's WebSocket protocol ----------------------------------------------------------
 
 
-def ws_reset(task_id: str) -> dict:
-    return {"type": "reset", "data": {"task_id": task_id}}
+def ws_reset(reset: dict) -> dict:
+    """A reset with what chooses the task: `reset_for(task_id)`, or the task API's
+    `{"split", "index"}` admission found (the assignment's task `reset`)."""
+    return {"type": "reset", "data": reset}
+
+
+def reset_for(task_id: str) -> dict:
+    """How a task is chosen at reset when the environment has no task API: by its id."""
+    return {"task_id": task_id}
+
+
+def task_reset(task: dict) -> dict:
+    """The reset data of an assignment's task: its `reset` (as admission played it), else
+    `reset_for` its id (a held-out environment's tasks carry none)."""
+    reset = task.get("reset")
+    return reset if isinstance(reset, dict) else reset_for(task["task_id"])
+
+
+def task_tools(task: dict) -> list:
+    """The tools of an assignment's task's environment (none: not a tools environment)."""
+    tools = task.get("tools")
+    return list(tools) if isinstance(tools, list) else []
 
 
 def ws_step(action: Any) -> dict:
@@ -362,11 +391,17 @@ class Observed:
 
 
 def ws_observation(message: Any) -> Observed | None:
-    """The observation message read; None for anything else."""
+    """The observation message read; None for anything else. The observation's `metadata` is not
+    part of it: openenv 0.10 sends it (inside the observation, and beside it as `data.metadata`:
+    `{"step": 1}`, or an importer's prompt and task spec, answer included) and the model never
+    sees either."""
     if not isinstance(message, dict) or message.get("type") != "observation":
         return None
     data = message.get("data") if isinstance(message.get("data"), dict) else {}
     reward = data.get("reward")
     reward = float(reward) if isinstance(reward, (int, float)) and not isinstance(reward, bool) else None
     done = data.get("done") if isinstance(data.get("done"), bool) else False
-    return Observed(data.get("observation"), reward, done)
+    observation = data.get("observation")
+    if isinstance(observation, dict):
+        observation = {k: v for k, v in observation.items() if k != "metadata"}
+    return Observed(observation, reward, done)

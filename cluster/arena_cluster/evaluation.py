@@ -2,7 +2,10 @@
 `benchmark`), `trials` times, with the base policy before the first optimizer step and with the
 trained policy after the last. Each episode is played in a fresh sandbox of the held-out image
 under the same episode contract, sampling settings and limits as training, and seeded by its
-benchmark, task and trial alone, so that before and after see the same draws. An episode lost to
+benchmark, task and trial alone, so that before and after see the same draws (the episodes of a
+batch are generated together, each row with its own seeded draws: `generation`). Held-out
+sandboxes run apart from training's, in the eval namespace, reached with the eval reader
+(`sandboxes.run_sandboxes`). An episode lost to
 the platform (its sandbox never served, or its connection failed) is played again once in a fresh
 sandbox; one still lost is reported without a reward and left out of the score. The arena scores
 the records itself (`domain::openenv::evaluation`).
@@ -10,7 +13,11 @@ the records itself (`domain::openenv::evaluation`).
 A phase has its own allowance (`phase_allowance_s`), not taken from the run's training time. An
 episode not started within it is reported without a reward, and the phase says it is incomplete.
 Events never name a held-out task: participants read them. Each phase's records are kept in the
-run's progress, so a restarted trainer does not play a finished phase again.
+run's progress, so a restarted trainer does not play a finished phase again. The tasks' labels are
+the arena's opaque ids (`task_label`), used as given. A held-out environment's tasks carry no
+`reset` or `tools`: each resets by its id (`contract.reset_for`) and its system message lists no
+tool. The conversation of each phase's first episode is handed to `record` (the run's
+`conversations.jsonl`, which stays on the node).
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ from dataclasses import asdict, dataclass
 
 from . import contract
 from .episodes import play
+from .runstate import Actions, Progress
 from .sandboxes import EVAL_PURPOSE
 
 # Episodes played at once: a step's sandboxes, which the node reserves per run.
@@ -30,9 +38,9 @@ AT_ONCE = contract.EPISODES_PER_STEP
 
 @dataclass
 class Cell:
-    """One planned held-out episode: its environment, task and trial."""
+    """One planned held-out episode: its environment's actions, task and trial."""
 
-    environment: dict
+    actions: Actions
     task: dict
     trial: int
 
@@ -51,32 +59,35 @@ class Record:
     replays: int = 0
 
 
-def cells(benchmark: dict) -> list:
+def cells(benchmark: dict, actions: list) -> list:
+    """Every planned episode; `actions[i]` are environment i's (`Assignment.benchmark_actions`)."""
     out = []
-    for env in benchmark.get("environments") or []:
+    for env, acts in zip(benchmark.get("environments") or [], actions):
         for task in env["tasks"]:
             task = {**task, "image": env["image"], "port": env["port"], "command": env["command"],
                     "env": env.get("env") or {}}
-            out.extend(Cell(env, task, k) for k in range(int(benchmark["trials"])))
+            out.extend(Cell(acts, task, k) for k in range(int(benchmark["trials"])))
     return out
 
 
 class Evaluation:
     """Plays the phases of one run; `emit(message, evaluation)` reports an `evaluating` event."""
 
-    def __init__(self, benchmark: dict, progress: dict, emit, validator_for):
+    def __init__(self, benchmark: dict, actions: list, progress: Progress, emit, record=None):
         self.benchmark = benchmark
         self.id = benchmark.get("id", "")
-        self.cells = cells(benchmark)
-        self.progress = progress.setdefault("evaluation", {})
+        self.cells = cells(benchmark, actions)
+        self.progress = progress.evaluation
         self.emit = emit
-        self.validator_for = validator_for
+        # `record(phase, task, played)`: the phase's first episode, as the model saw it.
+        self.record = record
 
     def done(self, phase: str) -> bool:
         return phase in self.progress
 
     def run(self, phase: str, policy, sandboxes, save) -> None:
-        """Plays `phase` (`before` or `after`) unless a start of this trainer already did."""
+        """Plays `phase` (`before` or `after`) unless a start of this trainer already did;
+        `sandboxes` are the eval namespace's."""
         if self.done(phase):
             return
         planned = len(self.cells)
@@ -99,8 +110,10 @@ class Evaluation:
                 out_of_time = True
                 records += [Record(c.task["task_id"], c.trial, None) for c in batch]
                 continue
-            with ThreadPoolExecutor(len(batch)) as pool:
-                records += list(pool.map(lambda c: self._play(c, policy, sandboxes), batch))
+            with policy.step(len(batch)), ThreadPoolExecutor(len(batch)) as pool:
+                first = start == 0
+                records += list(pool.map(
+                    lambda c: self._play(c, policy, sandboxes, phase if first and c is batch[0] else None), batch))
             if start + AT_ONCE < planned:
                 self._report(phase, len(records), planned, f"{len(records)} of {planned} held-out episodes {words}")
         lost = sum(1 for r in records if r.reward is None)
@@ -112,16 +125,17 @@ class Evaluation:
         self.progress[phase] = {"records": len(records)}
         save()
 
-    def _play(self, cell: Cell, policy, sandboxes) -> Record:
+    def _play(self, cell: Cell, policy, sandboxes, recorded_phase: str | None = None) -> Record:
         """One held-out episode, played once more if the platform lost it. An episode that ended
         without a valid reward for any other reason (an invalid reply with no finish reward, a
-        wall) scores 0: that is the policy's or the environment's doing, not the platform's."""
-        submission = {"schema": cell.environment["schema"], "finish_action": cell.environment.get("finish_action")}
-        valid = self.validator_for(cell.environment["schema"]["action"])
+        wall) scores 0: that is the policy's or the environment's doing, not the platform's. With
+        `recorded_phase`, its last play's conversation is recorded."""
         seed = cell.seed(self.id)
         replays = 0
         while True:
-            p = play(policy, sandboxes, cell.task, submission, valid, seed=seed, purpose=EVAL_PURPOSE)
+            p = play(policy, sandboxes, cell.task, cell.actions, seed=seed, purpose=EVAL_PURPOSE)
+            if recorded_phase and self.record and (p.end != "sandbox" or replays >= 1):
+                self.record(recorded_phase, cell.task, p)
             if p.end != "sandbox":
                 return Record(cell.task["task_id"], cell.trial, p.score if p.score is not None else 0.0, replays)
             if replays >= 1:

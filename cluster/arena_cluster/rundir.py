@@ -2,8 +2,10 @@
 loses nothing: `assignment.json` (what the arena sent), `events.jsonl` (every event of the run,
 in sequence, as the arena's `/api/relay/cluster` takes them), `acked.json` (the sequences the
 arena acknowledged), `progress.json` (the trainer's clock and step counter), `checkpoints/` (the
-adapter, optimizer state and step after every optimizer step) and `failure.txt` (why a trainer
-exited non-zero). The trained weights stay here: nothing sends them anywhere.
+adapter, optimizer state and step after every optimizer step), `failure.txt` (why a trainer
+exited non-zero) and `conversations.jsonl` (what the model saw in a few episodes:
+`write_conversation`). The trained weights and the conversations stay here: nothing sends them
+anywhere.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ import os
 from pathlib import Path
 
 TERMINAL = ("completed", "failed", "cancelled")
+# The model's replies are cut to this many characters in `conversations.jsonl`.
+REPLY_CHARS = 200
 
 
 def now_rfc3339() -> str:
@@ -123,6 +127,34 @@ class RunDir:
         found = sorted(self.checkpoints.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[-1]))
         return found[-1] if found else None
 
+    # --- what the model saw ---
+    def write_conversation(self, purpose: str, task_label: str, messages: list, **extra) -> None:
+        """Appends one episode's conversation to `conversations.jsonl`, for whoever debugs the node
+        (the trainer writes the first episode of each training step and of each held-out phase,
+        never every episode): `{"purpose", "task_label", "messages": [{"role", "content"}], …}`
+        with the system and user turns as the model saw them and its own replies cut to
+        `REPLY_CHARS` characters. It stays on the node: the arena never receives it (held-out
+        episodes are in it)."""
+        shown = [{"role": m["role"], "content": m["content"] if m["role"] != "assistant" else
+                  _cut(m["content"], REPLY_CHARS)} for m in messages]
+        line = {"purpose": purpose, "task_label": task_label, "messages": shown}
+        line.update({k: v for k, v in extra.items() if v is not None})
+        with open(self.path / "conversations.jsonl", "a") as f:
+            f.write(json.dumps(line) + "\n")
+
+    def conversations(self) -> list:
+        try:
+            lines = (self.path / "conversations.jsonl").read_text().splitlines()
+        except FileNotFoundError:
+            return []
+        out = []
+        for line in lines:
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                pass  # a line a crash cut short
+        return out
+
     def failure(self) -> str | None:
         try:
             return (self.path / "failure.txt").read_text().strip() or None
@@ -131,3 +163,7 @@ class RunDir:
 
     def write_failure(self, why: str) -> None:
         _write_atomic(self.path / "failure.txt", why)
+
+
+def _cut(text: str, chars: int) -> str:
+    return text if len(text) <= chars else text[:chars] + "…"

@@ -1,14 +1,16 @@
 """One fresh sandbox per episode on HF Jobs, as the arena's admission starts them: the task's
 pinned digest, the command and environment the arena read from its config, the port exposed with
 a token (never public), labelled with the run, and canceled when its episode ends, whatever
-happens. Then OpenEnv's WebSocket protocol to it (`reset` with the task id, `step`, `close`), with
-a token as `Authorization: Bearer`: openenv-core's own client cannot send a header.
+happens. Then OpenEnv's WebSocket protocol to it (`reset` with the task's reset data, `step`,
+`close`), with a token as `Authorization: Bearer`: openenv-core's own client cannot send a header.
 
-Two tokens, never mixed up. `HF_TOKEN` starts, inspects and cancels the sandboxes: it stays in
-this process. What reaches the participant's server (HF's proxy may pass request headers on) is
-the sandbox reader, `ARENA_SANDBOX_TOKEN`: a read token of an account whose only organization is
-the sandbox namespace, worth nothing to steal (`reader_refusal`). No request to a sandbox follows
-a redirect, keeps cookies or takes a proxy from the environment.
+Tokens never mixed up. `HF_TOKEN` starts, inspects and cancels the sandboxes: it stays in this
+process. What reaches a server (HF's proxy may pass request headers on) is a reader: a read token
+of an account whose only organization is the namespace the sandbox runs in, worth nothing to
+steal (`reader_refusal`). Training sandboxes run in `ARENA_SANDBOX_NAMESPACE` and get
+`ARENA_SANDBOX_TOKEN`; held-out sandboxes run apart, in `ARENA_EVAL_NAMESPACE`, and get
+`ARENA_EVAL_TOKEN` (`readers_refusal`: neither reader can read the other's namespace). No request
+to a sandbox follows a redirect, keeps cookies or takes a proxy from the environment.
 """
 
 from __future__ import annotations
@@ -77,6 +79,28 @@ def reader_refusal(whoami: dict, sandbox_namespace: str) -> str | None:
     return None
 
 
+def readers_refusal(sandbox_whoami: dict, eval_whoami: dict, sandbox_namespace: str,
+                    eval_namespace: str) -> str | None:
+    """Why the two readers may not be used (None: they may), named by their settings: training
+    and held-out sandboxes run in namespaces of their own, and neither reader can read the
+    other's (a participant's server receives the sandbox reader: with it, it could read the
+    held-out environments' jobs)."""
+    if eval_namespace == sandbox_namespace:
+        return (f"ARENA_EVAL_NAMESPACE is {eval_namespace}, the sandbox namespace: held-out episodes must run "
+                "in a namespace of their own")
+    orgs = [o.get("name") for o in sandbox_whoami.get("orgs") or []]
+    if eval_namespace in orgs:
+        return (f"ARENA_SANDBOX_TOKEN: {sandbox_whoami.get('name', '?')} is a member of {eval_namespace}: a "
+                "participant given it could read the held-out namespace")
+    why = reader_refusal(sandbox_whoami, sandbox_namespace)
+    if why:
+        return f"ARENA_SANDBOX_TOKEN: {why}"
+    why = reader_refusal(eval_whoami, eval_namespace)
+    if why:
+        return f"ARENA_EVAL_TOKEN: {why}"
+    return None
+
+
 def stage(job) -> str:
     """A job's stage as HF spells it (`JobStage` is a str enum whose `str()` is its name)."""
     value = job.status.stage if job.status else ""
@@ -96,25 +120,33 @@ def label(value: str) -> str:
     return value
 
 
-def exposed_url(urls, port: int) -> str | None:
-    """The URL of `port`: the one whose host holds `--{port}.` (as the arena and huggingface_hub
-    pick it), never by its place in the list."""
-    for url in urls or []:
+def exposed_url(urls, port: int, exposed: list | tuple | None = None) -> str | None:
+    """The URL of `port` among a job's exposed URLs: the one whose host holds `--{port}.` (HF's
+    `https://{job}--{port}.hf.jobs`, as the arena and huggingface_hub pick it), never by its place
+    in a list of several. A job that exposes just that one port has one URL, whatever its host
+    (the stand-in's is a loopback port of its own, `http://127.0.0.1:{proxy_port}`): when HF
+    lists exactly one, it is that port's."""
+    urls = list(urls or [])
+    for url in urls:
         host = url.split("://", 1)[-1].split("/", 1)[0]
         if f"--{port}." in host:
             return url.rstrip("/")
+    if list(exposed or [port]) == [port] and len(urls) == 1:
+        return urls[0].rstrip("/")
     return None
 
 
 @dataclass
 class Sandboxes:
     """Starts sandboxes in `namespace` through `api` (whose token may start jobs there) and talks
-    to them with `reader` (the sandbox reader: the only credential a sandbox ever sees)."""
+    to them with `reader` (the only credential a sandbox there ever sees, the setting named
+    `reader_setting`)."""
 
     api: object  # huggingface_hub.HfApi
     namespace: str
     reader: str
     run_label: str
+    reader_setting: str = "ARENA_SANDBOX_TOKEN"
 
     def start(self, task: dict, wall_s: int, purpose: str = TRAIN_PURPOSE):
         t = contract.task_limits(task)
@@ -149,7 +181,7 @@ class Sandboxes:
             if now in ("COMPLETED", "CANCELED", "ERROR", "DELETED"):
                 raise SandboxError(f"the sandbox ended {now} before serving: {job.status.message or ''}".strip())
             if now in ("RUNNING", "UPDATING"):
-                url = exposed_url(job.status.expose_urls, port)
+                url = exposed_url(job.status.expose_urls, port, [port])
                 if url:
                     break
             time.sleep(0.5)
@@ -160,7 +192,7 @@ class Sandboxes:
             if status == 200:
                 return url
             if status in (401, 403):
-                raise SandboxError("the sandbox's proxy refused the cluster's reader (ARENA_SANDBOX_TOKEN): "
+                raise SandboxError(f"the sandbox's proxy refused the cluster's reader ({self.reader_setting}): "
                                    "the arena's fault, not the image's")
             time.sleep(0.5)
         raise SandboxError("the image never answered GET /health within reset_wall_s")
@@ -176,6 +208,31 @@ class Sandboxes:
                 self.cancel(job.id)
             except Exception as e:  # noqa: BLE001 - the run's cleanup stops it; the event says so
                 raise CleanupError(job.id, str(e)) from e
+
+
+def run_sandboxes(settings, run_label: str) -> tuple:
+    """A run's two places: its training sandboxes and its held-out ones, apart."""
+    api = settings.hf_api()
+    return (Sandboxes(api, settings.sandbox_namespace, settings.sandbox_token, run_label),
+            Sandboxes(api, settings.eval_namespace, settings.eval_token, run_label, "ARENA_EVAL_TOKEN"))
+
+
+def cancel_all(places) -> list:
+    """Stops every sandbox of the run HF still lists as live, in each place; what could not be
+    listed or stopped, in words (the run's cleanup goes on past each)."""
+    problems = []
+    for place in places:
+        try:
+            left = place.running()
+        except Exception as e:  # noqa: BLE001 - reported, the rest still runs
+            problems.append(f"listing the run's sandboxes in {place.namespace} failed: {e}")
+            continue
+        for job in left:
+            try:
+                place.cancel(job.id)
+            except Exception as e:  # noqa: BLE001
+                problems.append(f"canceling sandbox {job.id} failed: {e}")
+    return problems
 
 
 class CleanupError(Exception):

@@ -40,10 +40,13 @@ class Settings:
     hf_endpoint: str | None
     sandbox_token: str = field(repr=False)
     sandbox_namespace: str
+    # Held-out episodes run apart: in their own namespace, and the only credential their
+    # sandboxes receive is a read token of an account whose only organization it is.
+    eval_token: str = field(repr=False)
+    eval_namespace: str
     # The trainer: `tiny` (the CPU test model) or the folder of the node's copy of the model.
     trainer_model: str
     trainer_max_steps: int | None
-    trainer_vllm: bool
     trackio_space_id: str | None
     # The agent: its GPUs (None: ask nvidia-smi), CPU slots without GPUs, sandboxes at once.
     agent_gpus: int | None
@@ -57,9 +60,10 @@ class Settings:
             hf_endpoint=(env.get("HF_ENDPOINT") or "").strip() or None,
             sandbox_token=_text(env, "ARENA_SANDBOX_TOKEN"),
             sandbox_namespace=_text(env, "ARENA_SANDBOX_NAMESPACE"),
+            eval_token=_text(env, "ARENA_EVAL_TOKEN"),
+            eval_namespace=_text(env, "ARENA_EVAL_NAMESPACE"),
             trainer_model=_text(env, "ARENA_TRAINER_MODEL"),
             trainer_max_steps=_count(env, "ARENA_TRAINER_MAX_STEPS", 1),
-            trainer_vllm=bool((env.get("ARENA_TRAINER_VLLM") or "").strip()),
             trackio_space_id=(env.get("TRACKIO_SPACE_ID") or "").strip() or None,
             agent_gpus=_count(env, "ARENA_AGENT_GPUS", 0),
             agent_cpu_slots=_count(env, "ARENA_AGENT_CPU_SLOTS", 0) or 0,

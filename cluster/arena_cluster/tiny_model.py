@@ -129,11 +129,11 @@ def _warm_up(model, tokenizer, rng: random.Random, steps: int) -> float:
     systems = [contract.system_prompt(ECHO_SCHEMA), contract.system_prompt(DEMO_SCHEMA)]
     replies = _replies(rng)
     observations = _observations(rng)
-    # Built as the trainer builds an episode's tokens (`episodes.Policy`): the prompt, then earlier
-    # replies and observations concatenated, then the reply to learn.
-    from .episodes import Policy
+    # Built as the trainer builds an episode's tokens (`episodes.Template`): the prompt, then
+    # earlier replies and observations concatenated, then the reply to learn.
+    from .episodes import Template
 
-    shape = Policy(None, tokenizer)
+    shape = Template(tokenizer)
     examples = []
     for _ in range(96):
         messages = [{"role": "system", "content": rng.choice(systems)},

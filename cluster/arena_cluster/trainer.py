@@ -2,17 +2,23 @@
 one CPU slot with a tiny model), started by the node's agent (`arena_cluster.agent`) with the run's
 folder (`arena_cluster.rundir`). TRL's `GRPOTrainer` with a `rollout_func` that plays the guide's
 episodes: each optimizer step takes the next train task in turn, plays five episodes of it at once
-in five fresh sandboxes, and trains on the first four that end with a valid reward (fewer: the step
-trains nothing, and its event says why). The run's 14,400 s count from this process's first start;
-a step is played only when its task's walls plus the measured update time fit in the time left.
+in five fresh sandboxes (their turns generated together: `generation`), and trains on the first
+four that end with a valid reward (fewer: the step trains nothing, and its event says why). The
+run's 14,400 s count from this process's first start; a step is played only when its task's walls
+plus the measured update time fit in the time left, and the training stops through TRL's own
+callback flag when the next one would not (`Report`). The conversation of the first episode of
+each step and of each held-out phase is kept in the run's `conversations.jsonl` for whoever
+debugs the node (`RunDir.write_conversation`); it is never sent to the arena.
 
     python -m arena_cluster.trainer RUN_DIR
 
-Environment: `HF_TOKEN` (may start jobs in the sandbox namespace; never sent to a sandbox),
-`ARENA_SANDBOX_TOKEN` (the sandbox reader: the only credential a sandbox receives), `ARENA_SANDBOX_NAMESPACE`,
-`HF_ENDPOINT` (HF's, or the stand-in's), `ARENA_TRAINER_MODEL` (a local folder holding the model
-the assignment names; `tiny` builds and uses the tiny CPU model), `ARENA_TRAINER_MAX_STEPS`
-(optional: stop after this many optimizer steps), `TRACKIO_DIR`, `TRACKIO_SPACE_ID` (optional).
+Environment: `HF_TOKEN` (may start jobs in the sandbox and eval namespaces; never sent to a
+sandbox), `ARENA_SANDBOX_TOKEN` and `ARENA_SANDBOX_NAMESPACE` (training sandboxes: the reader is
+the only credential they receive), `ARENA_EVAL_TOKEN` and `ARENA_EVAL_NAMESPACE` (held-out
+sandboxes, apart), `HF_ENDPOINT` (HF's, or the stand-in's), `ARENA_TRAINER_MODEL` (a local folder
+holding the model the assignment names; `tiny` builds and uses the tiny CPU model),
+`ARENA_TRAINER_MAX_STEPS` (optional: stop after this many optimizer steps), `TRACKIO_DIR`,
+`TRACKIO_SPACE_ID` (optional). Generation is transformers' (TRL's `use_vllm=False`).
 Exit 0 when the run ended (its last event says how); non-zero with `failure.txt` otherwise.
 """
 
@@ -26,13 +32,17 @@ import sys
 import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
 from pathlib import Path
 
+from transformers import TrainerCallback
+
 from . import contract
-from .episodes import Played, Policy, play
+from .episodes import Played, Policy, Template, play
 from .evaluation import Evaluation
 from .rundir import RunDir
-from .sandboxes import Sandboxes
+from .runstate import Assignment, Failure, Progress
+from .sandboxes import cancel_all, run_sandboxes
 from .settings import SettingError, Settings
 
 TRACKIO_PROJECT = "arena-openenv"
@@ -43,17 +53,6 @@ FIRST_UPDATE_S = 300
 # `lora_b_norm`, which the trainer measures itself.
 METRICS = ["reward", "reward_std", "loss", "grad_norm", "completions/mean_length", "episodes/step_s",
            "episodes/invalid_replies", "episodes/budget_ends", "episodes/timeouts", "episodes/group_retries"]
-
-
-class OutOfTime(Exception):
-    """The next step does not fit in what is left of the run's time: training is over."""
-
-
-class Failure(Exception):
-    """The run fails with this code and reason."""
-
-    def __init__(self, code: str, why: str):
-        super().__init__(f"{code}: {why}")
 
 
 def recipe_arguments(recipe: dict, max_steps: int, trackio_space_id: str | None = None):
@@ -77,6 +76,9 @@ def recipe_arguments(recipe: dict, max_steps: int, trackio_space_id: str | None 
         "trackio_space_id": trackio_space_id,
         "trackio_static_space_id": False,
         "max_completion_length": 16_384,
+        # The sampling temperature of every episode's turns (`Policy.of_trainer` generates with
+        # TRL's generation config): the recipe's, else TRL's default.
+        "temperature": float(recipe.get("temperature", 1.0)),
         "seed": 0,
         "disable_tqdm": True,
     }
@@ -90,86 +92,94 @@ def recipe_arguments(recipe: dict, max_steps: int, trackio_space_id: str | None 
     return grpo, lora
 
 
-def _validator(schema):
-    import jsonschema
-
-    cls = jsonschema.validators.validator_for(schema)
-    v = cls(schema)
-
-    def valid(action):
-        err = jsonschema.exceptions.best_match(v.iter_errors(action))
-        return None if err is None else err.message
-
-    return valid
-
-
 class Run:
+    """One run's trainer: its assignment and progress (read once), the steps it plays, and what
+    it reports as TRL's loop goes (`Report`)."""
+
     def __init__(self, rd: RunDir, settings: Settings):
         self.rd = rd
         self.settings = settings
-        self.a = rd.assignment
-        self.submission = self.a["submission"]
-        self.tasks = self.submission["tasks"]
-        self.limit_s = int(self.a.get("time_limit_s") or contract.RUN_LIMIT_S)
-        self.progress = rd.progress() or {"started_epoch": time.time(), "step_index": 0, "update_s": []}
-        self.version = 0
-        self.logs: dict = {}
-        self.pending: dict = {}
-        self.valid = _validator(self.submission["schema"]["action"])
-        self.benchmark = self.a.get("benchmark")
+        self.a = Assignment.read(rd.assignment)
+        self.progress = Progress.read(rd.progress())
+        self.version = self.progress.policy_version
+        # The step TRL trains on now, until it is reported.
+        self.pending: Pending | None = None
+        # The optimizer step under way trains nothing: no step fits in the time left any more.
+        self.idle = False
         self.group_retries = 0
+        self.trainer = None
+        self.policy: Policy | None = None
+        self.places: tuple = ()
 
     # --- the clock ---
     def elapsed_s(self) -> int:
         """Training time used: the held-out phases have an allowance of their own."""
-        return int(time.time() - self.progress["started_epoch"] - self.progress.get("eval_s", 0))
+        return int(time.time() - self.progress.started_epoch - self.progress.eval_s)
 
     def update_estimate_s(self) -> int:
-        times = self.progress["update_s"]
+        times = self.progress.update_s
         return int(statistics.mean(times)) + 1 if times else FIRST_UPDATE_S
 
+    def next_task(self) -> dict | None:
+        return contract.step_task(self.a.tasks, self.progress.step_index)
+
+    def next_fits(self) -> bool:
+        """Whether the next step (its task's walls and an update) fits in the time left."""
+        task = self.next_task()
+        return task is not None and contract.step_fits(self.elapsed_s(), task, self.update_estimate_s(),
+                                                       self.a.time_limit_s)
+
     def save_progress(self) -> None:
-        self.rd.write_progress(self.progress)
+        self.rd.write_progress(self.progress.to_json())
 
     def emit(self, state: str, message: str, **extra) -> None:
         self.rd.emit(state, self.version, message, **extra)
 
-    # --- one step's episodes ---
+    # --- one optimizer step's episodes ---
     def rollout(self, prompts, trainer) -> dict:
-        """TRL's `rollout_func`: the next step with a group to train on. Steps whose episodes give
-        fewer than four valid rewards train nothing; each is reported and the next task is tried."""
-        while True:
-            task = contract.step_task(self.tasks, self.progress["step_index"])
-            if task is None or not contract.step_fits(self.elapsed_s(), task, self.update_estimate_s(), self.limit_s):
-                raise OutOfTime()
-            step_no = self.progress["step_index"] + 1
-            self.emit("rolling", f"step {step_no}: five episodes of `{task['task_id']}`")
-            started = time.monotonic()
-            played = self.play_step(task)
-            scores = [p.score for p in played]
-            self.progress["step_index"] += 1
-            # The contract's rule, as its shared cases check it (tests/test_contract.py).
-            chosen = contract.training_indices(scores)
-            shown = "[" + ", ".join("none" if s is None else f"{s:g}" for s in scores) + "]"
-            counts = _ends(played)
-            if chosen is None:
-                self.save_progress()
-                self.emit("updating", f"episodes' rewards in the order they ended: {shown}; fewer than four "
-                          f"ended with a valid reward: the step trains nothing ({_words(counts)})", rewards=[],
-                          alert="no_update")
-                continue
-            rollout_s = time.monotonic() - started
-            group = [played[i] for i in chosen]
-            self.pending = {"rewards": [p.score for p in group], "shown": shown, "rollout_s": rollout_s,
-                            "returned": time.monotonic(), "task": task["task_id"]}
-            # Logged beside TRL's own metrics through its public hook: `_env_reward` hands them to
-            # `log_metric`, one value per step.
-            episode_metrics = {"episodes/step_s": rollout_s, "episodes/invalid_replies": counts["invalid_reply"],
-                               "episodes/budget_ends": counts["budget"], "episodes/timeouts": counts["timeout"],
-                               "episodes/group_retries": self.group_retries}
-            return _batch(group, self.policy.eos, episode_metrics)
+        """TRL's `rollout_func`: the next step with a group to train on. A step whose episodes
+        give fewer than four valid rewards trains nothing (the guide): it is reported and the
+        next task is played in the same optimizer step. When no step fits any more, the group
+        trains nothing (every token masked), `Report` makes this optimizer step change nothing
+        and stops the training: TRL's loop ends as it ends, through `on_train_end`."""
+        while self.next_fits():
+            group = self.play_step(self.next_task())
+            if group is not None:
+                return group
+        self.idle = True
+        return _idle_batch(self.policy.eos)
 
-    def play_step(self, task: dict) -> list:
+    def play_step(self, task: dict) -> dict | None:
+        """One step of `task`: its five episodes, then the group of the first four valid rewards
+        for TRL, or None when fewer ended with one (reported here)."""
+        task_id = task["task_id"]
+        self.emit("rolling", f"step {self.progress.step_index + 1}: five episodes of `{task_id}`", task_id=task_id)
+        started = time.monotonic()
+        played = self.play_episodes(task)
+        self.progress.step_index += 1
+        self.record_first(played, "train", task, step=self.progress.step_index)
+        scores = [p.score for p in played]
+        # The contract's rule, as its shared cases check it (tests/test_contract.py).
+        chosen = contract.training_indices(scores)
+        shown = "[" + ", ".join("none" if s is None else f"{s:g}" for s in scores) + "]"
+        counts = _ends(played)
+        if chosen is None:
+            self.save_progress()
+            self.emit("updating", f"episodes' rewards in the order they ended: {shown}; fewer than four ended with "
+                      f"a valid reward: the step trains nothing ({_words(counts)})", rewards=[], alert="no_update",
+                      task_id=task_id)
+            return None
+        rollout_s = time.monotonic() - started
+        group = [played[i] for i in chosen]
+        self.pending = Pending(task_id, [p.score for p in group], shown, time.monotonic())
+        # Logged beside TRL's own metrics through its public hook: `_env_reward` hands them to
+        # `log_metric`, one value per step.
+        metrics = {"episodes/step_s": rollout_s, "episodes/invalid_replies": counts["invalid_reply"],
+                   "episodes/budget_ends": counts["budget"], "episodes/timeouts": counts["timeout"],
+                   "episodes/group_retries": self.group_retries}
+        return _batch(group, self.policy.eos, metrics)
+
+    def play_episodes(self, task: dict) -> list:
         """The step's five episodes at once; each one the platform lost is played again once in
         a fresh sandbox (`group_retries`) before the step counts what it has."""
         played = self._play_many(task, contract.EPISODES_PER_STEP)
@@ -177,81 +187,95 @@ class Run:
         self.group_retries = len(lost)
         if lost:
             self.emit("rolling", f"{len(lost)} episode(s) of `{task['task_id']}` lost to the platform: played again "
-                      "in fresh sandboxes", alert="episode_retried")
+                      "in fresh sandboxes", alert="episode_retried", task_id=task["task_id"])
             played = [p for p in played if p.end != "sandbox"] + self._play_many(task, len(lost))
         return sorted(played, key=lambda p: p.ended_at)
 
     def _play_many(self, task: dict, n: int) -> list:
-        with ThreadPoolExecutor(n) as pool:
-            running = [pool.submit(play, self.policy, self.sandboxes, task, self.submission, self.valid)
-                       for _ in range(n)]
+        task_id = task["task_id"]
+        with self.policy.step(n), ThreadPoolExecutor(n) as pool:
+            running = [pool.submit(self.play_episode, task) for _ in range(n)]
             played = []
             for f in as_completed(running):
                 p = f.result()
                 played.append(p)
                 if p.end == "sandbox":
-                    self.emit("rolling", f"a sandbox of `{task['task_id']}` never served: {p.why}",
-                              alert="sandbox_failed")
+                    self.emit("rolling", f"a sandbox of `{task_id}` never served: {p.why}", alert="sandbox_failed",
+                              task_id=task_id)
                 if p.cleanup_error:
-                    self.emit("rolling", p.cleanup_error, alert="cleanup_failed")
+                    self.emit("rolling", p.cleanup_error, alert="cleanup_failed", task_id=task_id)
         return played
 
+    def play_episode(self, task: dict) -> Played:
+        """One training episode, in a fresh sandbox of the sandbox namespace."""
+        return play(self.policy, self.places[0], task, self.a.actions)
+
+    def record_first(self, played: list, purpose: str, task: dict, **extra) -> None:
+        """The conversation of the first of `played` (in the order they ended) that got as far as
+        its reset, in the run's `conversations.jsonl` (it stays on the node)."""
+        first = next((p for p in played if p.messages), None)
+        if first is not None:
+            self.record(purpose, task, first, **extra)
+
+    def record(self, purpose: str, task: dict, p: Played, **extra) -> None:
+        try:
+            self.rd.write_conversation(purpose, str(task.get("task_label", "")), p.messages, end=p.end,
+                                       score=p.score, **extra)
+        except OSError:
+            traceback.print_exc()  # a debugging record: the run goes on without it
+
     def evaluate(self, phase: str) -> None:
-        """The held-out phase, unless the assignment has no benchmark. What keeps it from
-        finishing is said on its event; the run goes on (and ends with its evaluation incomplete)."""
-        if not self.benchmark:
+        """The held-out phase, in the eval namespace, unless the assignment has no benchmark. What
+        keeps it from finishing is said on its event; the run goes on (and ends with its
+        evaluation incomplete)."""
+        if not self.a.benchmark:
             return
-        ev = Evaluation(self.benchmark, self.progress,
+        ev = Evaluation(self.a.benchmark, self.a.benchmark_actions, self.progress,
                         lambda message, evaluation: self.emit("evaluating", message, evaluation=evaluation),
-                        _validator)
+                        lambda phase_, task, p: self.record(f"eval-{phase_}", task, p))
         started = time.time()
 
         def save():
-            self.progress["eval_s"] = self.progress.get("eval_s", 0) + time.time() - started
+            self.progress.eval_s += time.time() - started
             self.save_progress()
 
         try:
-            ev.run(phase, self.policy, self.sandboxes, save)
+            ev.run(phase, self.policy, self.places[1], save)
         except Exception as e:  # noqa: BLE001 - the run still trains or ends; its evaluation says why
             traceback.print_exc()
             why = f"the {phase} phase stopped: {type(e).__name__}"
             self.emit("evaluating", f"the held-out evaluation {phase} training stopped",
                       evaluation={"phase": phase, "done": 0, "planned": len(ev.cells), "incomplete": why})
-            self.progress.setdefault("evaluation", {})[phase] = {"incomplete": why}
+            self.progress.evaluation[phase] = {"incomplete": why}
             save()
 
-    # --- after each optimizer step ---
-    def on_log(self, logs: dict) -> None:
-        if "loss" in logs:
-            self.logs = dict(logs)
+    # --- after each optimizer step (`Report`) ---
+    def measure_update(self) -> None:
+        """The update's time: from the group handed to TRL to the end of its optimizer step."""
+        if self.pending is not None:
+            self.progress.update_s = (self.progress.update_s + [time.monotonic() - self.pending.returned])[-8:]
 
-    def on_save(self, global_step: int) -> None:
-        """The step's checkpoint is written: the step counts and is reported with its metrics."""
-        if not self.pending:
+    def report(self, global_step: int, logs: dict) -> None:
+        """The trained step's `updating` event, with the metrics TRL logged for it."""
+        p, self.pending = self.pending, None
+        if p is None:
             return
         self.version = global_step
-        self.progress["update_s"] = (self.progress["update_s"] + [time.monotonic() - self.pending["returned"]])[-8:]
-        self.progress["policy_version"] = global_step
+        self.progress.policy_version = global_step
         self.save_progress()
-        metrics = {k: self.logs[k] for k in METRICS if self.logs.get(k) is not None}
+        metrics = {k: logs[k] for k in METRICS if logs.get(k) is not None}
         metrics["lora_b_norm"] = _lora_b_norm(self.trainer.model)
-        equal = len(set(self.pending["rewards"])) == 1
+        equal = len(set(p.rewards)) == 1
         trained = ("the four rewards are equal: no signal, the update changed nothing it could learn from"
                    if equal else "the first four trained")
-        self.emit("updating", f"step {self.progress['step_index']} of `{self.pending['task']}`: episodes' rewards "
-                  f"in the order they ended: {self.pending['shown']}; {trained}",
-                  rewards=self.pending["rewards"], metrics=metrics)
-        self.pending = {}
+        self.emit("updating", f"step {self.progress.step_index} of `{p.task_id}`: episodes' rewards in the order they "
+                  f"ended: {p.shown}; {trained}", rewards=p.rewards, metrics=metrics, task_id=p.task_id)
 
     # --- the whole run ---
     def main(self) -> None:
-        if self.settings.trainer_vllm:
-            raise Failure("RUN_TRAINER_FAILED", "generation with vLLM (colocate) is not built yet; the trainer "
-                          "generates with transformers: unset ARENA_TRAINER_VLLM")
         first = self.rd.progress() is None
         self.save_progress()
         device, model_words = _device(), _model_words(self.a, self.settings)
-        self.version = int(self.progress.get("policy_version", 0))
         dashboard = None
         if self.settings.trackio_space_id:
             dashboard = f"https://huggingface.co/spaces/{self.settings.trackio_space_id}"
@@ -259,93 +283,159 @@ class Run:
             self.emit("loading", f"the trainer started on the {device}; loading {model_words}",
                       trainer={**_versions(), "model": model_words, "device": device, "dashboard": dashboard,
                                "trackio_project": TRACKIO_PROJECT})
-        self.sandboxes = Sandboxes(api=self.settings.hf_api(), namespace=self.settings.sandbox_namespace,
-                                   reader=self.settings.sandbox_token, run_label=self.rd.run_id)
+        self.places = self.make_places()
         if not first:
             # A trainer that was killed left its episodes' sandboxes running.
             self.cleanup()
         model_path = _model_path(self.a, self.settings)
-        cap = self.settings.trainer_max_steps or int(self.a["recipe"]["max_steps"])
+        cap = self.settings.trainer_max_steps or int(self.a.recipe["max_steps"])
         try:
-            trained = self.train(model_path, device, cap)
-        except OutOfTime:
-            trained = self.version
+            self.train(model_path, device, cap)
         except BaseException:
             self.cleanup()
             raise
-        if self.progress["step_index"] > 0:
-            # The trained policy, on the same held-out episodes as before training.
-            self.evaluate("after")
-        if self.progress["step_index"] > 0:
-            self.emit("cleanup", f"stopping the run's sandboxes; {self.elapsed_s()} s of {self.limit_s} s used")
-        self.cleanup()
-        if self.progress["step_index"] == 0:
-            task = contract.step_task(self.tasks, 0)
-            why = "the submission has no train task" if task is None else (
-                f"one step of `{task['task_id']}` needs "
-                f"{contract.step_allowance_s(task, self.update_estimate_s())} s and the run has "
-                f"{max(self.limit_s - self.elapsed_s(), 0)} s")
-            self.emit("failed", f"RUN_STEP_DOES_NOT_FIT: {why}")
-            return
-        capped = " (the node's step cap)" if trained >= cap else ""
-        self.emit("completed", f"{trained} optimizer steps taken{capped} in {self.progress['step_index']} steps "
-                  f"played, {self.elapsed_s()} s")
+        self.finish(cap)
 
-    def train(self, model_path: str, device: str, cap: int) -> int:
+    def make_places(self) -> tuple:
+        """The run's training and held-out sandboxes (`sandboxes.run_sandboxes`)."""
+        return run_sandboxes(self.settings, self.rd.run_id)
+
+    def trainer_arguments(self, cap: int, device: str) -> tuple:
+        """GRPOConfig and LoraConfig keyword arguments for this run."""
+        grpo, lora = recipe_arguments(self.a.recipe, cap, self.settings.trackio_space_id)
+        grpo.update(output_dir=str(self.rd.checkpoints), run_name=self.rd.run_id, use_cpu=device == "cpu",
+                    bf16=device != "cpu")
+        return grpo, lora
+
+    def train(self, model_path: str, device: str, cap: int) -> None:
         from datasets import Dataset
         from peft import LoraConfig
-        from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
+        from transformers import AutoModelForCausalLM, AutoTokenizer
         from trl import GRPOConfig, GRPOTrainer
 
-        grpo, lora = recipe_arguments(self.a["recipe"], cap, self.settings.trackio_space_id)
-        run = self
-
-        class Report(TrainerCallback):
-            def on_log(self, args, state, control, logs=None, **kw):
-                run.on_log(logs or {})
-
-            def on_save(self, args, state, control, **kw):
-                run.on_save(state.global_step)
-
+        grpo, lora = self.trainer_arguments(cap, device)
         tokenizer = AutoTokenizer.from_pretrained(model_path)
-        dtype = "float32" if device == "cpu" else "bfloat16"
-        model = AutoModelForCausalLM.from_pretrained(model_path, dtype=dtype)
+        model = AutoModelForCausalLM.from_pretrained(model_path, dtype="float32" if device == "cpu" else "bfloat16")
         # The prompts are not read: each step's task is the next train task in turn (`rollout`).
         rows = Dataset.from_list([{"prompt": f"step {i}"} for i in range(cap)])
-        args = GRPOConfig(output_dir=str(self.rd.checkpoints), run_name=self.rd.run_id, use_cpu=device == "cpu",
-                          bf16=device != "cpu", **grpo)
-        trainer = GRPOTrainer(model=model, processing_class=tokenizer, reward_funcs=_env_reward, args=args,
-                              train_dataset=rows, rollout_func=self.rollout, peft_config=LoraConfig(**lora),
-                              callbacks=[Report()])
-        self.trainer = trainer
-        self.policy = Policy(trainer.model, tokenizer)
+        self.trainer = GRPOTrainer(model=model, processing_class=tokenizer, reward_funcs=_env_reward,
+                                   args=GRPOConfig(**grpo), train_dataset=rows, rollout_func=self.rollout,
+                                   peft_config=LoraConfig(**lora), callbacks=[Report(self)])
+        self.policy = Policy.of_trainer(self.trainer, Template(tokenizer))
         # The base policy (the adapter's B matrices are zero) before the first optimizer step.
         self.evaluate("before")
         resume = self.rd.last_checkpoint()
-        if resume:
-            self.emit("rolling", f"the trainer resumes from its checkpoint after optimizer step "
-                      f"{resume.name.split('-')[-1]}", alert="resumed")
-        trainer.train(resume_from_checkpoint=str(resume) if resume else None)
-        return int(trainer.state.global_step)
+        step = int(resume.name.split("-")[-1]) if resume else 0
+        if resume or self.version > step:
+            self.resumed(step)
+        if self.next_fits():
+            self.trainer.train(resume_from_checkpoint=str(resume) if resume else None)
+
+    def resumed(self, step: int) -> None:
+        """A restarted trainer goes on from its last checkpoint (step 0: the base model): steps
+        reported after it (when a checkpoint is not written every step) are trained again."""
+        again = f"; optimizer steps {step + 1} to {self.version} are trained again" if self.version > step else ""
+        where = f"its checkpoint after optimizer step {step}" if step else "the base model, without a checkpoint"
+        self.version = step
+        self.emit("rolling", f"the trainer resumes from {where}{again}", alert="resumed")
+
+    def finish(self, cap: int) -> None:
+        """After training: the held-out phase after, the cleanup, and the run's last event."""
+        if self.progress.step_index > 0:
+            # The trained policy, on the same held-out episodes as before training.
+            self.evaluate("after")
+            self.emit("cleanup", f"stopping the run's sandboxes; {self.elapsed_s()} s of {self.a.time_limit_s} s used")
+        self.cleanup()
+        if self.progress.step_index == 0:
+            task = contract.step_task(self.a.tasks, 0)
+            why = "the submission has no train task" if task is None else (
+                f"one step of `{task['task_id']}` needs "
+                f"{contract.step_allowance_s(task, self.update_estimate_s())} s and the run has "
+                f"{max(self.a.time_limit_s - self.elapsed_s(), 0)} s")
+            self.emit("failed", f"RUN_STEP_DOES_NOT_FIT: {why}")
+            return
+        capped = " (the node's step cap)" if self.version >= cap else ""
+        self.emit("completed", f"{self.version} optimizer steps taken{capped} in {self.progress.step_index} steps "
+                  f"played, {self.elapsed_s()} s")
 
     def cleanup(self) -> None:
-        """Stops every sandbox of the run HF still lists as live; what cannot be stopped is said."""
-        try:
-            left = self.sandboxes.running()
-        except Exception as e:  # noqa: BLE001 - reported, the run still ends
-            self.emit(self.state_for_note(), f"listing the run's sandboxes failed: {e}", alert="cleanup_failed")
-            return
-        if not left:
-            return
-        for job in left:
-            try:
-                self.sandboxes.cancel(job.id)
-            except Exception as e:  # noqa: BLE001
-                self.emit(self.state_for_note(), f"canceling sandbox {job.id} failed: {e}", alert="cleanup_failed")
+        """Stops every sandbox of the run HF still lists as live, in both namespaces; what cannot
+        be stopped is said."""
+        for why in cancel_all(self.places):
+            self.emit(self.state_for_note(), why, alert="cleanup_failed")
 
     def state_for_note(self) -> str:
         last = self.rd.last_event()
         return last["state"] if last else "loading"
+
+
+@dataclass
+class Pending:
+    """The step whose group TRL trains on, until its `updating` event."""
+
+    task_id: str
+    rewards: list
+    shown: str
+    # When the rollout handed the group to TRL (monotonic): the update's time counts from here.
+    returned: float
+
+
+class Report(TrainerCallback):
+    """How the run follows TRL's loop, through transformers' callback events only:
+
+    - `on_step_end`: the update's time is measured, and the training stops
+      (`control.should_training_stop`) when the next step does not fit in the time left, so TRL
+      ends as it always ends (`on_train_end`: the Trackio run is finished);
+    - `on_log`: a trained step is reported with the metrics TRL logged for it (`logging_steps=1`),
+      whatever `save_steps` is; on a step that also saves its checkpoint, the report waits for
+      `on_save`, so that a restarted trainer never trains a reported step again;
+    - the idle step (the rollout found no step that fits: `Run.idle`) changes nothing: its
+      gradients are dropped before the optimizer step (`on_pre_optimizer_step`; AdamW skips a
+      parameter without a gradient, so neither the weights nor its moments move), it is neither
+      logged nor saved, and the training stops."""
+
+    def __init__(self, run: Run):
+        self.run = run
+        self.logs: dict | None = None
+
+    def on_pre_optimizer_step(self, args, state, control, optimizer=None, **kwargs):
+        if self.run.idle:
+            for group in optimizer.param_groups:
+                for p in group["params"]:
+                    p.grad = None
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if self.run.idle:
+            control.should_log = control.should_save = False
+            control.should_training_stop = True
+            _forget_step_metrics(self.run.trainer)
+            return control
+        self.run.measure_update()
+        if not self.run.next_fits():
+            control.should_training_stop = True
+        return control
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if "loss" not in (logs or {}):
+            return
+        if control.should_save:
+            self.logs = dict(logs)
+        else:
+            self.run.report(state.global_step, logs)
+
+    def on_save(self, args, state, control, **kwargs):
+        if self.logs is not None:
+            self.run.report(state.global_step, self.logs)
+            self.logs = None
+
+
+def _forget_step_metrics(trainer) -> None:
+    """TRL keeps a step's metrics (`GRPOTrainer._metrics`) until that step's log; the idle step is
+    never logged, and what it left would be merged into the closing summary log
+    (`GRPOTrainer.log`, from `Trainer._finalize_training`) and shown on the Trackio dashboard."""
+    metrics = getattr(trainer, "_metrics", None)
+    if isinstance(metrics, dict) and "train" in metrics:
+        metrics["train"].clear()
 
 
 def _lora_b_norm(model) -> float:
@@ -366,6 +456,14 @@ def _env_reward(completions, env_reward, episode_metrics=None, log_metric=None, 
         for name, value in episode_metrics[0].items():
             log_metric(name, float(value))
     return list(env_reward)
+
+
+def _idle_batch(eos: int) -> dict:
+    """A group that trains nothing: four one-token episodes, every token masked, equal rewards
+    (advantage 0). TRL's loss is then exactly 0 (`(per_token_loss * mask).sum()`)."""
+    n = contract.EPISODES_THAT_TRAIN
+    return {"prompt_ids": [[eos]] * n, "completion_ids": [[eos]] * n, "logprobs": None, "env_mask": [[0]] * n,
+            "env_reward": [0.0] * n, "episode_metrics": {}}
 
 
 def _batch(group: list, eos: int, episode_metrics: dict) -> dict:
@@ -413,15 +511,14 @@ def _device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def _model_words(assignment: dict, settings: Settings) -> str:
-    model = assignment["model"]
-    named = f"{model['repo']} at {model['revision'][:7]}"
+def _model_words(assignment: Assignment, settings: Settings) -> str:
+    named = f"{assignment.model_repo} at {assignment.model_revision[:7]}"
     if settings.tiny:
         return f"a tiny test model of the Qwen3.5 architecture in place of {named}"
     return named
 
 
-def _model_path(assignment: dict, settings: Settings) -> str:
+def _model_path(assignment: Assignment, settings: Settings) -> str:
     """The node's own copy of the model the assignment names (the trainer downloads nothing)."""
     local = settings.trainer_model
     if settings.tiny:

@@ -1,7 +1,7 @@
 """`dev/bench-trainer`: the real agent and trainer on this CPU with the tiny model, against the
 arena and stand-in `start_test_stack release real` starts; one run of the demo echo environment
 for STEPS optimizer steps. Prints seconds per optimizer step (the five episodes, then the update),
-episodes per second and the trainer's peak memory. A measurement, not a test: it asserts nothing
+episodes per minute and the trainer's peak memory. A measurement, not a test: it asserts nothing
 beyond the run completing."""
 
 import datetime as dt
@@ -49,7 +49,8 @@ def main(steps: int) -> None:
     print(f"BENCH trainer (tiny model, CPU): {len(updated)} steps played, {run['policy_version']} trained")
     print(f"BENCH seconds per step (rolling → updating): {', '.join(f'{s:.0f}' for s in per_step)}; "
           f"of which the five episodes: {', '.join(f'{s:.0f}' for s in step_s)}")
-    print(f"BENCH episodes per second: {episodes / total:.3f} ({episodes} in {total:.0f} s)")
+    print(f"BENCH episodes per minute: {60 * episodes / total:.1f} ({episodes} in {total:.0f} s, sandbox starts "
+          "and updates included)")
     print(f"BENCH loading (start to first step): {seconds(loading['at'], rolling[0]['at']):.0f} s; "
           f"trainer peak RSS {stats['peak_rss_mb']:.0f} MB over {stats['seconds']:.0f} s")
 

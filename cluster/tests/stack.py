@@ -13,8 +13,10 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-# The organization participants' sandboxes run in (the stand-in's `users::SANDBOX_ORG`).
+# The organization participants' sandboxes run in (the stand-in's `users::SANDBOX_ORG`), and the
+# one held-out sandboxes run in, apart (its only member besides the arena's bot is `arena-eval`).
 SANDBOX_ORG = "benchflow-sandboxes"
+EVAL_ORG = "benchflow-eval"
 SCHEMA = json.loads((ROOT / "dev/demo/openenv/submission.json").read_text())["schema"]
 
 
@@ -61,12 +63,10 @@ class Node:
     def start(self):
         e = dict(os.environ, ARENA_CLUSTER_SECRET=env("ARENA_TEST_CLUSTER_SECRET"), HF_TOKEN=token("arena-bot"),
                  ARENA_SANDBOX_TOKEN=token("arena-sandbox"), ARENA_SANDBOX_NAMESPACE=SANDBOX_ORG,
+                 ARENA_EVAL_TOKEN=token("arena-eval"), ARENA_EVAL_NAMESPACE=EVAL_ORG,
                  HF_ENDPOINT=env("ARENA_TEST_HUB_URL"),
                  ARENA_TRAINER_MODEL="tiny", ARENA_AGENT_CPU_SLOTS="1", ARENA_TRAINER_MAX_STEPS=str(self.steps),
-                 TRACKIO_DIR=str(self.home / "trackio"),
-                 # The stand-in names sandboxes `*.localhost`: its resolver (a sitecustomize) says
-                 # they are the loopback address, in the agent and its trainers.
-                 PYTHONPATH=os.pathsep.join([str(ROOT / "standin/sim/resolver"), str(ROOT / "cluster")]))
+                 TRACKIO_DIR=str(self.home / "trackio"), PYTHONPATH=str(ROOT / "cluster"))
         e.pop("TRACKIO_SPACE_ID", None)
         self.log = open(self.home / "agent.log", "ab")
         # Where this start's lines begin: `connected` waits for this agent's own connection.
@@ -102,10 +102,19 @@ class Node:
             self.proc.wait()
 
 
-def submit(arena, user, submission_id):
-    body = {"submission_id": submission_id, "name": "Echo, trained for real", "image": "ghcr.io/test/arena-echo:ok",
-            "schema": SCHEMA, "tasks": [{"task_id": "echo-1", "split": "train"}, {"task_id": "echo-2", "split": "train"}],
-            "example_actions": [{"message": "hello"}, {"message": "done"}], "finish_action": {"message": "finish"}}
+def demo_submission(submission_id, name="submission.json"):
+    """A demo submission's body (dev/demo/openenv/NAME) under a fresh id."""
+    return dict(json.loads((ROOT / "dev/demo/openenv" / name).read_text()), submission_id=submission_id)
+
+
+def submit(arena, user, submission_id, body=None):
+    """Submits `body` (by default the demo echo on openenv-core 0.3.0, `ghcr.io/test/arena-echo:ok`)
+    as `user`; a check that answers the admitted submission once it is validated with a run."""
+    body = body or {
+        "submission_id": submission_id, "name": "Echo, trained for real", "image": "ghcr.io/test/arena-echo:ok",
+        "schema": SCHEMA, "tasks": [{"task_id": "echo-1", "split": "train"}, {"task_id": "echo-2", "split": "train"}],
+        "example_actions": [{"message": "hello"}, {"message": "done"}], "finish_action": {"message": "finish"}}
+    assert body["submission_id"] == submission_id, body
     status, answer = call("POST", arena + "/api/openenv/submissions", token(user), body)
     assert status == 202, answer
 
@@ -129,25 +138,26 @@ def events_of(arena, user, run_id):
     return events["events"]
 
 
-def live_sandboxes(hub, run_id):
-    req = urllib.request.Request(f"{hub}/api/jobs/{SANDBOX_ORG}?labels=arena-run%3D{run_id}",
+def jobs_of(hub, run_id, namespace):
+    """The run's jobs HF lists in `namespace`, as the arena's bot sees them."""
+    req = urllib.request.Request(f"{hub}/api/jobs/{namespace}?labels=arena-run%3D{run_id}",
                                  headers={"Authorization": "Bearer " + token("arena-bot")})
     with urllib.request.urlopen(req, timeout=30) as r:
-        jobs = json.load(r)
-    return [j["id"] for j in jobs if j["status"]["stage"] in ("SCHEDULING", "RUNNING", "UPDATING")
-            and (j.get("labels") or {}).get("arena-run") == run_id]
+        return [j for j in json.load(r) if (j.get("labels") or {}).get("arena-run") == run_id]
 
 
+def live_sandboxes(hub, run_id):
+    """The run's sandboxes still live, in both namespaces."""
+    return [j["id"] for ns in (SANDBOX_ORG, EVAL_ORG) for j in jobs_of(hub, run_id, ns)
+            if j["status"]["stage"] in ("SCHEDULING", "RUNNING", "UPDATING")]
 
 
 def sandboxes_by_purpose(hub, run_id):
-    """Every sandbox HF ever started for the run (live or not), counted by its purpose label."""
-    req = urllib.request.Request(f"{hub}/api/jobs/{SANDBOX_ORG}?labels=arena-run%3D{run_id}",
-                                 headers={"Authorization": "Bearer " + token("arena-bot")})
-    with urllib.request.urlopen(req, timeout=30) as r:
-        jobs = json.load(r)
+    """Every sandbox HF ever started for the run (live or not), counted by namespace and purpose
+    label: training's in the sandbox namespace, held-out ones in the eval namespace."""
     counts = {}
-    for j in jobs:
-        purpose = (j.get("labels") or {}).get("arena-purpose", "?")
-        counts[purpose] = counts.get(purpose, 0) + 1
+    for ns in (SANDBOX_ORG, EVAL_ORG):
+        for j in jobs_of(hub, run_id, ns):
+            key = f"{ns}/{(j.get('labels') or {}).get('arena-purpose', '?')}"
+            counts[key] = counts.get(key, 0) + 1
     return counts

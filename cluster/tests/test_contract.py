@@ -4,10 +4,9 @@
 import json
 from pathlib import Path
 
-import jsonschema
 import pytest
 
-from arena_cluster import contract
+from arena_cluster import contract, schemas
 
 CASES = json.loads(
     (Path(__file__).resolve().parents[2] / "tests/fixtures/openenv-episode-cases.json").read_text()
@@ -15,13 +14,9 @@ CASES = json.loads(
 
 
 def validator(schema):
-    v = jsonschema.validators.validator_for(schema)(schema)
-
-    def valid(action):
-        err = jsonschema.exceptions.best_match(v.iter_errors(action))
-        return None if err is None else err.message
-
-    return valid
+    """The trainer's own validator, under the draft Rust's `jsonschema::validator_for` takes for a
+    schema without `$schema`."""
+    return schemas.validator(schema, "draft2020-12")
 
 
 def end_json(end):
@@ -48,7 +43,17 @@ def test_observations_are_the_same_json_text(case):
 
 @pytest.mark.parametrize("case", CASES["system_prompt"])
 def test_the_system_message_is_the_same(case):
-    assert contract.system_prompt(case["schema"]) == case["text"]
+    assert contract.system_prompt(case["schema"], case["tools"]) == case["text"]
+
+
+def test_the_cases_cover_a_tools_environment_and_openenv_010_observations():
+    """The rules 0.10 brought are among the cases replayed: a system message with tools, an
+    episode of a tools environment, observations carrying `metadata`, the task API's reset."""
+    assert any(c["tools"] for c in CASES["system_prompt"])
+    assert any(c["tools"] for c in CASES["episodes"])
+    assert any("metadata" in ((c["message"].get("data") or {}).get("observation") or {})
+               for c in CASES["ws"]["messages"])
+    assert "task_api_reset" in CASES["ws"]
 
 
 @pytest.mark.parametrize("case", CASES["replies"], ids=lambda c: repr(c["text"])[:40])
@@ -70,7 +75,7 @@ def test_calls_are_paced_the_same(case):
 @pytest.mark.parametrize("case", CASES["episodes"], ids=lambda c: json.dumps(c["task"]))
 def test_each_episode_plays_the_same(case):
     valid = validator(case["schema"])
-    e = contract.Episode.start(case["task"], case["schema"], case["reset"], case["system_tokens"],
+    e = contract.Episode.start(case["task"], case["schema"], case["tools"], case["reset"], case["system_tokens"],
                                case["observation_tokens"], 0)
     assert end_json(e.ended) == case["started"]
     for step in case["steps"]:
@@ -110,11 +115,23 @@ def test_steps_take_the_same_tasks_and_fit_the_same():
 
 def test_the_ws_messages_are_the_same():
     w = CASES["ws"]
-    assert contract.ws_reset("echo-1") == w["reset"]
+    assert contract.ws_reset(contract.reset_for("echo-1")) == w["reset"]
+    assert contract.ws_reset({"split": "train", "index": 1}) == w["task_api_reset"]
     assert contract.ws_step({"message": "a"}) == w["step"]
     for case in w["messages"]:
         got = contract.ws_observation(case["message"])
         assert ([got.observation, got.reward, got.done] if got else None) == case["observation"], case
+
+
+def test_a_task_resets_and_lists_its_tools_as_the_assignment_says():
+    """The assignment's task `reset` (its id, or the task API's split and index) and `tools`; a
+    held-out environment's tasks carry neither: reset by id, no tools."""
+    api = {"task_id": "echo-2", "reset": {"split": "train", "index": 1}, "tools": [{"name": "echo"}]}
+    assert contract.ws_reset(contract.task_reset(api)) == CASES["ws"]["task_api_reset"]
+    assert contract.task_tools(api) == [{"name": "echo"}]
+    held_out = {"task_id": "echo-1"}
+    assert contract.ws_reset(contract.task_reset(held_out)) == CASES["ws"]["reset"]
+    assert contract.task_tools(held_out) == []
 
 
 def test_the_step_metrics_are_the_domains_table():

@@ -14,6 +14,7 @@ import pytest
 
 from datetime import datetime
 
+from arena_cluster.rundir import RunDir
 from stack import Node, call, env, events_of, live_sandboxes, run_of, sandboxes_by_purpose, submit, token, wait
 
 STEPS = 3
@@ -59,8 +60,10 @@ def test_a_submission_trains_for_real_resumes_after_a_crash_and_completes(node):
     assert not [t for t in HELD_OUT if t in shown], shown
     assert not [ev for ev in events if "records" in (ev.get("evaluation") or {})], events
     print("evaluation:", {k: e[k] for k in ("before", "after", "delta_pp", "stderr_pp", "replays")})
-    print("held-out phases (s, from their events):", phase_seconds(events),
-          "sandboxes by purpose:", sandboxes_by_purpose(hub, run_id))
+    places = sandboxes_by_purpose(hub, run_id)
+    print("held-out phases (s, from their events):", phase_seconds(events), "sandboxes by place:", places)
+    # Held-out sandboxes run apart from training's: in the eval namespace.
+    assert set(places) == {"benchflow-sandboxes/openenv-train", "benchflow-eval/openenv-eval"}, places
     loading = events[1]
     assert loading["trainer"]["device"] == "cpu" and loading["trainer"]["trl"] == "1.16.0", loading
     assert "tiny test model" in loading["trainer"]["model"], loading
@@ -95,6 +98,12 @@ def test_a_submission_trains_for_real_resumes_after_a_crash_and_completes(node):
     # The weights never leave the node, and go once the run is over.
     wait("the run's folder to go", lambda: not (node.home / "runs" / run_id).exists(), 60)
     assert not (node.home / "done" / run_id / "checkpoints").exists()
+    # Each step's events, as the trainer sent them, name the train task the step plays (the arena
+    # builds participants' sentences from it).
+    sent = RunDir(node.home / "done" / run_id).events()
+    steps = [e for e in sent if e["state"] in ("rolling", "updating")
+             and e.get("alert") in (None, "no_update", "episode_retried", "sandbox_failed")]
+    assert steps and all(e.get("task_id") in ("echo-1", "echo-2") for e in steps), steps
 
 
 def test_a_canceled_run_stops_its_trainer_and_its_sandboxes(node):

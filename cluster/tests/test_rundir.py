@@ -1,6 +1,6 @@
 """A run's folder keeps what a killed agent or trainer must not lose."""
 
-from arena_cluster.rundir import RunDir
+from arena_cluster.rundir import REPLY_CHARS, RunDir
 
 
 def test_events_continue_their_sequence_and_a_cut_last_line_is_dropped(tmp_path):
@@ -32,3 +32,18 @@ def test_a_run_ends_with_its_terminal_event_and_keeps_its_failure(tmp_path):
     (rd.checkpoints / "checkpoint-2").mkdir(parents=True)
     (rd.checkpoints / "checkpoint-10").mkdir()
     assert rd.last_checkpoint().name == "checkpoint-10"
+
+
+def test_a_conversation_is_kept_as_the_model_saw_it_with_its_replies_cut(tmp_path):
+    rd = RunDir(tmp_path / "oe-3")
+    rd.write_assignment({})
+    long_reply = "x" * (REPLY_CHARS + 50)
+    big_observation = '{"text":"' + "y" * 5000 + '"}'
+    messages = [{"role": "system", "content": "s"}, {"role": "user", "content": big_observation},
+                {"role": "assistant", "content": long_reply}]
+    rd.write_conversation("train", "t-1", messages, step=1, end="invalid_reply", score=None)
+    rd.write_conversation("eval-before", "t-2", messages[:2])
+    first, second = rd.conversations()
+    assert first == {"purpose": "train", "task_label": "t-1", "step": 1, "end": "invalid_reply",
+                     "messages": messages[:2] + [{"role": "assistant", "content": "x" * REPLY_CHARS + "…"}]}
+    assert second["purpose"] == "eval-before" and second["messages"] == messages[:2]

@@ -10,7 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from arena_cluster.sandboxes import Connection, health, reader_refusal
+from arena_cluster.sandboxes import Connection, health, reader_refusal, readers_refusal
 
 READER = "hf_reader_only_in_the_sandbox_org"
 
@@ -92,13 +92,40 @@ def test_the_reader_reads_the_sandbox_namespace_and_nothing_else():
     assert "not a member of arena-sandboxes" in reader_refusal(whoami(orgs=()), "arena-sandboxes")
 
 
-def test_the_agent_checks_its_reader_with_hfs_whoami():
+def test_held_out_sandboxes_have_a_namespace_and_a_reader_of_their_own():
+    sandbox, held_out = whoami(orgs=("arena-sandboxes",)), whoami(orgs=("arena-eval",))
+    assert readers_refusal(sandbox, held_out, "arena-sandboxes", "arena-eval") is None
+    same = readers_refusal(sandbox, sandbox, "arena-sandboxes", "arena-sandboxes")
+    assert "ARENA_EVAL_NAMESPACE is arena-sandboxes, the sandbox namespace" in same
+    both = whoami(orgs=("arena-sandboxes", "arena-eval"))
+    assert "ARENA_SANDBOX_TOKEN: reader is a member of arena-eval" in readers_refusal(
+        both, held_out, "arena-sandboxes", "arena-eval")
+    assert readers_refusal(sandbox, whoami(role="write", orgs=("arena-eval",)), "arena-sandboxes",
+                           "arena-eval").startswith("ARENA_EVAL_TOKEN: reader's token is a write token")
+    assert "ARENA_EVAL_TOKEN: reader is a member of arena-sandboxes" in readers_refusal(
+        sandbox, both, "arena-sandboxes", "arena-eval"), "the eval reader reads the eval namespace only"
+    assert "ARENA_EVAL_TOKEN: reader is not a member of arena-eval" in readers_refusal(
+        sandbox, whoami(orgs=()), "arena-sandboxes", "arena-eval")
+
+
+def test_the_agent_checks_its_readers_with_hfs_whoami():
     """Against the stand-in's whoami-v2, as the agent does before it connects (at the endpoint its
     settings name)."""
-    from arena_cluster.agent import check_sandbox_reader
-    from stack import SANDBOX_ORG, env, token
+    from arena_cluster.agent import check_readers
+    from arena_cluster.settings import Settings
+    from stack import EVAL_ORG, SANDBOX_ORG, env, token
 
-    hub = env("ARENA_TEST_HUB_URL")
-    assert check_sandbox_reader(token("arena-sandbox"), SANDBOX_ORG, endpoint=hub) is None
-    assert "write token" in check_sandbox_reader(token("arena-bot"), SANDBOX_ORG, endpoint=hub)
-    assert "does not accept" in check_sandbox_reader("hf_not_a_token_of_anyone", SANDBOX_ORG, tries=1, endpoint=hub)
+    def settings(sandbox_reader, eval_reader, eval_namespace=EVAL_ORG):
+        return Settings.read({"HF_TOKEN": token("arena-bot"), "HF_ENDPOINT": env("ARENA_TEST_HUB_URL"),
+                              "ARENA_SANDBOX_TOKEN": sandbox_reader, "ARENA_SANDBOX_NAMESPACE": SANDBOX_ORG,
+                              "ARENA_EVAL_TOKEN": eval_reader, "ARENA_EVAL_NAMESPACE": eval_namespace,
+                              "ARENA_TRAINER_MODEL": "tiny"})
+
+    assert check_readers(settings(token("arena-sandbox"), token("arena-eval"))) is None
+    # The arena's bot writes in both namespaces: never a reader.
+    assert check_readers(settings(token("arena-bot"), token("arena-eval"))).startswith("ARENA_SANDBOX_TOKEN: arena-bot")
+    assert "ARENA_EVAL_TOKEN" in check_readers(settings(token("arena-sandbox"), token("arena-sandbox")))
+    assert "a namespace of their own" in check_readers(
+        settings(token("arena-sandbox"), token("arena-eval"), SANDBOX_ORG))
+    assert "ARENA_SANDBOX_TOKEN: HF does not accept it" == check_readers(
+        settings("hf_not_a_token_of_anyone", token("arena-eval")), tries=1)

@@ -208,96 +208,101 @@ class Tokens:
         return token, access, issued
 
 
-def handler_for(tokens):
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
+class Handler(BaseHTTPRequestHandler):
+    """The token route, `/healthz`, and (with `--proxy-port-file`) the registry behind it; `tokens`
+    is set by `handler_for`."""
 
-        def answer(self, status, body):
-            raw = json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(raw)))
+    protocol_version = "HTTP/1.1"
+    tokens: "Tokens"
+
+    def answer(self, status, body):
+        raw = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(raw)))
+        self.end_headers()
+        self.wfile.write(raw)
+
+    def proxy(self):
+        """Everything but the token route, passed to the registry: the registry then sits on the
+        token realm's own origin, as GHCR does (ghcr.io/token)."""
+        try:
+            with open(self.tokens.args.proxy_port_file) as f:
+                port = int(f.read().strip())
+        except (OSError, ValueError):
+            return self.answer(502, {"errors": [{"code": "UNAVAILABLE", "message": "no registry yet"}]})
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else None
+        headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP}
+        upstream = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        try:
+            upstream.request(self.command, self.path, body=body, headers=headers)
+            r = upstream.getresponse()
+            self.send_response(r.status)
+            length = r.getheader("Content-Length")
+            data = None if length is not None or self.command == "HEAD" else r.read()
+            for k, v in r.getheaders():
+                if k.lower() not in HOP_BY_HOP and k.lower() != "content-length":
+                    self.send_header(k, v)
+            self.send_header("Content-Length", length if length is not None else str(len(data or b"")))
             self.end_headers()
-            self.wfile.write(raw)
+            if self.command == "HEAD":
+                return
+            if data is not None:
+                self.wfile.write(data)
+            else:
+                while chunk := r.read(1 << 16):
+                    self.wfile.write(chunk)
+        except OSError as e:
+            self.answer(502, {"errors": [{"code": "UNAVAILABLE", "message": str(e)}]})
+        finally:
+            upstream.close()
 
-        def proxy(self):
-            """Everything but the token route, passed to the registry: the registry then sits on the
-            token realm's own origin, as GHCR does (ghcr.io/token)."""
-            try:
-                with open(tokens.args.proxy_port_file) as f:
-                    port = int(f.read().strip())
-            except (OSError, ValueError):
-                return self.answer(502, {"errors": [{"code": "UNAVAILABLE", "message": "no registry yet"}]})
-            length = int(self.headers.get("Content-Length") or 0)
-            body = self.rfile.read(length) if length else None
-            headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP}
-            upstream = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-            try:
-                upstream.request(self.command, self.path, body=body, headers=headers)
-                r = upstream.getresponse()
-                self.send_response(r.status)
-                length = r.getheader("Content-Length")
-                data = None if length is not None or self.command == "HEAD" else r.read()
-                for k, v in r.getheaders():
-                    if k.lower() not in HOP_BY_HOP and k.lower() != "content-length":
-                        self.send_header(k, v)
-                self.send_header("Content-Length", length if length is not None else str(len(data or b"")))
-                self.end_headers()
-                if self.command == "HEAD":
-                    return
-                if data is not None:
-                    self.wfile.write(data)
-                else:
-                    while chunk := r.read(1 << 16):
-                        self.wfile.write(chunk)
-            except OSError as e:
-                self.answer(502, {"errors": [{"code": "UNAVAILABLE", "message": str(e)}]})
-            finally:
-                upstream.close()
+    def do_HEAD(self):
+        if self.tokens.args.proxy_port_file:
+            return self.proxy()
+        self.answer(405, {})
 
-        def do_HEAD(self):
-            if tokens.args.proxy_port_file:
+    def do_PUT(self):
+        return self.do_HEAD()
+
+    do_POST = do_PATCH = do_DELETE = do_PUT
+
+    def do_GET(self):
+        url = urllib.parse.urlsplit(self.path)
+        q = urllib.parse.parse_qs(url.query)
+        if url.path == "/healthz":
+            return self.answer(200, {"ok": True})
+        if url.path != self.tokens.args.path:
+            if self.tokens.args.proxy_port_file:
                 return self.proxy()
-            self.answer(405, {})
+            return self.answer(404, {"errors": [{"code": "NOT_FOUND", "message": "no such route"}]})
+        service = q.get("service", [self.tokens.args.service])[0]
+        if service != self.tokens.args.service:
+            return self.answer(400, {"errors": [{"code": "DENIED", "message": f"unknown service {service}"}]})
+        scopes = parse_scopes(q.get("scope", []))
+        authorization = self.headers.get("Authorization", "")
+        if authorization and not self.tokens.pusher(authorization) and not self.tokens.args.accept_any_credentials:
+            # Docker Hub answers wrong credentials with 401, not with an anonymous token.
+            return self.answer(401, {"details": "incorrect username or password"})
+        pusher = self.tokens.pusher(authorization)
+        subject = self.tokens.args.push_credentials.split(":")[0] if pusher else ""
+        token, access, issued = self.tokens.issue(scopes, subject, pusher)
+        log = {"service": service, "scope": q.get("scope", []), "granted": access,
+               "credentials": bool(authorization), "pusher": pusher}
+        sys.stderr.write(json.dumps(log) + "\n")
+        sys.stderr.flush()
+        fields = {"both": ("token", "access_token"), "token": ("token",),
+                  "access_token": ("access_token",)}[self.tokens.args.fields]
+        self.answer(200, {**{f: token for f in fields},
+                          "expires_in": self.tokens.args.expires_in, "issued_at": issued})
 
-        def do_PUT(self):
-            return self.do_HEAD()
+    def log_message(self, *a):
+        pass
 
-        do_POST = do_PATCH = do_DELETE = do_PUT
 
-        def do_GET(self):
-            url = urllib.parse.urlsplit(self.path)
-            q = urllib.parse.parse_qs(url.query)
-            if url.path == "/healthz":
-                return self.answer(200, {"ok": True})
-            if url.path != tokens.args.path:
-                if tokens.args.proxy_port_file:
-                    return self.proxy()
-                return self.answer(404, {"errors": [{"code": "NOT_FOUND", "message": "no such route"}]})
-            service = q.get("service", [tokens.args.service])[0]
-            if service != tokens.args.service:
-                return self.answer(400, {"errors": [{"code": "DENIED", "message": f"unknown service {service}"}]})
-            scopes = parse_scopes(q.get("scope", []))
-            authorization = self.headers.get("Authorization", "")
-            if authorization and not tokens.pusher(authorization) and not tokens.args.accept_any_credentials:
-                # Docker Hub answers wrong credentials with 401, not with an anonymous token.
-                return self.answer(401, {"details": "incorrect username or password"})
-            pusher = tokens.pusher(authorization)
-            subject = tokens.args.push_credentials.split(":")[0] if pusher else ""
-            token, access, issued = tokens.issue(scopes, subject, pusher)
-            log = {"service": service, "scope": q.get("scope", []), "granted": access,
-                   "credentials": bool(authorization), "pusher": pusher}
-            sys.stderr.write(json.dumps(log) + "\n")
-            sys.stderr.flush()
-            fields = {"both": ("token", "access_token"), "token": ("token",),
-                      "access_token": ("access_token",)}[tokens.args.fields]
-            self.answer(200, {**{f: token for f in fields},
-                              "expires_in": tokens.args.expires_in, "issued_at": issued})
-
-        def log_message(self, *a):
-            pass
-
-    return Handler
+def handler_for(tokens):
+    return type("Handler", (Handler,), {"tokens": tokens})
 
 
 def main():

@@ -33,6 +33,9 @@ impl LedgerState {
     }
 }
 
+#[cfg(feature = "sqlx")]
+crate::text_column!(LedgerState, "ledger state");
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LedgerEntry {
     pub amount_cents: i64,

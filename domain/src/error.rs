@@ -135,6 +135,16 @@ error_codes! {
     ImageSchemaMismatch = "IMAGE_SCHEMA_MISMATCH", 422;
     /// Admission: the example actions did not end the episode with a reward in [0, 1] (author).
     AdmissionEpisodeFailed = "ADMISSION_EPISODE_FAILED", 422;
+    /// Admission: the environment's task API (openenv 0.10) lists no task with the submitted
+    /// `task_id` (author).
+    TaskNotListed = "TASK_NOT_LISTED", 422;
+    /// A webhook's URL is not https, or its host resolves to an address the arena never calls.
+    WebhookUrlRefused = "WEBHOOK_URL_REFUSED", 422;
+    /// A webhook's events or format are not ones the arena knows.
+    InvalidWebhook = "INVALID_WEBHOOK", 422;
+    /// The account keeps as many webhooks as it may.
+    WebhookLimit = "WEBHOOK_LIMIT", 409;
+    WebhookNotFound = "WEBHOOK_NOT_FOUND", 404;
     /// Admission: the sandbox never served `/health` (platform; retried).
     SandboxStartupFailed = "SANDBOX_STARTUP_FAILED", 503;
     /// Admission: the probe could not finish for the arena's reasons (platform; retried).

@@ -76,6 +76,30 @@ pub fn sandbox_reader_refusal(
     None
 }
 
+/// Why the namespaces of participants' sandboxes (`sandbox`) and of held-out evaluation
+/// (`eval`) are not apart enough: the sandbox namespace may hold none of the arena's datasets or
+/// jobs (`protected`, which includes the private overlay's owner), and the evaluation namespace
+/// is neither the sandbox namespace nor one of those. `None`: they are apart.
+pub fn namespace_refusal(sandbox: &str, eval: Option<&str>, protected: &[&str]) -> Option<String> {
+    if protected.contains(&sandbox) {
+        return Some(format!(
+            "ARENA_SANDBOX_NAMESPACE is {sandbox}, which holds the arena's datasets or jobs: sandboxes run in an \
+             organization of their own"
+        ));
+    }
+    match eval {
+        Some(e) if e == sandbox => Some(format!(
+            "ARENA_EVAL_NAMESPACE is {e}, the participants' sandbox namespace: held-out episodes would run where \
+             every participant's reader reaches them"
+        )),
+        Some(e) if protected.contains(&e) => Some(format!(
+            "ARENA_EVAL_NAMESPACE is {e}, which holds the arena's datasets or jobs: held-out sandboxes run in an \
+             organization of their own"
+        )),
+        _ => None,
+    }
+}
+
 /// Why HF could not say who a token belongs to.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum HubError {
@@ -113,6 +137,19 @@ mod tests {
                 .collect(),
             token_role: Some("read".into()),
         }
+    }
+
+    #[test]
+    fn held_out_sandboxes_run_apart_from_participants_and_the_arenas_data() {
+        let protected = ["benchflow", "benchflow-private"];
+        assert_eq!(namespace_refusal("arena-sandboxes", Some("arena-eval"), &protected), None);
+        assert_eq!(namespace_refusal("arena-sandboxes", None, &protected), None);
+        assert!(namespace_refusal("benchflow-private", Some("arena-eval"), &protected).is_some());
+        assert!(namespace_refusal("arena-sandboxes", Some("arena-sandboxes"), &protected).is_some());
+        assert!(namespace_refusal("arena-sandboxes", Some("benchflow"), &protected).is_some());
+        // A reader that reads the evaluation namespace reaches held-out sandboxes: refused.
+        let reader = account(&[("arena-sandboxes", Some("read")), ("arena-eval", Some("read"))]);
+        assert!(sandbox_reader_refusal(&reader, "arena-sandboxes", &["arena-eval"]).is_some());
     }
 
     #[test]

@@ -52,6 +52,20 @@ pub fn value(id: &str) -> String {
     format!("{kept}-{hash}")
 }
 
+/// The label of a task's sandbox, which names no task: anyone who reads the namespace's jobs
+/// reads their labels, and a held-out task's id is the benchmark's. `t-` and 20 hex digits of the
+/// SHA-256 of the scope (the run, or the submission admission probes) and the task id; the arena
+/// maps it back by computing it again for the scope's tasks ([`task_of`]).
+pub fn opaque_task(scope: &str, task_id: &str) -> String {
+    let digest = Sha256::digest(format!("arena-task-label\n{scope}\n{task_id}").as_bytes());
+    format!("t-{}", &crate::digest::hex(digest)[..20])
+}
+
+/// Which of `tasks` the opaque label `label` of `scope` stands for.
+pub fn task_of<'a>(scope: &str, label: &str, tasks: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    tasks.into_iter().find(|t| opaque_task(scope, t) == label)
+}
+
 /// The labels of one job, from `(key, id)` pairs: every value as [`value`] makes it.
 pub fn labels(pairs: &[(&'static str, &str)]) -> BTreeMap<String, String> {
     pairs
@@ -66,6 +80,15 @@ pub fn labels(pairs: &[(&'static str, &str)]) -> BTreeMap<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_task_label_names_no_task_and_maps_back_within_its_scope() {
+        let label = opaque_task("oe-1", "held-out.task-7");
+        assert!(is_valid(&label) && label.starts_with("t-") && !label.contains("task"), "{label}");
+        assert_ne!(label, opaque_task("oe-2", "held-out.task-7"), "another run, another label");
+        assert_eq!(task_of("oe-1", &label, ["a", "held-out.task-7"]), Some("held-out.task-7"));
+        assert_eq!(task_of("oe-2", &label, ["a", "held-out.task-7"]), None);
+    }
 
     #[test]
     fn ids_hf_accepts_are_kept_as_they_are() {

@@ -44,7 +44,7 @@ macro_rules! metric_table {
             }
 
             /// Refuses what a trainer could send that is not a measurement: a value that is not finite.
-            pub fn check(&self) -> Result<(), String> {
+            pub fn check(&self) -> Result<(), $crate::invalid::Invalid> {
                 match self.values().iter().any(|(_, v)| v.is_some_and(|v| !v.is_finite())) {
                     true => Err("a training metric that is not a finite number".into()),
                     false => Ok(()),

@@ -4,6 +4,7 @@
 //! references, and, once each image has been read from its registry, what its manifest and config
 //! must say. The reads themselves live in the server; the decisions are here.
 
+use crate::invalid::Invalid;
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
@@ -15,6 +16,7 @@ pub mod admission;
 pub mod alerts;
 pub mod assignment;
 pub mod benchmark;
+pub mod by_account;
 pub mod controls;
 pub mod episode;
 pub mod evaluation;
@@ -22,7 +24,9 @@ pub mod image;
 pub mod quota;
 pub mod refusal;
 pub mod run;
+pub mod schema;
 pub mod state;
+pub mod wording;
 pub use image::{ImageRef, RegistryHost};
 pub use refusal::Refusal;
 
@@ -397,26 +401,28 @@ pub const MAX_ENV_VARS: usize = 128;
 pub const MAX_ENV_CHARS: usize = 32 * 1024;
 
 /// The sandbox start of an image, or why none can be built from its config.
-pub fn sandbox_start(facts: &ImageFacts) -> Result<SandboxStart, String> {
+pub fn sandbox_start(facts: &ImageFacts) -> Result<SandboxStart, Invalid> {
     let command: Vec<String> = facts.entrypoint.iter().chain(&facts.cmd).cloned().collect();
     if command.is_empty() {
         return Err("the image has no ENTRYPOINT or CMD to start its server".into());
     }
     if command.len() > MAX_START_ARGS {
-        return Err(format!("its start command has {} arguments; at most {MAX_START_ARGS}", command.len()));
+        return Err(
+            format!("its start command has {} arguments; at most {MAX_START_ARGS}", command.len()).into()
+        );
     }
     let chars: usize = command.iter().map(|a| a.chars().count()).sum();
     if chars > MAX_START_CHARS {
-        return Err(format!("its start command has {chars} characters; at most {MAX_START_CHARS}"));
+        return Err(format!("its start command has {chars} characters; at most {MAX_START_CHARS}").into());
     }
     if command[0].is_empty() {
         return Err("its start command begins with an empty program name".into());
     }
     if facts.env.len() > MAX_ENV_VARS {
-        return Err(format!("its ENV sets {} variables; at most {MAX_ENV_VARS}", facts.env.len()));
+        return Err(format!("its ENV sets {} variables; at most {MAX_ENV_VARS}", facts.env.len()).into());
     }
     if facts.env.iter().map(String::len).sum::<usize>() > MAX_ENV_CHARS {
-        return Err(format!("its ENV holds more than {MAX_ENV_CHARS} characters"));
+        return Err(format!("its ENV holds more than {MAX_ENV_CHARS} characters").into());
     }
     let mut env = BTreeMap::new();
     for entry in &facts.env {
@@ -427,7 +433,8 @@ pub fn sandbox_start(facts: &ImageFacts) -> Result<SandboxStart, String> {
             return Err(format!(
                 "its ENV entry `{}` is not NAME=value",
                 entry.chars().take(80).collect::<String>()
-            ));
+            )
+            .into());
         }
         // A later entry wins, as in the container.
         env.insert(key.to_string(), value.to_string());
@@ -435,17 +442,19 @@ pub fn sandbox_start(facts: &ImageFacts) -> Result<SandboxStart, String> {
     Ok(SandboxStart { command, env })
 }
 
-/// The URL HF lists for `port` among a job's `status.exposeUrls`: the one whose host holds
-/// `--{port}.` (HF's `https://{job_id}--{port}.hf.jobs`), as `huggingface_hub`'s sandbox picks
-/// it; never by position, since the list's order is not documented.
-pub fn exposed_url(urls: &[String], port: u16) -> Option<String> {
+/// The URL HF lists for `port` among the `status.exposeUrls` of a job that exposed `exposed`: the
+/// one whose host holds `--{port}.` (HF's `https://{job_id}--{port}.hf.jobs`), as
+/// `huggingface_hub`'s sandbox picks it, never by position, since the list's order is not
+/// documented; or, for a job that exposed only `port` and lists one URL, that URL (a loopback
+/// stand-in's `http://127.0.0.1:{proxy}` names no port in its host).
+pub fn exposed_url(urls: &[String], port: u16, exposed: &[u16]) -> Option<String> {
     let marker = format!("--{port}.");
-    urls.iter()
-        .find(|u| {
-            let host = u.split_once("://").map_or(u.as_str(), |(_, rest)| rest);
-            host.split(['/', '?', '#']).next().unwrap_or_default().contains(&marker)
-        })
-        .map(|u| u.trim_end_matches('/').to_string())
+    let named = urls.iter().find(|u| {
+        let host = u.split_once("://").map_or(u.as_str(), |(_, rest)| rest);
+        host.split(['/', '?', '#']).next().unwrap_or_default().contains(&marker)
+    });
+    let only = (exposed == [port] && urls.len() == 1).then(|| &urls[0]);
+    named.or(only).map(|u| u.trim_end_matches('/').to_string())
 }
 
 /// The start command, the port and the size of one image.
@@ -457,7 +466,7 @@ pub fn judge_image(
     let server = |m: String| refuse(ErrorCode::ImageServerInvalid, format!("{name}: {m}"));
     let start = match sandbox_start(facts) {
         Ok(start) => start,
-        Err(m) => return server(m),
+        Err(m) => return server(m.0),
     };
     let tcp: Vec<u16> = facts
         .exposed_ports
@@ -590,6 +599,20 @@ pub struct SubmissionView {
     pub updated_at: String,
     /// True when this answer is the stored record of an earlier identical request.
     pub existing: bool,
+    /// Set while admission waits before taking it, and why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting: Option<Waiting>,
+}
+
+/// A submission accepted but not yet taken by admission: until when, and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "openapi", schema(as = OpenEnvWaiting))]
+pub struct Waiting {
+    /// When admission takes it (RFC 3339).
+    pub until: String,
+    pub until_epoch: i64,
+    pub reason: String,
 }
 
 /// The OCI labels a submission's status shows: `org.opencontainers.image.*` only.

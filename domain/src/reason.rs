@@ -16,13 +16,13 @@ pub struct ReasonRequest {
 }
 
 /// The reason trimmed, or why it is refused.
-pub fn check(text: &str) -> Result<String, String> {
+pub fn check(text: &str) -> Result<String, crate::invalid::Invalid> {
     let text = text.trim();
     if text.is_empty() {
         return Err("`reason` is empty: say why, in 1 to 500 characters".into());
     }
     if text.chars().count() > MAX_REASON {
-        return Err(format!("`reason` is over {MAX_REASON} characters"));
+        return Err(format!("`reason` is over {MAX_REASON} characters").into());
     }
     if text.chars().any(char::is_control) {
         return Err("`reason` holds control characters (line breaks included): one line of plain text".into());

@@ -1,6 +1,7 @@
 //! Runs of a collection on a challenge: the launch request, the preflight's checks in the guide's
 //! order, the refusal each failed check becomes, and the run's states and stages.
 
+use crate::invalid::Invalid;
 use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
@@ -66,7 +67,7 @@ pub struct Launch {
 }
 
 impl Launch {
-    pub fn parse(req: RunRequest) -> Result<Launch, String> {
+    pub fn parse(req: RunRequest) -> Result<Launch, Invalid> {
         let request_id = RequestId::parse(&req.request_id).map_err(|e| e.to_string())?;
         let agent_id = req.agent_id.as_deref().map(AgentId::parse).transpose().map_err(|e| e.to_string())?;
         if req.environment_id.trim().is_empty() {
@@ -139,12 +140,18 @@ pub struct Collection {
     pub excluded_task_count: u64,
 }
 
+/// Why a run's allocation cannot be quoted: its provider is only planned, or its flavor has no
+/// price. The preflight shows it; the launch refuses with it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Unpriced(pub String);
+
 /// Everything the preflight reads; the caller gathers it, the rules here decide.
 #[derive(Debug, Clone)]
 pub struct Facts<'a> {
     pub challenge: &'a Challenge,
     /// The allocation in cents, or why none can be quoted.
-    pub allocation: Result<i64, String>,
+    pub allocation: Result<i64, Unpriced>,
     pub caller: Option<Caller>,
     pub collection: Collection,
     /// When this collection's newest counted run on this challenge was requested (epoch s).
@@ -263,7 +270,7 @@ pub fn preflight(f: &Facts) -> Preflight {
         environment_id: f.collection.id.clone(),
         allowed: checks.iter().all(|c| c.ok == Some(true)),
         max_compute_usd: f.allocation.as_ref().ok().map(|c| dollars(*c)),
-        max_compute_reason: f.allocation.as_ref().err().cloned(),
+        max_compute_reason: f.allocation.as_ref().err().map(|u| u.0.clone()),
         eligible_tasks: eligible as u64,
         excluded_task_count: f.collection.excluded_task_count,
         hardware: hw,
@@ -292,7 +299,7 @@ fn author_or_editor(f: &Facts) -> (Option<bool>, String) {
 /// The cap check: unknown when the run's allocation cannot be priced.
 fn cap_check(f: &Facts) -> (Option<bool>, String) {
     match &f.allocation {
-        Err(reason) => (None, reason.clone()),
+        Err(reason) => (None, reason.0.clone()),
         Ok(cents) if *cents <= f.remaining_cents => {
             (Some(true), format!("${:.2} of ${:.2} remaining", dollars(*cents), dollars(f.remaining_cents)))
         }
@@ -355,7 +362,7 @@ pub fn refusal(p: &Preflight, f: &Facts) -> Option<Refusal> {
 #[derive(Debug, Clone)]
 pub struct BaselineFacts<'a> {
     pub challenge: &'a Challenge,
-    pub allocation: Result<i64, String>,
+    pub allocation: Result<i64, Unpriced>,
     pub caller: Option<Caller>,
     pub active_run: Option<String>,
     pub remaining_cents: i64,

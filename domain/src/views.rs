@@ -490,6 +490,9 @@ pub struct JobsView {
     /// Board messages editors hid, with why and by whom.
     #[serde(default)]
     pub hidden_messages: Vec<crate::board::HiddenMessage>,
+    /// The newest board messages shown (the page offers to hide each).
+    #[serde(default)]
+    pub recent_messages: Vec<crate::board::Message>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -18,7 +18,7 @@
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
 use anyhow::Context;
@@ -56,6 +56,8 @@ pub struct Backups {
     /// Whether runs launched after the last snapshot may still be found again from HF's jobs:
     /// from the start until a pass finds nothing left waiting.
     finding: std::sync::atomic::AtomicBool,
+    /// When the backup pass next takes a turn.
+    next_turn: Mutex<std::time::Instant>,
 }
 
 #[derive(Default)]
@@ -94,7 +96,20 @@ impl Backups {
             db_path,
             status: Mutex::new(Status { view, ..Default::default() }),
             finding: std::sync::atomic::AtomicBool::new(true),
+            next_turn: Mutex::new(std::time::Instant::now() + Duration::from_secs(every_s.max(1))),
         }
+    }
+
+    /// Whether a turn is due (one every `every`, the first `every` after the start); answering
+    /// yes schedules the next.
+    fn due(&self) -> bool {
+        let mut next = self.next_turn.lock().unwrap();
+        let now = std::time::Instant::now();
+        if now < *next {
+            return false;
+        }
+        *next = now + self.every;
+        true
     }
 
     pub fn view(&self) -> BackupView {
@@ -157,21 +172,23 @@ impl Backups {
     }
 }
 
-/// Starts the backup loop on its own task (it ends with the process).
-pub fn spawn(state: crate::AppState, backups: Arc<Backups>) {
-    tokio::spawn(async move {
-        loop {
-            tokio::time::sleep(backups.every).await;
-            if !backups.leased() {
-                continue;
-            }
-            match tokio::time::timeout(UPLOAD_DEADLINE, once(&state, &backups)).await {
-                Ok(Ok(_)) => {}
-                Ok(Err(e)) => record_error(&backups, &state, format!("{e:#}")),
-                Err(_) => record_error(&backups, &state, format!("the upload took over {UPLOAD_DEADLINE:?}")),
-            }
-        }
-    });
+/// Backups run as a pass: each tick it asks whether a turn is due, and takes it when this process
+/// holds the backup lock.
+pub const FEATURE: crate::features::Feature =
+    crate::features::Feature { router: utoipa_axum::router::OpenApiRouter::new, passes: &[PASS] };
+
+const PASS: crate::features::Pass = crate::features::Pass::new("backup", 1, |s| Box::pin(turn(s)));
+
+async fn turn(state: &crate::AppState) {
+    let Some(backups) = &state.backups else { return };
+    if !backups.due() || !backups.leased() {
+        return;
+    }
+    match tokio::time::timeout(UPLOAD_DEADLINE, once(state, backups)).await {
+        Ok(Ok(_)) => {}
+        Ok(Err(e)) => record_error(backups, state, format!("{e:#}")),
+        Err(_) => record_error(backups, state, format!("the upload took over {UPLOAD_DEADLINE:?}")),
+    }
 }
 
 fn record_error(backups: &Backups, state: &crate::AppState, e: String) {
@@ -208,7 +225,9 @@ pub async fn once(state: &crate::AppState, backups: &Backups) -> anyhow::Result<
         .iter()
         .map(Snapshot::path)
         .collect();
-    let summary = format!("Back up the arena's database ({} bytes, schema {schema})", bytes.len());
+    // The title names the snapshot: a restore finds it in the history even once it is deleted.
+    let summary =
+        format!("Back up the arena's database ({} bytes, schema {schema}): {}", bytes.len(), snap.path());
     let revision = datasets
         .commit_changes(&backups.repo, &summary, &[(snap.path(), bytes)], &deleted)
         .await
@@ -307,6 +326,8 @@ pub struct Restore<'a> {
     pub now_epoch: i64,
     /// The largest database a snapshot may decompress to.
     pub max_database_bytes: u64,
+    /// A snapshot an editor named to restore on purpose (`ARENA_RESTORE_SNAPSHOT`).
+    pub named: Option<&'a str>,
 }
 
 /// Restores the database file from the newest snapshot that the arena signed and that checks out
@@ -335,15 +356,18 @@ pub async fn restore(r: &Restore<'_>, db_path: &Path) -> anyhow::Result<Restored
         Err(e) => return Err(unreadable("reading its settings", e)),
     }
     let revision = r.datasets.head(repo).await.map_err(|e| unreadable("reading its head", e))?;
+    if let Some(named) = r.named {
+        return restore_named(r, named, &revision, db_path).await;
+    }
     let listed =
         r.datasets.list(repo, backup::DIR, MAX_LISTED).await.map_err(|e| unreadable("listing it", e))?;
-    let (order, mut skipped) = backup::restore_order(
-        &backup::newest_first(listed.iter().map(String::as_str)),
-        &not_after(r.now_epoch),
-    );
+    let not_after = not_after(r.now_epoch);
+    let (order, mut skipped) =
+        backup::restore_order(&backup::newest_first(listed.iter().map(String::as_str)), &not_after);
     for why in &skipped {
         tracing::warn!(why, "a backup was passed over");
     }
+    let mut history = History::default();
     for snap in order {
         let path = snap.path();
         let bytes = r
@@ -351,12 +375,18 @@ pub async fn restore(r: &Restore<'_>, db_path: &Path) -> anyhow::Result<Restored
             .read(repo, &revision, &path, MAX_SNAPSHOT_BYTES)
             .await
             .map_err(|e| unreadable(&format!("reading {path}"), e))?;
-        let checked = if !r.key.verify(&[snap.signed_name().as_bytes(), b"\n", &bytes], &snap.signature) {
+        let checked = if !signed(r.key, &snap, &bytes) {
             Err(anyhow::anyhow!(
                 "its signature is not the arena's (ARENA_BACKUP_KEY): not written by this arena, or altered"
             ))
         } else {
+            // Signed and still on main: a corrupt one is the arena's own (a disk, a bug), which a
+            // fall-back may pass over; only a newer one gone from main is a rollback.
+            history.on_main.push(snap.clone());
             backup::check_schema(&snap, known_schema())?;
+            // Nothing newer the arena signed may have been deleted or altered: that would be a
+            // rollback by whoever can write the dataset.
+            history.refuse_newer(r, &snap, &not_after).await?;
             check_snapshot(&snap, bytes, db_path, r.max_database_bytes).await
         };
         match checked {
@@ -372,7 +402,122 @@ pub async fn restore(r: &Restore<'_>, db_path: &Path) -> anyhow::Result<Restored
         }
     }
     anyhow::ensure!(skipped.is_empty(), "no backup in {repo} checks out: {}", skipped.join("; "));
+    // An empty dataset whose history holds a snapshot the arena signed was emptied by someone.
+    let empty = Snapshot { taken: String::new(), schema: 0, signature: String::new() };
+    history.refuse_newer(r, &empty, &not_after).await?;
     Ok(Restored::Empty)
+}
+
+fn signed(key: &SigningKey, snap: &Snapshot, bytes: &[u8]) -> bool {
+    key.verify(&[snap.signed_name().as_bytes(), b"\n", bytes], &snap.signature)
+}
+
+/// Commits of the backup dataset read at most, looking for a newer snapshot (a snapshot a minute
+/// at most: days of history).
+const MAX_COMMITS: usize = 5_000;
+/// Snapshots named in the history that a restore reads to verify, at most; past it, it stops
+/// rather than guess.
+const MAX_VERIFIED: usize = 32;
+
+/// What a restore learned of the dataset's history: every snapshot its commits' titles name (the
+/// arena's own titles name their snapshot; deleted or not, a commit keeps it).
+#[derive(Default)]
+struct History {
+    named: Option<Vec<(Snapshot, String)>>,
+    /// Snapshots this restore read from main with the arena's signature.
+    on_main: Vec<Snapshot>,
+}
+
+impl History {
+    /// Stops the restore when the history holds a snapshot the arena signed that is newer than
+    /// `restoring`: restoring would go back past it.
+    async fn refuse_newer(
+        &mut self,
+        r: &Restore<'_>,
+        restoring: &Snapshot,
+        not_after: &str,
+    ) -> anyhow::Result<()> {
+        if self.named.is_none() {
+            let mut named = Vec::new();
+            r.datasets
+                .commits(r.repo, MAX_COMMITS, &mut |page| {
+                    named.extend(page.iter().filter_map(|c| Some((snapshot_in(&c.title)?, c.id.clone()))));
+                    true
+                })
+                .await
+                .with_context(|| format!("reading the history of the backup dataset {}", r.repo))?;
+            self.named = Some(named);
+        }
+        let mut newer: Vec<&(Snapshot, String)> = self
+            .named
+            .iter()
+            .flatten()
+            .filter(|(s, _)| s.taken > restoring.taken && s.taken.as_str() <= not_after)
+            .filter(|(s, _)| !self.on_main.contains(s))
+            .collect();
+        newer.sort_by(|a, b| b.0.cmp(&a.0));
+        newer.dedup_by(|a, b| a.0 == b.0 && a.1 == b.1);
+        // Titles are anyone's to write: a name is believed only once its bytes at that commit verify.
+        for (snap, commit) in newer.iter().take(MAX_VERIFIED) {
+            match r.datasets.read(r.repo, commit, &snap.path(), MAX_SNAPSHOT_BYTES).await {
+                Ok(bytes) if signed(r.key, snap, &bytes) => anyhow::bail!(
+                    "the backup dataset {} no longer offers its newest snapshot: {} (written at commit {commit}, \
+                     signed by this arena) is newer than {} and is deleted or altered on main. Restoring would roll \
+                     the database back. Not starting; to restore an older snapshot on purpose, an editor names it in \
+                     ARENA_RESTORE_SNAPSHOT",
+                    r.repo,
+                    snap.path(),
+                    if restoring.taken.is_empty() { "anything main holds".to_string() } else { restoring.path() },
+                ),
+                Ok(_) => tracing::warn!(snapshot = %snap.path(), commit, "a commit names a snapshot the arena did not sign"),
+                Err(e) => tracing::warn!(snapshot = %snap.path(), commit, error = %e, "a snapshot the history names cannot be read"),
+            }
+        }
+        anyhow::ensure!(
+            newer.len() <= MAX_VERIFIED,
+            "the backup dataset {}'s history names {} snapshots newer than the one to restore, more than the {MAX_VERIFIED} \
+             a restore verifies: not starting rather than guess; an editor names the snapshot in ARENA_RESTORE_SNAPSHOT",
+            r.repo,
+            newer.len()
+        );
+        Ok(())
+    }
+}
+
+/// The snapshot a commit title names (`…: backups/arena-….sqlite.gz`).
+fn snapshot_in(title: &str) -> Option<Snapshot> {
+    title.split_whitespace().find_map(Snapshot::parse)
+}
+
+/// Restores the snapshot an editor named, from `main` or, once deleted, from the commit that wrote
+/// it: signed by the arena and checked as any restore, but newer ones are left behind on purpose.
+async fn restore_named(r: &Restore<'_>, named: &str, head: &str, db_path: &Path) -> anyhow::Result<Restored> {
+    let snap = Snapshot::parse(named).with_context(|| {
+        format!("ARENA_RESTORE_SNAPSHOT is `{named}`, not a snapshot's path (backups/arena-….sqlite.gz)")
+    })?;
+    let mut at = head.to_string();
+    if r.datasets.list(r.repo, backup::DIR, MAX_LISTED).await.map_or(true, |l| !l.contains(&snap.path())) {
+        let mut found = None;
+        r.datasets
+            .commits(r.repo, MAX_COMMITS, &mut |page| {
+                found =
+                    page.iter().find(|c| snapshot_in(&c.title).as_ref() == Some(&snap)).map(|c| c.id.clone());
+                found.is_none()
+            })
+            .await
+            .context("reading the backup dataset's history")?;
+        at = found.with_context(|| format!("{named} is neither on main nor in the history of {}", r.repo))?;
+    }
+    let bytes = r.datasets.read(r.repo, &at, &snap.path(), MAX_SNAPSHOT_BYTES).await.context("reading it")?;
+    anyhow::ensure!(signed(r.key, &snap, &bytes), "{named}: its signature is not the arena's");
+    backup::check_schema(&snap, known_schema())?;
+    check_snapshot(&snap, bytes, db_path, r.max_database_bytes).await?;
+    tracing::warn!(repo = r.repo, revision = at, snapshot = named, "restored the snapshot an editor named");
+    Ok(Restored::From {
+        path: snap.path(),
+        revision: at,
+        skipped: vec![format!("named on purpose: {named}")],
+    })
 }
 
 /// Checks one verified snapshot and, when it holds, puts it in place of the database.

@@ -19,6 +19,8 @@ pub struct Caches {
     pub board: Cache<u32, MessagePage>,
     /// Each challenge's leaderboard, pooled or on one benchmark.
     pub leaderboards: Cache<(String, Option<String>), Leaderboard>,
+    /// The OpenEnv track's leaderboard: made again only when a run completes.
+    pub openenv_leaderboard: Cache<(), domain::openenv::evaluation::Leaderboard>,
 }
 
 impl Caches {
@@ -30,6 +32,7 @@ impl Caches {
             environments: Cache::new(Topic::Environments),
             board: Cache::new(Topic::Board),
             leaderboards: Cache::new(Topic::Results),
+            openenv_leaderboard: Cache::new(Topic::Openenv),
         })
     }
 }

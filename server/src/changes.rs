@@ -34,10 +34,13 @@ pub enum Topic {
     Board,
     Runs,
     Results,
+    /// OpenEnv runs that completed (the OpenEnv leaderboard).
+    Openenv,
 }
 
 impl Topic {
-    const ALL: [Topic; 5] = [Topic::Ledger, Topic::Environments, Topic::Board, Topic::Runs, Topic::Results];
+    const ALL: [Topic; 6] =
+        [Topic::Ledger, Topic::Environments, Topic::Board, Topic::Runs, Topic::Results, Topic::Openenv];
 
     fn index(self) -> usize {
         self as usize
@@ -51,13 +54,14 @@ impl Topic {
             "board" => Some(Topic::Board),
             "runs" => Some(Topic::Runs),
             "results" => Some(Topic::Results),
+            "openenv" => Some(Topic::Openenv),
             _ => None,
         }
     }
 }
 
 pub struct Changes {
-    versions: [AtomicU64; 5],
+    versions: [AtomicU64; 6],
     /// Whether every change is seen: always on SQLite, on PostgreSQL while the listener is up.
     watching: AtomicBool,
 }

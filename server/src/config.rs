@@ -166,6 +166,16 @@ pub struct Config {
     /// and collection jobs. `HF_TOKEN` must be able to start jobs there.
     #[arg(long, env = "ARENA_SANDBOX_NAMESPACE")]
     pub sandbox_namespace: Option<String>,
+    /// Lets webhooks call loopback addresses over plain http: a local trial only (`dev/run` sets
+    /// it and says so); a deployment never does.
+    #[arg(long, env = "ARENA_WEBHOOKS_ALLOW_LOOPBACK", default_value_t = false, action = clap::ArgAction::Set, value_parser = clap::builder::BoolishValueParser::new())]
+    pub webhooks_allow_loopback: bool,
+    /// The HF organization held-out evaluation episodes run in, apart from participants' sandboxes:
+    /// the participants' reader (`ARENA_SANDBOX_TOKEN`) must not be able to read it (checked at
+    /// start), and it holds none of the arena's datasets. The cluster starts them there and
+    /// reaches them with a reader of its own, which participants never receive.
+    #[arg(long, env = "ARENA_EVAL_NAMESPACE")]
+    pub eval_namespace: Option<String>,
     /// OpenEnv submissions waiting for admission beyond which new ones are refused `CAPACITY_BUSY`.
     #[arg(long, env = "ARENA_OPENENV_ADMISSION_QUEUE", default_value_t = 20)]
     pub openenv_admission_queue: i64,
@@ -179,6 +189,21 @@ pub struct Config {
     /// seconds; past it the probe fails and its sandbox is stopped.
     #[arg(long, env = "ARENA_PROBE_DEADLINE_S", default_value_t = 900)]
     pub probe_deadline_s: u64,
+    /// Submissions of different accounts admitted side by side (one account's go one at a time).
+    #[arg(long, env = "ARENA_ADMISSIONS_AT_ONCE", default_value_t = 3)]
+    pub admissions_at_once: usize,
+    /// The sandbox time one submission's admission may spend, all its probes together (seconds);
+    /// past it the tasks not yet checked are not, and the slot is returned.
+    #[arg(long, env = "ARENA_ADMISSION_ALLOWANCE_S", default_value_t = 5400)]
+    pub admission_allowance_s: u64,
+    /// Probes of one submission that may fail on the platform's side (an image that never serves
+    /// fails so in every sandbox) before its other tasks are not tried.
+    #[arg(long, env = "ARENA_ADMISSION_PLATFORM_FAILURES", default_value_t = 4)]
+    pub admission_platform_failures: u32,
+    /// Submissions of one account whose slot was returned within its quota window, past which its
+    /// next submission waits (accepted, not admitted) until the oldest leaves the window.
+    #[arg(long, env = "ARENA_RETURNED_SLOTS_PER_WINDOW", default_value_t = 2)]
+    pub returned_slots_per_window: i64,
     /// How long a server's hold on a submission's admission lasts without renewal (seconds); a
     /// probe renews it while it runs, so no other server probes the same submission.
     #[arg(long, env = "ARENA_ADMISSION_LEASE_S", default_value_t = 600)]
@@ -202,6 +227,11 @@ pub struct Config {
     /// Snapshots kept in the backup dataset; each commit deletes the older ones.
     #[arg(long, env = "ARENA_BACKUP_KEEP", default_value_t = 24)]
     pub backup_keep: usize,
+    /// The snapshot an editor restores on purpose (its path in the backup dataset, from `main` or
+    /// from the dataset's history), even when a newer one the arena signed was deleted; without
+    /// it, a restore that would go back past a signed snapshot stops the start.
+    #[arg(long, env = "ARENA_RESTORE_SNAPSHOT")]
+    pub restore_snapshot: Option<String>,
     /// Restore from the backup dataset at start even though the database file exists.
     #[arg(long, env = "ARENA_RESTORE", default_value_t = false, action = clap::ArgAction::Set, value_parser = clap::builder::BoolishValueParser::new())]
     pub restore: bool,

@@ -1,6 +1,6 @@
 //! What a feature declares. A feature is a folder: `api.rs` (its routes, thin), `service.rs` (its
 //! rules and reads, called by handlers, pages and background work), `repo.rs` (its SQL), and a
-//! `mod.rs` declaring its `FEATURE`: the router and the background passes. `crate::FEATURES` lists
+//! `mod.rs` declaring its `FEATURE`: the router and the background passes. `crate::FEATURES` (feature_list.rs) lists
 //! them; a new feature is its folder and two lines in `lib.rs` (its `mod` and its entry there).
 
 use std::future::Future;
@@ -26,6 +26,22 @@ pub struct Pass {
     /// Runs every this many worker ticks.
     pub every_ticks: u32,
     pub run: for<'a> fn(&'a AppState) -> PassFuture<'a>,
+    /// Also runs as soon as this fires, for work that should not wait for the next tick.
+    pub wake: Option<for<'a> fn(&'a AppState) -> &'a tokio::sync::Notify>,
+}
+
+impl Pass {
+    pub const fn new(
+        name: &'static str,
+        every_ticks: u32,
+        run: for<'a> fn(&'a AppState) -> PassFuture<'a>,
+    ) -> Pass {
+        Pass { name, every_ticks, run, wake: None }
+    }
+
+    pub const fn woken_by(self, wake: for<'a> fn(&'a AppState) -> &'a tokio::sync::Notify) -> Pass {
+        Pass { wake: Some(wake), ..self }
+    }
 }
 
 /// A pass's work, its failure logged with its causes on one line (`{:#}`, in the span `workers`

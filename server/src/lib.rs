@@ -15,6 +15,7 @@ pub mod legacy;
 pub mod openenv;
 pub mod results;
 pub mod runs;
+pub mod webhooks;
 
 // What the features share.
 pub mod api;
@@ -23,11 +24,14 @@ pub mod changes;
 mod clock;
 pub mod config;
 pub mod db;
+pub mod endings;
 pub mod engine;
+pub mod feature_list;
 pub mod features;
 pub mod heldout;
 pub mod http;
 pub mod local;
+pub mod mcp;
 pub mod overlay;
 mod pages;
 pub mod ports;
@@ -40,6 +44,8 @@ pub mod workers;
 
 use std::sync::Arc;
 
+use anyhow::Context;
+
 use axum::extract::DefaultBodyLimit;
 use axum::http::{header, HeaderValue};
 use axum::middleware;
@@ -50,21 +56,7 @@ use tower_http::set_header::SetResponseHeaderLayer;
 pub use config::Config;
 pub use state::AppState;
 
-/// Every feature, once: the API merges their routers and the workers start their passes.
-pub const FEATURES: &[features::Feature] = &[
-    crate::catalog::FEATURE,
-    crate::identity::api::FEATURE,
-    crate::agents::FEATURE,
-    crate::board::FEATURE,
-    crate::collections::FEATURE,
-    crate::gates::FEATURE,
-    crate::runs::FEATURE,
-    crate::results::FEATURE,
-    crate::baselines::FEATURE,
-    crate::jobs::FEATURE,
-    crate::openenv::FEATURE,
-    crate::legacy::FEATURE,
-];
+pub use feature_list::FEATURES;
 
 /// Builds the whole application: loads the registry, opens and migrates the database, and
 /// returns the router with its state.
@@ -85,11 +77,11 @@ pub async fn build_with(config: &Config, deps: ports::Deps) -> anyhow::Result<(R
     let db = db::Db::connect(&url).await?;
     db.migrate().await?;
     let sessions = identity::sessions::SqlStore::open(&url, db.backend).await?;
-    sessions.spawn_cleanup();
     let fingerprints =
         heldout::load_all(config.fingerprints_dir().as_deref(), &registry, &config.configs_dir)?;
     let mut state = AppState::new(Arc::new(registry), db, config, fingerprints, deps)?;
     state.signing = key.clone().map(Arc::new);
+    state.sessions = Some(sessions.clone());
     if let (Some(repo), Some(path), Some(key)) = (&config.backup_repo, config.sqlite_path(), key) {
         let backups = Arc::new(backup::Backups::new(
             repo.clone(),
@@ -99,14 +91,14 @@ pub async fn build_with(config: &Config, deps: ports::Deps) -> anyhow::Result<(R
             path,
             restored,
         ));
-        backup::spawn(state.clone(), backups.clone());
         state.backups = Some(backups);
     }
+    // Not a pass: the read caches are only right while it listens, so it runs wherever this
+    // state serves requests (tests and tools that start no workers included).
     if state.db.backend == db::Backend::Postgres {
         state.changes.spawn_listener(url.clone());
     }
-    identity::oauth::spawn_purge(state.clone());
-    let router = router(state.clone(), &config.frame_ancestors)
+    let router = router(state.clone(), &config.frame_ancestors)?
         .layer(identity::sessions::layer(sessions, config.cookie_secure))
         // Outside the session layer, so it sees the cookie that layer sets.
         .layer(middleware::from_fn(identity::sessions::partition_cookie));
@@ -131,7 +123,7 @@ fn signing_key(config: &Config) -> anyhow::Result<Option<signing::SigningKey>> {
              restore believes only what it signed): set it as a Space secret (`openssl rand -hex 32`)"
         );
     };
-    signing::SigningKey::new(secret).map(Some).map_err(anyhow::Error::msg)
+    Ok(Some(signing::SigningKey::new(secret)?))
 }
 
 /// On SQLite with backups on, the database restored from its newest verified snapshot when its
@@ -152,6 +144,7 @@ async fn restore_if_needed(
         key,
         now_epoch: deps.clock.epoch(),
         max_database_bytes: config.backup_max_db_mib.saturating_mul(1 << 20),
+        named: config.restore_snapshot.as_deref().filter(|n| !n.is_empty()),
     };
     let restored = backup::restore(&restore, &path).await?;
     match &restored {
@@ -167,8 +160,9 @@ async fn restore_if_needed(
 }
 
 /// With `ARENA_SANDBOX_TOKEN`: the token participants' sandboxes may receive must be worth
-/// nothing to steal (`domain::identity::sandbox_reader_refusal`), checked with HF's whoami before
-/// the server starts. HF unreachable is tried again for a while, then stops the start too.
+/// nothing to steal, and the namespaces must be apart (`domain::identity::namespace_refusal`,
+/// `sandbox_reader_refusal`), checked with HF's whoami before the server starts. HF unreachable is
+/// tried again for a while, then stops the start too.
 async fn check_sandbox_reader(config: &Config, hub: &dyn ports::identity::HubIdentity) -> anyhow::Result<()> {
     let Some(token) = &config.sandbox_token else { return Ok(()) };
     let Some(namespace) = config.sandbox_namespace.as_deref().filter(|n| !n.is_empty()) else {
@@ -178,17 +172,16 @@ async fn check_sandbox_reader(config: &Config, hub: &dyn ports::identity::HubIde
         );
     };
     let mut protected: Vec<&str> = vec![config.jobs_namespace.as_str(), config.editor_org.as_str()];
-    for repo in [Some(&config.runs_dataset), Some(&config.leaderboard_dataset), config.backup_repo.as_ref()]
-        .into_iter()
-        .flatten()
-    {
-        protected.extend(repo.split_once('/').map(|(owner, _)| owner));
-    }
-    if protected.contains(&namespace) {
-        anyhow::bail!(
-            "ARENA_SANDBOX_NAMESPACE is {namespace}, which holds the arena's datasets or jobs: sandboxes run in an \
-             organization of their own"
-        );
+    let datasets = [
+        Some(&config.runs_dataset),
+        Some(&config.leaderboard_dataset),
+        config.backup_repo.as_ref(),
+        config.private_repo.as_ref(),
+    ];
+    protected.extend(datasets.into_iter().flatten().filter_map(|repo| repo.split_once('/').map(|(o, _)| o)));
+    let eval = config.eval_namespace.as_deref().filter(|n| !n.is_empty());
+    if let Some(why) = domain::identity::namespace_refusal(namespace, eval, &protected) {
+        anyhow::bail!("{why}. Not starting");
     }
     let mut tries = 0;
     let account = loop {
@@ -202,7 +195,8 @@ async fn check_sandbox_reader(config: &Config, hub: &dyn ports::identity::HubIde
             Err(e) => anyhow::bail!("checking ARENA_SANDBOX_TOKEN with HF's whoami: {e}; not starting"),
         }
     };
-    if let Some(why) = domain::identity::sandbox_reader_refusal(&account, namespace, &protected) {
+    let also_protected: Vec<&str> = protected.iter().copied().chain(eval).collect();
+    if let Some(why) = domain::identity::sandbox_reader_refusal(&account, namespace, &also_protected) {
         anyhow::bail!(
             "ARENA_SANDBOX_TOKEN must be worth nothing to a participant who receives it, and is not: {why}. Not \
              starting"
@@ -212,15 +206,19 @@ async fn check_sandbox_reader(config: &Config, hub: &dyn ports::identity::HubIde
 }
 
 /// The routes and their headers, without the session layer (which `build` adds).
-pub fn router(state: AppState, frame_ancestors: &str) -> Router {
+pub fn router(state: AppState, frame_ancestors: &str) -> anyhow::Result<Router> {
     let (api, mut openapi) = api::router().split_for_parts();
     api::document_extractor_errors(&mut openapi);
     api::document_unique_refs(&mut openapi);
+    // The MCP tools call the JSON API's routes in-process, under the API's own body limit.
+    let api_only = api.clone().layer(DefaultBodyLimit::max(64 * 1024)).with_state(state.clone());
+    let mcp = mcp::router(&state, api_only, &serde_json::to_value(&openapi)?)
+        .context("the MCP tools do not match the API's document")?;
     let openapi = Arc::new(openapi);
     // Framing is allowed from huggingface.co (the Space page) and nowhere else unless configured.
     let csp = HeaderValue::from_str(&format!("frame-ancestors 'self' {frame_ancestors}"))
         .unwrap_or_else(|_| HeaderValue::from_static("frame-ancestors 'self'"));
-    Router::new()
+    Ok(Router::new()
         .merge(api)
         .merge(identity::oauth::router())
         .route("/openapi.json", get(move || async move { axum::Json(openapi.as_ref().clone()) }))
@@ -233,6 +231,7 @@ pub fn router(state: AppState, frame_ancestors: &str) -> Router {
             get(|| async { ([(header::CONTENT_TYPE, "text/x-python; charset=utf-8")], state::JOB_SCRIPT) }),
         )
         .merge(pages::router(&state))
+        .merge(mcp)
         .method_not_allowed_fallback(api::method_not_allowed)
         // JSON bodies here are small; anything larger is refused before it is read.
         .layer(DefaultBodyLimit::max(64 * 1024))
@@ -247,5 +246,5 @@ pub fn router(state: AppState, frame_ancestors: &str) -> Router {
             header::REFERRER_POLICY,
             HeaderValue::from_static("strict-origin-when-cross-origin"),
         ))
-        .with_state(state)
+        .with_state(state))
 }

@@ -208,12 +208,26 @@ async fn serve(mut config: Config) -> anyhow::Result<()> {
     tracing::info!("Open Env Arena listening on http://{}", listener.local_addr()?);
     let workers =
         server::workers::Workers::start(state, std::time::Duration::from_secs(config.worker_tick_s.max(1)));
-    axum::serve(listener, app.into_make_service_with_connect_info::<std::net::SocketAddr>())
-        .with_graceful_shutdown(shutdown())
-        .await?;
+    // Told to stop, the server lets requests in flight finish, but no longer than GRACE: a
+    // stream (the cluster's WebSocket, a relay, a page's events) would hold it open for good.
+    let stopping = std::sync::Arc::new(tokio::sync::Notify::new());
+    let told = stopping.clone();
+    let serve = axum::serve(listener, app.into_make_service_with_connect_info::<std::net::SocketAddr>())
+        .with_graceful_shutdown(async move {
+            shutdown().await;
+            told.notify_one();
+        });
+    tokio::select! {
+        served = serve => served?,
+        _ = async { stopping.notified().await; tokio::time::sleep(GRACE).await } => {
+            tracing::warn!("connections still open {} s after the stop signal were closed", GRACE.as_secs());
+        }
+    }
     workers.stop().await;
     Ok(())
 }
+
+const GRACE: std::time::Duration = std::time::Duration::from_secs(10);
 
 async fn shutdown() {
     let ctrl_c = async {

@@ -24,7 +24,7 @@ use tower_http::services::ServeDir;
 use tower_http::set_header::SetResponseHeaderLayer;
 
 use crate::http::ApiError;
-use crate::identity::{Identity, Via};
+use crate::identity::Identity;
 use crate::AppState;
 use domain::board::MessageFilter;
 
@@ -83,12 +83,13 @@ impl ArenaReads for AppState {
             let Some(user) = crate::identity::session_user(session).await else {
                 return Ok(SessionView { viewer: None, sign_in });
             };
+            let editor = page_identity(self, request).await.is_some_and(|me| me.editor);
             let agents = crate::agents::service::owned_by(self, Some(&user.id)).await.map_err(shown)?;
             Ok(SessionView {
                 viewer: Some(Viewer {
                     name: user.name,
                     fullname: user.fullname,
-                    editor: user.editor,
+                    editor,
                     csrf: user.csrf,
                     agents: agents.into_iter().map(|a| a.agent_id).collect(),
                 }),
@@ -103,16 +104,7 @@ impl ArenaReads for AppState {
         request: &'a axum::http::request::Parts,
     ) -> BoxFuture<'a, Read<Vec<Preflight>>> {
         Box::pin(async move {
-            let viewer = match request.extensions.get::<tower_sessions::Session>() {
-                Some(session) => crate::identity::session_user(session).await.map(|u| Identity {
-                    id: u.id,
-                    name: u.name,
-                    fullname: u.fullname,
-                    editor: u.editor,
-                    via: Via::Session,
-                }),
-                None => None,
-            };
+            let viewer = page_identity(self, request).await;
             let mut out = Vec::new();
             let Ok(environment_id) = EnvironmentId::parse(environment_id) else { return Ok(out) };
             for c in
@@ -133,7 +125,7 @@ impl ArenaReads for AppState {
     ) -> BoxFuture<'a, Read<(bool, Vec<domain::openenv::SubmissionView>)>> {
         Box::pin(async move {
             let connected = crate::openenv::service::connected(self).await.map_err(shown)?;
-            let Some(me) = page_identity(request).await else { return Ok((connected, Vec::new())) };
+            let Some(me) = page_identity(self, request).await else { return Ok((connected, Vec::new())) };
             Ok((connected, crate::openenv::service::visible_to(self, &me).await.map_err(shown)?))
         })
     }
@@ -144,7 +136,7 @@ impl ArenaReads for AppState {
         run_id: &'a str,
     ) -> BoxFuture<'a, Read<Option<app::api::OpenEnvRun>>> {
         Box::pin(async move {
-            let Some(me) = page_identity(request).await else { return Ok(None) };
+            let Some(me) = page_identity(self, request).await else { return Ok(None) };
             let run_id = crate::http::ids::id::<OpenEnvRunId>(run_id).map_err(shown)?;
             Ok(Some(
                 crate::openenv::runs::service::view_with_events(self, &me, &run_id).await.map_err(shown)?,
@@ -153,7 +145,34 @@ impl ArenaReads for AppState {
     }
 
     fn openenv_leaderboard(&self) -> BoxFuture<'_, Read<domain::openenv::evaluation::Leaderboard>> {
-        Box::pin(async move { crate::openenv::runs::service::leaderboard(self).await.map_err(shown) })
+        Box::pin(async move {
+            let board = crate::openenv::runs::service::leaderboard(self).await.map_err(shown)?;
+            Ok(board.value.as_ref().clone())
+        })
+    }
+
+    fn openenv_quota<'a>(
+        &'a self,
+        request: &'a axum::http::request::Parts,
+    ) -> BoxFuture<'a, Read<Option<domain::openenv::quota::QuotaView>>> {
+        Box::pin(async move {
+            let Some(me) = page_identity(self, request).await else { return Ok(None) };
+            Ok(Some(crate::openenv::standing::quota(self, &me).await.map_err(shown)?))
+        })
+    }
+
+    fn openenv_accounts<'a>(
+        &'a self,
+        request: &'a axum::http::request::Parts,
+        cursor: Option<String>,
+    ) -> BoxFuture<'a, Read<domain::openenv::by_account::AccountPage>> {
+        Box::pin(async move {
+            let me = page_identity(self, request).await;
+            let limit = domain::openenv::by_account::DEFAULT_PAGE;
+            crate::openenv::standing::by_account(self, me.as_ref(), cursor.as_deref(), limit)
+                .await
+                .map_err(shown)
+        })
     }
 
     fn openenv_intake(&self) -> BoxFuture<'_, Read<domain::openenv::controls::Intake>> {
@@ -162,9 +181,8 @@ impl ArenaReads for AppState {
 
     fn jobs<'a>(&'a self, request: &'a axum::http::request::Parts) -> BoxFuture<'a, Read<Option<JobsView>>> {
         Box::pin(async move {
-            let Some(session) = request.extensions.get::<tower_sessions::Session>() else { return Ok(None) };
-            match crate::identity::session_user(session).await {
-                Some(user) if user.editor => Ok(Some(crate::jobs::service::list(self).await.map_err(shown)?)),
+            match page_identity(self, request).await {
+                Some(me) if me.editor => Ok(Some(crate::jobs::service::list(self).await.map_err(shown)?)),
                 _ => Ok(None),
             }
         })
@@ -275,9 +293,9 @@ pub fn router(state: &AppState) -> Router<AppState> {
         .fallback(leptos_axum::file_and_error_handler_with_context::<AppState, _>(context, shell))
 }
 
-/// Who is signed in on the page's request, as the services see an identity.
-async fn page_identity(request: &axum::http::request::Parts) -> Option<Identity> {
-    let session = request.extensions.get::<tower_sessions::Session>()?;
-    let u = crate::identity::session_user(session).await?;
-    Some(Identity { id: u.id, name: u.name, fullname: u.fullname, editor: u.editor, via: Via::Session })
+/// Who is signed in on the page's request, as the API sees them: the same function, so an editor
+/// role is re-checked with HF as often (a demoted editor sees the participant's view at the next
+/// page). A page reads; it carries no CSRF token.
+async fn page_identity(s: &AppState, request: &axum::http::request::Parts) -> Option<Identity> {
+    crate::identity::session_caller(request, s, None).await.ok().flatten()
 }

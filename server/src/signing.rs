@@ -20,14 +20,17 @@ impl std::fmt::Debug for SigningKey {
     }
 }
 
+/// A secret too short to sign with.
+#[derive(Debug, thiserror::Error)]
+#[error("ARENA_BACKUP_KEY must be at least {} characters (`openssl rand -hex 32` makes one)", MIN_KEY_CHARS)]
+pub struct ShortKey;
+
 impl SigningKey {
     /// The key from its secret, or why it is not one.
-    pub fn new(secret: &Secret) -> Result<SigningKey, String> {
+    pub fn new(secret: &Secret) -> Result<SigningKey, ShortKey> {
         let key = secret.0.trim();
         if key.chars().count() < MIN_KEY_CHARS {
-            return Err(format!(
-                "ARENA_BACKUP_KEY must be at least {MIN_KEY_CHARS} characters (`openssl rand -hex 32` makes one)"
-            ));
+            return Err(ShortKey);
         }
         Ok(SigningKey(key.as_bytes().to_vec()))
     }

@@ -32,6 +32,9 @@ pub struct AuthSettings {
     pub session_tokens: moka::future::Cache<String, String>,
     /// How often a session's editor role is confirmed by HF (seconds).
     pub recheck_s: i64,
+    /// Where MCP clients sign their users in (`/.well-known/oauth-protected-resource`): Hugging
+    /// Face's OpenID provider (`OPENID_PROVIDER_URL` on a Space, else `HF_ENDPOINT`).
+    pub authorization_server: String,
 }
 
 /// Everything a handler may need; each takes what it uses.
@@ -65,9 +68,13 @@ pub struct AppState {
     pub openenv: Arc<OpenEnvSettings>,
     /// The SQLite database's backups, when `ARENA_BACKUP_REPO` is set.
     pub backups: Option<Arc<crate::backup::Backups>>,
+    /// The browser sessions' store, for the pass that deletes expired ones.
+    pub sessions: Option<crate::identity::sessions::SqlStore>,
     /// The arena's signing key (`ARENA_BACKUP_KEY`): signs snapshots and run origins, so that a
     /// restored arena believes only what it wrote itself.
     pub signing: Option<Arc<crate::signing::SigningKey>>,
+    /// The one client that calls webhooks' receivers.
+    pub webhooks: Arc<crate::webhooks::client::Guarded>,
 }
 
 /// The arena's job script, as this build serves it at `/arena_job.py`.
@@ -104,6 +111,16 @@ pub struct OpenEnvSettings {
     pub lease_s: i64,
     /// The HF token a probe sends to a sandbox's exposed port (`ARENA_SANDBOX_TOKEN`).
     pub sandbox_token: Option<crate::config::Secret>,
+    /// The organization participants' sandboxes run in (`ARENA_SANDBOX_NAMESPACE`).
+    pub sandbox_namespace: Option<String>,
+    /// The admission sandboxes this server runs at once, whichever submissions they are for.
+    pub sandboxes: Arc<tokio::sync::Semaphore>,
+    /// Submissions (of different accounts) admitted at once.
+    pub admissions_at_once: usize,
+    /// What one submission's admission may spend.
+    pub allowance: domain::openenv::admission::Allowance,
+    /// Returned slots per account and quota window before its submissions wait.
+    pub returned_slots_per_window: i64,
 }
 
 impl AppState {
@@ -143,13 +160,14 @@ impl AppState {
     pub fn launcher_of(
         &self,
         challenge_id: &str,
-    ) -> Result<&Arc<dyn crate::ports::jobs::JobLauncher>, String> {
-        let c =
-            self.registry.challenge(challenge_id).ok_or_else(|| format!("no challenge `{challenge_id}`"))?;
+    ) -> Result<&Arc<dyn crate::ports::jobs::JobLauncher>, crate::ports::NoLauncher> {
+        let c = self
+            .registry
+            .challenge(challenge_id)
+            .ok_or_else(|| crate::ports::NoLauncher(format!("no challenge `{challenge_id}`")))?;
         self.deps.launcher(&c.spec.compute.provider)
     }
 
-    // Long: the wiring of every setting into its field, one line each.
     pub fn new(
         registry: Arc<Registry>,
         db: Db,
@@ -162,18 +180,17 @@ impl AppState {
             .site_root(config.site_root.to_string_lossy().to_string())
             .site_pkg_dir("pkg")
             .build();
-        let oauth = match (&config.oauth_client_id, &config.oauth_client_secret) {
-            (Some(id), Some(secret)) => Some(OAuthSettings::new(
-                id.clone(),
-                secret.clone(),
-                config.openid_provider_url.as_deref().unwrap_or(&config.hf_endpoint),
-                &config.public_url(),
-            )),
-            _ => None,
-        };
+        let oauth = oauth_settings(config);
         let changes = Changes::new(db.backend);
         let caches = Arc::new(Caches::new(&registry)?);
         let (hub, hf_repos, github) = (deps.hub.clone(), deps.hf_repos.clone(), deps.github.clone());
+        if config.webhooks_allow_loopback {
+            tracing::warn!("webhooks may call loopback addresses over plain http (ARENA_WEBHOOKS_ALLOW_LOOPBACK): a local trial only");
+        }
+        let webhooks = Arc::new(crate::webhooks::client::Guarded::new(
+            deps.names.clone(),
+            config.webhooks_allow_loopback,
+        ));
         Ok(AppState {
             changes,
             caches,
@@ -181,34 +198,16 @@ impl AppState {
             server_id: format!("server-{}", crate::identity::random_hex(6)),
             runs_dataset: config.runs_dataset.clone(),
             public_url: config.public_url(),
-            jobs: Arc::new(JobSettings {
-                image: config.job_image.clone(),
-                script_url: config.job_script_url(),
-                script_sha256: crate::identity::sha256_hex(JOB_SCRIPT),
-                namespace: config.jobs_namespace.clone(),
-                leaderboard_dataset: config.leaderboard_dataset.clone(),
-                secrets: config.job_secrets.clone(),
-                heartbeat_s: config.relay_heartbeat_s,
-            }),
+            jobs: Arc::new(job_settings(config)),
             reconcile: crate::runs::reconcile::Settings {
                 silence_limit_s: config.silence_limit_s,
                 scheduling_s: config.scheduling_limit_s,
                 relay_grace_s: config.relay_grace_s,
                 log_read: std::time::Duration::from_millis(config.log_read_ms),
             },
-            openenv: Arc::new(OpenEnvSettings {
-                admission_queue: config.openenv_admission_queue,
-                cluster_secret_hash: config
-                    .cluster_secret
-                    .as_ref()
-                    .map(|s| crate::identity::sha256_hex(&s.0)),
-                health_wait: std::time::Duration::from_secs(config.sandbox_health_s),
-                sandbox_limit: config.sandbox_limit.max(1),
-                probe_deadline: std::time::Duration::from_secs(config.probe_deadline_s.max(1)),
-                lease_s: config.admission_lease_s.max(3) as i64,
-                sandbox_token: config.sandbox_token.clone(),
-            }),
+            openenv: Arc::new(openenv_settings(config)),
             backups: None,
+            sessions: None,
             registry,
             db,
             build: Arc::new(BuildInfo::capture(&config.site_root, config.overlay_source.clone())),
@@ -222,17 +221,7 @@ impl AppState {
                     ..crate::identity::cache::MISS_LIMITS
                 },
             )),
-            auth: Arc::new(AuthSettings {
-                editor_org: config.editor_org.clone(),
-                public_origin: crate::identity::oauth::origin_of(&config.public_url()).unwrap_or_default(),
-                oauth,
-                proxy_hops: config.proxy_hops(),
-                session_tokens: moka::future::Cache::builder()
-                    .max_capacity(100_000)
-                    .time_to_live(std::time::Duration::from_secs(8 * 3600))
-                    .build(),
-                recheck_s: config.whoami_cache_s as i64,
-            }),
+            auth: Arc::new(auth_settings(config, oauth)),
             sources: Arc::new(Sources::new(
                 hf_repos,
                 github,
@@ -241,7 +230,76 @@ impl AppState {
             )),
             fingerprints: Arc::new(fingerprints),
             signing: None,
+            webhooks,
         })
+    }
+}
+
+/// How runs' jobs are launched: the image, the served job script and its digest, the namespace.
+fn job_settings(config: &Config) -> JobSettings {
+    JobSettings {
+        image: config.job_image.clone(),
+        script_url: config.job_script_url(),
+        script_sha256: crate::identity::sha256_hex(JOB_SCRIPT),
+        namespace: config.jobs_namespace.clone(),
+        leaderboard_dataset: config.leaderboard_dataset.clone(),
+        secrets: config.job_secrets.clone(),
+        heartbeat_s: config.relay_heartbeat_s,
+    }
+}
+
+/// The OpenEnv track's admission and sandbox settings, each bounded below where zero would stall.
+fn openenv_settings(config: &Config) -> OpenEnvSettings {
+    OpenEnvSettings {
+        admission_queue: config.openenv_admission_queue,
+        cluster_secret_hash: config.cluster_secret.as_ref().map(|s| crate::identity::sha256_hex(&s.0)),
+        health_wait: std::time::Duration::from_secs(config.sandbox_health_s),
+        sandbox_limit: config.sandbox_limit.max(1),
+        probe_deadline: std::time::Duration::from_secs(config.probe_deadline_s.max(1)),
+        lease_s: config.admission_lease_s.max(3) as i64,
+        sandbox_token: config.sandbox_token.clone(),
+        sandbox_namespace: config.sandbox_namespace.clone().filter(|n| !n.is_empty()),
+        sandboxes: Arc::new(tokio::sync::Semaphore::new(config.sandbox_limit.max(1))),
+        admissions_at_once: config.admissions_at_once.max(1),
+        allowance: domain::openenv::admission::Allowance {
+            sandbox_s: config.admission_allowance_s,
+            platform_failures: config.admission_platform_failures.max(1),
+        },
+        returned_slots_per_window: config.returned_slots_per_window.max(1),
+    }
+}
+
+/// HF sign-in, when both halves of the OAuth client are set.
+fn oauth_settings(config: &Config) -> Option<OAuthSettings> {
+    match (&config.oauth_client_id, &config.oauth_client_secret) {
+        (Some(id), Some(secret)) => Some(OAuthSettings::new(
+            id.clone(),
+            secret.clone(),
+            config.openid_provider_url.as_deref().unwrap_or(&config.hf_endpoint),
+            &config.public_url(),
+        )),
+        _ => None,
+    }
+}
+
+/// Sign-in: the editors' org, the public origin, how often a session re-checks its token.
+fn auth_settings(config: &Config, oauth: Option<OAuthSettings>) -> AuthSettings {
+    AuthSettings {
+        editor_org: config.editor_org.clone(),
+        public_origin: crate::identity::oauth::origin_of(&config.public_url()).unwrap_or_default(),
+        oauth,
+        proxy_hops: config.proxy_hops(),
+        session_tokens: moka::future::Cache::builder()
+            .max_capacity(100_000)
+            .time_to_live(std::time::Duration::from_secs(8 * 3600))
+            .build(),
+        recheck_s: config.whoami_cache_s as i64,
+        authorization_server: config
+            .openid_provider_url
+            .as_deref()
+            .unwrap_or(&config.hf_endpoint)
+            .trim_end_matches('/')
+            .to_string(),
     }
 }
 

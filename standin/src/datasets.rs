@@ -20,6 +20,49 @@ pub(crate) fn router() -> Router<SharedHub> {
         .route("/api/datasets/{owner}/{name}/tree/{rev}", get(tree_root))
         .route("/api/datasets/{owner}/{name}/tree/{rev}/{*path}", get(tree_path))
         .route("/datasets/{owner}/{name}/resolve/{rev}/{*path}", get(resolve))
+        .route("/api/datasets/{owner}/{name}/commits/{*rev}", get(commits))
+}
+
+/// Commits listed per page, as HF pages them (`Link: <…>; rel="next"`).
+const COMMITS_PAGE: usize = 50;
+
+/// `GET /api/datasets/{repo}/commits/{rev}` (huggingface_hub's `list_repo_commits`): the history of
+/// `rev`, newest first, each `{id, title, message, authors: [{user}], date}`, paged by `Link`.
+async fn commits(
+    State(hub): State<SharedHub>,
+    Path((owner, name, rev)): Path<(String, String, String)>,
+    uri: OriginalUri,
+    headers: HeaderMap,
+    Query(q): Query<HashMap<String, String>>,
+) -> Response {
+    let listed = async {
+        let (repo, _) = open(&hub, &headers, &owner, &name).await?;
+        let sha = commit_of(&repo, &rev).await?;
+        let start = match q.get("cursor") {
+            Some(c) => c.parse::<usize>().map_err(|_| bad_request("Invalid cursor"))?,
+            None => 0,
+        };
+        // One more than a page: whether another page follows.
+        let mut log = repo.log(&sha, start, COMMITS_PAGE + 1).await.map_err(internal)?;
+        let more = log.len() > COMMITS_PAGE;
+        log.truncate(COMMITS_PAGE);
+        let page: Vec<Value> = log
+            .into_iter()
+            .map(|[id, author, date, message]| {
+                let (title, body) = message.split_once('\n').unwrap_or((&message, ""));
+                json!({"id": id, "title": title, "message": body.trim(), "authors": [{"user": author}], "date": date})
+            })
+            .collect();
+        let mut resp = Json(page).into_response();
+        if more {
+            let link = format!("<{}>; rel=\"next\"", next_url(&hub, &uri, &headers, start + COMMITS_PAGE));
+            if let Ok(v) = HeaderValue::from_str(&link) {
+                resp.headers_mut().insert(header::LINK, v);
+            }
+        }
+        Ok::<_, Response>(resp)
+    };
+    listed.await.unwrap_or_else(|r| r)
 }
 
 /// An error as the Hub sends it: JSON `{"error"}` with `X-Error-Code` and `X-Error-Message`.

@@ -34,25 +34,8 @@ const MULTIPART_THRESHOLD: u64 = 8 << 20;
 const PART_BYTES: u64 = 5 << 20;
 /// The largest object the stand-in stores.
 const MAX_OBJECT: u64 = 1 << 30;
-const POINTER_HEAD: &str = "version https://git-lfs.github.com/spec/v1\n";
-
-/// The pointer text git keeps for an LFS object.
-pub fn pointer(oid: &str, size: u64) -> String {
-    format!("{POINTER_HEAD}oid sha256:{oid}\nsize {size}\n")
-}
-
-/// The object a pointer names: (sha256, size).
-pub fn read_pointer(bytes: &[u8]) -> Option<(String, u64)> {
-    let text = std::str::from_utf8(bytes).ok()?.strip_prefix(POINTER_HEAD)?;
-    let mut lines = text.lines();
-    let oid = lines.next()?.strip_prefix("oid sha256:")?;
-    let size = lines.next()?.strip_prefix("size ")?.parse().ok()?;
-    (is_oid(oid) && lines.next().is_none()).then(|| (oid.to_string(), size))
-}
-
-fn is_oid(oid: &str) -> bool {
-    oid.len() == 64 && oid.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-}
+use crate::lfs_pointer::is_oid;
+pub use crate::lfs_pointer::{pointer, read_pointer};
 
 /// Whether bytes would be refused inline: not UTF-8 text, or holding a NUL. A sample cut in the
 /// middle of a character still counts as text.
@@ -133,17 +116,16 @@ impl Store {
         is_oid(oid).then(|| std::fs::read(self.object(oid)).ok()).flatten()
     }
 
-    /// Stores bytes as `oid` when they hash to it; the error is the client's.
-    fn put(&self, oid: &str, bytes: &[u8]) -> Result<(), String> {
+    /// Stores bytes as `oid` when they hash to it.
+    fn put(&self, oid: &str, bytes: &[u8]) -> Result<(), PutError> {
         if !is_oid(oid) || hex::encode(Sha256::digest(bytes)) != oid {
-            return Err(format!("the bytes do not hash to {oid}"));
+            return Err(PutError::NotItsHash(oid.to_string()));
         }
         let path = self.object(oid);
-        std::fs::create_dir_all(path.parent().expect("objects/")).map_err(|e| e.to_string())?;
+        std::fs::create_dir_all(path.parent().expect("objects/"))?;
         let partial = path.with_extension("partial");
-        std::fs::write(&partial, bytes)
-            .and_then(|()| std::fs::rename(&partial, &path))
-            .map_err(|e| e.to_string())
+        std::fs::write(&partial, bytes)?;
+        Ok(std::fs::rename(&partial, &path)?)
     }
 
     fn part(&self, oid: &str, n: u32) -> PathBuf {
@@ -246,13 +228,31 @@ async fn batch(
     resp
 }
 
+/// Why an object was not stored: the client's bytes (400) or the stand-in's disk (500).
+#[derive(Debug, thiserror::Error)]
+enum PutError {
+    #[error("the bytes do not hash to {0}")]
+    NotItsHash(String),
+    #[error("storing the object: {0}")]
+    Disk(#[from] std::io::Error),
+}
+
+impl PutError {
+    fn status(&self) -> StatusCode {
+        match self {
+            PutError::NotItsHash(_) => StatusCode::BAD_REQUEST,
+            PutError::Disk(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+}
+
 /// A `basic` upload: the whole object, which must hash to its oid. Like a storage's presigned
 /// address, it takes no token.
 async fn upload(State(hub): State<SharedHub>, Path(oid): Path<String>, body: Bytes) -> Response {
     let Some(store) = hub.lfs.as_ref() else { return no_store() };
     match store.put(&oid, &body) {
         Ok(()) => StatusCode::OK.into_response(),
-        Err(e) => hf_error(StatusCode::BAD_REQUEST, None, &e),
+        Err(e) => hf_error(e.status(), None, &e.to_string()),
     }
 }
 
@@ -324,7 +324,7 @@ async fn complete(State(hub): State<SharedHub>, Path(oid): Path<String>, body: B
             let _ = std::fs::remove_dir_all(store.dir.join("parts").join(&oid));
             Json(json!({"oid": oid, "size": bytes.len()})).into_response()
         }
-        Err(e) => hf_error(StatusCode::BAD_REQUEST, None, &e),
+        Err(e) => hf_error(e.status(), None, &e.to_string()),
     }
 }
 

@@ -117,6 +117,12 @@ async fn main() -> anyhow::Result<()> {
     }
     let listener = tokio::net::TcpListener::bind(args.addr).await?;
     tracing::info!("Hugging Face stand-in on http://{}", listener.local_addr()?);
-    standin::serve(listener, hub).await?;
+    tokio::select! {
+        served = standin::serve(listener, hub) => served?,
+        _ = standin::groups::until_told_to_stop() => {
+            let stopped = standin::groups::stop_all();
+            tracing::info!("stopping: {stopped} sandboxes and jobs still running were stopped");
+        }
+    }
     Ok(())
 }

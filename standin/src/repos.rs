@@ -610,7 +610,7 @@ impl Repo<'_> {
                 .ok_or_else(|| GitError::Parse("cat-file --batch".into()))?;
             let body =
                 rest.get(nl + 1..nl + 1 + size).ok_or_else(|| GitError::Parse("cat-file --batch".into()))?;
-            tree.entries[i].lfs = crate::lfs::read_pointer(body);
+            tree.entries[i].lfs = crate::lfs_pointer::read_pointer(body);
             rest = rest.get(nl + 2 + size..).unwrap_or_default();
         }
         Ok(())
@@ -619,6 +619,34 @@ impl Repo<'_> {
     /// A blob's bytes by its id.
     pub async fn blob(&self, oid: &str) -> Result<Vec<u8>, GitError> {
         self.git_ok(&["cat-file", "blob", oid]).await
+    }
+
+    /// The history of a verified commit, newest first: `count` commits after skipping `skip`, each
+    /// (sha, author, date, full message).
+    pub async fn log(&self, sha: &str, skip: usize, count: usize) -> Result<Vec<[String; 4]>, GitError> {
+        let (skip, count) = (format!("--skip={skip}"), format!("--max-count={count}"));
+        let out = self
+            .git_ok(&[
+                "log",
+                &skip,
+                &count,
+                "--date=format-local:%Y-%m-%dT%H:%M:%S.000Z",
+                "--format=%H%x00%an%x00%ad%x00%B%x1e",
+                sha,
+                "--",
+            ])
+            .await?;
+        String::from_utf8_lossy(&out)
+            .split('\x1e')
+            .map(|c| c.trim_start_matches('\n'))
+            .filter(|c| !c.is_empty())
+            .map(|c| match c.splitn(4, '\0').collect::<Vec<_>>()[..] {
+                [sha, author, date, message] => {
+                    Ok([sha.into(), author.into(), date.into(), message.trim_end().to_string()])
+                }
+                _ => Err(GitError::Parse("log".into())),
+            })
+            .collect()
     }
 
     /// A verified commit's metadata.

@@ -5,8 +5,9 @@
 //!
 //! The process gets what a job's container gets: the job's `environment` and `secrets`, `JOB_ID`
 //! (HF sets it), a working directory and home of its own; and this machine's view of the world:
-//! `HF_ENDPOINT` is the stand-in, and a port in `expose` is reachable at
-//! `http://{job}--{port}.localhost:{port}` (`status.exposeUrls`, HF's shape under `localhost`). Its output, stdout and stderr merged, is the job's log, line by line.
+//! `HF_ENDPOINT` is the stand-in, and a port in `expose` is reachable at `http://127.0.0.1:{port}`
+//! (`status.exposeUrls`; the job shares this machine's network). Its output, stdout and stderr
+//! merged, is the job's log, line by line.
 //! Exit 0 completes the job; another exit starts the command again while `attempts` remain, then
 //! errs. Cancel and timeout stop the whole process group.
 //!
@@ -22,8 +23,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use nix::sys::signal::{killpg, Signal};
-use nix::unistd::Pid;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Notify;
@@ -37,13 +36,6 @@ pub fn runs_command(image: &str) -> bool {
 }
 
 /// Where the simulated programs live.
-/// `sim/resolver` (its `sitecustomize`) first, then the job's own `PYTHONPATH`.
-fn python_path(sim: &std::path::Path, own: Option<&String>) -> std::ffi::OsString {
-    let mut paths = vec![sim.join("resolver")];
-    paths.extend(own.into_iter().flat_map(|p| std::env::split_paths(p).collect::<Vec<_>>()));
-    std::env::join_paths(paths).unwrap_or_default()
-}
-
 fn sim_dir() -> PathBuf {
     std::env::var_os("STANDIN_SIM_DIR")
         .map(PathBuf::from)
@@ -68,9 +60,7 @@ enum End {
 
 fn stop_group(pid: Option<u32>) {
     if let Some(pid) = pid {
-        let group = Pid::from_raw(pid as i32);
-        let _ = killpg(group, Signal::SIGCONT);
-        let _ = killpg(group, Signal::SIGKILL);
+        crate::groups::stop(pid as i32);
     }
 }
 
@@ -93,10 +83,8 @@ pub async fn run(hub: SharedHub, id: String) {
         return;
     }
     hub.jobs.set_stage(&id, "RUNNING", None);
-    // HF's shape, `{job}--{port}.` in the host, under `localhost` (RFC 6761: loopback), and the
-    // port itself since the job shares this machine's network.
-    let urls: Vec<String> =
-        view.expose_ports().iter().map(|p| format!("http://{}--{p}.localhost:{p}", view.id)).collect();
+    // The port itself on loopback, since the job shares this machine's network.
+    let urls: Vec<String> = view.expose_ports().iter().map(|p| format!("http://127.0.0.1:{p}")).collect();
     hub.jobs.with(&id, |j| {
         if !j.finished() && !urls.is_empty() {
             j.view.status["exposeUrls"] = serde_json::json!(urls);
@@ -177,6 +165,9 @@ async fn attempt_once(
         }
     };
     let pid = child.id();
+    if let Some(p) = pid {
+        crate::groups::started(p as i32);
+    }
     hub.jobs.with(id, |j| j.pid = pid);
     let (out, err) = (child.stdout.take(), child.stderr.take());
     let crashed = Arc::new(AtomicBool::new(false));
@@ -266,8 +257,6 @@ fn job_command(
         // as they do against a Hub without Xet.
         .env("HF_HUB_DISABLE_XET", "1")
         .env("LANG", "C.UTF-8")
-        // The job's resolver: `*.localhost` (its exposed URLs) is loopback (sim/resolver).
-        .env("PYTHONPATH", python_path(&sim, view.environment.get("PYTHONPATH")))
         .env("STANDIN_STEP_MS", stage_ms.to_string())
         .env("STANDIN_JOB_FAULTS", job_faults)
         .current_dir(root.join("work"))

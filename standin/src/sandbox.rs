@@ -5,25 +5,26 @@
 //! as in a container and no other sandbox or process sees it, and a mount namespace whose root is
 //! this machine's with the image's layers played by the local folders its description names
 //! (`local.mounts`, e.g. `/app` → the folder of `echo_server.py`; `{openenv_core}` is
-//! `STANDIN_OPENENV_CORE`). The command starts from the image's `WORKDIR` with the image's `ENV`,
+//! `STANDIN_OPENENV_CORE`, openenv-core 0.3.0, and `{openenv}` is `STANDIN_OPENENV`, openenv
+//! 0.10.0). The command starts from the image's `WORKDIR` with the image's `ENV`,
 //! then the job's `environment`, then `JOB_ID` and `ACCELERATOR`, as HF sets them. (`USER` is not
 //! played: the stand-in runs as root.)
 //!
-//! Each exposed port is reached as HF's jobs proxy reaches it: `status.exposeUrls` lists
-//! `http://{job}--{port}.localhost:{proxy}` (HF's `https://{job}--{port}.hf.jobs`, under `localhost`,
-//! RFC 6761), a proxy of the stand-in on loopback that lets through a request bearing the token of a
-//! user who may read the namespace (any request, for a port in `portsPublic`) and answers 401
-//! otherwise, then carries the connection (HTTP or WebSocket) into the namespace through a unix
-//! socket (`socat`, started in the namespace). The process group is stopped when the job is
+//! Each exposed port is reached as HF's jobs proxy reaches it: a loopback port of its own, listed in
+//! `status.exposeUrls` as `http://127.0.0.1:{proxy}` (HF lists `https://{job}--{port}.hf.jobs`; a
+//! loopback address is one every process resolves, with no resolver of ours loaded), behind a
+//! proxy of the stand-in that lets through a request bearing the token of a user who may read the
+//! job's namespace (any request, for a port in `portsPublic`) and answers 401 otherwise, then
+//! carries the connection (HTTP or WebSocket) into the namespace through a unix socket (`socat`,
+//! started in the namespace). A sandbox exposes one port, so its one URL is that port's. The process group is stopped when the job is
 //! canceled or times out, and with the stand-in.
 
+use anyhow::Context;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
-use nix::sys::signal::{killpg, Signal};
-use nix::unistd::Pid;
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -45,20 +46,30 @@ pub fn image_of(images: &BTreeMap<String, Repository>, reference: &str) -> Optio
     None
 }
 
+/// The OpenEnv releases an image's layers may be played by: its placeholder in `local.mounts`,
+/// the variable naming the folder it is installed in, and the release.
+const OPENENV_RELEASES: [(&str, &str, &str); 2] = [
+    ("{openenv_core}", "STANDIN_OPENENV_CORE", "openenv-core 0.3.0"),
+    ("{openenv}", "STANDIN_OPENENV", "openenv 0.10.0"),
+];
+
 /// The image's `local.mounts`, placeholders filled: (path in the image, local folder).
-fn mounts(image: &Image) -> Result<Vec<(String, String)>, String> {
-    let core = std::env::var("STANDIN_OPENENV_CORE").ok().filter(|c| !c.is_empty());
+fn mounts(image: &Image) -> anyhow::Result<Vec<(String, String)>> {
     let Some(list) = image.local.as_ref().and_then(|l| l["mounts"].as_object()) else {
         return Ok(Vec::new());
     };
     list.iter()
         .map(|(at, from)| {
-            let from = from.as_str().ok_or("a mount's folder is not a string")?;
-            let from = match (from.contains("{openenv_core}"), &core) {
-                (false, _) => from.to_string(),
-                (true, Some(core)) => from.replace("{openenv_core}", core),
-                (true, None) => return Err("this image runs on openenv-core: set STANDIN_OPENENV_CORE to the folder it is installed in (dev/test and dev/run install it)".to_string()),
-            };
+            let mut from =
+                from.as_str().ok_or_else(|| anyhow::anyhow!("a mount's folder is not a string"))?.to_string();
+            for (placeholder, var, release) in OPENENV_RELEASES {
+                if from.contains(placeholder) {
+                    let dir = std::env::var(var).ok().filter(|d| !d.is_empty()).ok_or_else(|| {
+                        anyhow::anyhow!("this image runs on {release}: set {var} to the folder it is installed in (dev/test and dev/run install it)")
+                    })?;
+                    from = from.replace(placeholder, &dir);
+                }
+            }
             Ok((at.clone(), from))
         })
         .collect()
@@ -98,7 +109,7 @@ struct Container {
 impl Drop for Container {
     fn drop(&mut self) {
         if let Some(pgid) = self.pgid {
-            let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
+            crate::groups::stop(pgid);
         }
         let _ = std::fs::remove_dir_all(&self.dir);
     }
@@ -112,7 +123,7 @@ struct Spec<'a> {
     ports: Vec<u16>,
 }
 
-fn start(image: &Image, spec: &Spec) -> Result<Container, String> {
+fn start(image: &Image, spec: &Spec) -> anyhow::Result<Container> {
     let id = spec.id;
     // Unique on the machine: stand-ins in one process number their jobs alike.
     let dir =
@@ -121,7 +132,7 @@ fn start(image: &Image, spec: &Spec) -> Result<Container, String> {
     let socks = dir.join("socks");
     std::fs::create_dir_all(&root)
         .and_then(|_| std::fs::create_dir_all(&socks))
-        .map_err(|e| e.to_string())?;
+        .with_context(|| format!("creating the sandbox's folders under {}", dir.display()))?;
     let mounts = mounts(image)?;
     // The image's ENV, then the job's environment, then what HF sets in every job.
     let mut env: BTreeMap<String, String> = BTreeMap::new();
@@ -163,8 +174,11 @@ fn start(image: &Image, spec: &Spec) -> Result<Container, String> {
         .process_group(0)
         .kill_on_drop(true)
         .spawn()
-        .map_err(|e| format!("the sandbox did not start (unshare: {e})"))?;
+        .context("the sandbox did not start (unshare)")?;
     let pgid = child.id().map(|p| p as i32);
+    if let Some(g) = pgid {
+        crate::groups::started(g);
+    }
     Ok(Container { child, pgid, dir })
 }
 
@@ -243,7 +257,8 @@ pub async fn run(hub: SharedHub, id: String, image: Image) {
         Spec { id: &id, command: &view.command, environment: &view.environment, ports: view.expose_ports() };
     let mut container = match start(&image, &spec) {
         Ok(c) => c,
-        Err(message) => {
+        Err(error) => {
+            let message = format!("{error:#}");
             hub.jobs.log(&id, message.clone());
             hub.jobs.set_stage(&id, "ERROR", Some(message));
             return;
@@ -255,7 +270,7 @@ pub async fn run(hub: SharedHub, id: String, image: Image) {
     for port in view.expose_ports() {
         let Ok(listener) = tokio::net::TcpListener::bind("127.0.0.1:0").await else { continue };
         let Ok(addr) = listener.local_addr() else { continue };
-        urls.push(format!("http://{id}--{port}.localhost:{}", addr.port()));
+        urls.push(format!("http://127.0.0.1:{}", addr.port()));
         let sock = container.dir.join("socks").join(format!("{port}.sock"));
         let (hub, namespace, public) = (hub.clone(), namespace.clone(), public.contains(&port));
         let allow: Allow = std::sync::Arc::new(move |token| {
@@ -321,19 +336,20 @@ impl Drop for LocalSandbox {
 }
 
 impl LocalSandbox {
-    pub async fn start(image: &Image) -> Result<LocalSandbox, String> {
+    pub async fn start(image: &Image) -> anyhow::Result<LocalSandbox> {
         let port = image
             .exposed_ports
             .iter()
             .find_map(|p| p.split('/').next()?.parse::<u16>().ok())
-            .ok_or("the image exposes no port")?;
+            .context("the image exposes no port")?;
         let command: Vec<String> = image.entrypoint.iter().chain(&image.cmd).cloned().collect();
         let id = format!("local-{:016x}", rand_id());
         let environment = BTreeMap::new();
         let container =
             start(image, &Spec { id: &id, command: &command, environment: &environment, ports: vec![port] })?;
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.map_err(|e| e.to_string())?;
-        let local = listener.local_addr().map_err(|e| e.to_string())?.port();
+        let listener =
+            tokio::net::TcpListener::bind("127.0.0.1:0").await.context("binding the sandbox's port")?;
+        let local = listener.local_addr()?.port();
         let sock = container.dir.join("socks").join(format!("{port}.sock"));
         let proxy = tokio::spawn(proxy(listener, std::sync::Arc::new(|_| true), sock));
         Ok(LocalSandbox { _container: container, proxy, port: local })

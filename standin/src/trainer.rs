@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use domain::openenv::assignment::Played;
 use domain::openenv::episode::{
     self, approx_tokens, score, step_fits, step_task, training_group, Episode, Turn, EPISODES_PER_STEP,
 };
@@ -120,6 +121,7 @@ impl Trainer {
         let mut report = Reporter { shared, run_id: run_id.clone(), seq: 0 };
         let submission = &assignment["submission"];
         let limit_s = assignment["time_limit_s"].as_u64().unwrap_or(episode::RUN_LIMIT_S);
+        let mut played: BTreeMap<String, Played> = BTreeMap::new();
         let tasks: Vec<(TaskSpec, String)> = submission["tasks"]
             .as_array()
             .into_iter()
@@ -133,8 +135,14 @@ impl Trainer {
                 for key in ["port", "command", "env", "task_label"] {
                     o.remove(key);
                 }
+                // How admission played the task: its reset and its environment's tools.
+                let tools =
+                    o.remove("tools").and_then(|t| serde_json::from_value(t).ok()).unwrap_or_default();
+                let how = Played { reset: o.remove("reset"), tools };
                 o.insert("image".into(), Value::String(image.clone()));
-                Some((serde_json::from_value(spec).ok()?, image))
+                let spec: TaskSpec = serde_json::from_value(spec).ok()?;
+                played.insert(spec.task_id.clone(), how);
+                Some((spec, image))
             })
             .collect();
         let specs: Vec<TaskSpec> = tasks.iter().map(|(t, _)| t.clone()).collect();
@@ -162,7 +170,8 @@ impl Trainer {
                 None,
                 format!("step {}: five episodes of `{}`", step + 1, task.task_id),
             );
-            let scores = self.play_step(submission, task, &run_id, step, version).await;
+            let how = played.get(&task.task_id).cloned().unwrap_or_default();
+            let scores = self.play_step(submission, task, &how, &run_id, step, version).await;
             let group = training_group(&scores);
             let message = format!("episodes' rewards in the order they ended: {}", show(&scores));
             match group {
@@ -212,7 +221,8 @@ impl Trainer {
         let id = benchmark["id"].as_str().unwrap_or_default();
         let mut cells: Vec<(Value, TaskSpec, u32)> = Vec::new();
         for env in benchmark["environments"].as_array().into_iter().flatten() {
-            let submission = json!({"schema": env["schema"], "example_actions": [], "finish_action": env["finish_action"]});
+            let submission = json!({"schema": env["schema"], "schema_draft": env["schema_draft"],
+                "example_actions": [], "finish_action": env["finish_action"]});
             for t in env["tasks"].as_array().into_iter().flatten() {
                 let mut spec = t.clone();
                 if let Some(o) = spec.as_object_mut() {
@@ -258,10 +268,11 @@ impl Trainer {
                 futures_util::future::join_all(chunk.iter().map(|(submission, task, trial)| async move {
                     let seed = format!("{id}/{}/{trial}", task.task_id);
                     let mut replays = 0;
-                    let mut reward = self.play_episode(submission, task, seed.clone(), version).await;
+                    let how = Played::default();
+                    let mut reward = self.play_episode(submission, task, &how, seed.clone(), version).await;
                     if reward.is_none() {
                         replays = 1;
-                        reward = self.play_episode(submission, task, seed, version).await;
+                        reward = self.play_episode(submission, task, &how, seed, version).await;
                     }
                     json!({"task_id": task.task_id, "trial": trial, "reward": reward, "replays": replays})
                 }))
@@ -283,6 +294,7 @@ impl Trainer {
         &self,
         submission: &Value,
         task: &TaskSpec,
+        how: &Played,
         run_id: &str,
         step: u64,
         version: i64,
@@ -290,7 +302,7 @@ impl Trainer {
         let mut running = futures_util::stream::FuturesUnordered::new();
         for n in 0..EPISODES_PER_STEP {
             let seed = format!("{run_id}/{step}/{n}");
-            running.push(self.play_episode(submission, task, seed, version));
+            running.push(self.play_episode(submission, task, how, seed, version));
         }
         let mut scores = Vec::new();
         while let Some(s) = running.next().await {
@@ -303,6 +315,7 @@ impl Trainer {
         &self,
         submission: &Value,
         task: &TaskSpec,
+        how: &Played,
         seed: String,
         version: i64,
     ) -> Option<f64> {
@@ -312,7 +325,7 @@ impl Trainer {
         let port = sandbox.port;
         let result = tokio::time::timeout(
             Duration::from_secs(task.reset_wall_s + task.rollout_wall_s + task.verifier_wall_s),
-            self.episode(submission, task, port, seed, version),
+            self.episode(submission, task, how, port, seed, version),
         )
         .await
         .ok()
@@ -325,6 +338,7 @@ impl Trainer {
         &self,
         submission: &Value,
         task: &TaskSpec,
+        how: &Played,
         port: u16,
         seed: String,
         version: i64,
@@ -338,15 +352,20 @@ impl Trainer {
         }
         let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://127.0.0.1:{port}/ws")).await.ok()?;
         let schema = &submission["schema"]["action"];
-        let validator = jsonschema::validator_for(schema).ok()?;
-        let valid = |a: &Value| validator.validate(a).map_err(|e| e.to_string());
-        ws.send(Message::Text(episode::ws_reset(&task.task_id).to_string().into())).await.ok()?;
+        // The draft the assignment names, as the real trainer compiles it.
+        let draft =
+            submission["schema_draft"].as_str().and_then(domain::openenv::schema::SchemaDraft::parse)?;
+        let validator = domain::openenv::schema::validator(schema, draft).ok()?;
+        let valid = |a: &Value| validator.validate(a).map_err(|e| domain::invalid::Invalid(e.to_string()));
+        let reset = how.reset.clone().unwrap_or_else(|| episode::reset_for(&task.task_id));
+        ws.send(Message::Text(episode::ws_reset(&reset).to_string().into())).await.ok()?;
         let (observation, _, _) = read_observation(&mut ws).await?;
-        let system = episode::system_prompt(schema);
+        let system = episode::system_prompt(schema, &how.tools);
         let clock = Instant::now();
         let mut e = Episode::start(
             task,
             schema,
+            &how.tools,
             &observation,
             approx_tokens(&system),
             approx_tokens(&observation.to_string()),

@@ -70,11 +70,14 @@ pub fn parse(json: &str) -> anyhow::Result<Vec<HubUser>> {
 
 /// The organization participants' sandboxes run in: it holds nothing else.
 pub const SANDBOX_ORG: &str = "benchflow-sandboxes";
+/// The organization held-out evaluation episodes run in, apart from participants' sandboxes.
+pub const EVAL_ORG: &str = "benchflow-eval";
 
 /// A small demo set: two participants, one editor of `benchflow`, the arena's own account (it
 /// launches jobs and writes the runs dataset in `benchflow`, and starts sandboxes in
-/// [`SANDBOX_ORG`]) and the sandbox reader (a read token whose only organization is
-/// [`SANDBOX_ORG`]). The tokens are local-only.
+/// [`SANDBOX_ORG`] and [`EVAL_ORG`]), the sandbox reader (a read token whose only organization is
+/// [`SANDBOX_ORG`]) and the evaluation reader (the same for [`EVAL_ORG`]). The tokens are
+/// local-only.
 pub fn demo() -> Vec<HubUser> {
     let user = |name: &str, fullname: &str, orgs: Vec<OrgMembership>| HubUser {
         id: None,
@@ -99,6 +102,7 @@ pub fn demo() -> Vec<HubUser> {
             vec![
                 OrgMembership { name: "benchflow".into(), role: "write".into() },
                 OrgMembership { name: SANDBOX_ORG.into(), role: "write".into() },
+                OrgMembership { name: EVAL_ORG.into(), role: "write".into() },
             ],
         ),
         HubUser {
@@ -107,6 +111,14 @@ pub fn demo() -> Vec<HubUser> {
                 "arena-sandbox",
                 "The arena's sandbox reader: a read token, only in the sandbox organization (local demo)",
                 vec![OrgMembership { name: SANDBOX_ORG.into(), role: "read".into() }],
+            )
+        },
+        HubUser {
+            token_role: Some("read".into()),
+            ..user(
+                "arena-eval",
+                "The cluster's held-out evaluation reader: a read token, only in the evaluation organization (local demo)",
+                vec![OrgMembership { name: EVAL_ORG.into(), role: "read".into() }],
             )
         },
     ]

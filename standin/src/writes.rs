@@ -15,6 +15,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
 use base64::Engine;
+use domain::invalid::Invalid;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -200,8 +201,8 @@ fn bad(message: &str) -> Response {
     hf_error(StatusCode::BAD_REQUEST, None, message)
 }
 
-fn invalid(message: &str) -> String {
-    message.to_string()
+fn invalid(message: &str) -> Invalid {
+    Invalid::new(message)
 }
 
 /// A commit's summary, the commit it must follow (`parentCommit`) and its files (`None`: deleted).
@@ -209,7 +210,7 @@ type Commit = (String, Option<String>, Vec<(RepoPath, Option<Vec<u8>>)>);
 
 /// The files of an NDJSON commit body (an `lfsFile` as its pointer); the error is the message of
 /// a 400.
-fn parse_commit(body: &[u8], store: Option<&crate::lfs::Store>) -> Result<Commit, String> {
+fn parse_commit(body: &[u8], store: Option<&crate::lfs::Store>) -> Result<Commit, Invalid> {
     let mut summary = String::from("Upload files");
     let mut parent = None;
     let mut files = Vec::new();
@@ -257,7 +258,8 @@ fn parse_commit(body: &[u8], store: Option<&crate::lfs::Store>) -> Result<Commit
                     return Err(format!(
                         "LFS object {oid} of {size} bytes was not uploaded ({})",
                         path.as_str()
-                    ));
+                    )
+                    .into());
                 }
                 files.push((path, Some(crate::lfs::pointer(oid, size).into_bytes())));
             }
@@ -269,7 +271,7 @@ fn parse_commit(body: &[u8], store: Option<&crate::lfs::Store>) -> Result<Commit
                 files.push((path, None));
             }
             Some(other) => {
-                return Err(format!("the local stand-in does not support `{other}` operations"));
+                return Err(format!("the local stand-in does not support `{other}` operations").into());
             }
             None => return Err(invalid("Each line needs a key")),
         }
@@ -280,13 +282,13 @@ fn parse_commit(body: &[u8], store: Option<&crate::lfs::Store>) -> Result<Commit
         return Err(format!(
             "Your push was rejected because it contains binary files. Please use https://huggingface.co/docs/hub/xet to store binary files. Offending files:{}",
             listed(&binary)
-        ));
+        ).into());
     }
     if !large.is_empty() {
         return Err(format!(
             "Your push was rejected because it contains files larger than 10 MiB. Please use https://huggingface.co/docs/hub/xet to store large files. Offending files:{}",
             listed(&large)
-        ));
+        ).into());
     }
     Ok((summary, parent, files))
 }
@@ -308,7 +310,7 @@ async fn commit(
             return Err(repo_not_found());
         };
         let repo = repos.open(Kind::Dataset, &id).await.map_err(internal)?.ok_or_else(repo_not_found)?;
-        let (summary, parent, files) = parse_commit(&body, hub.lfs.as_ref()).map_err(|m| bad(&m))?;
+        let (summary, parent, files) = parse_commit(&body, hub.lfs.as_ref()).map_err(|m| bad(&m.0))?;
         let Some(oid) = repo.write_on(parent.as_deref(), &summary, &files).await.map_err(internal)? else {
             return Err(hf_error(
                 StatusCode::PRECONDITION_FAILED,

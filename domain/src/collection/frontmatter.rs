@@ -4,6 +4,8 @@
 
 use serde_json::Value;
 
+use crate::invalid::Invalid;
+
 /// The frontmatter and the Markdown body after it.
 pub struct Document<'a> {
     pub yaml: &'a str,
@@ -11,7 +13,7 @@ pub struct Document<'a> {
 }
 
 /// Splits `task.md` into frontmatter and body; `Err` says what is wrong.
-pub fn split(text: &str) -> Result<Document<'_>, String> {
+pub fn split(text: &str) -> Result<Document<'_>, Invalid> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let Some(rest) = text.strip_prefix("---").filter(|r| r.starts_with('\n') || r.starts_with("\r\n")) else {
         return Err("task.md must start with a `---` line opening the YAML frontmatter".into());
@@ -29,7 +31,7 @@ pub fn split(text: &str) -> Result<Document<'_>, String> {
 }
 
 /// Parses the frontmatter into a JSON value (a mapping), within the budget.
-pub fn parse_yaml(yaml: &str) -> Result<Value, String> {
+pub fn parse_yaml(yaml: &str) -> Result<Value, Invalid> {
     let mut budget = serde_saphyr::Budget::default();
     budget.max_events = 50_000;
     budget.max_aliases = 64;
@@ -126,7 +128,7 @@ mod tests {
                 "a{i}: &a{i} [*a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}]\n"
             ));
         }
-        let err = parse_yaml(&bomb).unwrap_err();
+        let err = parse_yaml(&bomb).unwrap_err().0;
         assert!(err.to_lowercase().contains("alias") || err.to_lowercase().contains("budget"), "{err}");
     }
 }

@@ -331,7 +331,7 @@ fn read_meta(
         let doc = match frontmatter::split(text) {
             Ok(doc) => doc,
             Err(e) => {
-                out.push("S-FRONTMATTER", Some("task.md"), None, e);
+                out.push("S-FRONTMATTER", Some("task.md"), None, e.into());
                 return None;
             }
         };
@@ -350,7 +350,7 @@ fn read_meta(
         let meta = match harbor_meta(text) {
             Ok(v) => v,
             Err(e) => {
-                out.push("S-TOML", Some("task.toml"), None, e);
+                out.push("S-TOML", Some("task.toml"), None, e.into());
                 return None;
             }
         };
@@ -476,7 +476,7 @@ fn credit_of(metadata: &Value) -> Credit {
 const HARBOR_KNOWN: &[&str] = &["version", "metadata", "verifier", "agent", "environment"];
 
 /// `task.toml` as the BenchFlow frontmatter it migrates to.
-pub fn harbor_meta(text: &str) -> Result<Value, String> {
+pub fn harbor_meta(text: &str) -> Result<Value, crate::invalid::Invalid> {
     let table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
         let msg = e.to_string();
         format!("unreadable TOML: {}", msg.lines().last().unwrap_or("").trim())

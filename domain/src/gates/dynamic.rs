@@ -7,6 +7,7 @@
 //! challenge, so deriving it again gives the same bytes: its hash is what an attached results file
 //! must name.
 
+use crate::invalid::Invalid;
 use serde::{Deserialize, Serialize};
 
 pub const PLAN_SCHEMA: u32 = 1;
@@ -43,7 +44,7 @@ impl Default for Policy {
 }
 
 impl Policy {
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), Invalid> {
         if !(1..=32).contains(&self.controls_reruns) {
             return Err("`controls_reruns` is 1 to 32".into());
         }

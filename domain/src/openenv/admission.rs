@@ -8,8 +8,9 @@
 //! 2.0 (an error reply passes), and consistent modes (`/reset` in the OpenAPI paths only together with
 //! `/step` and `/state`: simulation; none of the three: production).
 
+use crate::invalid::Invalid;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use crate::ErrorCode;
 
@@ -76,9 +77,11 @@ pub fn criteria(p: &Probe) -> Vec<Criterion> {
         .map(|m| m.keys().map(String::as_str).collect())
         .unwrap_or_default();
     let has = |p: &str| paths.contains(&p);
-    let mode = match (has("/reset"), has("/step"), has("/state")) {
-        (true, true, true) => Some("simulation"),
-        (false, false, false) => Some("production"),
+    // As the tool decides it: without paths the mode cannot be told, and that fails.
+    let mode = match (paths.is_empty(), has("/reset"), has("/step"), has("/state")) {
+        (true, ..) => None,
+        (false, true, true, true) => Some("simulation"),
+        (false, false, false, false) => Some("production"),
         _ => None,
     };
     vec![
@@ -102,10 +105,10 @@ pub fn criteria(p: &Probe) -> Vec<Criterion> {
 }
 
 /// The server's `/schema` serves the submission's `action` and `observation` schemas.
-pub fn schema_matches(served: &Value, submitted: &Value) -> Result<(), String> {
+pub fn schema_matches(served: &Value, submitted: &Value) -> Result<(), Invalid> {
     for part in ["action", "observation"] {
         if served[part] != submitted[part] {
-            return Err(format!("the image's /schema `{part}` differs from the submission's"));
+            return Err(format!("the image's /schema `{part}` differs from the submission's").into());
         }
     }
     Ok(())
@@ -122,7 +125,7 @@ pub struct Step {
 
 /// The example episode: after the reset, the steps the example actions produced in order. It must
 /// end (`done: true`) with a reward in [0, 1]; answers the terminal reward.
-pub fn judge_episode(reset: &Step, steps: &[Step], actions: usize) -> Result<f64, String> {
+pub fn judge_episode(reset: &Step, steps: &[Step], actions: usize) -> Result<f64, Invalid> {
     if reset.done {
         return Err("the episode ended at reset, before any action".into());
     }
@@ -130,29 +133,32 @@ pub fn judge_episode(reset: &Step, steps: &[Step], actions: usize) -> Result<f64
         if step.done {
             return match step.reward {
                 Some(r) if (0.0..=1.0).contains(&r) => Ok(r),
-                Some(r) => Err(format!("the episode ended after action {i} with reward {r}, outside [0, 1]")),
-                None => Err(format!("the episode ended after action {i} without a reward")),
+                Some(r) => {
+                    Err(format!("the episode ended after action {i} with reward {r}, outside [0, 1]").into())
+                }
+                None => Err(format!("the episode ended after action {i} without a reward").into()),
             };
         }
     }
-    Err(format!("the episode did not end after the {actions} example action(s) (no `done: true`)"))
+    Err(format!("the episode did not end after the {actions} example action(s) (no `done: true`)").into())
 }
 
 /// What one probe of one task found.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "outcome", rename_all = "lowercase")]
 pub enum Outcome {
-    Passed,
+    /// The task passed: how its episodes reset to it (the task API's `{"split", "index"}`, or its
+    /// id), and the tools its environment lists (a tools environment), as training plays them.
+    Passed {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reset: Option<Value>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        tools: Vec<Value>,
+    },
     /// The image or its example episode failed: counts against the submitter.
-    Author {
-        code: ErrorCode,
-        message: String,
-    },
+    Author { code: ErrorCode, message: String },
     /// The sandbox, the registry or the arena failed: retried, never counted.
-    Platform {
-        code: ErrorCode,
-        message: String,
-    },
+    Platform { code: ErrorCode, message: String },
 }
 
 /// A task's probes so far.
@@ -162,11 +168,52 @@ pub struct TaskProbe {
     /// Sandboxes started for it.
     pub attempts: u32,
     pub last: Option<Outcome>,
+    /// Seconds its probes took, all attempts together.
+    #[serde(default)]
+    pub spent_s: u64,
+}
+
+impl TaskProbe {
+    pub fn new(task_id: &str) -> TaskProbe {
+        TaskProbe { task_id: task_id.to_string(), attempts: 0, last: None, spent_s: 0 }
+    }
+
+    /// Probes of this task that failed on the platform's side (only those are tried again).
+    fn platform_failures(&self) -> u32 {
+        match self.last {
+            Some(Outcome::Platform { .. }) => self.attempts,
+            _ => self.attempts.saturating_sub(1),
+        }
+    }
+
+    /// Whether it needs a probe: a first one, or another after a platform failure.
+    pub fn pending(&self) -> bool {
+        match self.last {
+            None => true,
+            Some(Outcome::Platform { .. }) => self.attempts < SANDBOX_ATTEMPTS,
+            _ => false,
+        }
+    }
 }
 
 /// A task whose sandbox never served `/health`, or whose probe failed on our side, gets one more
 /// fresh sandbox.
 pub const SANDBOX_ATTEMPTS: u32 = 2;
+
+/// What one submission's admission may spend, whoever is at fault: the sandbox time of all its
+/// probes together, and probes that fail on the platform's side (an image that never serves fails
+/// that way in every sandbox: past a few, its other tasks are not tried).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Allowance {
+    pub sandbox_s: u64,
+    pub platform_failures: u32,
+}
+
+impl Default for Allowance {
+    fn default() -> Self {
+        Allowance { sandbox_s: 5_400, platform_failures: 4 }
+    }
+}
 
 crate::words!(
     /// An OpenEnv submission's state.
@@ -187,6 +234,11 @@ crate::words!(
     }
 );
 
+#[cfg(feature = "sqlx")]
+crate::text_column!(SubmissionState, "submission state");
+#[cfg(feature = "sqlx")]
+crate::text_column!(SlotState, "slot state");
+
 crate::words!(
     /// Whose side a rejection is on.
     pub enum ErrorOrigin {
@@ -206,38 +258,127 @@ pub enum Verdict {
     Rejected { origin: ErrorOrigin, slot: SlotState, errors: Vec<(String, ErrorCode, String)> },
 }
 
-/// The submission's state from its tasks' probes.
-pub fn verdict(tasks: &[TaskProbe]) -> Verdict {
-    let author: Vec<(String, ErrorCode, String)> = tasks
-        .iter()
-        .filter_map(|t| match &t.last {
-            Some(Outcome::Author { code, message }) => Some((t.task_id.clone(), *code, message.clone())),
-            _ => None,
-        })
-        .collect();
+/// The submission's state from its tasks' probes, within its allowance.
+pub fn verdict(tasks: &[TaskProbe], allowance: &Allowance) -> Verdict {
+    let errors = |platform: bool| -> Vec<(String, ErrorCode, String)> {
+        tasks
+            .iter()
+            .filter_map(|t| match &t.last {
+                Some(Outcome::Author { code, message }) if !platform => {
+                    Some((t.task_id.clone(), *code, message.clone()))
+                }
+                Some(Outcome::Platform { code, message }) if platform => {
+                    Some((t.task_id.clone(), *code, message.clone()))
+                }
+                _ => None,
+            })
+            .collect()
+    };
+    let author = errors(false);
     if !author.is_empty() {
         return Verdict::Rejected { origin: ErrorOrigin::Author, slot: SlotState::Used, errors: author };
     }
-    let retry = |t: &TaskProbe| match t.last {
-        None => true,
-        Some(Outcome::Platform { .. }) => t.attempts < SANDBOX_ATTEMPTS,
-        _ => false,
-    };
-    if tasks.iter().any(retry) {
+    let pending: Vec<&TaskProbe> = tasks.iter().filter(|t| t.pending()).collect();
+    let spent: u64 = tasks.iter().map(|t| t.spent_s).sum();
+    let failures: u32 = tasks.iter().map(TaskProbe::platform_failures).sum();
+    let spent_all = spent >= allowance.sandbox_s || failures >= allowance.platform_failures;
+    if !pending.is_empty() && !spent_all {
         return Verdict::Pending;
     }
-    let platform: Vec<(String, ErrorCode, String)> = tasks
-        .iter()
-        .filter_map(|t| match &t.last {
-            Some(Outcome::Platform { code, message }) => Some((t.task_id.clone(), *code, message.clone())),
-            _ => None,
-        })
-        .collect();
+    let mut platform = errors(true);
+    if !pending.is_empty() {
+        let why = format!(
+            "not checked: the submission's admission spent its allowance ({spent} of {} sandbox-seconds, {failures}              of {} probes failed on the platform's side) with {} of {} tasks checked",
+            allowance.sandbox_s,
+            allowance.platform_failures,
+            tasks.len() - pending.len(),
+            tasks.len()
+        );
+        platform.retain(|(task, ..)| !pending.iter().any(|p| &p.task_id == task));
+        platform.extend(
+            pending
+                .iter()
+                .map(|p| (p.task_id.clone(), ErrorCode::AdmissionInfrastructureFailure, why.clone())),
+        );
+    }
     if platform.is_empty() {
         Verdict::Validated
     } else {
         Verdict::Rejected { origin: ErrorOrigin::Platform, slot: SlotState::Returned, errors: platform }
     }
+}
+
+/// The tools a tools environment lists at most, and their text in the system message at most.
+pub const MAX_TOOLS: usize = 32;
+pub const MAX_TOOLS_TEXT: usize = 16 << 10;
+
+/// The tools of a tools environment, from its `tools/list` answer (OpenEnv's JSON-RPC on `POST
+/// /mcp`: `result.tools`, each `inputSchema` or `input_schema`), as the system message lists them:
+/// `{name, description, input_schema}` in the environment's order. `Ok(empty)`: it lists none
+/// (an error reply: not a tools environment). `Err`: a list the model cannot be shown.
+pub fn tool_list(answer: &Value) -> Result<Vec<Value>, Invalid> {
+    let Some(listed) = answer["result"]["tools"].as_array() else { return Ok(Vec::new()) };
+    if listed.len() > MAX_TOOLS {
+        return Err(format!(
+            "tools/list lists {} tools; the system message shows at most {MAX_TOOLS}",
+            listed.len()
+        )
+        .into());
+    }
+    let tools: Vec<Value> = listed
+        .iter()
+        .map(|t| {
+            let name = t["name"].as_str().filter(|n| !n.is_empty() && n.len() <= 128);
+            let name = name.ok_or(Invalid::new("a tool without a name (1 to 128 characters)"))?;
+            let schema = t.get("inputSchema").or_else(|| t.get("input_schema")).cloned().unwrap_or(json!({}));
+            if !schema.is_object() {
+                return Err(Invalid(format!("tool `{name}`'s input schema is not a JSON object")));
+            }
+            let description = t["description"].as_str().unwrap_or_default();
+            Ok(json!({"name": name, "description": description, "input_schema": schema}))
+        })
+        .collect::<Result<_, Invalid>>()?;
+    let text = Value::Array(tools.clone()).to_string().len();
+    if text > MAX_TOOLS_TEXT {
+        return Err(format!(
+            "the tools' names, descriptions and schemas are {text} bytes; at most {MAX_TOOLS_TEXT}"
+        )
+        .into());
+    }
+    Ok(tools)
+}
+
+/// Whether a server's OpenAPI paths hold openenv 0.10's task API (`/list_environments` and
+/// `/{env_name}/tasks`): its tasks are then chosen at reset by `(split, index)`.
+pub fn has_task_api(openapi: &Value) -> bool {
+    let paths = openapi["paths"].as_object();
+    paths.is_some_and(|p| p.contains_key("/list_environments") && p.keys().any(|k| k.ends_with("/tasks")))
+}
+
+/// The reset that plays `task_id`, from the task API's listing: per split, its name and its
+/// `tasks` answer (`{"tasks": [spec, …]}`). A task's id is its spec's `id` (or `task_id`); the
+/// reset is `{"split", "index"}`. `None`: no listed task has that id.
+pub fn task_reset(splits: &[(String, Value)], task_id: &str) -> Option<Value> {
+    splits.iter().find_map(|(split, listing)| {
+        let tasks = listing["tasks"].as_array()?;
+        let index = tasks.iter().position(|t| {
+            t.get("id").or_else(|| t.get("task_id")).and_then(Value::as_str) == Some(task_id)
+        })?;
+        Some(json!({"split": split, "index": index}))
+    })
+}
+
+/// The ids a task API listing names, for a refusal's message (at most `max`).
+pub fn listed_ids(splits: &[(String, Value)], max: usize) -> Vec<String> {
+    splits
+        .iter()
+        .flat_map(|(split, l)| l["tasks"].as_array().into_iter().flatten().map(move |t| (split, t)))
+        .filter_map(|(split, t)| {
+            let id = t.get("id").or_else(|| t.get("task_id")).and_then(Value::as_str)?;
+            Some(format!("{id} ({split})"))
+        })
+        .take(max)
+        .collect()
 }
 
 #[cfg(test)]
@@ -288,8 +429,11 @@ mod tests {
         assert_eq!(failed(Probe { openapi: half, ..echo() }), ["mode_endpoint_consistency"]);
         let production = ok(json!({"info": {"version": "1"}, "paths": {"/health": {}}}));
         assert!(failed(Probe { openapi: production, ..echo() }).is_empty(), "production mode");
-        let no_version = ok(json!({"info": {"version": 1}, "paths": {}}));
+        let no_version = ok(json!({"info": {"version": 1}, "paths": {"/health": {}}}));
         assert_eq!(failed(Probe { openapi: no_version, ..echo() }), ["openapi_version_available"]);
+        // `openenv validate` cannot tell a mode without paths: it fails the consistency check too.
+        let no_paths = ok(json!({"info": {"version": "1"}, "paths": {}}));
+        assert_eq!(failed(Probe { openapi: no_paths, ..echo() }), ["mode_endpoint_consistency"]);
     }
 
     #[test]
@@ -319,8 +463,9 @@ mod tests {
 
     #[test]
     fn author_failures_use_the_slot_platform_ones_retry_then_return_it() {
-        let t = |id: &str, attempts, last| TaskProbe { task_id: id.into(), attempts, last };
-        let passed = Some(Outcome::Passed);
+        let t = |id: &str, attempts, last| TaskProbe { task_id: id.into(), attempts, last, spent_s: 10 };
+        let verdict = |tasks: &[TaskProbe]| verdict(tasks, &Allowance::default());
+        let passed = Some(Outcome::Passed { reset: None, tools: Vec::new() });
         let platform =
             Some(Outcome::Platform { code: ErrorCode::SandboxStartupFailed, message: "no /health".into() });
         let author =
@@ -340,5 +485,84 @@ mod tests {
             verdict(&[t("a", 1, author), t("b", 1, platform)]),
             Verdict::Rejected { origin: ErrorOrigin::Author, slot: SlotState::Used, ref errors } if errors.len() == 1 && errors[0].0 == "a"
         ));
+    }
+
+    #[test]
+    fn an_admission_stops_at_its_allowance_whatever_the_image_does() {
+        let never_served = || {
+            Some(Outcome::Platform {
+                code: ErrorCode::SandboxStartupFailed,
+                message: "the image never answered GET /health within 120 s".into(),
+            })
+        };
+        // Fifty tasks of an image that never serves: four sandboxes, not a hundred.
+        let mut tasks: Vec<TaskProbe> = (0..50).map(|i| TaskProbe::new(&format!("t{i}"))).collect();
+        let allowance = Allowance::default();
+        let mut started = 0;
+        while verdict(&tasks, &allowance) == Verdict::Pending {
+            let next = tasks.iter_mut().find(|t| t.pending()).unwrap();
+            next.attempts += 1;
+            next.spent_s += 120;
+            next.last = never_served();
+            started += 1;
+        }
+        assert_eq!(started, allowance.platform_failures);
+        let Verdict::Rejected { origin, slot, errors } = verdict(&tasks, &allowance) else { panic!() };
+        assert_eq!((origin, slot, errors.len()), (ErrorOrigin::Platform, SlotState::Returned, 50));
+        assert!(errors.iter().filter(|e| e.2.contains("allowance")).count() >= 48, "{errors:?}");
+        // Slow probes that pass spend the sandbox time instead.
+        let slow: Vec<TaskProbe> = (0..50)
+            .map(|i| TaskProbe { spent_s: if i < 7 { 800 } else { 0 }, ..TaskProbe::new(&format!("t{i}")) })
+            .map(|t| {
+                let passed = Some(Outcome::Passed { reset: None, tools: Vec::new() });
+                if t.spent_s > 0 {
+                    TaskProbe { attempts: 1, last: passed, ..t }
+                } else {
+                    t
+                }
+            })
+            .collect();
+        assert!(matches!(
+            verdict(&slow, &allowance),
+            Verdict::Rejected { origin: ErrorOrigin::Platform, .. }
+        ));
+    }
+
+    #[test]
+    fn a_task_api_chooses_a_task_by_its_listed_id() {
+        let openapi = json!({"paths": {"/list_environments": {}, "/{env_name}/tasks": {}, "/reset": {}}});
+        assert!(has_task_api(&openapi) && !has_task_api(&json!({"paths": {"/reset": {}}})));
+        let splits = vec![
+            ("train".to_string(), json!({"tasks": [{"id": "echo-1", "answer": "hi"}, {"id": "echo-2"}]})),
+            ("test".to_string(), json!({"tasks": [{"task_id": "echo-3"}]})),
+        ];
+        assert_eq!(task_reset(&splits, "echo-2"), Some(json!({"split": "train", "index": 1})));
+        assert_eq!(task_reset(&splits, "echo-3"), Some(json!({"split": "test", "index": 0})));
+        assert_eq!(task_reset(&splits, "nope"), None);
+        assert_eq!(listed_ids(&splits, 2), ["echo-1 (train)", "echo-2 (train)"]);
+        // A stored outcome from before the task API reads as a plain pass.
+        let old: Outcome = serde_json::from_value(json!({"outcome": "passed"})).unwrap();
+        assert_eq!(old, Outcome::Passed { reset: None, tools: Vec::new() });
+    }
+
+    #[test]
+    fn a_tools_environment_lists_its_tools_in_either_spelling_and_within_bounds() {
+        let answer = json!({"jsonrpc": "2.0", "id": 1, "result": {"tools": [
+            {"name": "echo", "description": "Echo.", "inputSchema": {"type": "object"}, "outputSchema": {}},
+            {"name": "submit", "input_schema": {"type": "object", "properties": {"c": {}}}},
+        ]}});
+        let tools = tool_list(&answer).unwrap();
+        assert_eq!(
+            tools[0],
+            json!({"name": "echo", "description": "Echo.", "input_schema": {"type": "object"}})
+        );
+        assert_eq!(tools[1]["description"], "");
+        let none = json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32603, "message": "no MCP"}});
+        assert_eq!(tool_list(&none), Ok(Vec::new()));
+        let many: Vec<Value> = (0..40).map(|i| json!({"name": format!("t{i}")})).collect();
+        assert!(tool_list(&json!({"result": {"tools": many}})).is_err());
+        let huge = json!({"result": {"tools": [{"name": "t", "description": "x".repeat(MAX_TOOLS_TEXT)}]}});
+        assert!(tool_list(&huge).is_err());
+        assert!(tool_list(&json!({"result": {"tools": [{"description": "no name"}]}})).is_err());
     }
 }

@@ -87,7 +87,8 @@ pub fn message(
     text
 }
 
-/// Every alert event's message in words, with the dashboard its run's trainer reported before it.
+/// Every alert event's message in words, with the dashboard its run's trainer reported before it;
+/// the cluster's report is quoted where the event still carries it (`reported`: editors only).
 pub fn in_words(events: &mut [RunEvent]) {
     let mut dashboard: Option<String> = None;
     for e in events.iter_mut() {
@@ -95,8 +96,8 @@ pub fn in_words(events: &mut [RunEvent]) {
             dashboard = Some(d);
         }
         if let Some(alert) = e.alert {
-            e.message =
-                Some(message(alert, e.message.as_deref(), e.state, e.policy_version, dashboard.as_deref()));
+            let reported = e.reported.as_ref().and_then(|r| r.message.as_deref());
+            e.message = Some(message(alert, reported, e.state, e.policy_version, dashboard.as_deref()));
         }
     }
 }
@@ -155,7 +156,7 @@ mod tests {
             policy_version: 1,
             at: String::new(),
             rewards: None,
-            message: Some("reported".into()),
+            message: Some("the arena's sentence".into()),
             metrics: None,
             alert,
             trainer: dashboard.map(|d| super::super::run::TrainerInfo {
@@ -168,6 +169,11 @@ mod tests {
                 trackio_project: None,
             }),
             evaluation: None,
+            task_id: None,
+            reported: Some(super::super::run::Reported {
+                message: Some("reported".into()),
+                incomplete: None,
+            }),
         };
         let mut events = [
             event(1, Some(Alert::NoUpdate), None),
@@ -176,7 +182,15 @@ mod tests {
         ];
         in_words(&mut events);
         assert!(!events[0].message.as_ref().unwrap().contains("dashboard"));
-        assert_eq!(events[1].message.as_deref(), Some("reported"), "not an alert: as reported");
+        assert_eq!(events[1].message.as_deref(), Some("the arena's sentence"), "not an alert: as stored");
+        assert!(
+            events[2].message.as_ref().unwrap().contains("reported"),
+            "an editor reads the cluster's words"
+        );
+        let mut participants = events.clone();
+        participants.iter_mut().for_each(|e| e.reported = None);
+        in_words(&mut participants);
+        assert!(!participants[2].message.as_ref().unwrap().contains("reported"));
         assert!(events[2].message.as_ref().unwrap().contains("spaces/o/d"));
     }
 }

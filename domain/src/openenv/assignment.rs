@@ -1,7 +1,8 @@
 //! The `assign` message: everything the cluster's trainer needs to train one admitted submission,
 //! and nothing it does not (no token: the node has its own). Per task: the pinned digest, the port,
 //! the command and environment its sandbox starts it with (read from the pinned config at
-//! submission), the walls and budgets, and the label HF accepts for the task's id; then the schema,
+//! submission), the walls and budgets, an opaque label (it names no task), how a reset chooses it and
+//! its environment's tools (as admission played it); then the schema and its draft,
 //! the example and finish actions; the model and revision the track trains; and the recipe's
 //! numbers, each of which lands in a named argument of TRL's `GRPOConfig` or peft's `LoraConfig`
 //! (the trainer checks the names against the installed versions and refuses one it does not know).
@@ -24,13 +25,22 @@ pub struct PinnedImage {
     pub start: SandboxStart,
 }
 
+/// How admission played a task, which training plays alike: the reset that chooses it (its id,
+/// or the task API's `{"split", "index"}`) and its environment's tools (a tools environment).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Played {
+    pub reset: Option<Value>,
+    pub tools: Vec<Value>,
+}
+
 /// The assignment of run `run_id`; `None` when a task has no pinned image (a stored row the arena
-/// cannot read, never guessed).
+/// cannot read, never guessed). `played` says how admission played each task (by task id).
 pub fn assignment(
     run_id: &str,
     time_limit_s: u64,
     request: &SubmissionRequest,
     images: &[PinnedImage],
+    played: &std::collections::BTreeMap<String, Played>,
     model: &Value,
     recipe: &Value,
 ) -> Option<Value> {
@@ -44,10 +54,15 @@ pub fn assignment(
             v["port"] = json!(image.port);
             v["command"] = json!(image.start.command);
             v["env"] = json!(image.start.env);
-            v["task_label"] = json!(job_labels::value(&t.task_id));
+            v["task_label"] = json!(job_labels::opaque_task(run_id, &t.task_id));
+            let how = played.get(&t.task_id).cloned().unwrap_or_default();
+            v["reset"] = how.reset.unwrap_or_else(|| super::episode::reset_for(&t.task_id));
+            v["tools"] = json!(how.tools);
             Some(v)
         })
         .collect();
+    // Checked at submission: a stored schema the rules now refuse is no assignment.
+    let draft = super::schema::draft_of(&request.schema["action"]).ok()?;
     Some(json!({
         "kind": "assign",
         "run_id": run_id,
@@ -58,6 +73,7 @@ pub fn assignment(
             "submission_id": request.submission_id,
             "name": request.name,
             "schema": request.schema,
+            "schema_draft": draft.as_str(),
             "tasks": tasks?,
             "example_actions": request.example_actions,
             "finish_action": request.finish_action,
@@ -98,6 +114,14 @@ mod tests {
             14_400,
             &request(),
             &[image(&["echo.1", "e2"])],
+            &[(
+                "e2".to_string(),
+                Played {
+                    reset: Some(json!({"split": "test", "index": 3})),
+                    tools: vec![json!({"name": "t"})],
+                },
+            )]
+            .into(),
             &json!({"repo": "m"}),
             &json!({}),
         )
@@ -109,7 +133,14 @@ mod tests {
         assert_eq!(t[0]["port"], 8000);
         assert_eq!(t[0]["reset_wall_s"], 180, "the guide's defaults are spelled out");
         assert_eq!(t[1]["rollout_wall_s"], 60);
-        assert_eq!(t[0]["task_label"], job_labels::value("echo.1"));
+        assert_eq!(t[0]["task_label"], job_labels::opaque_task("oe-1", "echo.1"));
+        assert_eq!(a["submission"]["schema_draft"], "draft2020-12");
+        // Each task resets and is told its tools as admission played it.
+        assert_eq!((&t[0]["reset"], &t[0]["tools"]), (&json!({"task_id": "echo.1"}), &json!([])));
+        assert_eq!(
+            (&t[1]["reset"], &t[1]["tools"]),
+            (&json!({"split": "test", "index": 3}), &json!([{"name": "t"}]))
+        );
         assert!(job_labels::is_valid(t[0]["task_label"].as_str().unwrap()));
         assert_eq!(a["submission"]["finish_action"], json!({"m": 0}));
         assert!(a.get("token").is_none() && !a.to_string().contains("hf_"));
@@ -117,8 +148,15 @@ mod tests {
 
     #[test]
     fn a_task_without_a_pinned_image_is_no_assignment() {
-        assert!(
-            assignment("oe-1", 14_400, &request(), &[image(&["echo.1"])], &json!({}), &json!({})).is_none()
-        );
+        assert!(assignment(
+            "oe-1",
+            14_400,
+            &request(),
+            &[image(&["echo.1"])],
+            &Default::default(),
+            &json!({}),
+            &json!({})
+        )
+        .is_none());
     }
 }

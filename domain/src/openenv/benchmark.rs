@@ -158,6 +158,11 @@ pub fn check_environments(envs: &[EnvironmentFile]) -> Result<Vec<HeldOutEnviron
         if !schema["action"].is_object() || !schema["observation"].is_object() {
             bad("schema", "JSON text with `action` and `observation` JSON Schemas".into());
         }
+        for part in ["action", "observation"] {
+            if let Err(why) = super::schema::draft_of(&schema[part]) {
+                bad("schema", format!("`{part}`: {why}"));
+            }
+        }
         if e.tasks.is_empty() || e.tasks.len() > MAX_TASKS {
             bad("tasks", format!("1 to {MAX_TASKS} tasks"));
         }
@@ -223,9 +228,11 @@ fn pinned(image: &str) -> bool {
     })
 }
 
-/// The benchmark as the assignment carries it to the cluster: every environment with its start,
-/// and each task with the label HF accepts for its id.
-pub fn assignment_part(b: &Benchmark) -> Value {
+/// The benchmark as run `run_id`'s assignment carries it to the cluster: every environment with
+/// its start and the draft its schemas are compiled with, and each task with a label that names
+/// no task (`job_labels::opaque_task`: its sandboxes' labels are read by whoever reads their
+/// namespace).
+pub fn assignment_part(b: &Benchmark, run_id: &str) -> Value {
     let environments: Vec<Value> = b
         .environments
         .iter()
@@ -235,13 +242,16 @@ pub fn assignment_part(b: &Benchmark) -> Value {
                 .iter()
                 .map(|t| {
                     let mut v = serde_json::to_value(t).unwrap_or_default();
-                    v["task_label"] = Value::String(crate::job_labels::value(&t.task_id));
+                    v["task_label"] = Value::String(crate::job_labels::opaque_task(run_id, &t.task_id));
                     v
                 })
                 .collect();
+            // Checked when the registry loaded.
+            let draft = super::schema::draft_of(&e.schema["action"]).unwrap_or(super::schema::DEFAULT_DRAFT);
             serde_json::json!({
                 "image": e.image, "port": e.port, "command": e.command, "env": e.env,
-                "domain": e.domain, "schema": e.schema, "finish_action": e.finish_action, "tasks": tasks,
+                "domain": e.domain, "schema": e.schema, "schema_draft": draft.as_str(),
+                "finish_action": e.finish_action, "tasks": tasks,
             })
         })
         .collect();

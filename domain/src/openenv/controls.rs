@@ -1,6 +1,7 @@
 //! The organizers' controls of the OpenEnv track: pausing intake (reads and admitted runs go on),
 //! and releasing a run whose cleanup stalled.
 
+use crate::invalid::Invalid;
 use serde::{Deserialize, Serialize};
 
 use super::state::RunState;
@@ -19,7 +20,7 @@ pub struct IntakeChange {
 
 impl IntakeChange {
     /// The reason to store: required to pause, refused when resuming.
-    pub fn checked_reason(&self) -> Result<Option<String>, String> {
+    pub fn checked_reason(&self) -> Result<Option<String>, Invalid> {
         match (self.open, &self.reason) {
             (false, Some(r)) => crate::reason::check(r).map(Some),
             (false, None) => Err("pausing intake needs a `reason` that submitters will read".into()),

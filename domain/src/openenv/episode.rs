@@ -34,7 +34,7 @@ pub enum Reply {
 
 /// Reads one reply: exactly one JSON object and nothing else, either `{"finish": true}`, an action
 /// valid under the action schema (`valid`), or the wrapper shape around one.
-pub fn read_reply(text: &str, valid: &dyn Fn(&Value) -> Result<(), String>) -> Reply {
+pub fn read_reply(text: &str, valid: &dyn Fn(&Value) -> Result<(), crate::invalid::Invalid>) -> Reply {
     let value: Value = match serde_json::from_str(text.trim()) {
         Ok(v) => v,
         Err(e) => return Reply::Invalid(format!("not exactly one JSON value: {e}")),
@@ -157,12 +157,21 @@ pub struct Message {
     pub content: String,
 }
 
-/// The system message: what the model is told about the environment.
-pub fn system_prompt(action_schema: &Value) -> String {
-    format!(
+/// The system message: what the model is told about the environment: its action schema and, for
+/// a tools environment, its tools as its `tools/list` answered them (`super::admission::tool_list`:
+/// name, description, input schema), since a `call_tool` action schema names none.
+pub fn system_prompt(action_schema: &Value, tools: &[Value]) -> String {
+    let mut text = format!(
         "You act in an environment. Reply with exactly one JSON object and nothing else: an action \
          valid under this JSON Schema, or {{\"finish\": true}} to end the episode.\nAction schema: {action_schema}"
-    )
+    );
+    if !tools.is_empty() {
+        text.push_str(&format!(
+            "\nTools, each called through the action schema: {}",
+            Value::Array(tools.to_vec())
+        ));
+    }
+    text
 }
 
 /// What to do after a reply.
@@ -184,12 +193,13 @@ pub struct Episode {
 }
 
 impl Episode {
-    /// Starts the conversation: the system message with the schema, then the reset observation as
-    /// the first user turn. `system_tokens` and `observation_tokens` are counted by the caller's
-    /// tokenizer.
+    /// Starts the conversation: the system message with the schema (and tools), then the reset
+    /// observation as the first user turn. `system_tokens` and `observation_tokens` are counted by
+    /// the caller's tokenizer.
     pub fn start(
         task: &TaskSpec,
         action_schema: &Value,
+        tools: &[Value],
         reset_observation: &Value,
         system_tokens: u64,
         observation_tokens: u64,
@@ -197,7 +207,7 @@ impl Episode {
     ) -> Episode {
         let mut e = Episode {
             messages: vec![
-                Message { role: "system", content: system_prompt(action_schema) },
+                Message { role: "system", content: system_prompt(action_schema, tools) },
                 Message { role: "user", content: reset_observation.to_string() },
             ],
             pacer: Pacer::new(task, now_ms),
@@ -226,7 +236,7 @@ impl Episode {
         &mut self,
         text: &str,
         tokens: u64,
-        valid: &dyn Fn(&Value) -> Result<(), String>,
+        valid: &dyn Fn(&Value) -> Result<(), crate::invalid::Invalid>,
         now_ms: u64,
     ) -> Turn {
         if let Some(end) = &self.ended {
@@ -309,9 +319,15 @@ pub fn approx_tokens(text: &str) -> u64 {
     (text.chars().count() as u64).div_ceil(4).max(1)
 }
 
-/// The episode protocol's messages over the server's `/ws`.
-pub fn ws_reset(task_id: &str) -> Value {
-    json!({"type": "reset", "data": {"task_id": task_id}})
+/// The episode protocol's messages over the server's `/ws`: a reset with what chooses the task
+/// (`reset_for`, or the task API's `{"split", "index"}` admission found).
+pub fn ws_reset(reset: &Value) -> Value {
+    json!({"type": "reset", "data": reset})
+}
+
+/// How a task is chosen at reset when the environment has no task API: by its id.
+pub fn reset_for(task_id: &str) -> Value {
+    json!({"task_id": task_id})
 }
 
 pub fn ws_step(action: &Value) -> Value {
@@ -319,12 +335,18 @@ pub fn ws_step(action: &Value) -> Value {
 }
 
 /// An observation message's (observation, reward, done); `None` for anything else (an error).
+/// The observation's `metadata` is not part of it: openenv 0.10 sends it (`{"step": 1}`, or an
+/// importer's prompt and task spec, answer included) and the model never sees it.
 pub fn ws_observation(message: &Value) -> Option<(Value, Option<f64>, bool)> {
     if message["type"] != "observation" {
         return None;
     }
     let data = &message["data"];
-    Some((data["observation"].clone(), data["reward"].as_f64(), data["done"].as_bool().unwrap_or(false)))
+    let mut observation = data["observation"].clone();
+    if let Some(fields) = observation.as_object_mut() {
+        fields.remove("metadata");
+    }
+    Some((observation, data["reward"].as_f64(), data["done"].as_bool().unwrap_or(false)))
 }
 
 #[cfg(test)]
@@ -341,7 +363,7 @@ mod tests {
     }
 
     /// The echo schema: an object with a string `message` and nothing else.
-    fn echo_valid(a: &Value) -> Result<(), String> {
+    fn echo_valid(a: &Value) -> Result<(), crate::invalid::Invalid> {
         let ok =
             a.as_object().is_some_and(|o| o.len() == 1 && o.get("message").is_some_and(Value::is_string));
         ok.then_some(()).ok_or_else(|| "needs exactly a string `message`".into())
@@ -384,7 +406,7 @@ mod tests {
     }
 
     fn episode(limits: Value) -> Episode {
-        Episode::start(&task(limits), &json!({"type": "object"}), &json!({"prompt": "echo"}), 50, 10, 0)
+        Episode::start(&task(limits), &json!({"type": "object"}), &[], &json!({"prompt": "echo"}), 50, 10, 0)
     }
 
     #[test]
@@ -426,7 +448,8 @@ mod tests {
             Turn::End(End::OutOfTokens("the reply"))
         );
         // context_tokens covers the whole conversation, the first observation included.
-        let big = Episode::start(&task(json!({"context_tokens": 100})), &json!({}), &json!({}), 50, 51, 0);
+        let big =
+            Episode::start(&task(json!({"context_tokens": 100})), &json!({}), &[], &json!({}), 50, 51, 0);
         assert_eq!(big.ended(), Some(&End::OutOfTokens("the reset observation")));
         let mut c = episode(json!({"context_tokens": 100}));
         assert!(matches!(c.reply(r#"{"message": "a"}"#, 30, &echo_valid, 0), Turn::Call { .. }));
@@ -488,10 +511,16 @@ mod tests {
 
     #[test]
     fn the_ws_protocol_messages() {
-        assert_eq!(ws_reset("echo-1"), json!({"type": "reset", "data": {"task_id": "echo-1"}}));
+        assert_eq!(ws_reset(&reset_for("echo-1")), json!({"type": "reset", "data": {"task_id": "echo-1"}}));
         let m =
             json!({"type": "observation", "data": {"observation": {"x": 1}, "reward": 0.5, "done": true}});
         assert_eq!(ws_observation(&m), Some((json!({"x": 1}), Some(0.5), true)));
         assert_eq!(ws_observation(&json!({"type": "error", "data": {}})), None);
+        // openenv 0.10 sends the observation's metadata (an importer's answer among it): never shown.
+        let leaky = json!({"type": "observation", "data": {"observation": {"metadata": {"prompt": "2+2?",
+            "task_spec": {"answer": "4"}}, "x": 1}, "reward": null, "done": false, "metadata": {"answer": "4"}}});
+        assert_eq!(ws_observation(&leaky), Some((json!({"x": 1}), None, false)));
+        assert!(system_prompt(&json!({"type": "object"}), &[json!({"name": "echo"})])
+            .ends_with(r#"[{"name":"echo"}]"#));
     }
 }

@@ -6,6 +6,7 @@
 //! score_v2 leaves out infrastructure-error cells. Δ is paired and clustered by task: every
 //! held-out task weighs the same, and its standard error is that of the tasks' own Δs.
 
+use crate::invalid::Invalid;
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
@@ -43,14 +44,6 @@ impl Plan {
         }
         out
     }
-
-    /// `text` with every held-out task id replaced: what a participant may read of a message.
-    pub fn redact(&self, text: &str) -> String {
-        let mut ids: Vec<&str> = self.tasks.iter().map(|t| t.task_id.as_str()).collect();
-        // Longest first, so that `count-10` is not left as `[held-out task]0`.
-        ids.sort_by_key(|id| std::cmp::Reverse(id.len()));
-        ids.iter().fold(text.to_string(), |t, id| t.replace(id, "[held-out task]"))
-    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -78,6 +71,9 @@ impl Phase {
         }
     }
 }
+
+#[cfg(feature = "sqlx")]
+crate::text_column!(Phase, "evaluation phase");
 
 /// One held-out episode as the trainer reports it. `reward` is null when the episode was lost to
 /// the platform even after its replay (left out of the score).
@@ -119,7 +115,7 @@ pub struct EvaluationReport {
 pub const MAX_RECORDS: usize = 200 * 16;
 
 impl EvaluationReport {
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), Invalid> {
         if self.done > self.planned || self.records.len() > MAX_RECORDS {
             return Err("an evaluation's progress past what it planned".into());
         }
@@ -136,7 +132,7 @@ impl EvaluationReport {
 
 /// Whether `records` account for every planned episode of a phase exactly once, and for nothing
 /// else: the reason when not.
-pub fn check_coverage(plan: &Plan, records: &[EpisodeRecord]) -> Result<(), String> {
+pub fn check_coverage(plan: &Plan, records: &[EpisodeRecord]) -> Result<(), Invalid> {
     let planned: BTreeSet<(&str, u32)> = plan
         .tasks
         .iter()
@@ -146,14 +142,16 @@ pub fn check_coverage(plan: &Plan, records: &[EpisodeRecord]) -> Result<(), Stri
     for r in records {
         let cell = (r.task_id.as_str(), r.trial);
         if !planned.contains(&cell) {
-            return Err(format!("a record of an episode the benchmark does not plan (trial {})", r.trial));
+            return Err(
+                format!("a record of an episode the benchmark does not plan (trial {})", r.trial).into()
+            );
         }
         if !seen.insert(cell) {
             return Err("an episode reported twice".into());
         }
     }
     if seen.len() != planned.len() {
-        return Err(format!("{} of {} planned episodes reported", seen.len(), planned.len()));
+        return Err(format!("{} of {} planned episodes reported", seen.len(), planned.len()).into());
     }
     Ok(())
 }
@@ -509,10 +507,10 @@ pub fn leaderboard(runs: &[EvaluatedRun], domains: &[String]) -> (Vec<Leaderboar
     let complete: Vec<&EvaluatedRun> =
         runs.iter().filter(|r| r.evaluation.state == EvaluationState::Complete).collect();
     let key = |r: &EvaluatedRun| format!("{}/{}", r.account, r.submission_id);
-    let ranked: Vec<crate::results::RankedRun> = complete
+    let ranked: Vec<crate::ranking::RankedRun> = complete
         .iter()
         .filter_map(|r| {
-            Some(crate::results::RankedRun {
+            Some(crate::ranking::RankedRun {
                 environment_id: key(r),
                 run_id: r.run_id.clone(),
                 accepted: true,
@@ -522,7 +520,7 @@ pub fn leaderboard(runs: &[EvaluatedRun], domains: &[String]) -> (Vec<Leaderboar
             })
         })
         .collect();
-    let (rows, _) = crate::results::rank(&ranked);
+    let (rows, _) = crate::ranking::rank(&ranked);
     let mut by_key: BTreeMap<String, Vec<&EvaluatedRun>> = BTreeMap::new();
     for r in &complete {
         by_key.entry(key(r)).or_default().push(r);
@@ -562,7 +560,7 @@ pub fn leaderboard(runs: &[EvaluatedRun], domains: &[String]) -> (Vec<Leaderboar
     let mut head: Option<(f64, Option<f64>)> = None;
     for row in &mut out {
         let me = (row.delta_pp, row.stderr_pp);
-        if !head.is_some_and(|h| crate::results::tied_with_leader(me, h)) {
+        if !head.is_some_and(|h| crate::ranking::tied_with_leader(me, h)) {
             group += 1;
             head = Some(me);
         }

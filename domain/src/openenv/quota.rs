@@ -1,14 +1,32 @@
 //! The OpenEnv track's submission quota: at most `limit` accepted submissions per account in any
 //! rolling `window_s`, counted from each acceptance (`arena.toml [openenv.quota]`; the guide's
-//! default is one per 24 hours). Editors and the HF users on the exemption list have none.
+//! default is one per 24 hours). Editors and the HF accounts on the exemption list have none:
+//! listed by HF's account id, which stays with the account, never by its name, which can change
+//! hands.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// The window's bounds: a minute to 30 days.
 pub const MIN_WINDOW_S: i64 = 60;
 pub const MAX_WINDOW_S: i64 = 30 * 24 * 3600;
 /// At most this many accepted submissions per window.
 pub const MAX_LIMIT: u32 = 1000;
+
+/// `GET /api/openenv/quota`: where one account stands.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "openapi", schema(as = OpenEnvQuota))]
+pub struct QuotaView {
+    /// Accepted submissions per window.
+    pub limit: u32,
+    pub window_s: i64,
+    /// Slots the account holds in the window now.
+    pub used: u32,
+    /// When its oldest held slot frees (null: it holds none).
+    pub next_free_at: Option<String>,
+    /// Editors and the accounts the organizers list have no quota.
+    pub exempt: bool,
+}
 
 /// `[openenv.quota]` of `arena.toml`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -18,7 +36,7 @@ pub struct QuotaPolicy {
     pub limit: u32,
     #[serde(default = "a_day")]
     pub window_s: i64,
-    /// HF usernames with no quota (editors have none either).
+    /// HF account ids (whoami's `id`) with no quota (editors have none either).
     #[serde(default)]
     pub exempt: Vec<String>,
 }
@@ -50,18 +68,19 @@ impl QuotaPolicy {
                 format!("{}: must be {MIN_WINDOW_S} s to {MAX_WINDOW_S} s (30 days)", self.window_s),
             ));
         }
-        for name in &self.exempt {
-            if !crate::identity::is_hf_username(name) {
-                out.push(("openenv.quota.exempt", format!("`{name}` is not an HF username")));
+        for id in &self.exempt {
+            let shaped = (1..=64).contains(&id.len())
+                && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+            if !shaped {
+                out.push(("openenv.quota.exempt", format!("`{id}` is not an HF account id")));
             }
         }
         out
     }
 
-    /// Whether `account` (an HF username) submits without a quota. HF usernames are unique
-    /// whatever their case.
-    pub fn exempts(&self, account: &str, editor: bool) -> bool {
-        editor || self.exempt.iter().any(|e| e.eq_ignore_ascii_case(account))
+    /// Whether the account (its HF id) submits without a quota.
+    pub fn exempts(&self, account_id: &str, editor: bool) -> bool {
+        editor || self.exempt.iter().any(|e| e == account_id)
     }
 
     /// Seconds until one of the account's held slots frees, given when each was taken; `None`
@@ -122,7 +141,8 @@ mod tests {
 
     #[test]
     fn out_of_range_values_and_bad_names_are_refused() {
-        let p = QuotaPolicy { limit: 0, window_s: 59, exempt: vec!["ok-name".into(), "no spaces".into()] };
+        let p =
+            QuotaPolicy { limit: 0, window_s: 59, exempt: vec!["64a1f0c2e4b0".into(), "no spaces".into()] };
         let fields: Vec<&str> = p.problems().iter().map(|(f, _)| *f).collect();
         assert_eq!(fields, ["openenv.quota.limit", "openenv.quota.window_s", "openenv.quota.exempt"]);
         let p = QuotaPolicy { limit: 1001, window_s: MAX_WINDOW_S + 1, exempt: vec![] };
@@ -132,9 +152,10 @@ mod tests {
     }
 
     #[test]
-    fn editors_and_the_listed_users_are_exempt() {
-        let p = QuotaPolicy { exempt: vec!["Alice".into()], ..QuotaPolicy::default() };
-        assert!(p.exempts("alice", false) && p.exempts("bob", true));
-        assert!(!p.exempts("bob", false));
+    fn editors_and_the_listed_accounts_are_exempt_by_id_not_name() {
+        let p = QuotaPolicy { exempt: vec!["64a1f0c2e4b0".into()], ..QuotaPolicy::default() };
+        assert!(p.exempts("64a1f0c2e4b0", false) && p.exempts("bob-id", true));
+        assert!(!p.exempts("bob-id", false));
+        assert!(!p.exempts("64A1F0C2E4B0", false), "an id is exact");
     }
 }

@@ -4,6 +4,7 @@
 //! `evaluating` comes before the first step and after the last, while the policy is played on the
 //! track's held-out benchmark (`super::evaluation`).
 
+use crate::invalid::Invalid;
 use serde::{Deserialize, Serialize};
 
 pub use super::state::{RunState, MAX_TEXT};
@@ -36,6 +37,26 @@ pub struct RunEvent {
     /// last event are kept apart: an event never shows them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub evaluation: Option<super::evaluation::EvaluationReport>,
+    /// On `rolling` and `updating`: the train task the step plays (kept only when it is one of
+    /// the submission's own train tasks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
+    /// What the cluster wrote, as it wrote it: shown to editors only (participants read the
+    /// arena's own sentence in `message`, `super::wording`). Never taken from the cluster.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reported: Option<Reported>,
+}
+
+/// The cluster's own words for an event, kept for editors: its message and, on `evaluating`, why
+/// the phase is incomplete.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "openapi", schema(as = OpenEnvReported))]
+pub struct Reported {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub incomplete: Option<String>,
 }
 
 impl RunEvent {
@@ -43,14 +64,14 @@ impl RunEvent {
     /// the state it happened in.
     pub fn may_follow(&self, current: RunState) -> bool {
         current.may_follow_with(self.state)
-            || (self.alert.is_some() && self.state == current && !current.terminal())
+            || (self.alert.is_some() && self.state == current && !current.has_ended())
     }
 
     /// What the arena will not store: texts past their bounds, a dashboard that is not a Space,
     /// metrics that are not finite numbers.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), Invalid> {
         if self.message.as_ref().is_some_and(|m| m.len() > MAX_TEXT) {
-            return Err(format!("`message` is over {MAX_TEXT} bytes"));
+            return Err(format!("`message` is over {MAX_TEXT} bytes").into());
         }
         if self.rewards.as_ref().is_some_and(|r| r.len() > super::episode::EPISODES_PER_STEP) {
             return Err("more rewards than a step has episodes".into());
@@ -158,7 +179,7 @@ pub struct TrainerInfo {
 }
 
 impl TrainerInfo {
-    fn check(&self) -> Result<(), String> {
+    fn check(&self) -> Result<(), Invalid> {
         let texts = [&self.trl, &self.transformers, &self.torch, &self.model, &self.device];
         if texts.iter().any(|t| t.len() > 200) || self.trackio_project.as_ref().is_some_and(|p| p.len() > 200)
         {
@@ -183,10 +204,46 @@ impl TrainerInfo {
 #[cfg_attr(feature = "openapi", schema(as = OpenEnvRunAlertView))]
 pub struct AlertView {
     pub alert: Alert,
+    /// `info` (it goes on by itself), `warning` (something was lost: an episode, a step's update)
+    /// or `error` (something is left to mend: a sandbox still running).
+    pub level: AlertLevel,
     /// The alert in words.
     pub words: String,
     pub message: Option<String>,
+    /// Where to look: the run's dashboard, when its trainer reported one.
+    pub url: Option<String>,
     pub at: String,
+}
+
+/// How much an alert matters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "openapi", schema(as = OpenEnvAlertLevel))]
+pub enum AlertLevel {
+    Info,
+    Warning,
+    Error,
+}
+
+impl AlertLevel {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AlertLevel::Info => "info",
+            AlertLevel::Warning => "warning",
+            AlertLevel::Error => "error",
+        }
+    }
+}
+
+impl Alert {
+    pub fn level(self) -> AlertLevel {
+        match self {
+            Alert::EpisodeRetried | Alert::Resumed => AlertLevel::Info,
+            Alert::SandboxFailed | Alert::NoUpdate | Alert::TrainerRestarted => AlertLevel::Warning,
+            Alert::CleanupFailed => AlertLevel::Error,
+        }
+    }
 }
 
 /// One optimizer step that trained: its `policy_version` after the step and its metrics.
@@ -231,11 +288,14 @@ pub fn trainer_of(events: &[RunEvent]) -> Option<TrainerInfo> {
 }
 
 pub fn latest_alert(events: &[RunEvent]) -> Option<AlertView> {
+    let url = trainer_of(events).and_then(|t| t.dashboard);
     events.iter().rev().find_map(|e| {
         e.alert.map(|a| AlertView {
             alert: a,
+            level: a.level(),
             words: a.words().into(),
             message: e.message.clone(),
+            url: url.clone(),
             at: e.at.clone(),
         })
     })
@@ -255,6 +315,9 @@ pub fn steps(events: &[RunEvent]) -> Vec<StepView> {
 pub struct RunFailure {
     pub code: Option<String>,
     pub message: Option<String>,
+    /// What the cluster wrote of it: editors only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reported: Option<String>,
 }
 
 /// `GET /api/openenv/runs/{id}`.
@@ -348,6 +411,8 @@ mod tests {
             alert: None,
             trainer: None,
             evaluation: None,
+            task_id: None,
+            reported: None,
         };
         let events = [
             e(Rolling, 0, Some(vec![Some(0.0), None, Some(1.0), Some(1.0), Some(0.0)])),
@@ -375,6 +440,8 @@ mod tests {
             alert,
             trainer: None,
             evaluation: None,
+            task_id: None,
+            reported: None,
         }
     }
 

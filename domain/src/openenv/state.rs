@@ -48,13 +48,13 @@ impl RunState {
         serde_json::from_value(serde_json::Value::String(s.to_string())).ok()
     }
 
-    pub fn terminal(self) -> bool {
+    pub fn has_ended(self) -> bool {
         matches!(self, RunState::Completed | RunState::Failed | RunState::Cancelled)
     }
 
     /// Whether the trainer has started on the GPU (the run's time is being spent).
     pub fn on_gpu(self) -> bool {
-        !matches!(self, RunState::Starting) && !self.terminal()
+        !matches!(self, RunState::Starting) && !self.has_ended()
     }
 
     /// What the state means, in words (the submission page).
@@ -76,7 +76,7 @@ impl RunState {
     /// order; a terminal state takes nothing after it).
     pub fn may_follow_with(self, next: RunState) -> bool {
         use RunState::*;
-        if self.terminal() {
+        if self.has_ended() {
             return false;
         }
         match next {
@@ -93,3 +93,6 @@ impl RunState {
 
 /// The longest text an event's fields may hold.
 pub const MAX_TEXT: usize = 2000;
+
+#[cfg(feature = "sqlx")]
+crate::text_column!(RunState, "OpenEnv run state");

@@ -273,11 +273,17 @@ fn an_exposed_url_is_picked_by_its_port_not_its_position() {
         "https://abc--8000.hf.jobs/".to_string(),
         "https://abc--80000.hf.jobs".to_string(),
     ];
-    assert_eq!(exposed_url(&urls, 8000).as_deref(), Some("https://abc--8000.hf.jobs"));
-    assert_eq!(exposed_url(&urls, 9000).as_deref(), Some("https://abc--9000.hf.jobs"));
-    assert_eq!(exposed_url(&urls, 7000), None);
+    let three = [8000, 9000, 7000];
+    assert_eq!(exposed_url(&urls, 8000, &three).as_deref(), Some("https://abc--8000.hf.jobs"));
+    assert_eq!(exposed_url(&urls, 9000, &three).as_deref(), Some("https://abc--9000.hf.jobs"));
+    assert_eq!(exposed_url(&urls, 7000, &three), None);
     // The marker counts in the host only.
-    assert_eq!(exposed_url(&["https://evil.example/abc--7000.x".to_string()], 7000), None);
+    assert_eq!(exposed_url(&["https://evil.example/abc--7000.x".to_string()], 7000, &[7000, 1]), None);
+    // A job that exposed one port and lists one URL: that URL, whatever its host.
+    let loopback = ["http://127.0.0.1:41234/".to_string()];
+    assert_eq!(exposed_url(&loopback, 8000, &[8000]).as_deref(), Some("http://127.0.0.1:41234"));
+    assert_eq!(exposed_url(&loopback, 8000, &[8000, 9000]), None, "two ports: which one is unknown");
+    assert_eq!(exposed_url(&loopback, 9000, &[8000]), None);
 }
 
 #[test]

@@ -1,5 +1,6 @@
 //! The OpenEnv track's model and recipe, as the registry binds them: the assignment carries both.
 
+use crate::invalid::Invalid;
 use serde_json::{json, Value};
 
 use super::Registry;
@@ -7,7 +8,7 @@ use crate::openenv::assignment::TRACK_METHOD;
 
 impl Registry {
     /// The model and the recipe's numbers, from the registry: `(model, recipe)`.
-    pub fn openenv_track_recipe(&self) -> Result<(Value, Value), String> {
+    pub fn openenv_track_recipe(&self) -> Result<(Value, Value), Invalid> {
         let method = self
             .methods
             .get(TRACK_METHOD)

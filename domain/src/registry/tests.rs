@@ -324,7 +324,8 @@ fn reads_the_openenv_quota_and_refuses_values_out_of_range() {
     let registry = Registry::load(&shipped(), &[]).unwrap();
     assert_eq!(registry.openenv_quota, crate::openenv::quota::QuotaPolicy::default());
     let files = with("arena.toml", |s| {
-        s.replace("limit = 1\n", "limit = 5\n").replace("exempt = []", "exempt = [\"alice\"]")
+        s.replace("limit = 1\n", "limit = 5\n")
+            .replace("exempt = []", "exempt = [\"64a1f0c2e4b0a1b2c3d4e5f6\"]")
     });
     let registry = Registry::load(&files, &[]).unwrap();
     assert_eq!((registry.openenv_quota.limit, registry.openenv_quota.exempt.len()), (5, 1));
@@ -333,5 +334,5 @@ fn reads_the_openenv_quota_and_refuses_values_out_of_range() {
     let files = with("arena.toml", |s| s.replace("window_s = 86400", "window_s = 2592001"));
     assert_refused(&files, "arena.toml", "openenv.quota.window_s", "30 days");
     let files = with("arena.toml", |s| s.replace("exempt = []", "exempt = [\"not a name\"]"));
-    assert_refused(&files, "arena.toml", "openenv.quota.exempt", "not an HF username");
+    assert_refused(&files, "arena.toml", "openenv.quota.exempt", "not an HF account id");
 }

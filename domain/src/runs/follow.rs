@@ -4,6 +4,7 @@
 //! server gathers the facts and carries out the decision, so the rule is tested here without a
 //! server.
 
+use crate::invalid::Invalid;
 use serde::{Deserialize, Serialize};
 
 use super::job_stage::JobStage;
@@ -101,7 +102,7 @@ impl RelayMessage {
     }
 
     /// What is wrong with the message, if anything.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), Invalid> {
         if self.seq == 0 {
             return Err("`seq` starts at 1".into());
         }
@@ -112,9 +113,9 @@ impl RelayMessage {
         }
         match self.kind {
             RelayKind::Step | RelayKind::Eval => match self.step.as_deref() {
-                None => Err(format!("a {} message names its `step`", self.kind.as_str())),
+                None => Err(format!("a {} message names its `step`", self.kind.as_str()).into()),
                 Some(step) if step_stage(step).is_none() => {
-                    Err(format!("`{step}` is not a step the pipeline prints"))
+                    Err(format!("`{step}` is not a step the pipeline prints").into())
                 }
                 Some(step)
                     if self.kind == RelayKind::Eval
@@ -123,7 +124,7 @@ impl RelayMessage {
                             Some(steps::StepKind::Eval { .. })
                         ) =>
                 {
-                    Err(format!("`{step}` is not an evaluation"))
+                    Err(format!("`{step}` is not an evaluation").into())
                 }
                 _ => Ok(()),
             },
@@ -139,7 +140,7 @@ impl RelayMessage {
             _ => match self.stage.as_deref() {
                 Some(stage) if Stage::parse(stage).is_none() => {
                     let all: Vec<&str> = Stage::ALL.iter().map(|s| s.as_str()).collect();
-                    Err(format!("unknown stage `{stage}`; stages are {}", all.join(", ")))
+                    Err(format!("unknown stage `{stage}`; stages are {}", all.join(", ")).into())
                 }
                 _ => Ok(()),
             },

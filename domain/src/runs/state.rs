@@ -33,7 +33,7 @@ impl RunState {
             .find(|r| r.as_str() == s)
     }
 
-    pub fn is_finished(self) -> bool {
+    pub fn has_ended(self) -> bool {
         matches!(self, RunState::Scored | RunState::Failed | RunState::Canceled)
     }
 

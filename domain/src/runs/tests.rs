@@ -36,7 +36,7 @@ impl World {
             allocation: allocation
                 .usd
                 .map(|u| (u * 100.0).round() as i64)
-                .ok_or(allocation.reason.unwrap_or_default()),
+                .ok_or(Unpriced(allocation.reason.unwrap_or_default())),
             caller: Some(Caller { id: "u-alice".into(), name: "alice".into(), editor: false }),
             collection: Collection {
                 id: "env-1".into(),
@@ -160,7 +160,7 @@ fn a_paused_or_planned_challenge_fails_the_first_check_and_quotes_nothing_when_p
     let planned = registry(|s| s.replace("provider_status = \"connected\"", "provider_status = \"planned\""));
     let challenge = planned.challenge("openenv-9b").unwrap();
     f = f.clone_with(challenge, &held);
-    f.allocation = Err("provider is planned".into());
+    f.allocation = Err(Unpriced("provider is planned".into()));
     let p = preflight(&f);
     assert_eq!(p.checks[0].ok, Some(false));
     assert!(p.checks[0].detail.contains("planned"));
@@ -253,7 +253,7 @@ fn a_baseline_measurement_ignores_paused_runs_but_needs_an_editor_a_free_slot_an
     let editor = Caller { id: "u-ed".into(), name: "ed".into(), editor: true };
     let mut f = BaselineFacts {
         challenge,
-        allocation: allocation.ok_or_else(String::new),
+        allocation: allocation.ok_or_else(|| Unpriced(String::new())),
         caller: Some(editor),
         active_run: None,
         remaining_cents: 500_000,

@@ -3,6 +3,7 @@
 //! the run's train task list: every train task accounted for, none that is not one, and the
 //! counts adding up as `sampler.train_task_stats` adds them.
 
+use crate::invalid::Invalid;
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
@@ -200,15 +201,15 @@ pub struct Training {
     pub curve: TrainingCurve,
 }
 
-fn parse<T: serde::de::DeserializeOwned>(file: &str, bytes: &[u8]) -> Result<T, String> {
+fn parse<T: serde::de::DeserializeOwned>(file: &str, bytes: &[u8]) -> Result<T, Invalid> {
     let text = std::str::from_utf8(bytes).map_err(|_| format!("{file} is not UTF-8"))?;
     serde_json::from_str(&python_json(text))
-        .map_err(|e| format!("{file} is not what the pipeline writes: {e}"))
+        .map_err(|e| format!("{file} is not what the pipeline writes: {e}").into())
 }
 
 /// Reads and checks the GRPO stage's records against the run's train tasks (in the bundle's
 /// order). `Err` names the first problem.
-pub fn check(train_ids: &[String], files: &TrainingFiles) -> Result<Training, String> {
+pub fn check(train_ids: &[String], files: &TrainingFiles) -> Result<Training, Invalid> {
     let need = |f: &Option<Vec<u8>>, name: &str| {
         f.clone().ok_or_else(|| format!("GRPO ran but {JOBS_DIR}/{name} is missing"))
     };
@@ -219,7 +220,7 @@ pub fn check(train_ids: &[String], files: &TrainingFiles) -> Result<Training, St
     let wanted: BTreeSet<&str> = train_ids.iter().map(String::as_str).collect();
     let scheduled = sampler.planned_steps.iter().flatten().flatten();
     if let Some(t) = sampler.task_ids.iter().chain(scheduled).find(|t| !wanted.contains(t.as_str())) {
-        return Err(format!("{SAMPLER} samples `{t}`, which is not a train task of the run"));
+        return Err(format!("{SAMPLER} samples `{t}`, which is not a train task of the run").into());
     }
     let counts = count(&tasks);
     let signal = TrainingSignal {
@@ -233,8 +234,8 @@ pub fn check(train_ids: &[String], files: &TrainingFiles) -> Result<Training, St
     Ok(Training { signal, curve })
 }
 
-fn check_stats(train_ids: &[String], stats: &TaskStatsFile) -> Result<Vec<TaskSignal>, String> {
-    let bad = |what: String| Err(format!("{TASK_STATS} {what}"));
+fn check_stats(train_ids: &[String], stats: &TaskStatsFile) -> Result<Vec<TaskSignal>, Invalid> {
+    let bad = |what: String| Err(format!("{TASK_STATS} {what}").into());
     if stats.schema_version != 1 {
         return bad(format!("has schema_version {}; the arena reads 1", stats.schema_version));
     }

@@ -1,19 +1,31 @@
 use domain::agents::{AgentRecord, AgentRegistration};
-use sqlx::any::AnyRow;
-use sqlx::Row;
 
 use crate::db::Db;
 
-fn record(row: &AnyRow) -> Result<AgentRecord, sqlx::Error> {
-    Ok(AgentRecord {
-        agent_id: row.try_get("agent_id")?,
-        owner: row.try_get("owner")?,
-        owner_id: row.try_get("owner_id")?,
-        description: row.try_get("description")?,
-        model: row.try_get("model")?,
-        harness: row.try_get("harness")?,
-        created_at: row.try_get("created_at")?,
-    })
+/// An agent's row as `COLUMNS` selects it.
+#[derive(sqlx::FromRow)]
+struct AgentRow {
+    agent_id: String,
+    owner: String,
+    owner_id: String,
+    description: String,
+    model: Option<String>,
+    harness: Option<String>,
+    created_at: String,
+}
+
+impl From<AgentRow> for AgentRecord {
+    fn from(r: AgentRow) -> AgentRecord {
+        AgentRecord {
+            agent_id: r.agent_id,
+            owner: r.owner,
+            owner_id: r.owner_id,
+            description: r.description,
+            model: r.model,
+            harness: r.harness,
+            created_at: r.created_at,
+        }
+    }
 }
 
 const COLUMNS: &str = "agent_id, owner, owner_id, description, model, harness, created_at";
@@ -43,11 +55,10 @@ pub async fn register(
             .fetch_one(&mut *tx)
             .await?;
     }
-    let held: i64 = sqlx::query("SELECT COUNT(*) AS n FROM agents WHERE owner_id = $1")
+    let held: i64 = sqlx::query_scalar("SELECT COUNT(*) AS n FROM agents WHERE owner_id = $1")
         .bind(owner_id)
         .fetch_one(&mut *tx)
-        .await?
-        .try_get("n")?;
+        .await?;
     if held >= MAX_AGENTS_PER_ACCOUNT {
         tx.rollback().await?;
         return Ok(None);
@@ -73,42 +84,40 @@ pub async fn register(
 }
 
 pub async fn get(db: &Db, agent_id: &str) -> Result<Option<AgentRecord>, sqlx::Error> {
-    sqlx::query(&format!("SELECT {COLUMNS} FROM agents WHERE agent_id = $1"))
+    let row: Option<AgentRow> = sqlx::query_as(&format!("SELECT {COLUMNS} FROM agents WHERE agent_id = $1"))
         .bind(agent_id)
         .fetch_optional(&db.pool)
-        .await?
-        .as_ref()
-        .map(record)
-        .transpose()
+        .await?;
+    Ok(row.map(AgentRecord::from))
 }
 
 /// Every agent, or those of one owner (by HF id).
 /// One page of every registered agent, by id after `after`, and how many there are in all.
 pub async fn page(db: &Db, after: Option<&str>, limit: i64) -> Result<(Vec<AgentRecord>, i64), sqlx::Error> {
-    let rows =
-        sqlx::query(&format!("SELECT {COLUMNS} FROM agents WHERE agent_id > $1 ORDER BY agent_id LIMIT $2"))
-            .bind(after.unwrap_or(""))
-            .bind(limit)
-            .fetch_all(&db.pool)
-            .await?;
-    let total: i64 =
-        sqlx::query("SELECT COUNT(*) AS n FROM agents").fetch_one(&db.pool).await?.try_get("n")?;
-    Ok((rows.iter().map(record).collect::<Result<_, _>>()?, total))
+    let rows: Vec<AgentRow> = sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM agents WHERE agent_id > $1 ORDER BY agent_id LIMIT $2"
+    ))
+    .bind(after.unwrap_or(""))
+    .bind(limit)
+    .fetch_all(&db.pool)
+    .await?;
+    let total: i64 = sqlx::query_scalar("SELECT COUNT(*) AS n FROM agents").fetch_one(&db.pool).await?;
+    Ok((rows.into_iter().map(AgentRecord::from).collect(), total))
 }
 
 pub async fn list(db: &Db, owner_id: Option<&str>) -> Result<Vec<AgentRecord>, sqlx::Error> {
-    let rows = match owner_id {
+    let rows: Vec<AgentRow> = match owner_id {
         Some(o) => {
-            sqlx::query(&format!("SELECT {COLUMNS} FROM agents WHERE owner_id = $1 ORDER BY agent_id"))
+            sqlx::query_as(&format!("SELECT {COLUMNS} FROM agents WHERE owner_id = $1 ORDER BY agent_id"))
                 .bind(o)
                 .fetch_all(&db.pool)
                 .await?
         }
         None => {
-            sqlx::query(&format!("SELECT {COLUMNS} FROM agents ORDER BY agent_id"))
+            sqlx::query_as(&format!("SELECT {COLUMNS} FROM agents ORDER BY agent_id"))
                 .fetch_all(&db.pool)
                 .await?
         }
     };
-    rows.iter().map(record).collect()
+    Ok(rows.into_iter().map(AgentRecord::from).collect())
 }

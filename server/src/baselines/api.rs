@@ -1,13 +1,13 @@
 //! The base model's baseline: an editor's measurement run, its collect, and the public read.
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use domain::results::{BaselineAnswer, BaselineMeasurement};
 use domain::runs::BaselineRequest;
 use domain::ApiErrorBody;
 
-use crate::http::ids::id as parse_id;
+use crate::http::ids::{IdPath, IdPaths};
 use crate::http::{ApiError, ApiJson};
 use crate::identity::User;
 use crate::runs::service::Launched;
@@ -26,11 +26,11 @@ use crate::AppState;
     security(("hf_token" = [])))]
 pub async fn launch(
     State(s): State<AppState>,
-    Path(id): Path<String>,
     User(me): User,
+    IdPath(id): IdPath<domain::ids::ChallengeId>,
     ApiJson(req): ApiJson<BaselineRequest>,
 ) -> Result<(StatusCode, Json<Launched>), ApiError> {
-    let launched = crate::runs::service::launch_baseline(&s, &parse_id(&id)?, &me, req).await?;
+    let launched = crate::runs::service::launch_baseline(&s, &id, &me, req).await?;
     Ok((if launched.existing { StatusCode::OK } else { StatusCode::CREATED }, Json(launched)))
 }
 
@@ -39,9 +39,9 @@ pub async fn launch(
         (status = 404, description = "CHALLENGE_NOT_FOUND", body = ApiErrorBody)))]
 pub async fn get(
     State(s): State<AppState>,
-    Path(id): Path<String>,
+    IdPath(id): IdPath<domain::ids::ChallengeId>,
 ) -> Result<Json<BaselineAnswer>, ApiError> {
-    Ok(Json(crate::baselines::service::get(&s, &parse_id(&id)?).await?))
+    Ok(Json(crate::baselines::service::get(&s, &id).await?))
 }
 
 #[utoipa::path(post, path = "/api/challenges/{id}/baseline/{run_id}/collect", tag = "results",
@@ -56,9 +56,9 @@ pub async fn get(
     security(("hf_token" = [])))]
 pub async fn collect(
     State(s): State<AppState>,
-    Path((id, run_id)): Path<(String, String)>,
     User(me): User,
+    IdPaths(id, run_id): IdPaths<domain::ids::ChallengeId, domain::ids::RunId>,
 ) -> Result<(StatusCode, Json<BaselineMeasurement>), ApiError> {
-    let m = crate::baselines::service::collect(&s, &parse_id(&id)?, &parse_id(&run_id)?, &me).await?;
+    let m = crate::baselines::service::collect(&s, &id, &run_id, &me).await?;
     Ok((if m.existing { StatusCode::OK } else { StatusCode::CREATED }, Json(m)))
 }

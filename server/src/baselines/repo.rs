@@ -2,32 +2,54 @@
 //! collect find the first); the composite key to `runs (id, purpose)` admits baseline runs only.
 
 use domain::results::BaselineMeasurement;
-use sqlx::any::AnyRow;
-use sqlx::Row;
 
-use crate::db::Db;
+use crate::db::{Db, JsonText};
 
 const COLUMNS: &str = "run_id, challenge_id, pass_rate, stderr, trials, per_trial, tasks, scored_cells, \
     infra_error_cells, harness_note, read_commit, collected_by, collected_at";
 
-fn measurement(row: &AnyRow) -> Result<BaselineMeasurement, sqlx::Error> {
-    let per_trial: String = row.try_get("per_trial")?;
-    Ok(BaselineMeasurement {
-        run_id: row.try_get("run_id")?,
-        challenge_id: row.try_get("challenge_id")?,
-        pass_rate: row.try_get("pass_rate")?,
-        stderr: row.try_get("stderr")?,
-        trials: row.try_get::<i64, _>("trials")? as u32,
-        per_trial: serde_json::from_str(&per_trial).map_err(|e| sqlx::Error::Decode(Box::new(e)))?,
-        tasks: row.try_get::<i64, _>("tasks")? as u64,
-        scored_cells: row.try_get::<i64, _>("scored_cells")? as u64,
-        infra_error_cells: row.try_get::<i64, _>("infra_error_cells")? as u64,
-        harness_note: row.try_get("harness_note")?,
-        read_commit: row.try_get("read_commit")?,
-        collected_by: row.try_get("collected_by")?,
-        collected_at: row.try_get("collected_at")?,
-        existing: true,
-    })
+/// A measurement's row as `COLUMNS` selects it.
+#[derive(sqlx::FromRow)]
+struct BaselineRow {
+    run_id: String,
+    challenge_id: String,
+    pass_rate: f64,
+    stderr: f64,
+    #[sqlx(try_from = "i64")]
+    trials: u32,
+    /// The pass rate of each trial (JSON).
+    per_trial: JsonText<Vec<f64>>,
+    #[sqlx(try_from = "i64")]
+    tasks: u64,
+    #[sqlx(try_from = "i64")]
+    scored_cells: u64,
+    #[sqlx(try_from = "i64")]
+    infra_error_cells: u64,
+    harness_note: String,
+    read_commit: String,
+    collected_by: String,
+    collected_at: String,
+}
+
+impl From<BaselineRow> for BaselineMeasurement {
+    fn from(r: BaselineRow) -> BaselineMeasurement {
+        BaselineMeasurement {
+            run_id: r.run_id,
+            challenge_id: r.challenge_id,
+            pass_rate: r.pass_rate,
+            stderr: r.stderr,
+            trials: r.trials,
+            per_trial: r.per_trial.0,
+            tasks: r.tasks,
+            scored_cells: r.scored_cells,
+            infra_error_cells: r.infra_error_cells,
+            harness_note: r.harness_note,
+            read_commit: r.read_commit,
+            collected_by: r.collected_by,
+            collected_at: r.collected_at,
+            existing: true,
+        }
+    }
 }
 
 /// Stores the measurement unless the run has one; answers whether this call stored it, and the
@@ -66,25 +88,22 @@ pub async fn insert(
 }
 
 pub async fn get(db: &Db, run_id: &str) -> Result<Option<BaselineMeasurement>, sqlx::Error> {
-    sqlx::query(&format!("SELECT {COLUMNS} FROM baselines WHERE run_id = $1"))
-        .bind(run_id)
-        .fetch_optional(&db.writer)
-        .await?
-        .as_ref()
-        .map(measurement)
-        .transpose()
+    let row: Option<BaselineRow> =
+        sqlx::query_as(&format!("SELECT {COLUMNS} FROM baselines WHERE run_id = $1"))
+            .bind(run_id)
+            .fetch_optional(&db.writer)
+            .await?;
+    Ok(row.map(BaselineMeasurement::from))
 }
 
 /// A challenge's measurements (every challenge's without one), newest first.
 pub async fn list(db: &Db, challenge_id: Option<&str>) -> Result<Vec<BaselineMeasurement>, sqlx::Error> {
-    sqlx::query(&format!(
+    let rows: Vec<BaselineRow> = sqlx::query_as(&format!(
         "SELECT {COLUMNS} FROM baselines WHERE ($1 = '' OR challenge_id = $1) \
          ORDER BY collected_epoch DESC, run_id DESC LIMIT 1000"
     ))
     .bind(challenge_id.unwrap_or(""))
     .fetch_all(&db.pool)
-    .await?
-    .iter()
-    .map(measurement)
-    .collect()
+    .await?;
+    Ok(rows.into_iter().map(BaselineMeasurement::from).collect())
 }

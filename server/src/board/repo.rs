@@ -1,35 +1,46 @@
 use domain::board::{retry_after, HiddenMessage, Message, MessageFilter, NewPost, RateLimit};
-use sqlx::any::AnyRow;
-use sqlx::Row;
 
-use crate::db::{Backend, Db};
+use crate::db::{Backend, Db, JsonText};
 
 const COLUMNS: &str = "seq, id, author, agent_id, request_id, body, refs, created_at";
 
-fn message(row: &AnyRow) -> Result<Message, sqlx::Error> {
-    let refs: String = row.try_get("refs")?;
-    Ok(Message {
-        id: row.try_get("id")?,
-        author: row.try_get("author")?,
-        agent_id: row.try_get("agent_id")?,
-        body: row.try_get("body")?,
-        refs: serde_json::from_str(&refs).map_err(|e| sqlx::Error::Decode(Box::new(e)))?,
-        hidden_refs: Vec::new(),
-        request_id: row.try_get("request_id")?,
-        created_at: row.try_get("created_at")?,
-    })
+/// A message's row as `COLUMNS` selects it (`seq` orders pages; a `Message` does not show it).
+#[derive(sqlx::FromRow)]
+struct MessageRow {
+    id: String,
+    author: String,
+    agent_id: Option<String>,
+    request_id: String,
+    body: String,
+    /// The ids of the messages it refers to (JSON).
+    refs: JsonText<Vec<String>>,
+    created_at: String,
+}
+
+impl From<MessageRow> for Message {
+    fn from(r: MessageRow) -> Message {
+        Message {
+            id: r.id,
+            author: r.author,
+            agent_id: r.agent_id,
+            body: r.body,
+            refs: r.refs.0,
+            hidden_refs: Vec::new(),
+            request_id: r.request_id,
+            created_at: r.created_at,
+        }
+    }
 }
 
 /// The message an author (by HF id) posted under a request id.
 pub async fn by_request(db: &Db, author_id: &str, request_id: &str) -> Result<Option<Message>, sqlx::Error> {
-    sqlx::query(&format!("SELECT {COLUMNS} FROM messages WHERE author_id = $1 AND request_id = $2"))
-        .bind(author_id)
-        .bind(request_id)
-        .fetch_optional(&db.pool)
-        .await?
-        .as_ref()
-        .map(message)
-        .transpose()
+    let row: Option<MessageRow> =
+        sqlx::query_as(&format!("SELECT {COLUMNS} FROM messages WHERE author_id = $1 AND request_id = $2"))
+            .bind(author_id)
+            .bind(request_id)
+            .fetch_optional(&db.pool)
+            .await?;
+    Ok(row.map(Message::from))
 }
 
 /// The refs that name no stored message.
@@ -82,14 +93,11 @@ pub async fn insert_limited(
     }
     let window = limits.iter().map(|l| l.window_s).max().unwrap_or(0);
     let recent: Vec<i64> =
-        sqlx::query("SELECT created_epoch FROM messages WHERE author_id = $1 AND created_epoch > $2")
+        sqlx::query_scalar("SELECT created_epoch FROM messages WHERE author_id = $1 AND created_epoch > $2")
             .bind(author_id)
             .bind(stamp.created_epoch - window)
             .fetch_all(&mut *tx)
-            .await?
-            .iter()
-            .map(|r| r.try_get::<i64, _>("created_epoch"))
-            .collect::<Result<_, _>>()?;
+            .await?;
     if let Some(wait) = retry_after(&recent, stamp.created_epoch, limits) {
         tx.rollback().await?;
         return Ok(Inserted::Limited(wait));
@@ -126,8 +134,7 @@ pub async fn insert_limited(
 }
 
 pub async fn seq_of(db: &Db, id: &str) -> Result<Option<i64>, sqlx::Error> {
-    let row = sqlx::query("SELECT seq FROM messages WHERE id = $1").bind(id).fetch_optional(&db.pool).await?;
-    row.map(|r| r.try_get::<i64, _>("seq")).transpose()
+    sqlx::query_scalar("SELECT seq FROM messages WHERE id = $1").bind(id).fetch_optional(&db.pool).await
 }
 
 /// Newest first. Returns one more row than asked when there is a next page.
@@ -157,7 +164,7 @@ pub async fn list(db: &Db, f: &MessageFilter) -> Result<(Vec<Message>, bool), sq
     let limit = next();
     let filter = format!("WHERE {}", clauses.join(" AND "));
     let sql = format!("SELECT {COLUMNS} FROM messages {filter} ORDER BY seq DESC LIMIT {limit}");
-    let mut q = sqlx::query(&sql);
+    let mut q = sqlx::query_as::<_, MessageRow>(&sql);
     if let Some(a) = &f.agent {
         q = q.bind(a.clone());
     }
@@ -178,17 +185,14 @@ pub async fn list(db: &Db, f: &MessageFilter) -> Result<(Vec<Message>, bool), sq
     }
     let rows = q.bind(i64::from(f.limit) + 1).fetch_all(&db.pool).await?;
     let more = rows.len() > f.limit as usize;
-    let mut messages = rows.iter().take(f.limit as usize).map(message).collect::<Result<Vec<_>, _>>()?;
+    let mut messages: Vec<Message> = rows.into_iter().take(f.limit as usize).map(Message::from).collect();
     mark_hidden_refs(db, &mut messages).await?;
     Ok((messages, more))
 }
 
 /// Messages shown (not hidden).
 pub async fn count(db: &Db) -> Result<i64, sqlx::Error> {
-    sqlx::query("SELECT COUNT(*) AS n FROM messages WHERE hidden_at IS NULL")
-        .fetch_one(&db.pool)
-        .await?
-        .try_get("n")
+    sqlx::query_scalar("SELECT COUNT(*) AS n FROM messages WHERE hidden_at IS NULL").fetch_one(&db.pool).await
 }
 
 /// Each message's refs that name a hidden message (hidden messages are few: editors hide them).
@@ -197,25 +201,36 @@ async fn mark_hidden_refs(db: &Db, messages: &mut [Message]) -> Result<(), sqlx:
         return Ok(());
     }
     let hidden: std::collections::BTreeSet<String> =
-        sqlx::query("SELECT id FROM messages WHERE hidden_at IS NOT NULL")
+        sqlx::query_scalar::<_, String>("SELECT id FROM messages WHERE hidden_at IS NOT NULL")
             .fetch_all(&db.pool)
             .await?
-            .iter()
-            .map(|r| r.try_get("id"))
-            .collect::<Result<_, _>>()?;
+            .into_iter()
+            .collect();
     for m in messages {
         m.hidden_refs = m.refs.iter().filter(|r| hidden.contains(*r)).cloned().collect();
     }
     Ok(())
 }
 
-fn hidden_message(row: &AnyRow) -> Result<HiddenMessage, sqlx::Error> {
-    Ok(HiddenMessage {
-        message: message(row)?,
-        reason: row.try_get("hidden_reason")?,
-        hidden_by: row.try_get("hidden_by")?,
-        hidden_at: row.try_get("hidden_at")?,
-    })
+/// A hidden message's row: `COLUMNS` and why, by whom and when it was hidden.
+#[derive(sqlx::FromRow)]
+struct HiddenRow {
+    #[sqlx(flatten)]
+    message: MessageRow,
+    hidden_reason: String,
+    hidden_by: String,
+    hidden_at: String,
+}
+
+impl From<HiddenRow> for HiddenMessage {
+    fn from(r: HiddenRow) -> HiddenMessage {
+        HiddenMessage {
+            message: r.message.into(),
+            reason: r.hidden_reason,
+            hidden_by: r.hidden_by,
+            hidden_at: r.hidden_at,
+        }
+    }
 }
 
 /// Hides a message (once: hiding it again keeps the first reason). `None`: no such message.
@@ -235,27 +250,23 @@ pub async fn hide(
     .bind(at)
     .execute(&db.writer)
     .await?;
-    sqlx::query(&format!(
+    let row: Option<HiddenRow> = sqlx::query_as(&format!(
         "SELECT {COLUMNS}, hidden_reason, hidden_by, hidden_at FROM messages WHERE id = $1 AND hidden_at IS NOT NULL"
     ))
     .bind(id)
     .fetch_optional(&db.writer)
-    .await?
-    .as_ref()
-    .map(hidden_message)
-    .transpose()
+    .await?;
+    Ok(row.map(HiddenMessage::from))
 }
 
 /// Hidden messages, most recently hidden first (the editors' audit).
 pub async fn hidden(db: &Db, limit: i64) -> Result<Vec<HiddenMessage>, sqlx::Error> {
-    sqlx::query(&format!(
+    let rows: Vec<HiddenRow> = sqlx::query_as(&format!(
         "SELECT {COLUMNS}, hidden_reason, hidden_by, hidden_at FROM messages WHERE hidden_at IS NOT NULL \
          ORDER BY hidden_at DESC, seq DESC LIMIT $1"
     ))
     .bind(limit)
     .fetch_all(&db.pool)
-    .await?
-    .iter()
-    .map(hidden_message)
-    .collect()
+    .await?;
+    Ok(rows.into_iter().map(HiddenMessage::from).collect())
 }

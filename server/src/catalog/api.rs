@@ -10,7 +10,7 @@ use serde::Deserialize;
 use utoipa::IntoParams;
 
 use super::service::DiscoverView;
-use crate::http::ids::id as parse_id;
+use crate::http::ids::IdPath;
 use crate::http::{ApiError, ApiQuery};
 use crate::identity::Caller;
 use crate::AppState;
@@ -26,9 +26,9 @@ pub async fn list_challenges(State(s): State<AppState>) -> Result<Response, ApiE
     responses((status = 200, body = ChallengeView), (status = 404, description = "CHALLENGE_NOT_FOUND", body = ApiErrorBody)))]
 pub async fn get_challenge(
     State(s): State<AppState>,
-    Path(id): Path<String>,
+    IdPath(id): IdPath<domain::ids::ChallengeId>,
 ) -> Result<Json<ChallengeView>, ApiError> {
-    Ok(Json(crate::catalog::service::challenge(&s, &parse_id(&id)?).await?))
+    Ok(Json(crate::catalog::service::challenge(&s, &id).await?))
 }
 
 #[utoipa::path(get, path = "/api/benchmarks", tag = "benchmarks", responses((status = 200, body = BenchmarkList)))]

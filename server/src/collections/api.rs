@@ -3,7 +3,7 @@
 //! the gate catalogue, and the stateless check that the served `check_task.py` and
 //! `validation_gates.py` call (no identity, stores nothing).
 
-use axum::extract::{FromRequest, Path, State};
+use axum::extract::{FromRequest, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -17,7 +17,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::submit::{self, CheckRequest, SubmissionView, Submitted, ValidationFailed, ValidationView};
 use crate::collections::service::EnvironmentList;
-use crate::http::ids::id as parse_id;
+use crate::http::ids::IdPath;
 use crate::http::{ApiError, ApiJson, ApiQuery};
 use crate::identity::User;
 use crate::AppState;
@@ -101,9 +101,9 @@ pub struct EnvironmentView {
     responses((status = 200, body = EnvironmentView), (status = 404, description = "ENVIRONMENT_NOT_FOUND", body = ApiErrorBody)))]
 pub async fn get(
     State(s): State<AppState>,
-    Path(id): Path<String>,
+    IdPath(id): IdPath<domain::ids::EnvironmentId>,
 ) -> Result<Json<EnvironmentView>, ApiError> {
-    let (environment, validation) = crate::collections::service::get(&s, &parse_id(&id)?).await?;
+    let (environment, validation) = crate::collections::service::get(&s, &id).await?;
     Ok(Json(EnvironmentView { environment, validation }))
 }
 
@@ -118,9 +118,9 @@ pub struct AppSubmissionView {
     responses((status = 200, body = AppSubmissionView), (status = 404, description = "ENVIRONMENT_NOT_FOUND", body = ApiErrorBody)))]
 pub async fn app_submission(
     State(s): State<AppState>,
-    Path(id): Path<String>,
+    IdPath(id): IdPath<domain::ids::EnvironmentId>,
 ) -> Result<Json<AppSubmissionView>, ApiError> {
-    let d = crate::collections::service::submission(&s, &parse_id(&id)?).await?;
+    let d = crate::collections::service::submission(&s, &id).await?;
     Ok(Json(AppSubmissionView {
         environment: d.environment,
         validation: d.validation,

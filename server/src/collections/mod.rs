@@ -11,8 +11,7 @@ use utoipa_axum::routes;
 use crate::features::{Feature, Pass, PassFuture};
 use crate::AppState;
 
-pub const FEATURE: Feature =
-    Feature { router, passes: &[Pass { name: "re-check", every_ticks: 10, run: recheck }] };
+pub const FEATURE: Feature = Feature { router, passes: &[Pass::new("re-check", 10, recheck)] };
 
 fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()

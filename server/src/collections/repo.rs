@@ -4,65 +4,94 @@
 use domain::collection::record::{EnvironmentRecord, RecordGates, RecordStaticGates, TRACK};
 use domain::collection::request::Source;
 use domain::collection::Report;
-use sqlx::any::AnyRow;
-use sqlx::Row;
 
-use crate::db::Db;
+use crate::db::{Db, Flag, JsonText};
 
 const COLUMNS: &str = "id, author, agent_id, challenge_id, track, repo_type, repo_id, revision, commit_sha, \
     entry_path, title, notes, valid, tasks, eligible_tasks, gates_version, legacy, created_at, \
     first_gates_version, rechecked_at, recheck_error, task_identity";
 
-fn record(row: &AnyRow) -> Result<EnvironmentRecord, sqlx::Error> {
-    let repo_type: String = row.try_get("repo_type")?;
-    let repo_id: String = row.try_get("repo_id")?;
-    let commit: String = row.try_get("commit_sha")?;
-    let entry_path: String = row.try_get("entry_path")?;
-    let source_url = match domain::collection::request::RepoType::parse(&repo_type) {
-        Some(t) => {
-            let (owner, name) = repo_id.split_once('/').unwrap_or((&repo_id, ""));
-            Source {
-                repo_type: t,
-                owner: owner.into(),
-                name: name.into(),
-                revision: commit.clone(),
-                entry_path: entry_path.clone(),
+/// A collection's row as `COLUMNS` selects it; `EnvironmentRecord` adds the browse link.
+#[derive(sqlx::FromRow)]
+struct EnvironmentRow {
+    id: String,
+    author: String,
+    agent_id: Option<String>,
+    challenge_id: String,
+    track: String,
+    repo_type: String,
+    repo_id: String,
+    revision: String,
+    commit_sha: String,
+    entry_path: String,
+    title: String,
+    notes: String,
+    #[sqlx(try_from = "Flag")]
+    valid: bool,
+    tasks: i64,
+    eligible_tasks: i64,
+    gates_version: String,
+    #[sqlx(try_from = "Flag")]
+    legacy: bool,
+    created_at: String,
+    first_gates_version: Option<String>,
+    rechecked_at: Option<String>,
+    recheck_error: Option<String>,
+    /// Task directory → `sha256:` content hash (JSON).
+    task_identity: JsonText<std::collections::BTreeMap<String, String>>,
+}
+
+impl From<EnvironmentRow> for EnvironmentRecord {
+    fn from(row: EnvironmentRow) -> EnvironmentRecord {
+        let source_url = match domain::collection::request::RepoType::parse(&row.repo_type) {
+            Some(t) => {
+                let (owner, name) = row.repo_id.split_once('/').unwrap_or((&row.repo_id, ""));
+                Source {
+                    repo_type: t,
+                    owner: owner.into(),
+                    name: name.into(),
+                    revision: row.commit_sha.clone(),
+                    entry_path: row.entry_path.clone(),
+                }
+                .browse_url(&row.commit_sha)
             }
-            .browse_url(&commit)
+            None => String::new(),
+        };
+        EnvironmentRecord {
+            environment_id: row.id,
+            title: row.title,
+            notes: row.notes,
+            agent_id: row.agent_id,
+            author: row.author,
+            target_challenge_id: Some(row.challenge_id.clone()).filter(|c| c != TRACK),
+            challenge_id: row.challenge_id,
+            track: row.track,
+            repo_type: row.repo_type,
+            repo_id: row.repo_id,
+            revision: row.revision,
+            commit: row.commit_sha,
+            entry_path: row.entry_path,
+            valid: row.valid,
+            tasks: row.tasks,
+            eligible_tasks: row.eligible_tasks,
+            gates_version: row.gates_version,
+            first_gates_version: row.first_gates_version,
+            rechecked_at: row.rechecked_at,
+            recheck_error: row.recheck_error,
+            legacy: row.legacy,
+            created_at: row.created_at,
+            source_url,
+            quality_gates: RecordGates { static_: RecordStaticGates { task_identity: row.task_identity.0 } },
         }
-        None => String::new(),
-    };
-    Ok(EnvironmentRecord {
-        environment_id: row.try_get("id")?,
-        title: row.try_get("title")?,
-        notes: row.try_get("notes")?,
-        agent_id: row.try_get("agent_id")?,
-        author: row.try_get("author")?,
-        target_challenge_id: Some(row.try_get::<String, _>("challenge_id")?).filter(|c| c != TRACK),
-        challenge_id: row.try_get("challenge_id")?,
-        track: row.try_get("track")?,
-        repo_type,
-        repo_id,
-        revision: row.try_get("revision")?,
-        commit,
-        entry_path,
-        valid: row.try_get::<i64, _>("valid")? != 0,
-        tasks: row.try_get("tasks")?,
-        eligible_tasks: row.try_get("eligible_tasks")?,
-        gates_version: row.try_get("gates_version")?,
-        first_gates_version: row.try_get("first_gates_version")?,
-        rechecked_at: row.try_get("rechecked_at")?,
-        recheck_error: row.try_get("recheck_error")?,
-        legacy: row.try_get::<i64, _>("legacy")? != 0,
-        created_at: row.try_get("created_at")?,
-        source_url,
-        quality_gates: RecordGates {
-            static_: RecordStaticGates {
-                task_identity: serde_json::from_str(&row.try_get::<String, _>("task_identity")?)
-                    .map_err(|e| sqlx::Error::Decode(e.into()))?,
-            },
-        },
-    })
+    }
+}
+
+/// A collection's row with its stored validation report (`get`).
+#[derive(sqlx::FromRow)]
+struct WithReport {
+    #[sqlx(flatten)]
+    row: EnvironmentRow,
+    report: String,
 }
 
 pub struct NewEnvironment<'a> {
@@ -83,11 +112,10 @@ pub struct NewEnvironment<'a> {
 /// this call inserted and the stored record.
 /// How many collections the author stores.
 pub async fn count_by_author(db: &Db, author_id: &str) -> Result<i64, sqlx::Error> {
-    sqlx::query("SELECT COUNT(*) AS n FROM environments WHERE author_id = $1")
+    sqlx::query_scalar("SELECT COUNT(*) AS n FROM environments WHERE author_id = $1")
         .bind(author_id)
         .fetch_one(&db.pool)
-        .await?
-        .try_get("n")
+        .await
 }
 
 /// Collections one HF account may store.
@@ -110,13 +138,12 @@ pub async fn submit(
     }
     if let Some(row) = pinned(&mut tx, &n).await? {
         tx.rollback().await?;
-        return Ok(Some((false, record(&row)?)));
+        return Ok(Some((false, row.into())));
     }
-    let held: i64 = sqlx::query("SELECT COUNT(*) AS n FROM environments WHERE author_id = $1")
+    let held: i64 = sqlx::query_scalar("SELECT COUNT(*) AS n FROM environments WHERE author_id = $1")
         .bind(n.author_id)
         .fetch_one(&mut *tx)
-        .await?
-        .try_get("n")?;
+        .await?;
     if held >= MAX_COLLECTIONS_PER_ACCOUNT {
         tx.rollback().await?;
         return Ok(None);
@@ -154,15 +181,15 @@ pub async fn submit(
         == 1;
     let row = pinned(&mut tx, &n).await?.ok_or(sqlx::Error::RowNotFound)?;
     tx.commit().await?;
-    Ok(Some((inserted, record(&row)?)))
+    Ok(Some((inserted, row.into())))
 }
 
 /// The author's collection stored from this pinned source, if any.
 async fn pinned(
     conn: &mut sqlx::AnyConnection,
     n: &NewEnvironment<'_>,
-) -> Result<Option<AnyRow>, sqlx::Error> {
-    sqlx::query(&format!(
+) -> Result<Option<EnvironmentRow>, sqlx::Error> {
+    sqlx::query_as(&format!(
         "SELECT {COLUMNS} FROM environments WHERE author_id = $1 AND track = $2 AND repo_type = $3 \
          AND repo_id = $4 AND commit_sha = $5 AND entry_path = $6"
     ))
@@ -177,11 +204,12 @@ async fn pinned(
 }
 
 pub async fn get(db: &Db, id: &str) -> Result<Option<(EnvironmentRecord, String)>, sqlx::Error> {
-    let row = sqlx::query(&format!("SELECT {COLUMNS}, report FROM environments WHERE id = $1"))
-        .bind(id)
-        .fetch_optional(&db.pool)
-        .await?;
-    row.map(|r| Ok((record(&r)?, r.try_get("report")?))).transpose()
+    let row: Option<WithReport> =
+        sqlx::query_as(&format!("SELECT {COLUMNS}, report FROM environments WHERE id = $1"))
+            .bind(id)
+            .fetch_optional(&db.pool)
+            .await?;
+    Ok(row.map(|r| (r.row.into(), r.report)))
 }
 
 /// The records of these collections (without their stored validation), by id, in one query.
@@ -194,12 +222,12 @@ pub async fn records(
     }
     let marks: Vec<String> = (1..=ids.len()).map(|i| format!("${i}")).collect();
     let sql = format!("SELECT {COLUMNS} FROM environments WHERE id IN ({})", marks.join(", "));
-    let mut query = sqlx::query(&sql);
+    let mut query = sqlx::query_as::<_, EnvironmentRow>(&sql);
     for id in ids {
         query = query.bind(*id);
     }
     let rows = query.fetch_all(&db.pool).await?;
-    rows.iter().map(|r| record(r).map(|rec| (rec.environment_id.clone(), rec))).collect()
+    Ok(rows.into_iter().map(|r| (r.id.clone(), r.into())).collect())
 }
 
 /// Newest first; legacy records only when asked.
@@ -209,7 +237,7 @@ pub async fn list(
     legacy: bool,
     limit: i64,
 ) -> Result<Vec<EnvironmentRecord>, sqlx::Error> {
-    let rows = sqlx::query(&format!(
+    let rows: Vec<EnvironmentRow> = sqlx::query_as(&format!(
         "SELECT {COLUMNS} FROM environments WHERE ($1 = '' OR challenge_id = $1 OR track = $1) AND (legacy = 0 OR $2 = 1) \
          ORDER BY seq DESC LIMIT $3"
     ))
@@ -218,17 +246,15 @@ pub async fn list(
     .bind(limit)
     .fetch_all(&db.pool)
     .await?;
-    rows.iter().map(record).collect()
+    Ok(rows.into_iter().map(EnvironmentRecord::from).collect())
 }
 
 /// The HF account id of the collection's author (ownership is decided by it).
 pub async fn author_id(db: &Db, id: &str) -> Result<Option<String>, sqlx::Error> {
-    sqlx::query("SELECT author_id FROM environments WHERE id = $1")
+    sqlx::query_scalar("SELECT author_id FROM environments WHERE id = $1")
         .bind(id)
         .fetch_optional(&db.pool)
-        .await?
-        .map(|r| r.try_get("author_id"))
-        .transpose()
+        .await
 }
 
 /// Collections judged by an older gates version and due for a re-check (never tried, or the last
@@ -239,7 +265,7 @@ pub async fn stale(
     retry_before: i64,
     limit: i64,
 ) -> Result<Vec<String>, sqlx::Error> {
-    sqlx::query(
+    sqlx::query_scalar(
         "SELECT id FROM environments WHERE legacy = 0 AND gates_version <> $1 \
          AND (recheck_epoch IS NULL OR recheck_epoch < $2) ORDER BY seq LIMIT $3",
     )
@@ -247,10 +273,7 @@ pub async fn stale(
     .bind(retry_before)
     .bind(limit)
     .fetch_all(&db.pool)
-    .await?
-    .iter()
-    .map(|r| r.try_get("id"))
-    .collect()
+    .await
 }
 
 /// Replaces the judgement of `from` with the re-check's report; false when another server did it

@@ -1,12 +1,12 @@
 //! The dynamic gates' routes: a collection's plan, its attached results and the verdicts.
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::Json;
 use domain::ApiErrorBody;
 use serde::Deserialize;
 use utoipa::IntoParams;
 
-use crate::http::ids::id as parse_id;
+use crate::http::ids::IdPaths;
 use crate::http::{ApiError, ApiJson, ApiQuery};
 use crate::identity::User;
 use crate::AppState;
@@ -31,8 +31,8 @@ pub struct PlanParams {
     security(("hf_token" = [])))]
 pub async fn gate_plan(
     State(s): State<AppState>,
-    Path((id, env)): Path<(String, String)>,
     User(me): User,
+    IdPaths(id, env): IdPaths<domain::ids::ChallengeId, domain::ids::EnvironmentId>,
     ApiQuery(p): ApiQuery<PlanParams>,
 ) -> Result<Json<domain::gates::dynamic::Plan>, ApiError> {
     let d = domain::gates::dynamic::Policy::default();
@@ -41,7 +41,7 @@ pub async fn gate_plan(
         band_attempts: p.band_attempts.unwrap_or(d.band_attempts),
         no_oracle: p.no_oracle.unwrap_or(d.no_oracle),
     };
-    Ok(Json(crate::gates::service::plan(&s, &parse_id(&id)?, &parse_id(&env)?, &me, policy).await?))
+    Ok(Json(crate::gates::service::plan(&s, &id, &env, &me, policy).await?))
 }
 
 #[utoipa::path(get, path = "/api/challenges/{id}/environments/{env_id}/gates", tag = "gates",
@@ -50,9 +50,9 @@ pub async fn gate_plan(
         (status = 404, body = ApiErrorBody)))]
 pub async fn gates_get(
     State(s): State<AppState>,
-    Path((id, env)): Path<(String, String)>,
+    IdPaths(id, env): IdPaths<domain::ids::ChallengeId, domain::ids::EnvironmentId>,
 ) -> Result<Json<crate::gates::service::GatesView>, ApiError> {
-    Ok(Json(crate::gates::service::get(&s, &parse_id(&id)?, &parse_id(&env)?).await?))
+    Ok(Json(crate::gates::service::get(&s, &id, &env).await?))
 }
 
 #[utoipa::path(post, path = "/api/challenges/{id}/environments/{env_id}/gates", tag = "gates",
@@ -65,9 +65,9 @@ pub async fn gates_get(
     security(("hf_token" = [])))]
 pub async fn gates_attach(
     State(s): State<AppState>,
-    Path((id, env)): Path<(String, String)>,
     User(me): User,
+    IdPaths(id, env): IdPaths<domain::ids::ChallengeId, domain::ids::EnvironmentId>,
     ApiJson(results): ApiJson<domain::gates::dynamic::GateResults>,
 ) -> Result<Json<crate::gates::service::GatesView>, ApiError> {
-    Ok(Json(crate::gates::service::attach(&s, &parse_id(&id)?, &parse_id(&env)?, &me, results).await?))
+    Ok(Json(crate::gates::service::attach(&s, &id, &env, &me, results).await?))
 }

@@ -7,18 +7,19 @@ use domain::gates::dynamic::{self, EligibleTask, GateResults, Plan, PlanInput, P
 use domain::ids::{ChallengeId, EnvironmentId};
 use domain::ErrorCode;
 use serde::Serialize;
-use sqlx::Row;
 use utoipa::ToSchema;
 
 use crate::http::ApiError;
 use crate::identity::Identity;
 use crate::AppState;
 
-#[derive(Debug, Clone, Serialize, ToSchema)]
+/// A `gate_verdicts` row: the plan's verdicts attached to a collection on a challenge.
+#[derive(Debug, Clone, Serialize, ToSchema, sqlx::FromRow)]
 pub struct Verdict {
     pub plan_hash: String,
     pub attached_by: String,
     pub attached_at: String,
+    #[sqlx(rename = "verdicts", try_from = "crate::db::JsonText<Vec<TaskVerdict>>")]
     pub tasks: Vec<TaskVerdict>,
 }
 
@@ -106,22 +107,13 @@ pub async fn get(
     let (record, report) = crate::collections::service::get(s, environment_id).await?;
     let summary = (!record.legacy)
         .then(|| serde_json::to_value(&report.quality_gates.static_.summary).unwrap_or_default());
-    let row = sqlx::query(
+    let verdict: Option<Verdict> = sqlx::query_as(
         "SELECT plan_hash, verdicts, attached_by, attached_at FROM gate_verdicts WHERE environment_id = $1 AND challenge_id = $2",
     )
     .bind(environment_id)
     .bind(challenge_id)
     .fetch_optional(&s.db.pool)
     .await?;
-    let verdict = match row {
-        Some(r) => Some(Verdict {
-            plan_hash: r.try_get("plan_hash")?,
-            attached_by: r.try_get("attached_by")?,
-            attached_at: r.try_get("attached_at")?,
-            tasks: serde_json::from_str(&r.try_get::<String, _>("verdicts")?).map_err(ApiError::internal)?,
-        }),
-        None => None,
-    };
     Ok(GatesView {
         environment_id: environment_id.into(),
         challenge_id: challenge_id.into(),

@@ -33,9 +33,10 @@ impl ApiError {
         self.body.code
     }
 
-    /// An internal failure: logged with its source chain, answered with a generic message.
+    /// An internal failure: logged with its source chain (`{:#}`: anyhow's causes on one line),
+    /// answered with a generic message.
     pub fn internal(error: impl std::fmt::Display) -> Self {
-        tracing::error!(error = %error, "internal error");
+        tracing::error!(error = format!("{error:#}"), "internal error");
         ApiError::new(ErrorCode::Internal, "the arena hit an internal error; try again shortly")
     }
 }

@@ -41,3 +41,36 @@ pub fn id<T: Named>(raw: &str) -> Result<T, ApiError> {
 pub fn optional<T: Named>(raw: Option<&str>) -> Result<Option<T>, ApiError> {
     raw.filter(|r| !r.is_empty()).map(id).transpose()
 }
+
+/// A route's one path id, parsed (`IdPath<ChallengeId>`): a string that is no id of its kind
+/// answers the kind's not-found code, as a lookup of a well-formed id would.
+pub struct IdPath<T>(pub T);
+
+/// A route's two path ids, parsed (`IdPaths<ChallengeId, RunId>`).
+pub struct IdPaths<A, B>(pub A, pub B);
+
+fn no_path(e: axum::extract::rejection::PathRejection) -> ApiError {
+    ApiError::new(ErrorCode::NotFound, e.body_text())
+}
+
+impl<S: Send + Sync, T: Named> axum::extract::FromRequestParts<S> for IdPath<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut axum::http::request::Parts, state: &S) -> Result<Self, ApiError> {
+        let axum::extract::Path(raw) =
+            axum::extract::Path::<String>::from_request_parts(parts, state).await.map_err(no_path)?;
+        id(&raw).map(IdPath)
+    }
+}
+
+impl<S: Send + Sync, A: Named, B: Named> axum::extract::FromRequestParts<S> for IdPaths<A, B> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut axum::http::request::Parts, state: &S) -> Result<Self, ApiError> {
+        let axum::extract::Path((a, b)) =
+            axum::extract::Path::<(String, String)>::from_request_parts(parts, state)
+                .await
+                .map_err(no_path)?;
+        Ok(IdPaths(id(&a)?, id(&b)?))
+    }
+}

@@ -13,7 +13,23 @@ use crate::identity::User;
 use crate::AppState;
 
 /// `GET /api/whoami`, registered here so that the identity module itself names no handler.
-pub const FEATURE: crate::features::Feature = crate::features::Feature { router, passes: &[] };
+pub const FEATURE: crate::features::Feature = crate::features::Feature {
+    router,
+    passes: &[
+        // Hourly at the default 5 s tick: both only delete what expired.
+        Pass::new("expired sessions", 720, |s| logged(expired_sessions(s))),
+        Pass::new("sign-in hand-offs", 720, |s| logged(crate::identity::oauth::purge_handoffs(s))),
+    ],
+};
+
+async fn expired_sessions(s: &AppState) -> anyhow::Result<()> {
+    match &s.sessions {
+        Some(store) => store.delete_expired_now().await.map_err(|e| anyhow::anyhow!("{e}")),
+        None => Ok(()),
+    }
+}
+
+use crate::features::{logged, Pass};
 
 fn router() -> utoipa_axum::router::OpenApiRouter<AppState> {
     utoipa_axum::router::OpenApiRouter::new().routes(utoipa_axum::routes!(whoami))

@@ -393,20 +393,8 @@ async fn logout(caller: Caller, session: Session) -> Result<StatusCode, ApiError
 }
 
 /// Deletes old hand-off codes now and every hour, for as long as the server runs.
-pub fn spawn_purge(state: AppState) {
-    tokio::spawn(async move {
-        let mut tick = tokio::time::interval(std::time::Duration::from_secs(3600));
-        loop {
-            tick.tick().await;
-            if let Err(e) = purge_handoffs(&state).await {
-                tracing::warn!(error = %e, "could not purge old sign-in hand-off codes");
-            }
-        }
-    });
-}
-
 /// Handoff codes older than a day are gone for good.
-async fn purge_handoffs(state: &AppState) -> Result<(), sqlx::Error> {
+pub async fn purge_handoffs(state: &AppState) -> Result<(), sqlx::Error> {
     sqlx::query("DELETE FROM auth_handoffs WHERE expires_epoch < $1")
         .bind(state.now().epoch - 86_400)
         .execute(&state.db.writer)

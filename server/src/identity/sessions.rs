@@ -41,16 +41,12 @@ impl SqlStore {
         })
     }
 
-    /// Deletes expired sessions every hour, for as long as the server runs.
-    pub fn spawn_cleanup(&self) {
-        let store = self.clone();
-        tokio::spawn(async move {
-            let period = std::time::Duration::from_secs(3600);
-            let _ = match store {
-                SqlStore::Sqlite(s) => s.continuously_delete_expired(period).await,
-                SqlStore::Postgres(s) => s.continuously_delete_expired(period).await,
-            };
-        });
+    /// Deletes the sessions that expired (the `sessions` pass).
+    pub async fn delete_expired_now(&self) -> session_store::Result<()> {
+        match self {
+            SqlStore::Sqlite(s) => s.delete_expired().await,
+            SqlStore::Postgres(s) => s.delete_expired().await,
+        }
     }
 }
 

@@ -1,57 +1,51 @@
 use std::collections::BTreeMap;
 
+use crate::db::Db;
 use domain::budget::{summarize, LedgerEntry, LedgerState};
 use domain::catalog::{LiveState, MeasuredBaseline};
 use domain::Registry;
-use sqlx::Row;
 
-use crate::db::Db;
-
+/// A budget reservation's row (`ledger`).
+#[derive(sqlx::FromRow)]
 struct LedgerRow {
     challenge_id: String,
     run_id: Option<String>,
-    entry: LedgerEntry,
+    amount_cents: i64,
+    state: LedgerState,
+}
+
+impl LedgerRow {
+    fn entry(&self) -> LedgerEntry {
+        LedgerEntry { amount_cents: self.amount_cents, state: self.state }
+    }
 }
 
 async fn ledger(db: &Db) -> Result<Vec<LedgerRow>, sqlx::Error> {
-    let rows = sqlx::query(
+    sqlx::query_as(
         "SELECT challenge_id, run_id, amount_cents, state FROM budget_ledger ORDER BY created_at, id",
     )
     .fetch_all(&db.pool)
-    .await?;
-    rows.into_iter()
-        .map(|row| {
-            let state: String = row.try_get("state")?;
-            let state = LedgerState::parse(&state).ok_or_else(|| {
-                sqlx::Error::Decode(format!("budget_ledger.state holds unknown value `{state}`").into())
-            })?;
-            Ok(LedgerRow {
-                challenge_id: row.try_get("challenge_id")?,
-                run_id: row.try_get("run_id")?,
-                entry: LedgerEntry { amount_cents: row.try_get("amount_cents")?, state },
-            })
-        })
-        .collect()
+    .await
 }
 
 /// The live state every read view needs: the budget, the active job (a run holding a live
 /// reservation), and launched runs per challenge (runs that reserved and were not released).
 pub async fn live_state(db: &Db, registry: &Registry) -> Result<LiveState, sqlx::Error> {
     let rows = ledger(db).await?;
-    let entries: Vec<LedgerEntry> = rows.iter().map(|r| r.entry).collect();
+    let entries: Vec<LedgerEntry> = rows.iter().map(LedgerRow::entry).collect();
     let active_job = rows
         .iter()
-        .find(|r| r.entry.state == LedgerState::Live)
+        .find(|r| r.state == LedgerState::Live)
         .map(|r| r.run_id.clone().unwrap_or_else(|| format!("a run on {}", r.challenge_id)));
     // `health.runs` counts runs whose job was created.
     let mut launched_runs = BTreeMap::new();
-    for row in sqlx::query(
+    for (challenge_id, n) in sqlx::query_as::<_, (String, i64)>(
         "SELECT challenge_id, COUNT(*) AS n FROM runs WHERE launch = 'launched' GROUP BY challenge_id",
     )
     .fetch_all(&db.pool)
     .await?
     {
-        launched_runs.insert(row.try_get("challenge_id")?, row.try_get::<i64, _>("n")?.max(0) as u64);
+        launched_runs.insert(challenge_id, n.max(0) as u64);
     }
     let hf = hf_recorded_cents(db).await?;
     // Newest first: the first seen per challenge is its current baseline.
@@ -76,25 +70,36 @@ pub async fn live_state(db: &Db, registry: &Registry) -> Result<LiveState, sqlx:
 
 /// Every reservation, newest first.
 pub async fn reservations(db: &Db) -> Result<Vec<domain::views::Reservation>, sqlx::Error> {
-    sqlx::query(
+    let rows: Vec<ReservationRow> = sqlx::query_as(
         "SELECT l.run_id, l.challenge_id, l.amount_cents, l.state, l.created_at, l.updated_at, r.state AS run_state \
          FROM budget_ledger l LEFT JOIN runs r ON r.id = l.run_id ORDER BY l.created_at DESC, l.id LIMIT 1000",
     )
     .fetch_all(&db.pool)
-    .await?
-    .iter()
-    .map(|row| {
-        Ok(domain::views::Reservation {
-            run_id: row.try_get("run_id")?,
-            challenge_id: row.try_get("challenge_id")?,
-            amount_usd: domain::budget::dollars(row.try_get("amount_cents")?),
-            state: row.try_get("state")?,
-            run_state: row.try_get("run_state")?,
-            created_at: row.try_get("created_at")?,
-            updated_at: row.try_get("updated_at")?,
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| domain::views::Reservation {
+            run_id: r.run_id,
+            challenge_id: r.challenge_id,
+            amount_usd: domain::budget::dollars(r.amount_cents),
+            state: r.state,
+            run_state: r.run_state,
+            created_at: r.created_at,
+            updated_at: r.updated_at,
         })
-    })
-    .collect()
+        .collect())
+}
+
+/// A reservation's row with its run's state (`reservations`).
+#[derive(sqlx::FromRow)]
+struct ReservationRow {
+    run_id: Option<String>,
+    challenge_id: String,
+    amount_cents: i64,
+    state: String,
+    run_state: Option<String>,
+    created_at: String,
+    updated_at: String,
 }
 
 /// A job of the arena's HF namespace as last inspected, priced.
@@ -138,41 +143,34 @@ pub async fn upsert_hf_job(db: &Db, j: &HfJob<'_>) -> Result<(), sqlx::Error> {
 
 /// What HF's records say finished jobs cost; `None` before any job was priced.
 pub async fn hf_recorded_cents(db: &Db) -> Result<Option<i64>, sqlx::Error> {
-    let row = sqlx::query(
+    let (n, cents): (i64, i64) = sqlx::query_as(
         "SELECT COUNT(*) AS n, CAST(COALESCE(SUM(cost_cents), 0) AS BIGINT) AS c FROM hf_jobs \
          WHERE stage IN ('COMPLETED', 'CANCELED', 'ERROR', 'DELETED')",
     )
     .fetch_one(&db.pool)
     .await?;
-    let n: i64 = row.try_get("n")?;
-    (n > 0).then(|| row.try_get::<i64, _>("c")).transpose()
+    Ok((n > 0).then_some(cents))
 }
 
 /// The running seconds the reconciler recorded for each job.
 pub async fn hf_running_s(db: &Db) -> Result<Vec<(String, f64)>, sqlx::Error> {
-    sqlx::query("SELECT job_id, running_s FROM hf_jobs")
-        .fetch_all(&db.pool)
-        .await?
-        .iter()
-        .map(|r| Ok((r.try_get("job_id")?, r.try_get("running_s")?)))
-        .collect()
+    sqlx::query_as("SELECT job_id, running_s FROM hf_jobs").fetch_all(&db.pool).await
 }
 
 /// Committed spend after each reservation, in order: the sum so far of every reservation not
 /// released (live ones at their reservation, settled ones at what was billed).
 pub async fn history(db: &Db) -> Result<Vec<(String, i64)>, sqlx::Error> {
-    let rows =
-        sqlx::query("SELECT created_at, amount_cents, state FROM budget_ledger ORDER BY created_at, id")
+    let rows: Vec<(String, i64, String)> =
+        sqlx::query_as("SELECT created_at, amount_cents, state FROM budget_ledger ORDER BY created_at, id")
             .fetch_all(&db.pool)
             .await?;
     let mut total = 0i64;
     let mut points = Vec::new();
-    for row in rows {
-        let state: String = row.try_get("state")?;
+    for (created_at, amount_cents, state) in rows {
         if state != "released" {
-            total += row.try_get::<i64, _>("amount_cents")?;
+            total += amount_cents;
         }
-        points.push((row.try_get("created_at")?, total));
+        points.push((created_at, total));
     }
     Ok(points)
 }

@@ -151,6 +151,8 @@ pub async fn list(s: &AppState) -> Result<JobsView, ApiError> {
         .map(|r| (r.run_id, r.state.as_str().to_string()))
         .collect();
     let heldout_unchecked = heldout_unchecked(s);
+    let newest = domain::board::MessageFilter { limit: 20, ..Default::default() };
+    let (recent_messages, _) = crate::board::repo::list(&s.db, &newest).await?;
     Ok(JobsView {
         jobs,
         budget,
@@ -163,6 +165,7 @@ pub async fn list(s: &AppState) -> Result<JobsView, ApiError> {
         backup: s.backups.as_ref().map(|b| b.view()),
         intake: crate::openenv::intake::read(&s.db).await?,
         hidden_messages: crate::board::repo::hidden(&s.db, 50).await?,
+        recent_messages,
     })
 }
 

@@ -68,6 +68,8 @@ pub async fn probe_task(
     };
     let task = request.tasks.iter().find(|t| t.task_id == task_id);
     let wall = task.map_or(3600, |t| t.reset_wall_s + t.rollout_wall_s + t.verifier_wall_s);
+    // Whoever reads the sandbox namespace reads its labels: they name no task.
+    let task_label = job_labels::opaque_task(submission.as_str(), task_id.as_str());
     let spec = JobSpec {
         docker_image: sandbox.image.clone(),
         command: sandbox.start.command.clone(),
@@ -80,7 +82,7 @@ pub async fn probe_task(
         labels: job_labels::labels(&[
             (job_labels::PURPOSE, job_labels::ADMISSION),
             (job_labels::SUBMISSION, submission.as_str()),
-            (job_labels::TASK, task_id.as_str()),
+            (job_labels::TASK, task_label.as_str()),
         ]),
         attempts: None,
         // Reachable with an HF token only: the participant's server is the arena's alone while it
@@ -125,36 +127,9 @@ async fn probe_in(
     request: &SubmissionRequest,
     task_id: &TaskId,
 ) -> Outcome {
-    let start = Instant::now();
-    let url = loop {
-        match jobs.inspect(job_id).await {
-            Ok(job) if job.status.stage.is_active() => {
-                if let Some(url) = domain::openenv::exposed_url(&job.status.expose_urls, port) {
-                    break url;
-                }
-                if start.elapsed() > SCHEDULE_WAIT {
-                    return platform(
-                        ErrorCode::SandboxStartupFailed,
-                        format!("HF listed no URL for the sandbox's port {port}"),
-                    );
-                }
-                tokio::time::sleep(Duration::from_millis(200)).await;
-            }
-            Ok(job) if job.status.stage.has_ended() => {
-                return platform(
-                    ErrorCode::SandboxStartupFailed,
-                    format!(
-                        "the sandbox ended {} before serving: {}",
-                        job.status.stage,
-                        job.status.message.unwrap_or_default()
-                    ),
-                )
-            }
-            _ if start.elapsed() > SCHEDULE_WAIT => {
-                return platform(ErrorCode::SandboxStartupFailed, "the sandbox was not scheduled in time")
-            }
-            _ => tokio::time::sleep(Duration::from_millis(200)).await,
-        }
+    let url = match sandbox_url(jobs, job_id, port).await {
+        Ok(url) => url,
+        Err(outcome) => return outcome,
     };
     // The sandbox's port is exposed with an HF token, not publicly.
     let http = crate::ports::http::sandbox_client(CALL);
@@ -162,26 +137,8 @@ async fn probe_in(
         let req = http.get(format!("{url}{path}")).bearer_auth(&token.0);
         async move { answer(req.send().await).await }
     };
-    let ready = Instant::now();
-    loop {
-        match get("/health").await.map(|a| a.status) {
-            Some(200) => break,
-            // HF's proxy refused the arena's own reader: the arena's fault, not the image's.
-            Some(401 | 403) => return refused_credential(job_id),
-            // A running app that has no health route will never grow one: say so now rather than
-            // after the whole wait (its OpenAPI answer proves the app itself is up).
-            Some(404) if get("/openapi.json").await.is_some_and(|a| a.status == 200) => {
-                let message = "the image serves GET /openapi.json but answers GET /health with 404: it has no health route";
-                return platform(ErrorCode::SandboxStartupFailed, message);
-            }
-            _ => {}
-        }
-        if ready.elapsed() > s.openenv.health_wait {
-            let secs = s.openenv.health_wait.as_secs();
-            let message = format!("the image never answered GET /health within {secs} s");
-            return platform(ErrorCode::SandboxStartupFailed, message);
-        }
-        tokio::time::sleep(Duration::from_millis(250)).await;
+    if let Err(outcome) = until_healthy(s, job_id, token, &get).await {
+        return outcome;
     }
     let probe = Probe {
         openapi: get("/openapi.json").await,
@@ -206,22 +163,188 @@ async fn probe_in(
     if let Err(m) = admission::schema_matches(&served, &request.schema) {
         return author(ErrorCode::ImageSchemaMismatch, m);
     }
-    match episode(&url, token, task_id, &request.example_actions).await {
-        Ok((reset, steps)) => match admission::judge_episode(&reset, &steps, request.example_actions.len()) {
-            Ok(_) => Outcome::Passed,
+    let post = |path: &str, body: Value| {
+        let req = http.post(format!("{url}{path}")).bearer_auth(&token.0).json(&body);
+        async move { answer(req.send().await).await }
+    };
+    // A task API (openenv 0.10) chooses the task at reset by `(split, index)`: the one it lists
+    // under the submitted id, or the author's failure.
+    let openapi = probe.openapi.and_then(|a| a.json).unwrap_or_default();
+    let reset = if admission::has_task_api(&openapi) {
+        match listed_task(&get, &post, task_id).await {
+            Ok(reset) => reset,
+            Err(outcome) => return outcome,
+        }
+    } else {
+        domain::openenv::episode::reset_for(task_id.as_str())
+    };
+    // A tools environment lists its tools: the model is told them in its system message.
+    let listing =
+        post("/mcp", json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}})).await;
+    let tools = match admission::tool_list(&listing.and_then(|a| a.json).unwrap_or_default()) {
+        Ok(tools) => tools,
+        Err(why) => return author(ErrorCode::OpenenvEndpointInvalid, format!("its tools: {why}")),
+    };
+    match episode(&url, token, &reset, &request.example_actions).await {
+        Ok((first, steps)) => match admission::judge_episode(&first, &steps, request.example_actions.len()) {
+            Ok(_) => Outcome::Passed { reset: Some(reset), tools },
             Err(m) => author(ErrorCode::AdmissionEpisodeFailed, m),
         },
         Err(e) => author(ErrorCode::AdmissionEpisodeFailed, e.to_string()),
     }
 }
 
-/// A sandbox's proxy that refuses the arena's sandbox reader (`ARENA_SANDBOX_TOKEN`) fails every
-/// probe the same way until an organizer mends the token: the arena's fault, said as such (the
-/// participant's slot is returned), with the credential named in the log.
-fn refused_credential(job_id: &JobId) -> Outcome {
+/// The address HF exposes the sandbox's `port` at, once the job runs; the platform's failure when
+/// it is never scheduled, ends first, or lists no address for the port.
+async fn sandbox_url(jobs: &dyn JobLauncher, job_id: &JobId, port: u16) -> Result<String, Outcome> {
+    let start = Instant::now();
+    loop {
+        match jobs.inspect(job_id).await {
+            Ok(job) if job.status.stage.is_active() => {
+                if let Some(url) = domain::openenv::exposed_url(&job.status.expose_urls, port, &[port]) {
+                    return Ok(url);
+                }
+                if start.elapsed() > SCHEDULE_WAIT {
+                    return Err(platform(
+                        ErrorCode::SandboxStartupFailed,
+                        format!("HF listed no URL for the sandbox's port {port}"),
+                    ));
+                }
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            Ok(job) if job.status.stage.has_ended() => {
+                return Err(platform(
+                    ErrorCode::SandboxStartupFailed,
+                    format!(
+                        "the sandbox ended {} before serving: {}",
+                        job.status.stage,
+                        job.status.message.unwrap_or_default()
+                    ),
+                ))
+            }
+            _ if start.elapsed() > SCHEDULE_WAIT => {
+                return Err(platform(
+                    ErrorCode::SandboxStartupFailed,
+                    "the sandbox was not scheduled in time",
+                ))
+            }
+            _ => tokio::time::sleep(Duration::from_millis(200)).await,
+        }
+    }
+}
+
+/// Waits for the image's `GET /health` to answer 200, within the track's health wait.
+async fn until_healthy<G, GF>(s: &AppState, job_id: &JobId, token: &Secret, get: &G) -> Result<(), Outcome>
+where
+    G: Fn(&str) -> GF,
+    GF: std::future::Future<Output = Option<Answer>>,
+{
+    let ready = Instant::now();
+    loop {
+        match get("/health").await.map(|a| a.status) {
+            Some(200) => return Ok(()),
+            // HF's proxy refusing the arena's reader is the arena's fault; an image that asks for
+            // credentials while the reader is good is its author's.
+            Some(status @ (401 | 403)) => return Err(refused(s, job_id, token, status).await),
+            // A running app that has no health route will never grow one: say so now rather than
+            // after the whole wait (its OpenAPI answer proves the app itself is up).
+            Some(404) if get("/openapi.json").await.is_some_and(|a| a.status == 200) => {
+                let message = "the image serves GET /openapi.json but answers GET /health with 404: it has no health route";
+                return Err(platform(ErrorCode::SandboxStartupFailed, message));
+            }
+            _ => {}
+        }
+        if ready.elapsed() > s.openenv.health_wait {
+            let secs = s.openenv.health_wait.as_secs();
+            let message = format!("the image never answered GET /health within {secs} s");
+            return Err(platform(ErrorCode::SandboxStartupFailed, message));
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// Splits of a task API read at most.
+const MAX_SPLITS: usize = 8;
+
+/// The reset that plays `task_id` through the environment's task API (openenv 0.10:
+/// `/list_environments`, `/{env}/splits`, `/{env}/tasks`); an environment that answers 501 there
+/// implements none and is reset by the task's id. A task the API does not list is its author's
+/// failure (`TASK_NOT_LISTED`).
+async fn listed_task<G, P, GF, PF>(get: &G, post: &P, task_id: &TaskId) -> Result<Value, Outcome>
+where
+    G: Fn(&str) -> GF,
+    P: Fn(&str, Value) -> PF,
+    GF: std::future::Future<Output = Option<Answer>>,
+    PF: std::future::Future<Output = Option<Answer>>,
+{
+    let unreadable = |what: &str| {
+        author(ErrorCode::OpenenvEndpointInvalid, format!("its task API lists routes but {what}"))
+    };
+    let json_of = |a: Option<Answer>| a.filter(|a| a.status == 200).and_then(|a| a.json);
+    let envs =
+        json_of(get("/list_environments").await).ok_or_else(|| unreadable("GET /list_environments fails"))?;
+    let env = envs.as_array().and_then(|e| e.first()).and_then(Value::as_str);
+    let env =
+        env.filter(|e| !e.is_empty() && e.bytes().all(|b| b.is_ascii_alphanumeric() || b"_-.".contains(&b)));
+    let env = env.ok_or_else(|| unreadable("GET /list_environments names no environment"))?;
+    let splits = match get(&format!("/{env}/splits")).await {
+        Some(a) if a.status == 501 => return Ok(domain::openenv::episode::reset_for(task_id.as_str())),
+        other => json_of(other).ok_or_else(|| unreadable(&format!("GET /{env}/splits fails")))?,
+    };
+    let names: Vec<String> = splits
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|s| s["name"].as_str().map(String::from))
+        .take(MAX_SPLITS)
+        .collect();
+    let mut listed = Vec::new();
+    for name in names {
+        let tasks =
+            json_of(post(&format!("/{env}/tasks"), json!({"split": name})).await).ok_or_else(|| {
+                unreadable(&format!("POST /{env}/tasks for split `{name}` fails (or answers over 1 MiB)"))
+            })?;
+        listed.push((name, tasks));
+    }
+    admission::task_reset(&listed, task_id.as_str()).ok_or_else(|| {
+        author(
+            ErrorCode::TaskNotListed,
+            format!(
+                "its task API lists no task `{task_id}`; it lists {}",
+                admission::listed_ids(&listed, 20).join(", ")
+            ),
+        )
+    })
+}
+
+/// `/health` answered 401 or 403. Whose fault that is, the arena's reader says: while HF still
+/// accepts it as the reader it must be (`domain::identity::sandbox_reader_refusal`), HF's proxy
+/// lets it through, so the refusal is the image's own (its author's failure, which counts). A
+/// reader HF no longer accepts (or cannot be asked about) fails every probe the same way until an
+/// organizer mends it: the arena's fault, said as such (the participant's slot is returned), with
+/// the credential named in the log.
+async fn refused(s: &AppState, job_id: &JobId, token: &Secret, status: u16) -> Outcome {
+    // Asked afresh, not from the cache: a reader HF revoked a minute ago must not pass.
+    let reader_good = match s.deps.hub.whoami(&token.0).await {
+        Ok(account) => s
+            .openenv
+            .sandbox_namespace
+            .as_deref()
+            .is_some_and(|ns| domain::identity::sandbox_reader_refusal(&account, ns, &[]).is_none()),
+        Err(_) => false,
+    };
+    if reader_good {
+        return author(
+            ErrorCode::OpenenvEndpointInvalid,
+            format!(
+                "GET /health answered {status} although the arena's credential is valid: the server asks for                  credentials the arena does not have; /health must answer 200 to anyone"
+            ),
+        );
+    }
     tracing::error!(
         job = %job_id,
-        "the sandbox's proxy refused ARENA_SANDBOX_TOKEN (401/403): it must be a read token of a member of ARENA_SANDBOX_NAMESPACE"
+        "the sandbox's proxy refused ARENA_SANDBOX_TOKEN ({status}) and HF no longer accepts it as the reader: it \
+         must be a read token of a member of ARENA_SANDBOX_NAMESPACE only"
     );
     platform(
         ErrorCode::AdmissionInfrastructureFailure,
@@ -271,19 +394,19 @@ enum EpisodeError {
     Closed,
 }
 
-/// The example episode over `/ws`: a reset with the task id, then the actions in order until the
-/// episode ends.
+/// The example episode over `/ws`: a reset to the task (`reset`: its id, or the task API's
+/// `{"split", "index"}`), then the actions in order until the episode ends.
 async fn episode(
     url: &str,
     token: &Secret,
-    task_id: &TaskId,
+    reset: &Value,
     actions: &[Value],
 ) -> Result<(Step, Vec<Step>), EpisodeError> {
     let mut socket = tokio::time::timeout(CALL, open_socket(url, token))
         .await
         .map_err(|_| EpisodeError::SocketTimeout)?
         .map_err(EpisodeError::NoSocket)?;
-    let reset = exchange(&mut socket, json!({"type": "reset", "data": {"task_id": task_id}})).await?;
+    let reset = exchange(&mut socket, domain::openenv::episode::ws_reset(reset)).await?;
     let mut steps = Vec::new();
     for action in actions {
         let step = exchange(&mut socket, json!({"type": "step", "data": action})).await?;
@@ -389,7 +512,7 @@ pub async fn sweep(s: &AppState) -> anyhow::Result<usize> {
 /// that no other server probes it a second time).
 pub async fn pass(s: &AppState) -> anyhow::Result<usize> {
     sweep(s).await?;
-    crate::engine::pass(s, &Admissions).await
+    crate::engine::pass(s, &Admissions(s.openenv.admissions_at_once)).await
 }
 
 /// A submission in admission: its account and id.
@@ -404,17 +527,18 @@ impl std::fmt::Display for Validating {
     }
 }
 
-/// OpenEnv submissions being admitted, on the engine (`crate::engine`).
-pub struct Admissions;
+/// OpenEnv submissions being admitted, on the engine (`crate::engine`), so many at once.
+pub struct Admissions(pub usize);
 
 #[async_trait::async_trait]
 impl crate::engine::Track for Admissions {
     type Key = Validating;
     const RECORD: &'static str = "submission";
 
-    /// One at a time: a submission's probes run several sandboxes at once already.
+    /// Several accounts' submissions side by side (`due` gives one per account); their probes
+    /// share this server's admission sandboxes.
     fn at_once(&self) -> usize {
-        1
+        self.0
     }
 
     fn lease_s(&self, s: &AppState) -> i64 {
@@ -422,7 +546,7 @@ impl crate::engine::Track for Admissions {
     }
 
     async fn due(&self, s: &AppState) -> anyhow::Result<Vec<Validating>> {
-        Ok(crate::openenv::repo::validating_ids(&s.db)
+        Ok(crate::openenv::repo::admissible(&s.db, s.now().epoch)
             .await?
             .into_iter()
             .map(|(account_id, submission_id)| Validating { account_id, submission_id })
@@ -440,7 +564,10 @@ impl crate::engine::Track for Admissions {
     }
 }
 
-/// Probes what is pending of one submission and stores its verdict; true once it is decided.
+/// One round of a submission's admission: its verdict when it has one; else the next probes (as
+/// many as this server's admission sandboxes allow, shared by every submission), each stored as
+/// it comes in, then the verdict again. A round ends well within a probe's deadline, so that the
+/// next pass takes other accounts' submissions too. True once it is decided.
 async fn admit(s: &AppState, account_id: &str, submission_id: &SubmissionId) -> anyhow::Result<bool> {
     use anyhow::Context;
     let Some(stored) = crate::openenv::repo::get(&s.db, account_id, submission_id).await? else {
@@ -452,8 +579,13 @@ async fn admit(s: &AppState, account_id: &str, submission_id: &SubmissionId) -> 
     let mut probes: Vec<TaskProbe> = serde_json::from_str(&stored.probes).unwrap_or_default();
     for t in &request.tasks {
         if !probes.iter().any(|p| p.task_id == t.task_id) {
-            probes.push(TaskProbe { task_id: t.task_id.clone(), attempts: 0, last: None });
+            probes.push(TaskProbe::new(&t.task_id));
         }
+    }
+    let allowance = &s.openenv.allowance;
+    if let Some(decided) = decided(admission::verdict(&probes, allowance)) {
+        finish(s, account_id, submission_id, &probes, decided).await?;
+        return Ok(true);
     }
     let image_of = |task: &str| {
         let i =
@@ -464,53 +596,53 @@ async fn admit(s: &AppState, account_id: &str, submission_id: &SubmissionId) -> 
             start: serde_json::from_value(i["start"].clone()).ok()?,
         })
     };
-    loop {
-        match admission::verdict(&probes) {
-            Verdict::Pending => {}
-            verdict => {
-                finish(s, account_id, submission_id, &probes, verdict).await?;
-                return Ok(true);
-            }
-        }
-        let pending: Vec<(usize, String)> = probes
-            .iter()
-            .enumerate()
-            .filter(|(_, p)| match &p.last {
-                None => true,
-                Some(Outcome::Platform { .. }) => p.attempts < admission::SANDBOX_ATTEMPTS,
-                _ => false,
-            })
-            .map(|(i, p)| (i, p.task_id.clone()))
-            .collect();
-        if pending.is_empty() {
-            return Ok(false);
-        }
-        // Several sandboxes at once; each outcome is stored as it comes in.
-        let request = &request;
-        let image_of = &image_of;
-        let mut running = futures_util::stream::iter(pending)
-            .map(|(i, task)| async move {
-                let outcome = match image_of(&task) {
-                    // Checked at submission with the task id's rule, so it parses.
-                    Some(sandbox) => match TaskId::parse(&task) {
-                        Ok(task) => probe_task(s, submission_id, request, &task, &sandbox).await,
-                        Err(e) => platform(ErrorCode::AdmissionInfrastructureFailure, e.to_string()),
-                    },
-                    None => platform(
-                        ErrorCode::AdmissionInfrastructureFailure,
-                        "no image, port or start command recorded for the task",
-                    ),
-                };
-                (i, outcome)
-            })
-            .buffer_unordered(s.openenv.sandbox_limit);
-        while let Some((i, outcome)) = running.next().await {
-            probes[i].attempts += 1;
-            probes[i].last = Some(outcome);
-            let text = serde_json::to_string(&probes).expect("JSON");
-            crate::openenv::repo::save_probes(&s.db, account_id, submission_id, &text).await?;
-        }
+    let round: Vec<(usize, String)> = probes
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.pending())
+        .map(|(i, p)| (i, p.task_id.clone()))
+        .take(s.openenv.sandbox_limit)
+        .collect();
+    let request = &request;
+    let image_of = &image_of;
+    let mut running = futures_util::stream::iter(round)
+        .map(|(i, task)| async move {
+            // A sandbox of this server's allowance, whichever submission holds the others.
+            let _sandbox = s.openenv.sandboxes.acquire().await;
+            let started = Instant::now();
+            let outcome = match image_of(&task) {
+                // Checked at submission with the task id's rule, so it parses.
+                Some(sandbox) => match TaskId::parse(&task) {
+                    Ok(task) => probe_task(s, submission_id, request, &task, &sandbox).await,
+                    Err(e) => platform(ErrorCode::AdmissionInfrastructureFailure, e.to_string()),
+                },
+                None => platform(
+                    ErrorCode::AdmissionInfrastructureFailure,
+                    "no image, port or start command recorded for the task",
+                ),
+            };
+            (i, outcome, started.elapsed().as_secs())
+        })
+        .buffer_unordered(s.openenv.sandbox_limit);
+    while let Some((i, outcome, spent_s)) = running.next().await {
+        probes[i].attempts += 1;
+        probes[i].spent_s += spent_s;
+        probes[i].last = Some(outcome);
+        let text = serde_json::to_string(&probes).expect("JSON");
+        crate::openenv::repo::save_probes(&s.db, account_id, submission_id, &text).await?;
     }
+    drop(running);
+    match decided(admission::verdict(&probes, allowance)) {
+        Some(verdict) => {
+            finish(s, account_id, submission_id, &probes, verdict).await?;
+            Ok(true)
+        }
+        None => Ok(false),
+    }
+}
+
+fn decided(verdict: Verdict) -> Option<Verdict> {
+    (verdict != Verdict::Pending).then_some(verdict)
 }
 
 async fn finish(
@@ -520,7 +652,7 @@ async fn finish(
     probes: &[TaskProbe],
     verdict: Verdict,
 ) -> Result<(), sqlx::Error> {
-    let now = s.now().text;
+    let now = s.now();
     let (state, slot, origin, errors) = match verdict {
         Verdict::Validated => (SubmissionState::Validated, SlotState::Used, None, Vec::new()),
         Verdict::Rejected { origin, slot, errors } => (SubmissionState::Rejected, slot, Some(origin), errors),

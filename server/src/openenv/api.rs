@@ -2,7 +2,7 @@
 //! the training cluster's own connection (`/api/relay/cluster`, a WebSocket with its credential).
 
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use axum::Json;
@@ -12,7 +12,7 @@ use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use crate::http::ids::id as parse_id;
+use crate::http::ids::IdPath;
 use crate::http::{ApiError, ApiJson};
 use crate::identity::{same_bytes, sha256_hex, User};
 use crate::AppState;
@@ -48,12 +48,72 @@ pub async fn intake(
     Ok(Json(crate::openenv::intake::change(&s, &me, &change).await?))
 }
 
-#[utoipa::path(get, path = "/api/openenv/leaderboard", tag = "openenv",
-    responses((status = 200, description = "OpenEnv submissions ranked by the mean Δ of their runs on the held-out benchmark (public; answers while the cluster is away too)", body = domain::openenv::evaluation::Leaderboard)))]
+#[derive(serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct BoardParams {
+    /// `submission` (the default: a row per submission) or `account` (a row per HF account, its
+    /// best result; in pages, the signed-in caller's row pinned as `me`).
+    #[param(inline)]
+    by: Option<BoardBy>,
+    /// `by=account`: the next page's `next_cursor` (the same frozen snapshot).
+    #[param(max_length = 80, pattern = r"^[0-9a-fA-F]{8,64}\.[0-9]{1,9}$")]
+    cursor: Option<String>,
+    /// `by=account`: rows a page, 1 to 100 (default 25).
+    #[param(minimum = 1, maximum = 100)]
+    limit: Option<u32>,
+}
+
+/// What a leaderboard row stands for.
+#[derive(serde::Deserialize, ToSchema, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum BoardBy {
+    Submission,
+    Account,
+}
+
+/// What the leaderboard answers: by submission (the default) or a page by account. For the
+/// document only: each is served as it is.
+#[derive(Serialize, ToSchema)]
+#[serde(untagged)]
+#[allow(dead_code)]
+pub enum BoardAnswer {
+    Submissions(domain::openenv::evaluation::Leaderboard),
+    Accounts(domain::openenv::by_account::AccountPage),
+}
+
+#[utoipa::path(get, path = "/api/openenv/leaderboard", tag = "openenv", params(BoardParams),
+    responses((status = 200, description = "OpenEnv submissions ranked by the mean Δ of their runs on the held-out benchmark (public; answers while the cluster is away too); with `by=account`, a page of a row per account", body = BoardAnswer),
+        (status = 400, description = "INVALID_QUERY: an unknown `by`, a bad `limit` or `cursor`", body = ApiErrorBody),
+        (status = 404, description = "NOT_FOUND: the cursor's snapshot is gone (kept an hour): read the first page again", body = ApiErrorBody)))]
 pub async fn leaderboard(
     State(s): State<AppState>,
-) -> Result<Json<domain::openenv::evaluation::Leaderboard>, ApiError> {
-    Ok(Json(crate::openenv::runs::service::leaderboard(&s).await?))
+    crate::identity::Caller(me): crate::identity::Caller,
+    crate::http::ApiQuery(p): crate::http::ApiQuery<BoardParams>,
+) -> Result<axum::response::Response, ApiError> {
+    use axum::response::IntoResponse;
+    // `cursor` and `limit` page the board by account only, but a malformed one is refused
+    // whichever board is asked for: a bad query is never answered as if it were fine.
+    crate::openenv::standing::check_paging(p.limit, p.cursor.as_deref())?;
+    match p.by.unwrap_or(BoardBy::Submission) {
+        BoardBy::Submission => Ok(crate::openenv::runs::service::leaderboard(&s).await?.into_response()),
+        BoardBy::Account => {
+            let limit = p.limit.unwrap_or(domain::openenv::by_account::DEFAULT_PAGE);
+            let page =
+                crate::openenv::standing::by_account(&s, me.as_ref(), p.cursor.as_deref(), limit).await?;
+            Ok(Json(page).into_response())
+        }
+    }
+}
+
+#[utoipa::path(get, path = "/api/openenv/quota", tag = "openenv",
+    responses((status = 200, description = "your quota: the limit and window, the slots you hold, when the oldest frees, whether you are exempt (answers while the cluster is away too)", body = domain::openenv::quota::QuotaView),
+        (status = 401, body = ApiErrorBody)),
+    security(("hf_token" = [])))]
+pub async fn quota(
+    State(s): State<AppState>,
+    User(me): User,
+) -> Result<Json<domain::openenv::quota::QuotaView>, ApiError> {
+    Ok(Json(crate::openenv::standing::quota(&s, &me).await?))
 }
 
 #[utoipa::path(post, path = "/api/openenv/submissions", tag = "openenv", request_body = domain::openenv::SubmissionRequest,
@@ -107,10 +167,10 @@ pub async fn list(State(s): State<AppState>, User(me): User) -> Result<Json<Subm
     security(("hf_token" = [])))]
 pub async fn get(
     State(s): State<AppState>,
-    Path(id): Path<String>,
     User(me): User,
+    IdPath(id): IdPath<domain::ids::SubmissionId>,
 ) -> Result<Json<SubmissionView>, ApiError> {
-    Ok(Json(crate::openenv::service::get(&s, &me, &parse_id(&id)?).await?))
+    Ok(Json(crate::openenv::service::get(&s, &me, &id).await?))
 }
 
 #[utoipa::path(get, path = "/api/openenv/runs/{id}", tag = "openenv", params(("id" = String, Path)),
@@ -121,11 +181,11 @@ pub async fn get(
     security(("hf_token" = [])))]
 pub async fn run(
     State(s): State<AppState>,
-    Path(id): Path<String>,
     User(me): User,
+    IdPath(id): IdPath<domain::ids::OpenEnvRunId>,
 ) -> Result<Json<domain::openenv::run::OpenEnvRunView>, ApiError> {
     crate::openenv::service::require_connected(&s).await?;
-    Ok(Json(crate::openenv::runs::service::view(&s, &me, &parse_id(&id)?).await?))
+    Ok(Json(crate::openenv::runs::service::view(&s, &me, &id).await?))
 }
 
 #[utoipa::path(get, path = "/api/openenv/runs/{id}/events", tag = "openenv", params(("id" = String, Path)),
@@ -136,11 +196,11 @@ pub async fn run(
     security(("hf_token" = [])))]
 pub async fn run_events(
     State(s): State<AppState>,
-    Path(id): Path<String>,
     User(me): User,
+    IdPath(id): IdPath<domain::ids::OpenEnvRunId>,
 ) -> Result<Json<domain::openenv::run::RunEvents>, ApiError> {
     crate::openenv::service::require_connected(&s).await?;
-    Ok(Json(crate::openenv::runs::service::events(&s, &me, &parse_id(&id)?).await?))
+    Ok(Json(crate::openenv::runs::service::events(&s, &me, &id).await?))
 }
 
 #[utoipa::path(post, path = "/api/openenv/runs/{id}/cancel", tag = "openenv", params(("id" = String, Path)),
@@ -151,11 +211,11 @@ pub async fn run_events(
     security(("hf_token" = [])))]
 pub async fn cancel_run(
     State(s): State<AppState>,
-    Path(id): Path<String>,
     User(me): User,
+    IdPath(id): IdPath<domain::ids::OpenEnvRunId>,
 ) -> Result<Json<domain::openenv::run::OpenEnvRunView>, ApiError> {
     crate::openenv::service::require_connected(&s).await?;
-    Ok(Json(crate::openenv::runs::service::cancel(&s, &me, &parse_id(&id)?).await?))
+    Ok(Json(crate::openenv::runs::service::cancel(&s, &me, &id).await?))
 }
 
 #[utoipa::path(post, path = "/api/openenv/runs/{id}/release", tag = "openenv", params(("id" = String, Path)),
@@ -170,11 +230,11 @@ pub async fn cancel_run(
     security(("hf_token" = [])))]
 pub async fn release_run(
     State(s): State<AppState>,
-    Path(id): Path<String>,
     User(me): User,
+    IdPath(id): IdPath<domain::ids::OpenEnvRunId>,
     ApiJson(body): ApiJson<domain::reason::ReasonRequest>,
 ) -> Result<Json<domain::openenv::run::OpenEnvRunView>, ApiError> {
-    Ok(Json(crate::openenv::runs::cleanup::release(&s, &me, &parse_id(&id)?, &body.reason).await?))
+    Ok(Json(crate::openenv::runs::cleanup::release(&s, &me, &id, &body.reason).await?))
 }
 
 const MAX_MESSAGE: usize = 64 * 1024;

@@ -6,6 +6,7 @@ pub mod intake;
 pub mod repo;
 pub mod runs;
 pub mod service;
+pub mod standing;
 
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -16,11 +17,11 @@ use crate::AppState;
 pub const FEATURE: Feature = Feature {
     router,
     passes: &[
-        Pass { name: "admission", every_ticks: 1, run: admission },
+        Pass::new("admission", 1, admission),
         // Fails runs stuck in the cluster's queue.
-        Pass { name: "OpenEnv runs' sweep", every_ticks: 1, run: sweep },
+        Pass::new("OpenEnv runs' sweep", 1, sweep),
         // Counts what stalled cleanups left running.
-        Pass { name: "OpenEnv cleanups", every_ticks: 1, run: cleanups },
+        Pass::new("OpenEnv cleanups", 1, cleanups),
     ],
 };
 
@@ -29,6 +30,7 @@ fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(api::status))
         .routes(routes!(api::intake))
         .routes(routes!(api::leaderboard))
+        .routes(routes!(api::quota))
         .routes(routes!(api::submit, api::list))
         .routes(routes!(api::get))
         .routes(routes!(api::check))
@@ -38,8 +40,6 @@ fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(api::release_run))
         // The training cluster's connection: a WebSocket, authenticated by the cluster's secret.
         .route("/api/relay/cluster", axum::routing::get(api::cluster))
-        // The jobs page's control, as a plain form.
-        .route("/arena/jobs/intake", axum::routing::post(intake::form))
 }
 
 fn admission(s: &AppState) -> PassFuture<'_> {

@@ -3,12 +3,11 @@
 use domain::ids::SubmissionId;
 use domain::openenv::admission::{ErrorOrigin, SlotState, SubmissionState};
 use domain::openenv::quota::QuotaPolicy;
-use sqlx::any::AnyRow;
-use sqlx::Row;
 
-use crate::db::Db;
+use crate::db::{Db, Flag};
 
-#[derive(Debug, Clone)]
+/// A submission's row, read by column name (`COLUMNS` selects them).
+#[derive(Debug, Clone, sqlx::FromRow)]
 pub struct Stored {
     pub account_id: String,
     pub account: String,
@@ -24,71 +23,39 @@ pub struct Stored {
     pub probes: String,
     pub accepted_at: String,
     pub updated_at: String,
+    /// Admission takes it from then on (its account was past its returned slots' cap).
+    pub admit_after_epoch: Option<i64>,
 }
 
 const COLUMNS: &str =
     "account_id, account, submission_id, body_hash, body, images, state, slot_state, report, \
-    error_origin, run_id, probes, accepted_at, updated_at";
-
-/// A column holding one of an enum's words.
-fn word<T>(row: &AnyRow, column: &str, parse: fn(&str) -> Option<T>) -> Result<T, sqlx::Error> {
-    let stored: String = row.try_get(column)?;
-    parse(&stored).ok_or_else(|| {
-        sqlx::Error::Decode(format!("openenv_submissions.{column} holds unknown value `{stored}`").into())
-    })
-}
-
-fn stored(row: &AnyRow) -> Result<Stored, sqlx::Error> {
-    Ok(Stored {
-        account_id: row.try_get("account_id")?,
-        account: row.try_get("account")?,
-        submission_id: row.try_get("submission_id")?,
-        body_hash: row.try_get("body_hash")?,
-        body: row.try_get("body")?,
-        images: row.try_get("images")?,
-        state: word(row, "state", SubmissionState::parse)?,
-        slot_state: word(row, "slot_state", SlotState::parse)?,
-        report: row.try_get("report")?,
-        error_origin: row.try_get("error_origin")?,
-        run_id: row.try_get("run_id")?,
-        probes: row.try_get("probes")?,
-        accepted_at: row.try_get("accepted_at")?,
-        updated_at: row.try_get("updated_at")?,
-    })
-}
+    error_origin, run_id, probes, accepted_at, updated_at, admit_after_epoch";
 
 pub async fn get(db: &Db, account_id: &str, submission_id: &str) -> Result<Option<Stored>, sqlx::Error> {
-    sqlx::query(&format!(
+    sqlx::query_as(&format!(
         "SELECT {COLUMNS} FROM openenv_submissions WHERE account_id = $1 AND submission_id = $2"
     ))
     .bind(account_id)
     .bind(submission_id)
     .fetch_optional(&db.writer)
-    .await?
-    .as_ref()
-    .map(stored)
-    .transpose()
+    .await
 }
 
 /// Every submission (the organizer view), or one account's, newest first.
 pub async fn list(db: &Db, account_id: Option<&str>) -> Result<Vec<Stored>, sqlx::Error> {
-    sqlx::query(&format!(
+    sqlx::query_as(&format!(
         "SELECT {COLUMNS} FROM openenv_submissions WHERE ($1 = '' OR account_id = $1) ORDER BY seq DESC LIMIT 500"
     ))
     .bind(account_id.unwrap_or(""))
     .fetch_all(&db.pool)
-    .await?
-    .iter()
-    .map(stored)
-    .collect()
+    .await
 }
 
 /// Submissions waiting for admission.
 pub async fn validating(db: &Db) -> Result<i64, sqlx::Error> {
-    sqlx::query("SELECT COUNT(*) AS n FROM openenv_submissions WHERE state = 'validating'")
+    sqlx::query_scalar("SELECT COUNT(*) AS n FROM openenv_submissions WHERE state = 'validating'")
         .fetch_one(&db.pool)
-        .await?
-        .try_get("n")
+        .await
 }
 
 pub struct NewSubmission<'a> {
@@ -102,6 +69,8 @@ pub struct NewSubmission<'a> {
     pub epoch: i64,
     /// The quota it takes a slot of; `None` for an exempt account.
     pub quota: Option<&'a QuotaPolicy>,
+    /// Admission waits until then (the account is past its returned slots' cap).
+    pub admit_after_epoch: Option<i64>,
 }
 
 pub enum Accepted {
@@ -119,13 +88,15 @@ async fn slots<'e>(
     exec: impl sqlx::Executor<'e, Database = sqlx::Any>,
     account_id: &str,
 ) -> Result<Vec<(i64, i64)>, sqlx::Error> {
-    sqlx::query("SELECT slot, accepted_epoch FROM openenv_quota_slots WHERE account_id = $1")
+    sqlx::query_as("SELECT slot, accepted_epoch FROM openenv_quota_slots WHERE account_id = $1")
         .bind(account_id)
         .fetch_all(exec)
-        .await?
-        .iter()
-        .map(|row| Ok((row.try_get("slot")?, row.try_get("accepted_epoch")?)))
-        .collect()
+        .await
+}
+
+/// When each of the account's quota slots was taken (held or expired).
+pub async fn slot_epochs(db: &Db, account_id: &str) -> Result<Vec<i64>, sqlx::Error> {
+    Ok(slots(&db.pool, account_id).await?.into_iter().map(|(_, e)| e).collect())
 }
 
 /// Seconds until one of the account's slots frees, when every one is held now (read before any
@@ -188,8 +159,8 @@ pub async fn accept(db: &Db, n: &NewSubmission<'_>) -> Result<Accepted, sqlx::Er
     }
     let inserted = sqlx::query(
         "INSERT INTO openenv_submissions (account_id, account, submission_id, body_hash, body, images, state, \
-         slot_state, report, accepted_at, accepted_epoch, updated_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, 'validating', 'held', '{\"errors\":[]}', $7, $8, $7) \
+         slot_state, report, accepted_at, accepted_epoch, updated_at, admit_after_epoch) \
+         VALUES ($1, $2, $3, $4, $5, $6, 'validating', 'held', '{\"errors\":[]}', $7, $8, $7, $9) \
          ON CONFLICT (account_id, submission_id) DO NOTHING",
     )
     .bind(n.account_id)
@@ -200,6 +171,7 @@ pub async fn accept(db: &Db, n: &NewSubmission<'_>) -> Result<Accepted, sqlx::Er
     .bind(n.images)
     .bind(n.now)
     .bind(n.epoch)
+    .bind(n.admit_after_epoch)
     .execute(&mut *tx)
     .await?
     .rows_affected()
@@ -217,18 +189,12 @@ pub async fn accept(db: &Db, n: &NewSubmission<'_>) -> Result<Accepted, sqlx::Er
 
 /// The cluster's connection as last recorded: (connected, seen epoch, GPUs free, sandboxes free).
 pub async fn cluster(db: &Db) -> Result<Option<(bool, i64, i64, i64)>, sqlx::Error> {
-    sqlx::query("SELECT connected, seen_epoch, gpus_free, sandboxes_free FROM openenv_cluster WHERE id = 1")
-        .fetch_optional(&db.pool)
-        .await?
-        .map(|r| {
-            Ok((
-                r.try_get::<i64, _>("connected")? != 0,
-                r.try_get("seen_epoch")?,
-                r.try_get("gpus_free")?,
-                r.try_get("sandboxes_free")?,
-            ))
-        })
-        .transpose()
+    let row: Option<(Flag, i64, i64, i64)> = sqlx::query_as(
+        "SELECT connected, seen_epoch, gpus_free, sandboxes_free FROM openenv_cluster WHERE id = 1",
+    )
+    .fetch_optional(&db.pool)
+    .await?;
+    Ok(row.map(|(connected, seen, gpus, sandboxes)| (connected.0, seen, gpus, sandboxes)))
 }
 
 /// The cluster said hello or sent a heartbeat through this server.
@@ -263,14 +229,32 @@ pub async fn cluster_gone(db: &Db, holder: &str) -> Result<(), sqlx::Error> {
     Ok(())
 }
 
-/// Submissions waiting for admission: (account, submission id), oldest first.
-pub async fn validating_ids(db: &Db) -> Result<Vec<(String, SubmissionId)>, sqlx::Error> {
-    sqlx::query("SELECT account_id, submission_id FROM openenv_submissions WHERE state = 'validating' ORDER BY seq LIMIT 50")
-        .fetch_all(&db.pool)
-        .await?
-        .iter()
-        .map(|r| Ok((r.try_get("account_id")?, r.try_get("submission_id")?)))
-        .collect()
+/// Submissions admission may take now: each account's oldest one validating and not waiting, as
+/// (account, submission id), oldest first. One per account, so that one account's submissions
+/// never hold admission for another's.
+pub async fn admissible(db: &Db, now: i64) -> Result<Vec<(String, SubmissionId)>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT account_id, submission_id FROM openenv_submissions s WHERE state = 'validating' \
+         AND (admit_after_epoch IS NULL OR admit_after_epoch <= $1) \
+         AND seq = (SELECT MIN(o.seq) FROM openenv_submissions o WHERE o.account_id = s.account_id \
+                    AND o.state = 'validating' AND (o.admit_after_epoch IS NULL OR o.admit_after_epoch <= $1)) \
+         ORDER BY seq LIMIT 50",
+    )
+    .bind(now)
+    .fetch_all(&db.pool)
+    .await
+}
+
+/// When the account's submissions whose slot was returned after `since` were decided, oldest first.
+pub async fn returned_since(db: &Db, account_id: &str, since: i64) -> Result<Vec<i64>, sqlx::Error> {
+    sqlx::query_scalar(
+        "SELECT decided_epoch FROM openenv_submissions WHERE account_id = $1 AND slot_state = 'returned' \
+         AND decided_epoch > $2 ORDER BY decided_epoch",
+    )
+    .bind(account_id)
+    .bind(since)
+    .fetch_all(&db.pool)
+    .await
 }
 
 /// A submission's admission lease (`crate::engine`): only while it is validating.
@@ -307,12 +291,12 @@ pub async fn decide(
     origin: Option<ErrorOrigin>,
     report: &str,
     probes: &str,
-    now: &str,
+    now: &domain::time::Timestamp,
 ) -> Result<(), sqlx::Error> {
     let mut tx = db.writer.begin().await?;
     sqlx::query(
         "UPDATE openenv_submissions SET state = $3, slot_state = $4, error_origin = $5, report = $6, probes = $7, \
-         updated_at = $8 WHERE account_id = $1 AND submission_id = $2 AND state = 'validating'",
+         updated_at = $8, decided_epoch = $9 WHERE account_id = $1 AND submission_id = $2 AND state = 'validating'",
     )
     .bind(account_id)
     .bind(submission_id)
@@ -321,7 +305,8 @@ pub async fn decide(
     .bind(origin.map(ErrorOrigin::as_str))
     .bind(report)
     .bind(probes)
-    .bind(now)
+    .bind(&now.text)
+    .bind(now.epoch)
     .execute(&mut *tx)
     .await?;
     if slot == SlotState::Returned {
@@ -331,17 +316,27 @@ pub async fn decide(
             .execute(&mut *tx)
             .await?;
     }
+    let subject = format!("submission:{account_id}/{submission_id}");
+    crate::endings::record_in(
+        &mut tx,
+        crate::endings::Kind::SubmissionDecided,
+        &subject,
+        account_id,
+        &now.text,
+        now.epoch,
+    )
+    .await?;
     tx.commit().await?;
+    db.ended();
     Ok(())
 }
 
 /// The submissions a probe is under way for (their lease is held and not expired).
 pub async fn probing(db: &Db, now: i64) -> Result<Vec<String>, sqlx::Error> {
-    let rows = sqlx::query(
+    sqlx::query_scalar(
         "SELECT submission_id FROM openenv_submissions WHERE lease_owner IS NOT NULL AND lease_until >= $1",
     )
     .bind(now)
     .fetch_all(&db.writer)
-    .await?;
-    rows.iter().map(|r| r.try_get("submission_id")).collect()
+    .await
 }

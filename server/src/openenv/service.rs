@@ -82,16 +82,20 @@ fn registry_error(image: &str, e: RegistryError) -> ApiError {
     }
 }
 
-/// The action and observation schemas compile, and every example action (and the finish action)
-/// is valid under the action schema. No remote reference is resolved.
+/// The action and observation schemas point nowhere outside themselves and compile with the draft
+/// they name (the assignment carries it to the trainer), and every example action (and the finish
+/// action) is valid under the action schema.
 fn check_schemas(r: &SubmissionRequest) -> Result<(), ApiError> {
+    use domain::openenv::schema;
     let compile = |part: &str| {
-        jsonschema::validator_for(&r.schema[part]).map_err(|e| {
+        let invalid = |why: domain::invalid::Invalid| {
             ApiError::new(
                 ErrorCode::SchemaInvalid,
-                format!("`schema.{part}` is not a usable JSON Schema: {e}"),
+                format!("`schema.{part}` is not a usable JSON Schema: {why}"),
             )
-        })
+        };
+        let draft = schema::draft_of(&r.schema[part]).map_err(invalid)?;
+        schema::validator(&r.schema[part], draft).map_err(invalid)
     };
     let action = compile("action")?;
     compile("observation")?;
@@ -156,7 +160,7 @@ pub async fn submit(s: &AppState, me: &Identity, body: Value) -> Result<Submissi
     // registries anything.
     crate::openenv::intake::require_open(s).await?;
     let policy = &s.registry.openenv_quota;
-    let quota = (!policy.exempts(&me.name, me.editor)).then_some(policy);
+    let quota = (!policy.exempts(&me.id, me.editor)).then_some(policy);
     if let Some(policy) = quota {
         if let Some(wait) = crate::openenv::repo::quota_wait(&s.db, &me.id, policy, s.now().epoch).await? {
             return Err(quota_used(wait, policy));
@@ -198,6 +202,10 @@ pub async fn submit(s: &AppState, me: &Identity, body: Value) -> Result<Submissi
     }
     openenv::check_total_size(&facts.iter().collect::<Vec<_>>()).map_err(refusal)?;
     let domain::time::Timestamp { text: now, epoch } = s.now();
+    let admit_after_epoch = match quota {
+        Some(policy) => admit_after(s, &me.id, policy, epoch).await?,
+        None => None,
+    };
     let images_json = serde_json::to_string(&images).expect("JSON");
     let body_json = serde_json::to_string(&body).expect("JSON");
     let new = NewSubmission {
@@ -210,6 +218,7 @@ pub async fn submit(s: &AppState, me: &Identity, body: Value) -> Result<Submissi
         now: &now,
         epoch,
         quota,
+        admit_after_epoch,
     };
     match crate::openenv::repo::accept(&s.db, &new).await? {
         Accepted::Stored(stored) => view(&stored, false, None),
@@ -219,6 +228,21 @@ pub async fn submit(s: &AppState, me: &Identity, body: Value) -> Result<Submissi
         }
         Accepted::QuotaUsed { frees_epoch } => Err(quota_used(frees_epoch - epoch, policy)),
     }
+}
+
+/// Until when an account past its cap of returned slots waits before admission takes its new
+/// submission: until enough of them leave the quota window. A returned slot does not count, so
+/// without the cap an account whose image is judged the platform's fault could submit again and
+/// again.
+async fn admit_after(
+    s: &AppState,
+    account_id: &str,
+    policy: &domain::openenv::quota::QuotaPolicy,
+    now: i64,
+) -> Result<Option<i64>, ApiError> {
+    let returned = crate::openenv::repo::returned_since(&s.db, account_id, now - policy.window_s).await?;
+    let cap = s.openenv.returned_slots_per_window.max(1) as usize;
+    Ok((returned.len() >= cap).then(|| returned[returned.len() - cap] + policy.window_s))
 }
 
 fn quota_used(wait_s: i64, policy: &domain::openenv::quota::QuotaPolicy) -> ApiError {
@@ -286,6 +310,20 @@ fn view(stored: &Stored, existing: bool, run_state: Option<RunState>) -> Result<
         accepted_at: stored.accepted_at.clone(),
         updated_at: stored.updated_at.clone(),
         existing,
+        waiting: waiting(stored),
+    })
+}
+
+/// Why a submission still validating has not been taken by admission, while it waits.
+fn waiting(stored: &Stored) -> Option<domain::openenv::Waiting> {
+    let until = stored.admit_after_epoch.filter(|_| stored.state == SubmissionState::Validating)?;
+    Some(domain::openenv::Waiting {
+        until: time::OffsetDateTime::from_unix_timestamp(until).map(crate::clock::rfc3339).unwrap_or_default(),
+        until_epoch: until,
+        reason: "your account's recent submissions were rejected on the platform's side and their slots returned, \
+                 more often than the arena admits in one quota window: admission takes this one when the oldest \
+                 of them leaves the window"
+            .into(),
     })
 }
 

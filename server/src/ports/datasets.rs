@@ -27,6 +27,15 @@ pub enum DatasetError {
     Unavailable(String),
 }
 
+impl From<lfs::LfsError> for DatasetError {
+    fn from(e: lfs::LfsError) -> Self {
+        match e {
+            lfs::LfsError::Refused { status, message } => DatasetError::Refused { status, message },
+            lfs::LfsError::Unavailable(why) => DatasetError::Unavailable(why),
+        }
+    }
+}
+
 #[async_trait]
 pub trait DatasetWriter: Send + Sync {
     /// Creates the private dataset unless it exists.
@@ -56,8 +65,23 @@ pub trait DatasetWriter: Send + Sync {
     async fn list(&self, repo: &str, dir: &str, max: usize) -> Result<Vec<String>, DatasetError>;
     /// One file at a revision, at most `max` bytes; `NotFound` when it is not there.
     async fn read(&self, repo: &str, revision: &str, path: &str, max: u64) -> Result<Vec<u8>, DatasetError>;
+    /// The commits of `main`, newest first, a page at a time: `next` is called with each page and
+    /// answers whether to read on (at most `max` in all).
+    async fn commits(
+        &self,
+        repo: &str,
+        max: usize,
+        next: &mut (dyn for<'p> FnMut(&'p [CommitInfo]) -> bool + Send),
+    ) -> Result<(), DatasetError>;
     /// Where a person opens a path of the dataset (private to the organizers).
     fn url(&self, repo: &str, path: &str) -> String;
+}
+
+/// One commit of a dataset, as HF lists it (`GET /api/datasets/{repo}/commits/{revision}`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct CommitInfo {
+    pub id: String,
+    pub title: String,
 }
 
 pub struct HfDatasetWriter {
@@ -301,6 +325,30 @@ impl DatasetWriter for HfDatasetWriter {
             }
         }
         Ok(out)
+    }
+
+    async fn commits(
+        &self,
+        repo: &str,
+        max: usize,
+        next: &mut (dyn for<'p> FnMut(&'p [CommitInfo]) -> bool + Send),
+    ) -> Result<(), DatasetError> {
+        let mut url = Some(format!("{}/api/datasets/{}/commits/main", self.endpoint, encode_path(repo)));
+        let mut seen = 0;
+        while let Some(at) = url.take() {
+            let resp = Self::send(self.request(reqwest::Method::GET, &at)?).await?;
+            url = next_page(&resp, &self.endpoint);
+            let bytes = crate::sources::bounded_body(resp, 4 << 20)
+                .await
+                .map_err(|e| DatasetError::Unavailable(e.to_string()))?;
+            let page: Vec<CommitInfo> =
+                serde_json::from_slice(&bytes).map_err(|e| DatasetError::Unavailable(e.to_string()))?;
+            seen += page.len();
+            if page.is_empty() || !next(&page) || seen >= max {
+                break;
+            }
+        }
+        Ok(())
     }
 
     fn url(&self, repo: &str, path: &str) -> String {

@@ -17,7 +17,16 @@ use reqwest::header::{ACCEPT, CONTENT_TYPE, ETAG};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::datasets::DatasetError;
+/// What an LFS transfer failed with; the dataset port turns it into its own error.
+#[derive(Debug, thiserror::Error)]
+pub enum LfsError {
+    /// A definite refusal: nothing was stored.
+    #[error("HF refused ({status}): {message}")]
+    Refused { status: u16, message: String },
+    /// No answer, or a 5xx.
+    #[error("HF did not answer ({0})")]
+    Unavailable(String),
+}
 
 /// `preupload` takes this many files a call (`huggingface_hub`'s batch).
 const PREUPLOAD_BATCH: usize = 256;
@@ -46,13 +55,11 @@ pub fn is_text(bytes: &[u8]) -> bool {
 }
 
 impl Hub<'_> {
-    fn unavailable(e: reqwest::Error) -> DatasetError {
-        DatasetError::Unavailable(e.without_url().to_string())
+    fn unavailable(e: reqwest::Error) -> LfsError {
+        LfsError::Unavailable(e.without_url().to_string())
     }
 
-    async fn checked(
-        resp: Result<reqwest::Response, reqwest::Error>,
-    ) -> Result<reqwest::Response, DatasetError> {
+    async fn checked(resp: Result<reqwest::Response, reqwest::Error>) -> Result<reqwest::Response, LfsError> {
         let resp = resp.map_err(Self::unavailable)?;
         let status = resp.status();
         if status.is_success() {
@@ -60,18 +67,14 @@ impl Hub<'_> {
         }
         let message: String = resp.text().await.unwrap_or_default().chars().take(500).collect();
         Err(if status.is_server_error() || status.as_u16() == 429 {
-            DatasetError::Unavailable(format!("HF answered {status}: {message}"))
+            LfsError::Unavailable(format!("HF answered {status}: {message}"))
         } else {
-            DatasetError::Refused { status: status.as_u16(), message }
+            LfsError::Refused { status: status.as_u16(), message }
         })
     }
 
     /// The operation of each file: `preupload`'s answer, and LFS for anything that is not text.
-    pub async fn plan(
-        &self,
-        repo: &str,
-        files: &[(String, Vec<u8>)],
-    ) -> Result<Vec<Operation>, DatasetError> {
+    pub async fn plan(&self, repo: &str, files: &[(String, Vec<u8>)]) -> Result<Vec<Operation>, LfsError> {
         #[derive(Deserialize)]
         struct Answer {
             files: Vec<Mode>,
@@ -113,7 +116,7 @@ impl Hub<'_> {
     /// An address HF gave for an upload: its storage's (`https`; a loopback address beside a local
     /// stand-in). `https://huggingface.co` is read as the configured endpoint,
     /// as `huggingface_hub`'s `fix_hf_endpoint_in_url` does.
-    fn storage_url(&self, href: &str) -> Result<String, DatasetError> {
+    fn storage_url(&self, href: &str) -> Result<String, LfsError> {
         let href = match href.strip_prefix("https://huggingface.co") {
             Some(rest) if self.endpoint != "https://huggingface.co" => format!("{}{rest}", self.endpoint),
             _ => href.to_string(),
@@ -126,7 +129,7 @@ impl Hub<'_> {
         if href.starts_with("https://") || (local(self.endpoint) && local(&href)) {
             Ok(href)
         } else {
-            Err(DatasetError::Refused {
+            Err(LfsError::Refused {
                 status: 502,
                 message: format!("HF gave an upload address the arena does not use: {href}"),
             })
@@ -134,7 +137,7 @@ impl Hub<'_> {
     }
 
     /// Uploads the LFS objects (each `(oid, bytes)`) HF does not hold yet.
-    pub async fn upload(&self, repo: &str, objects: &[(&str, &[u8])]) -> Result<(), DatasetError> {
+    pub async fn upload(&self, repo: &str, objects: &[(&str, &[u8])]) -> Result<(), LfsError> {
         if objects.is_empty() {
             return Ok(());
         }
@@ -159,7 +162,7 @@ impl Hub<'_> {
             let object =
                 listed.iter().find(|o| o["oid"] == *oid).ok_or_else(|| malformed("an object is missing"))?;
             if let Some(error) = object.get("error") {
-                return Err(DatasetError::Refused {
+                return Err(LfsError::Refused {
                     status: error["code"].as_u64().unwrap_or(422) as u16,
                     message: format!(
                         "HF refused LFS object {oid}: {}",
@@ -185,7 +188,7 @@ impl Hub<'_> {
 
     /// One object's upload: `basic` (one PUT) or `multipart` (`chunk_size` and a URL per part in
     /// the action's header, then the completion call), without the token.
-    async fn put(&self, upload: &Value, bytes: &[u8]) -> Result<(), DatasetError> {
+    async fn put(&self, upload: &Value, bytes: &[u8]) -> Result<(), LfsError> {
         let href =
             self.storage_url(upload["href"].as_str().ok_or_else(|| malformed("an upload without href"))?)?;
         let header = upload.get("header").and_then(Value::as_object);
@@ -235,8 +238,8 @@ impl Hub<'_> {
     }
 }
 
-fn malformed(what: &str) -> DatasetError {
-    DatasetError::Unavailable(format!("a malformed answer from HF's LFS batch API: {what}"))
+fn malformed(what: &str) -> LfsError {
+    LfsError::Unavailable(format!("a malformed answer from HF's LFS batch API: {what}"))
 }
 
 #[cfg(test)]

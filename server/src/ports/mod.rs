@@ -9,6 +9,7 @@ pub mod http;
 pub mod identity;
 pub mod jobs;
 pub mod lfs;
+pub mod names;
 pub mod registry;
 
 use std::collections::BTreeMap;
@@ -39,6 +40,8 @@ pub struct Deps {
     pub datasets: Arc<dyn datasets::DatasetWriter>,
     /// Docker Hub and GHCR, read anonymously (the OpenEnv track).
     pub registry: Arc<dyn registry::ImageRegistry>,
+    /// Where a webhook receiver's host is (the system's resolver).
+    pub names: Arc<dyn names::NameLookup>,
 }
 
 impl Deps {
@@ -68,18 +71,24 @@ impl Deps {
                 &config.registry_ghcr_url,
                 &config.registry_auth_origins,
             )),
+            names: Arc::new(names::SystemNames),
             clock,
         }
     }
 
     /// The launcher of a provider, or why there is none.
-    pub fn launcher(&self, provider: &str) -> Result<&Arc<dyn jobs::JobLauncher>, String> {
+    pub fn launcher(&self, provider: &str) -> Result<&Arc<dyn jobs::JobLauncher>, NoLauncher> {
         self.launchers.get(provider).ok_or_else(|| {
             let known: Vec<&str> = self.launchers.keys().map(String::as_str).collect();
-            format!(
+            NoLauncher(format!(
                 "the arena has no job launcher for provider `{provider}` (it launches on {})",
                 known.join(", ")
-            )
+            ))
         })
     }
 }
+
+/// Why a challenge's runs cannot be launched anywhere: the sentence says where they could.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct NoLauncher(pub String);

@@ -1,13 +1,13 @@
 //! Results' routes: collect a scored run, read and review its result, and the leaderboard.
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use domain::ApiErrorBody;
 use serde::Deserialize;
 use utoipa::IntoParams;
 
-use crate::http::ids::id as parse_id;
+use crate::http::ids::{IdPath, IdPaths};
 use crate::http::{ApiError, ApiJson, ApiQuery};
 use crate::identity::User;
 use crate::AppState;
@@ -24,10 +24,10 @@ use crate::AppState;
     security(("hf_token" = [])))]
 pub async fn collect(
     State(s): State<AppState>,
-    Path((id, run_id)): Path<(String, String)>,
     User(me): User,
+    IdPaths(id, run_id): IdPaths<domain::ids::ChallengeId, domain::ids::RunId>,
 ) -> Result<(StatusCode, Json<domain::results::ResultView>), ApiError> {
-    let r = crate::results::service::collect(&s, &parse_id(&id)?, &parse_id(&run_id)?, &me).await?;
+    let r = crate::results::service::collect(&s, &id, &run_id, &me).await?;
     Ok((if r.existing { StatusCode::OK } else { StatusCode::CREATED }, Json(r)))
 }
 
@@ -36,9 +36,9 @@ pub async fn collect(
     responses((status = 200, body = domain::results::ResultView), (status = 404, description = "RESULT_NOT_FOUND", body = ApiErrorBody)))]
 pub async fn result(
     State(s): State<AppState>,
-    Path((id, run_id)): Path<(String, String)>,
+    IdPaths(id, run_id): IdPaths<domain::ids::ChallengeId, domain::ids::RunId>,
 ) -> Result<Json<domain::results::ResultView>, ApiError> {
-    Ok(Json(crate::results::service::get(&s, &parse_id(&id)?, &parse_id(&run_id)?).await?))
+    Ok(Json(crate::results::service::get(&s, &id, &run_id).await?))
 }
 
 #[utoipa::path(post, path = "/api/challenges/{id}/runs/{run_id}/result/review", tag = "results",
@@ -51,11 +51,11 @@ pub async fn result(
     security(("hf_token" = [])))]
 pub async fn review(
     State(s): State<AppState>,
-    Path((id, run_id)): Path<(String, String)>,
     User(me): User,
+    IdPaths(id, run_id): IdPaths<domain::ids::ChallengeId, domain::ids::RunId>,
     ApiJson(r): ApiJson<domain::results::Review>,
 ) -> Result<Json<domain::results::ResultView>, ApiError> {
-    Ok(Json(crate::results::service::review(&s, &parse_id(&id)?, &parse_id(&run_id)?, &me, r).await?))
+    Ok(Json(crate::results::service::review(&s, &id, &run_id, &me, r).await?))
 }
 
 #[derive(Deserialize, IntoParams)]
@@ -70,14 +70,11 @@ pub struct BoardParams {
         (status = 404, description = "CHALLENGE_NOT_FOUND, or BENCHMARK_NOT_SCORED naming the benchmarks it scores", body = ApiErrorBody)))]
 pub async fn leaderboard(
     State(s): State<AppState>,
-    Path(id): Path<String>,
+    IdPath(id): IdPath<domain::ids::ChallengeId>,
     ApiQuery(p): ApiQuery<BoardParams>,
 ) -> Result<axum::response::Response, ApiError> {
-    let board = crate::results::service::leaderboard(
-        &s,
-        &parse_id(&id)?,
-        p.benchmark.as_deref().filter(|b| !b.is_empty()),
-    )
-    .await?;
+    let board =
+        crate::results::service::leaderboard(&s, &id, p.benchmark.as_deref().filter(|b| !b.is_empty()))
+            .await?;
     Ok(axum::response::IntoResponse::into_response(board))
 }

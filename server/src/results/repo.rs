@@ -1,11 +1,8 @@
 //! Collected results and their reviews. One result per run (its primary key makes a repeated
 //! collect find the first); a review applies only to a pending result, so it is final.
 
+use crate::db::{Db, JsonText};
 use domain::results::{Measured, Review, SuiteResult};
-use sqlx::any::AnyRow;
-use sqlx::Row;
-
-use crate::db::Db;
 
 #[derive(Debug, Clone)]
 pub struct Stored {
@@ -30,37 +27,63 @@ const COLUMNS: &str = "run_id, challenge_id, environment_id, baseline_pass_rate,
     trials, suites, paired_tasks, infra_error_cells, task_identities, read_commit, collected_by, collected_at, review, \
     review_note, reviewed_by, reviewed_at, reviewed_epoch, training";
 
-fn json<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, sqlx::Error> {
-    serde_json::from_str(text).map_err(|e| sqlx::Error::Decode(Box::new(e)))
+/// A result's row as `COLUMNS` selects it; `Stored` gathers the measurement.
+#[derive(sqlx::FromRow)]
+struct ResultRow {
+    run_id: String,
+    challenge_id: String,
+    environment_id: String,
+    baseline_pass_rate: f64,
+    after_pass_rate: f64,
+    delta_pp: f64,
+    stderr_pp: Option<f64>,
+    #[sqlx(try_from = "i64")]
+    trials: u32,
+    suites: JsonText<Vec<SuiteResult>>,
+    #[sqlx(try_from = "i64")]
+    paired_tasks: u64,
+    #[sqlx(try_from = "i64")]
+    infra_error_cells: u64,
+    task_identities: JsonText<Vec<String>>,
+    read_commit: String,
+    collected_by: String,
+    collected_at: String,
+    review: String,
+    review_note: Option<String>,
+    reviewed_by: Option<String>,
+    reviewed_at: Option<String>,
+    reviewed_epoch: Option<i64>,
+    training: JsonText<Option<domain::training::signal::TrainingSignal>>,
 }
 
-fn stored(row: &AnyRow) -> Result<Stored, sqlx::Error> {
-    let suites: Vec<SuiteResult> = json(&row.try_get::<String, _>("suites")?)?;
-    Ok(Stored {
-        run_id: row.try_get("run_id")?,
-        challenge_id: row.try_get("challenge_id")?,
-        environment_id: row.try_get("environment_id")?,
-        measured: Measured {
-            baseline_pass_rate: row.try_get("baseline_pass_rate")?,
-            after_pass_rate: row.try_get("after_pass_rate")?,
-            delta_pp: row.try_get("delta_pp")?,
-            stderr_pp: row.try_get("stderr_pp")?,
-            trials: row.try_get::<i64, _>("trials")? as u32,
-            suites,
-            paired_tasks: row.try_get::<i64, _>("paired_tasks")? as u64,
-            infra_error_cells: row.try_get::<i64, _>("infra_error_cells")? as u64,
-        },
-        task_identities: json(&row.try_get::<String, _>("task_identities")?)?,
-        read_commit: row.try_get("read_commit")?,
-        collected_by: row.try_get("collected_by")?,
-        collected_at: row.try_get("collected_at")?,
-        review: row.try_get("review")?,
-        review_note: row.try_get("review_note")?,
-        reviewed_by: row.try_get("reviewed_by")?,
-        reviewed_at: row.try_get("reviewed_at")?,
-        reviewed_epoch: row.try_get("reviewed_epoch")?,
-        training: row.try_get::<Option<String>, _>("training")?.map(|t| json(&t)).transpose()?,
-    })
+impl From<ResultRow> for Stored {
+    fn from(r: ResultRow) -> Stored {
+        Stored {
+            run_id: r.run_id,
+            challenge_id: r.challenge_id,
+            environment_id: r.environment_id,
+            measured: Measured {
+                baseline_pass_rate: r.baseline_pass_rate,
+                after_pass_rate: r.after_pass_rate,
+                delta_pp: r.delta_pp,
+                stderr_pp: r.stderr_pp,
+                trials: r.trials,
+                suites: r.suites.0,
+                paired_tasks: r.paired_tasks,
+                infra_error_cells: r.infra_error_cells,
+            },
+            task_identities: r.task_identities.0,
+            read_commit: r.read_commit,
+            collected_by: r.collected_by,
+            collected_at: r.collected_at,
+            review: r.review,
+            review_note: r.review_note,
+            reviewed_by: r.reviewed_by,
+            reviewed_at: r.reviewed_at,
+            reviewed_epoch: r.reviewed_epoch,
+            training: r.training.0,
+        }
+    }
 }
 
 pub struct NewResult<'a> {
@@ -114,13 +137,11 @@ pub async fn insert(db: &Db, n: &NewResult<'_>) -> Result<(bool, Stored), sqlx::
 }
 
 pub async fn get(db: &Db, run_id: &str) -> Result<Option<Stored>, sqlx::Error> {
-    sqlx::query(&format!("SELECT {COLUMNS} FROM results WHERE run_id = $1"))
+    let row: Option<ResultRow> = sqlx::query_as(&format!("SELECT {COLUMNS} FROM results WHERE run_id = $1"))
         .bind(run_id)
         .fetch_optional(&db.writer)
-        .await?
-        .as_ref()
-        .map(stored)
-        .transpose()
+        .await?;
+    Ok(row.map(Stored::from))
 }
 
 /// Reviews a pending result; `false` when it was already reviewed.
@@ -132,6 +153,8 @@ pub async fn review(
     now: &str,
     epoch: i64,
 ) -> Result<bool, sqlx::Error> {
+    // The review and its ending (`result.verified`, for the run's author) are one transaction.
+    let mut tx = db.writer.begin().await?;
     let done = sqlx::query(
         "UPDATE results SET review = $2, review_note = $3, reviewed_by = $4, reviewed_at = $5, reviewed_epoch = $6 \
          WHERE run_id = $1 AND review = 'pending'",
@@ -142,20 +165,31 @@ pub async fn review(
     .bind(by)
     .bind(now)
     .bind(epoch)
-    .execute(&db.writer)
+    .execute(&mut *tx)
     .await?;
-    Ok(done.rows_affected() == 1)
+    if done.rows_affected() != 1 {
+        tx.rollback().await?;
+        return Ok(false);
+    }
+    let author: String = sqlx::query_scalar("SELECT author_id FROM runs WHERE id = $1")
+        .bind(run_id)
+        .fetch_one(&mut *tx)
+        .await?;
+    let subject = format!("result:{run_id}");
+    crate::endings::record_in(&mut tx, crate::endings::Kind::ResultVerified, &subject, &author, now, epoch)
+        .await?;
+    tx.commit().await?;
+    db.ended();
+    Ok(true)
 }
 
 /// Every result on a challenge (or all), in the order they were collected.
 pub async fn list(db: &Db, challenge_id: Option<&str>) -> Result<Vec<Stored>, sqlx::Error> {
-    sqlx::query(&format!(
+    let rows: Vec<ResultRow> = sqlx::query_as(&format!(
         "SELECT {COLUMNS} FROM results WHERE ($1 = '' OR challenge_id = $1) ORDER BY collected_at, run_id"
     ))
     .bind(challenge_id.unwrap_or(""))
     .fetch_all(&db.pool)
-    .await?
-    .iter()
-    .map(stored)
-    .collect()
+    .await?;
+    Ok(rows.into_iter().map(Stored::from).collect())
 }

@@ -1,6 +1,6 @@
 //! Runs' routes: the preflight, the launch, the run lists and cancel (`run`, `runs` in the CLI).
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use domain::runs::{Preflight, RunDetail, RunRequest};
@@ -8,7 +8,7 @@ use domain::{ApiErrorBody, ErrorCode};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
-use crate::http::ids::{id as parse_id, optional};
+use crate::http::ids::{id as parse_id, optional, IdPath, IdPaths};
 use crate::http::{ApiError, ApiJson, ApiQuery};
 use crate::identity::{Caller, User};
 use crate::runs::service::{Launched, RunList};
@@ -29,15 +29,15 @@ pub struct PreflightParams {
     security((), ("hf_token" = [])))]
 pub async fn preflight(
     State(s): State<AppState>,
-    Path(id): Path<String>,
     Caller(me): Caller,
+    IdPath(id): IdPath<domain::ids::ChallengeId>,
     ApiQuery(p): ApiQuery<PreflightParams>,
 ) -> Result<Json<Preflight>, ApiError> {
     let env = p
         .environment_id
         .filter(|e| !e.is_empty())
         .ok_or_else(|| ApiError::new(ErrorCode::InvalidQuery, "`environment_id` is required (env-…)"))?;
-    Ok(Json(crate::runs::service::preflight(&s, &parse_id(&id)?, &parse_id(&env)?, me.as_ref()).await?))
+    Ok(Json(crate::runs::service::preflight(&s, &id, &parse_id(&env)?, me.as_ref()).await?))
 }
 
 #[utoipa::path(post, path = "/api/challenges/{id}/runs", tag = "runs", params(("id" = String, Path)), request_body = RunRequest,
@@ -54,11 +54,11 @@ pub async fn preflight(
     security(("hf_token" = [])))]
 pub async fn launch(
     State(s): State<AppState>,
-    Path(id): Path<String>,
     User(me): User,
+    IdPath(id): IdPath<domain::ids::ChallengeId>,
     ApiJson(req): ApiJson<RunRequest>,
 ) -> Result<(StatusCode, Json<Launched>), ApiError> {
-    let launched = crate::runs::service::launch(&s, &parse_id(&id)?, &me, req).await?;
+    let launched = crate::runs::service::launch(&s, &id, &me, req).await?;
     let status = if launched.existing { StatusCode::OK } else { StatusCode::CREATED };
     Ok((status, Json(launched)))
 }
@@ -75,13 +75,10 @@ pub struct ListParams {
         (status = 404, description = "CHALLENGE_NOT_FOUND", body = ApiErrorBody)))]
 pub async fn list(
     State(s): State<AppState>,
-    Path(id): Path<String>,
+    IdPath(id): IdPath<domain::ids::ChallengeId>,
     ApiQuery(p): ApiQuery<ListParams>,
 ) -> Result<Json<RunList>, ApiError> {
-    Ok(Json(
-        crate::runs::service::list(&s, &parse_id(&id)?, optional(p.environment_id.as_deref())?.as_ref())
-            .await?,
-    ))
+    Ok(Json(crate::runs::service::list(&s, &id, optional(p.environment_id.as_deref())?.as_ref()).await?))
 }
 
 #[utoipa::path(get, path = "/api/challenges/{id}/runs/{run_id}", tag = "runs",
@@ -89,9 +86,9 @@ pub async fn list(
     responses((status = 200, body = RunDetail), (status = 404, description = "RUN_NOT_FOUND", body = ApiErrorBody)))]
 pub async fn get(
     State(s): State<AppState>,
-    Path((id, run_id)): Path<(String, String)>,
+    IdPaths(id, run_id): IdPaths<domain::ids::ChallengeId, domain::ids::RunId>,
 ) -> Result<Json<RunDetail>, ApiError> {
-    Ok(Json(crate::runs::service::detail(&s, Some(&parse_id(&id)?), &parse_id(&run_id)?).await?))
+    Ok(Json(crate::runs::service::detail(&s, Some(&id), &run_id).await?))
 }
 
 #[utoipa::path(post, path = "/api/challenges/{id}/runs/{run_id}/cancel", tag = "runs",
@@ -103,8 +100,8 @@ pub async fn get(
     security(("hf_token" = [])))]
 pub async fn cancel(
     State(s): State<AppState>,
-    Path((id, run_id)): Path<(String, String)>,
     User(me): User,
+    IdPaths(id, run_id): IdPaths<domain::ids::ChallengeId, domain::ids::RunId>,
 ) -> Result<Json<RunDetail>, ApiError> {
-    Ok(Json(crate::runs::service::cancel(&s, &parse_id(&id)?, &parse_id(&run_id)?, &me).await?))
+    Ok(Json(crate::runs::service::cancel(&s, &id, &run_id, &me).await?))
 }

@@ -229,7 +229,7 @@ pub async fn create_job(s: &AppState, run: &Run) -> Result<(JobId, JobStage), St
         other => Step::Failed(format!("HF Jobs refused the launch: {other}; stop and tell an organizer")),
     }
     };
-    let jobs = s.launcher_of(&run.challenge_id).map_err(Step::Failed)?;
+    let jobs = s.launcher_of(&run.challenge_id).map_err(|e| Step::Failed(e.to_string()))?;
     let run_label = job_labels::value(run.id.as_str());
     if let Some(job) =
         jobs.find_by_label(job_labels::RUN, &run_label).await.map_err(job_step)?.into_iter().next()

@@ -19,11 +19,11 @@ pub const FEATURE: Feature = Feature {
     router,
     passes: &[
         // Finishes launches a crash or an HF outage left unfinished.
-        Pass { name: "launcher", every_ticks: 1, run: launcher },
+        Pass::new("launcher", 1, launcher),
         // Follows each launched run to its end.
-        Pass { name: "reconciler", every_ticks: 1, run: reconciler },
+        Pass::new("reconciler", 1, reconciler),
         // With backups on, takes back runs whose jobs HF knows and the database does not.
-        Pass { name: "recover", every_ticks: 1, run: recoverer },
+        Pass::new("recover", 1, recoverer),
     ],
 };
 

@@ -184,7 +184,7 @@ async fn results_found(s: &AppState, run: &Run) -> anyhow::Result<bool> {
 async fn follow_one(s: &AppState, id: &RunId) -> anyhow::Result<bool> {
     let run = crate::runs::repo::get(&s.db, id).await?.context("the run vanished")?;
     let Some(job_id) = run.job_id.clone() else { return Ok(false) };
-    let jobs = s.launcher_of(&run.challenge_id).map_err(anyhow::Error::msg)?.as_ref();
+    let jobs = s.launcher_of(&run.challenge_id)?.as_ref();
     let job = inspect(jobs, &job_id).await?;
     // The log's newest lines: those after the last one read are new; a new one means progress, and
     // the newest that names a step says which stage.
@@ -295,7 +295,7 @@ async fn apply(
         },
         settle_cents: settle,
     };
-    crate::runs::repo::apply(&s.db, &run.id, &change).await
+    crate::runs::repo::apply(&s.db, &run.id, &change).await.map(|_applied| ())
 }
 
 /// The files a finished run of each purpose leaves under `runs/{id}/reports/`.

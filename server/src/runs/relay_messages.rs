@@ -49,7 +49,7 @@ pub async fn store(s: &AppState, run_id: &RunId, holder: &str, text: &str) -> Re
         serde_json::from_str::<serde_json::Value>(text).ok().and_then(|v| v["seq"].as_u64()).unwrap_or(0);
     let m: RelayMessage =
         serde_json::from_str(text).map_err(|e| Refused::Never(seq, format!("not a relay message: {e}")))?;
-    m.check().map_err(|e| Refused::Never(seq, e))?;
+    m.check().map_err(|e| Refused::Never(seq, e.into()))?;
     let internal = |e: sqlx::Error| {
         tracing::error!(run = %run_id, error = %e, "storing a relay message failed");
         Refused::Later

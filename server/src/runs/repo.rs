@@ -4,9 +4,9 @@
 
 use domain::ids::{ChallengeId, EnvironmentId, JobId, RunId};
 use domain::runs::{Purpose, RunState, Stage};
-use sqlx::{Any, FromRow, Row, Transaction};
+use sqlx::{Any, Transaction};
 
-use crate::db::Db;
+use crate::db::{Db, JsonText};
 
 /// Where a launch got to. Each step is recorded once it is done, so a restart resumes after it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -315,24 +315,18 @@ fn launch_event<'a>(
 }
 
 pub async fn get(db: &Db, id: &str) -> Result<Option<Run>, sqlx::Error> {
-    sqlx::query(&format!("SELECT {COLUMNS} FROM runs WHERE id = $1"))
+    sqlx::query_as(&format!("SELECT {COLUMNS} FROM runs WHERE id = $1"))
         .bind(id)
         .fetch_optional(&db.writer)
-        .await?
-        .as_ref()
-        .map(Run::from_row)
-        .transpose()
+        .await
 }
 
 pub async fn by_request(db: &Db, author_id: &str, request_key: &str) -> Result<Option<Run>, sqlx::Error> {
-    sqlx::query(&format!("SELECT {COLUMNS} FROM runs WHERE author_id = $1 AND request_key = $2"))
+    sqlx::query_as(&format!("SELECT {COLUMNS} FROM runs WHERE author_id = $1 AND request_key = $2"))
         .bind(author_id)
         .bind(request_key)
         .fetch_optional(&db.writer)
-        .await?
-        .as_ref()
-        .map(Run::from_row)
-        .transpose()
+        .await
 }
 
 /// Every run request on a challenge (or all), newest first.
@@ -341,17 +335,14 @@ pub async fn list(
     challenge_id: Option<&str>,
     environment_id: Option<&str>,
 ) -> Result<Vec<Run>, sqlx::Error> {
-    sqlx::query(&format!(
+    sqlx::query_as(&format!(
         "SELECT {COLUMNS} FROM runs WHERE ($1 = '' OR challenge_id = $1) AND ($2 = '' OR environment_id = $2) \
          ORDER BY seq DESC LIMIT 1000"
     ))
     .bind(challenge_id.unwrap_or(""))
     .bind(environment_id.unwrap_or(""))
     .fetch_all(&db.pool)
-    .await?
-    .iter()
-    .map(Run::from_row)
-    .collect()
+    .await
 }
 
 /// When this collection's newest counted run on the challenge was requested.
@@ -360,27 +351,23 @@ pub async fn last_counted(
     environment_id: &str,
     challenge_id: &str,
 ) -> Result<Option<i64>, sqlx::Error> {
-    let row = sqlx::query(
+    sqlx::query_scalar(
         "SELECT MAX(created_epoch) AS t FROM runs WHERE environment_id = $1 AND challenge_id = $2 \
          AND state NOT IN ('failed', 'canceled')",
     )
     .bind(environment_id)
     .bind(challenge_id)
     .fetch_one(&db.writer)
-    .await?;
-    row.try_get::<Option<i64>, _>("t")
+    .await
 }
 
 /// Runs whose launch is not finished: the launcher's work.
 pub async fn unlaunched(db: &Db) -> Result<Vec<RunId>, sqlx::Error> {
-    sqlx::query(
+    sqlx::query_scalar(
         "SELECT id FROM runs WHERE launch IN ('reserved', 'mirrored') AND state = 'queued' ORDER BY seq",
     )
     .fetch_all(&db.pool)
-    .await?
-    .iter()
-    .map(|r| r.try_get("id"))
-    .collect()
+    .await
 }
 
 /// A run's one lease: its launch and its following never overlap (`crate::engine`).
@@ -495,7 +482,7 @@ pub async fn launch_failed(
     epoch: i64,
 ) -> Result<(), sqlx::Error> {
     let mut tx = db.writer.begin().await?;
-    sqlx::query(
+    let failed = sqlx::query(
         "UPDATE runs SET launch = 'failed', state = 'failed', stage = 'setup', reason = $2, platform_fault = $3, \
          updated_at = $4 WHERE id = $1 AND launch IN ('reserved', 'mirrored')",
     )
@@ -504,7 +491,13 @@ pub async fn launch_failed(
     .bind(i64::from(platform_fault))
     .bind(now)
     .execute(&mut *tx)
-    .await?;
+    .await?
+    .rows_affected()
+        == 1;
+    if !failed {
+        // Launched meanwhile, or failed before: nothing to write.
+        return tx.rollback().await;
+    }
     sqlx::query(
         "UPDATE budget_ledger SET state = 'released', updated_at = $2 WHERE run_id = $1 AND state = 'live'",
     )
@@ -513,7 +506,10 @@ pub async fn launch_failed(
     .execute(&mut *tx)
     .await?;
     event_in(&mut tx, &launch_event(id, now, epoch, "failed", reason)).await?;
-    tx.commit().await
+    crate::endings::collection_run_in(&mut tx, id, now, epoch).await?;
+    tx.commit().await?;
+    db.ended();
+    Ok(())
 }
 
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -531,38 +527,32 @@ pub struct Event {
 }
 
 pub async fn events(db: &Db, run_id: &str) -> Result<Vec<Event>, sqlx::Error> {
-    sqlx::query(
+    sqlx::query_as(
         "SELECT at, epoch, source, kind, detail, stage, passed, total, timeouts, errors FROM run_events \
          WHERE run_id = $1 ORDER BY seq",
     )
     .bind(run_id)
     .fetch_all(&db.pool)
-    .await?
-    .iter()
-    .map(Event::from_row)
-    .collect()
+    .await
 }
 
 /// The secret's hash the run's relay must present.
 /// The hash of a run's relay secret while the run has not ended: a finished run's secret no
 /// longer opens the relay.
 pub async fn secret_hash(db: &Db, id: &str) -> Result<Option<String>, sqlx::Error> {
-    sqlx::query("SELECT secret_hash FROM runs WHERE id = $1 AND state IN ('queued', 'running')")
+    sqlx::query_scalar("SELECT secret_hash FROM runs WHERE id = $1 AND state IN ('queued', 'running')")
         .bind(id)
         .fetch_optional(&db.pool)
-        .await?
-        .map(|r| r.try_get("secret_hash"))
-        .transpose()
+        .await
 }
 
 /// The highest sequence number of the run's stored relay messages: a job that connects (again, or
 /// in a new attempt of its command) numbers its messages from here.
 pub async fn last_relay_seq(db: &Db, id: &str) -> Result<i64, sqlx::Error> {
-    let row = sqlx::query("SELECT COALESCE(MAX(relay_seq), 0) AS seq FROM run_events WHERE run_id = $1")
+    sqlx::query_scalar("SELECT COALESCE(MAX(relay_seq), 0) AS seq FROM run_events WHERE run_id = $1")
         .bind(id)
         .fetch_one(&db.pool)
-        .await?;
-    row.try_get("seq")
+        .await
 }
 
 /// Stores a relay message as an event (a repeat is stored once), marks the relay heard from, and
@@ -642,14 +632,11 @@ pub async fn set_relay_state(db: &Db, id: &str, state: &str) -> Result<(), sqlx:
 
 /// Launched runs that have not ended: the reconciler's work.
 pub async fn following(db: &Db) -> Result<Vec<RunId>, sqlx::Error> {
-    sqlx::query(
+    sqlx::query_scalar(
         "SELECT id FROM runs WHERE launch = 'launched' AND state IN ('queued', 'running') ORDER BY seq",
     )
     .fetch_all(&db.pool)
-    .await?
-    .iter()
-    .map(|r| r.try_get("id"))
-    .collect()
+    .await
 }
 
 /// Where the reconciler found the run's result files.
@@ -714,9 +701,11 @@ pub struct Change<'a> {
     pub settle_cents: Option<Option<i64>>,
 }
 
-pub async fn apply(db: &Db, id: &str, c: &Change<'_>) -> Result<(), sqlx::Error> {
+/// Applies the change; false when the run had moved on since it was decided (nothing written).
+/// A change that ends the run writes its ending too, in the same transaction.
+pub async fn apply(db: &Db, id: &str, c: &Change<'_>) -> Result<bool, sqlx::Error> {
     let mut tx = db.writer.begin().await?;
-    let finished = c.state.is_finished().then_some(c.event.at);
+    let finished = c.state.has_ended().then_some(c.event.at);
     let done = sqlx::query(
         "UPDATE runs SET state = $2, stage = COALESCE($3, stage), reason = $4, platform_fault = $5, updated_at = $6, \
          finished_at = COALESCE($7, finished_at), relay_state = CASE WHEN $8 = 1 AND relay_state <> 'none' THEN 'gone' ELSE relay_state END \
@@ -729,16 +718,20 @@ pub async fn apply(db: &Db, id: &str, c: &Change<'_>) -> Result<(), sqlx::Error>
     .bind(i64::from(c.platform_fault))
     .bind(c.event.at)
     .bind(finished)
-    .bind(i64::from(c.state.is_finished()))
+    .bind(i64::from(c.state.has_ended()))
     .bind(c.from.as_str())
     .execute(&mut *tx)
     .await?;
     if done.rows_affected() == 0 {
         // Something else moved the run since the decision (the relay, another pass): the next
         // pass decides again from what is true then.
-        return tx.rollback().await;
+        tx.rollback().await?;
+        return Ok(false);
     }
     event_in(&mut tx, &c.event).await?;
+    if c.state.has_ended() {
+        crate::endings::collection_run_in(&mut tx, id, c.event.at, c.event.epoch).await?;
+    }
     match c.settle_cents {
         Some(Some(cents)) => {
             sqlx::query(
@@ -759,17 +752,18 @@ pub async fn apply(db: &Db, id: &str, c: &Change<'_>) -> Result<(), sqlx::Error>
         }
         None => {}
     }
-    tx.commit().await
+    tx.commit().await?;
+    if c.state.has_ended() {
+        db.ended();
+    }
+    Ok(true)
 }
 
 /// Every run's relay as stored: (run, state, last heard from).
 pub async fn relays(db: &Db) -> Result<Vec<(RunId, String, Option<i64>)>, sqlx::Error> {
-    sqlx::query("SELECT id, relay_state, relay_seen_epoch FROM runs WHERE relay_state IN ('connected', 'reconnecting')")
+    sqlx::query_as("SELECT id, relay_state, relay_seen_epoch FROM runs WHERE relay_state IN ('connected', 'reconnecting')")
         .fetch_all(&db.pool)
-        .await?
-        .iter()
-        .map(|r| Ok((r.try_get("id")?, r.try_get("relay_state")?, r.try_get("relay_seen_epoch")?)))
-        .collect()
+        .await
 }
 
 /// Stores optimizer steps' metrics from `source` (`relay`, `logs` or `diagnostics`); a step
@@ -804,17 +798,13 @@ pub async fn add_train_points(
 
 /// A run's stored steps, in order.
 pub async fn train_points(db: &Db, run_id: &str) -> Result<Vec<domain::training::TrainPoint>, sqlx::Error> {
-    let rows = sqlx::query("SELECT step, metrics FROM run_train_steps WHERE run_id = $1 ORDER BY step")
-        .bind(run_id)
-        .fetch_all(&db.pool)
-        .await?;
-    rows.iter()
-        .map(|r| {
-            let metrics: String = r.try_get("metrics")?;
-            Ok(domain::training::TrainPoint {
-                step: r.try_get::<i64, _>("step")?.max(0) as u64,
-                metrics: serde_json::from_str(&metrics).map_err(|e| sqlx::Error::Decode(Box::new(e)))?,
-            })
-        })
-        .collect()
+    let rows: Vec<(i64, JsonText<_>)> =
+        sqlx::query_as("SELECT step, metrics FROM run_train_steps WHERE run_id = $1 ORDER BY step")
+            .bind(run_id)
+            .fetch_all(&db.pool)
+            .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(step, metrics)| domain::training::TrainPoint { step: step.max(0) as u64, metrics: metrics.0 })
+        .collect())
 }

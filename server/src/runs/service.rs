@@ -17,7 +17,7 @@ use domain::ids::{ChallengeId, EnvironmentId, RunId};
 use domain::runs::follow::{self, StageEvent};
 use domain::runs::{
     self, BaselineFacts, BaselineRequest, Caller, Collection, Facts, Launch, Preflight, Purpose, RunDetail,
-    RunEvent, RunRequest, RunView,
+    RunEvent, RunRequest, RunView, Unpriced,
 };
 use domain::ErrorCode;
 use serde::Serialize;
@@ -76,7 +76,7 @@ pub fn job_problems(s: &AppState, c: &domain::registry::Challenge) -> Vec<String
     // A planned provider is refused as such before the layout is looked at.
     if c.spec.compute.provider_status != domain::registry::ProviderStatus::Planned {
         if let Err(none) = s.deps.launcher(&c.spec.compute.provider) {
-            problems.push(none);
+            problems.push(none.to_string());
         }
     }
     problems
@@ -105,7 +105,10 @@ async fn check(
     let heldout = heldout_names(s, c);
     let facts = Facts {
         challenge: c,
-        allocation: allocation.usd.map(domain::money::cents).ok_or(allocation.reason.unwrap_or_default()),
+        allocation: allocation
+            .usd
+            .map(domain::money::cents)
+            .ok_or(Unpriced(allocation.reason.unwrap_or_default())),
         caller: caller.map(|i| Caller { id: i.id.clone(), name: i.name.clone(), editor: i.editor }),
         collection: collection_of(&record, author_id, &report),
         last_counted_epoch: crate::runs::repo::last_counted(&s.db, environment_id, challenge_id).await?,
@@ -281,7 +284,10 @@ pub async fn launch_baseline(
     let allocation = domain::catalog::allocation(&s.registry, c);
     let facts = BaselineFacts {
         challenge: c,
-        allocation: allocation.usd.map(domain::money::cents).ok_or(allocation.reason.unwrap_or_default()),
+        allocation: allocation
+            .usd
+            .map(domain::money::cents)
+            .ok_or(Unpriced(allocation.reason.unwrap_or_default())),
         caller: Some(Caller { id: me.id.clone(), name: me.name.clone(), editor: me.editor }),
         active_run: live.active_job,
         remaining_cents: domain::budget::cents_ceil(live.budget.remaining_usd),
@@ -510,7 +516,7 @@ pub async fn cancel(
     if run.challenge_id != challenge_id {
         return Err(ApiError::new(ErrorCode::RunNotFound, format!("no run `{run_id}` on `{challenge_id}`")));
     }
-    if run.state.is_finished() {
+    if run.state.has_ended() {
         return Err(ApiError::new(
             ErrorCode::RunNotCancelable,
             format!("{run_id} has already ended ({})", run.state.as_str()),

@@ -27,12 +27,14 @@ impl Workers {
             .iter()
             .flat_map(|feature| feature.passes)
             .map(|pass| {
-                let state = state.clone();
-                let (run, name) = (pass.run, pass.name);
-                tokio::spawn(every(tick * pass.every_ticks, stopped.clone(), move || {
-                    let state = state.clone();
-                    async move { run(&state).instrument(tracing::info_span!("pass", name)).await }
-                }))
+                let (state, stopped) = (state.clone(), stopped.clone());
+                let (run, name, wake) = (pass.run, pass.name, pass.wake);
+                let tick = tick * pass.every_ticks;
+                tokio::spawn(async move {
+                    let woken = wake.map(|w| w(&state));
+                    every(tick, woken, stopped, || run(&state).instrument(tracing::info_span!("pass", name)))
+                        .await
+                })
             })
             .collect();
         Workers { stop, tasks }
@@ -46,16 +48,28 @@ impl Workers {
     }
 }
 
-/// Runs `pass` now and then every `tick` until told to stop.
-async fn every<F, Fut>(tick: Duration, mut stopped: watch::Receiver<bool>, pass: F)
-where
+/// Runs `pass` now and then every `tick`, or sooner when `woken` fires (a firing while the pass
+/// runs is kept for the next wait), until told to stop.
+async fn every<F, Fut>(
+    tick: Duration,
+    woken: Option<&tokio::sync::Notify>,
+    mut stopped: watch::Receiver<bool>,
+    pass: F,
+) where
     F: Fn() -> Fut,
     Fut: std::future::Future<Output = ()>,
 {
     loop {
         pass().await;
+        let fired = async {
+            match woken {
+                Some(n) => n.notified().await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             _ = tokio::time::sleep(tick) => {}
+            _ = fired => {}
             _ = stopped.changed() => return,
         }
     }

@@ -46,6 +46,7 @@ fn restore<'a>(datasets: &'a dyn DatasetWriter, key: &'a SigningKey, max: u64) -
         key,
         now_epoch: time::OffsetDateTime::now_utc().unix_timestamp(),
         max_database_bytes: max,
+        named: None,
     }
 }
 
@@ -154,6 +155,57 @@ async fn snapshots_go_up_when_the_database_changed_and_a_restore_takes_the_newes
     datasets.commit(REPO, "from a newer build", &[(newest.path(), genuine)]).await.unwrap();
     let e = backup::restore(&restore(datasets.as_ref(), &k, 1 << 30), &target).await.unwrap_err().to_string();
     assert!(e.contains("newer than this build's"), "{e}");
+    app.finish().await;
+}
+
+/// Whoever can write the backup dataset cannot roll the database back by deleting (or altering)
+/// the newest snapshots: the history still names the newest one the arena signed, and a restore
+/// that would go back past it stops. An editor may restore an older one on purpose, by name,
+/// from `main` or from the history.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rollback_by_deletion_stops_the_restore() {
+    let app = TestApp::new(Backend::Sqlite).await;
+    let b = backups(&app, 5);
+    post(&app, ALICE, "rollback-1").await;
+    let first = backup::once(&app.state, &b).await.unwrap().unwrap();
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    post(&app, ALICE, "rollback-2").await;
+    let second = backup::once(&app.state, &b).await.unwrap().unwrap();
+    let datasets = app.state.deps.datasets.clone();
+    let k = key();
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("arena.sqlite");
+    // A forged title naming a newer snapshot, with no bytes the arena signed, changes nothing.
+    let fake = signed(
+        &SigningKey::new(&Secret("an-attackers-guess-of-the-key-000000".into())).unwrap(),
+        &stamp_in(20),
+        backup::known_schema(),
+        b"x",
+    );
+    let readme = [("README.md".to_string(), b"not a backup".to_vec())];
+    datasets.commit(REPO, &format!("Back up the arena's database: {}", fake.path()), &readme).await.unwrap();
+    // The newest deleted: the restore would take the one before it.
+    datasets.commit_changes(REPO, "tidy up", &[], &[second.path()]).await.unwrap();
+    assert_eq!(listed(&app).await, [first.path()]);
+    let e = backup::restore(&restore(datasets.as_ref(), &k, 1 << 30), &target).await.unwrap_err();
+    let e = format!("{e:#}");
+    assert!(e.contains("no longer offers its newest snapshot") && e.contains(&second.path()), "{e}");
+    assert!(!target.exists(), "nothing was put in place");
+    // Every snapshot deleted: the same.
+    datasets.commit_changes(REPO, "empty it", &[], &[first.path()]).await.unwrap();
+    let e = format!(
+        "{:#}",
+        backup::restore(&restore(datasets.as_ref(), &k, 1 << 30), &target).await.unwrap_err()
+    );
+    assert!(e.contains(&second.path()), "{e}");
+    // An editor names one: restored from the history, whatever is newer.
+    for named in [&first, &second] {
+        let path = named.path();
+        let r = Restore { named: Some(&path), ..restore(datasets.as_ref(), &k, 1 << 30) };
+        let restored = backup::restore(&r, &target).await.unwrap();
+        assert!(matches!(&restored, Restored::From { path: p, .. } if *p == path), "{restored:?}");
+        std::fs::remove_file(&target).unwrap();
+    }
     app.finish().await;
 }
 

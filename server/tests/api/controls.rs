@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use axum::http::StatusCode;
+use axum::http::{Method, StatusCode};
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Value};
 use tokio_tungstenite::tungstenite::Message;
@@ -138,13 +138,13 @@ on_both_backends!(multi_thread, intake_pauses_new_submissions_while_everything_e
     cluster.abort();
 });
 
-/// The registry's quota: two per hour, `bob` exempt, editors exempt.
+/// The registry's quota: two per hour, `bob` exempt (by his HF account id), editors exempt.
 fn quota_options() -> Options {
     let dir = copy_configs(|path, text| {
         if path == "arena.toml" {
             text.replace("limit = 1\n", "limit = 2\n")
                 .replace("window_s = 86400", "window_s = 3600")
-                .replace("exempt = []", "exempt = [\"bob\"]")
+                .replace("exempt = []", "exempt = [\"user-bob\"]")
         } else {
             text
         }
@@ -213,12 +213,12 @@ async fn the_quota_has_a_limit_a_window_and_exemptions_postgres() {
 }
 
 /// A cluster the test speaks for, over the relay.
-struct Cluster {
+pub struct Cluster {
     ws: tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>,
 }
 
 impl Cluster {
-    async fn connect(app: &TestApp) -> Cluster {
+    pub async fn connect(app: &TestApp) -> Cluster {
         use tokio_tungstenite::tungstenite::client::IntoClientRequest;
         let url = format!("ws://{}/api/relay/cluster", app.url.trim_start_matches("http://"));
         let mut request = url.into_client_request().unwrap();
@@ -230,12 +230,12 @@ impl Cluster {
         c
     }
 
-    async fn send(&mut self, m: Value) {
+    pub async fn send(&mut self, m: Value) {
         self.ws.send(Message::Text(m.to_string().into())).await.unwrap();
     }
 
     /// The next message `pred` accepts, within 10 s.
-    async fn next_where(&mut self, pred: impl Fn(&Value) -> bool) -> Value {
+    pub async fn next_where(&mut self, pred: impl Fn(&Value) -> bool) -> Value {
         loop {
             let next = tokio::time::timeout(Duration::from_secs(10), self.ws.next()).await;
             let Ok(Some(Ok(Message::Text(t)))) = next else {
@@ -248,7 +248,7 @@ impl Cluster {
         }
     }
 
-    async fn event(&mut self, run: &str, event: Value) {
+    pub async fn event(&mut self, run: &str, event: Value) {
         self.send(json!({"kind": "event", "run_id": run, "event": event})).await;
         let ack = self.next_where(|m| m["of"] == "event").await;
         assert!(ack["error"].is_null(), "{ack}");
@@ -329,9 +329,29 @@ async fn release_on(backend: Backend) {
     assert_eq!(v["cleanup"]["stalled"], true, "{v:#}");
     assert_eq!(v["cleanup"]["sandboxes_left"], 1, "{v:#}");
 
-    let released = release(EVE, run.clone(), "HF's cancel hangs").await;
-    assert_eq!(released.status, StatusCode::OK, "{}", released.text());
-    let v = released.json();
+    // The editor releases it with the jobs page's button: a plain form, the session's CSRF token
+    // in it (without it, the page is sent back saying so and nothing changes).
+    let (cookie, csrf) = crate::session::sign_in(&app, "eve").await;
+    let page = app.call(Method::GET, "/arena/jobs", None, &[("cookie", &cookie)]).await.text();
+    assert!(
+        page.contains(r#"action="/arena/jobs/release""#) && page.contains(&run),
+        "the button is on the page"
+    );
+    let form = |csrf: &str| {
+        url::form_urlencoded::Serializer::new(String::new())
+            .append_pair("csrf", csrf)
+            .append_pair("id", &run)
+            .append_pair("reason", "HF's cancel hangs")
+            .finish()
+    };
+    let forged =
+        app.call(Method::POST, "/arena/jobs/release", Some(&form("nope")), &[("cookie", &cookie)]).await;
+    let back = forged.headers["location"].to_str().unwrap().to_string();
+    assert!(back.starts_with("/arena/jobs?release_error=CSRF_INVALID"), "{back}");
+    let released =
+        app.call(Method::POST, "/arena/jobs/release", Some(&form(&csrf)), &[("cookie", &cookie)]).await;
+    assert_eq!(released.headers["location"], "/arena/jobs?release=done#openenv-runs");
+    let v = app.get_as(&format!("/api/openenv/runs/{run}"), ALICE).await.json();
     assert_eq!(v["state"], "completed", "it had trained: it ends as its trainer would have");
     assert_eq!(v["cleanup"]["released"]["by"], "eve");
     assert_eq!(v["cleanup"]["released"]["sandboxes_canceled"], 1);

@@ -38,7 +38,7 @@ pub(crate) async fn detail(app: &TestApp, run: &str) -> Value {
 }
 
 /// Waits until the run has ended; answers it and how long that took.
-async fn ended(app: &TestApp, run: &str) -> (Value, Duration) {
+pub(crate) async fn ended(app: &TestApp, run: &str) -> (Value, Duration) {
     let start = Instant::now();
     loop {
         let d = detail(app, run).await;
@@ -51,7 +51,7 @@ async fn ended(app: &TestApp, run: &str) -> (Value, Duration) {
     }
 }
 
-fn workers(app: &TestApp) -> Workers {
+pub(crate) fn workers(app: &TestApp) -> Workers {
     Workers::start(app.state.clone(), Duration::from_millis(100))
 }
 

@@ -175,6 +175,10 @@ pub struct Options {
     /// Docker Hub's and GHCR's addresses and the token origins allowed besides theirs (the
     /// stand-in's when absent).
     pub registries: Option<(String, String, Vec<String>)>,
+    /// Webhooks may call loopback over plain http (a local trial's setting).
+    pub webhooks_allow_loopback: bool,
+    /// Names resolved as the test says (the system's resolver when absent).
+    pub names: Option<std::sync::Arc<dyn server::ports::names::NameLookup>>,
 }
 
 /// The deployed defaults: each challenge's silence limit, half an hour of scheduling, two minutes
@@ -198,6 +202,8 @@ impl Options {
             probe_deadline_s: 900,
             admission_lease_s: 600,
             registries: None,
+            webhooks_allow_loopback: false,
+            names: None,
         }
     }
 }
@@ -213,6 +219,8 @@ impl Default for Options {
             probe_deadline_s: 900,
             admission_lease_s: 600,
             registries: None,
+            webhooks_allow_loopback: false,
+            names: None,
         }
     }
 }
@@ -302,6 +310,7 @@ impl TestApp {
             sandbox_limit: 4,
             probe_deadline_s: options.probe_deadline_s,
             admission_lease_s: options.admission_lease_s,
+            webhooks_allow_loopback: options.webhooks_allow_loopback,
             ..Config::default()
         };
         // The one set of adapters: a replica shares it, as servers behind one address share the
@@ -309,6 +318,9 @@ impl TestApp {
         let mut deps = server::ports::Deps::real(&config);
         if let Some(clock) = options.clock {
             deps.clock = clock;
+        }
+        if let Some(names) = options.names {
+            deps.names = names;
         }
         let (router, state) = server::build_with(&config, deps.clone()).await.expect("the test app builds");
         let served = router.clone();

@@ -36,6 +36,16 @@ async fn submit(app: &TestApp, body: &Value, token: &str) -> crate::harness::Ans
     app.post_as("/api/openenv/submissions", &body.to_string(), token).await
 }
 
+/// Admission's passes, a round each as the worker runs them, until one decides a submission.
+pub async fn admitted(state: &server::AppState) {
+    for _ in 0..10 {
+        if server::openenv::admission::pass(state).await.unwrap() == 1 {
+            return;
+        }
+    }
+    panic!("admission decided nothing in 10 rounds");
+}
+
 /// Connects the simulated cluster and waits until the arena says so.
 async fn connect(app: &TestApp) -> tokio::task::JoinHandle<()> {
     let url = app.state.public_url.clone();
@@ -346,8 +356,12 @@ async fn a_sandbox_job_serves_the_pinned_image_at_its_exposed_url() {
         assert!(start.elapsed() < Duration::from_secs(10), "{j:?}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
-    // HF's shape: the port in the host, picked by it.
-    assert!(url.contains(&format!("{}--8000.", job.id)), "{url}");
+    // A loopback port of its own, which every process resolves: the one URL of its one port.
+    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+    assert_eq!(
+        domain::openenv::exposed_url(std::slice::from_ref(&url), 8000, &[8000]).as_deref(),
+        Some(url.as_str())
+    );
     let http = server::ports::http::sandbox_client(Duration::from_secs(5));
     let start = Instant::now();
     let reader = crate::harness::SANDBOX_TOKEN;
@@ -368,7 +382,7 @@ async fn a_sandbox_job_serves_the_pinned_image_at_its_exposed_url() {
     app.finish().await;
 }
 
-fn echo_submission(id: &str, image: &str) -> Value {
+pub(crate) fn echo_submission(id: &str, image: &str) -> Value {
     json!({
         "submission_id": id,
         "name": "Echo (admission test)",
@@ -400,7 +414,7 @@ on_both_backends!(multi_thread, admission_probes_every_task_in_a_fresh_sandbox_a
         let id = format!("adm-{variant}");
         let r = submit(app, &echo_submission(&id, &format!("ghcr.io/test/echo-{variant}:v1")), ALICE).await;
         assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.text());
-        assert_eq!(server::openenv::admission::pass(&app.state).await.unwrap(), 1, "{variant}");
+        admitted(&app.state).await;
         let v = app.get_as(&format!("/api/openenv/submissions/{id}"), ALICE).await.json();
         let got = (v["state"].as_str(), v["slot"]["state"].as_str(), v["error_origin"].as_str());
         assert_eq!(got, (Some(state), Some(slot), origin), "{variant}: {v:#}");
@@ -423,7 +437,8 @@ on_both_backends!(multi_thread, admission_probes_every_task_in_a_fresh_sandbox_a
     let no_health = sandboxes
         .iter()
         .filter(|j| {
-            j.view.labels["arena-submission"] == "adm-no-health" && j.view.labels["arena-task"] == "echo-1"
+            j.view.labels["arena-submission"] == "adm-no-health"
+                && j.view.labels["arena-task"] == domain::job_labels::opaque_task("adm-no-health", "echo-1")
         })
         .count();
     assert_eq!(no_health, 2);
@@ -504,10 +519,12 @@ async fn measure_admission_of_a_50_task_submission() {
             cluster_secret_hash: None,
             health_wait: Duration::from_secs(30),
             sandbox_limit: limit,
+            sandboxes: Arc::new(tokio::sync::Semaphore::new(limit)),
             ..app.state.openenv.as_ref().clone()
         });
         let start = Instant::now();
-        assert_eq!(server::openenv::admission::pass(&state).await.unwrap(), 1);
+        // A round per pass, as the worker runs them.
+        while server::openenv::admission::pass(&state).await.unwrap() == 0 {}
         let took = start.elapsed();
         let v = app.get_as(&format!("/api/openenv/submissions/fifty-{limit}"), ALICE).await.json();
         assert_eq!(v["state"], "validated", "{v:#}");
@@ -585,7 +602,7 @@ async fn a_sandbox_receives_no_credential_worth_stealing_and_no_request_follows_
         .unwrap();
     let r = submit(&app, &echo_submission("adm-redirects", "ghcr.io/test/echo-redirects:v1"), ALICE).await;
     assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.text());
-    assert_eq!(server::openenv::admission::pass(&app.state).await.unwrap(), 1);
+    admitted(&app.state).await;
     let v = app.get_as("/api/openenv/submissions/adm-redirects", ALICE).await.json();
     assert_eq!(v["report"]["errors"][0]["code"], "SANDBOX_STARTUP_FAILED", "{v:#}");
     // What the image's server saw: its sandboxes' logs.
@@ -688,7 +705,7 @@ async fn a_sandbox_that_refuses_the_arenas_reader_is_the_arenas_fault() {
     app.hub.revoke(crate::harness::SANDBOX_TOKEN);
     let r = submit(&app, &echo_submission("adm-revoked", "ghcr.io/test/echo-ok:v1"), ALICE).await;
     assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.text());
-    assert_eq!(server::openenv::admission::pass(&app.state).await.unwrap(), 1);
+    admitted(&app.state).await;
     let v = app.get_as("/api/openenv/submissions/adm-revoked", ALICE).await.json();
     let got = (v["state"].as_str(), v["slot"]["state"].as_str(), v["error_origin"].as_str());
     assert_eq!(got, (Some("rejected"), Some("returned"), Some("platform")), "{v:#}");
@@ -723,5 +740,26 @@ async fn the_server_refuses_a_sandbox_reader_worth_stealing() {
         };
         let e = server::build_with(&config, server::ports::Deps::real(&config)).await.err().expect("refused");
         assert!(format!("{e:#}").contains(why), "{token} in {namespace:?}: {e:#}");
+    }
+    // Held-out sandboxes run apart from participants' and from the arena's datasets, and the
+    // participants' sandboxes hold none of them (the private overlay's dataset included).
+    let apart = [
+        (Some(SANDBOX_ORG), None, "the participants' sandbox namespace"),
+        (Some("benchflow"), None, "held-out sandboxes run in an organization of their own"),
+        (None, Some(format!("{SANDBOX_ORG}/private-overlay")), "holds the arena's datasets or jobs"),
+    ];
+    for (eval, private, why) in apart {
+        let config = server::Config {
+            data_dir: dir.path().to_path_buf(),
+            configs_dir: crate::harness::repo_root().join("configs"),
+            hf_endpoint: hub_url.clone(),
+            sandbox_token: Some(server::config::Secret(SANDBOX_TOKEN.into())),
+            sandbox_namespace: Some(SANDBOX_ORG.into()),
+            eval_namespace: eval.map(String::from),
+            private_repo: private.clone(),
+            ..server::Config::default()
+        };
+        let e = server::build_with(&config, server::ports::Deps::real(&config)).await.err().expect("refused");
+        assert!(format!("{e:#}").contains(why), "{eval:?} {private:?}: {e:#}");
     }
 }

@@ -155,9 +155,13 @@ class PipelineConfig:
         return self.grpo.generation_batch_size or self.runtime.num_generations * self.harness.concurrency
 
     def problems(self) -> list[str]:
+        """Every problem of the config, table by table in the loader's order."""
+        return (self.harness_problems() + self.evaluation_problems() + self.training_problems()
+                + self.teacher_problems())
+
+    def harness_problems(self) -> list[str]:
         p: list[str] = []
-        h, e, g, r, t, s = self.harness, self.evaluation, self.grpo, self.runtime, self.teacher, self.sft
-        positive = lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1  # noqa: E731
+        h = self.harness
         if h.agent != "opencode":
             p.append("harness.agent must be opencode")
         if h.skill_mode not in {"no-skill", "with-skill"}:
@@ -169,26 +173,38 @@ class PipelineConfig:
         if not h.deny_bash_patterns or any(not isinstance(x, str) or not x for x in h.deny_bash_patterns):
             p.append("harness.deny_bash_patterns must contain strings")
         for key in ("concurrency", "sandbox_setup_timeout_sec", "agent_idle_timeout_sec", "agent_timeout_sec"):
-            if not positive(getattr(h, key)):
+            if not _positive(getattr(h, key)):
                 p.append(f"harness.{key} must be positive")
         f = h.max_infra_error_fraction
         if isinstance(f, bool) or not isinstance(f, (int, float)) or not 0 <= f <= 0.5:
             p.append("harness.max_infra_error_fraction must be between 0 and 0.5")
         if h.reasoning_effort is not None and (not isinstance(h.reasoning_effort, str) or not h.reasoning_effort.strip()):
             p.append("harness.reasoning_effort must be a non-empty string")
+        return p
+
+    def evaluation_problems(self) -> list[str]:
+        """`[evaluation]` and the held-out suites' names."""
+        p: list[str] = []
+        e = self.evaluation
         for key in ("base_model_env", "student_model_env", "base_url_env", "control_url_env", "api_key_env"):
             value = getattr(e, key)
             if not isinstance(value, str) or not value.strip():
                 p.append(f"evaluation.{key} must be a non-empty string")
         if not isinstance(e.sync_base_to_vllm, bool):
             p.append("evaluation.sync_base_to_vllm must be boolean")
-        if not positive(e.trials):
+        if not _positive(e.trials):
             p.append("evaluation.trials must be a positive integer")
         names = [suite.name for suite in self.suites]
         if any(not isinstance(n, str) or not SUITE_NAME.match(n) for n in names):
             p.append("eval_suites names must match " + SUITE_NAME.pattern)
         if len(set(names)) != len(names):
             p.append("eval_suites names must be unique")
+        return p
+
+    def training_problems(self) -> list[str]:
+        """`[runtime]` and `[grpo]`."""
+        p: list[str] = []
+        g, r = self.grpo, self.runtime
         if self.sandbox not in {"docker", "daytona"}:
             p.append("runtime.sandbox must be docker or daytona")
         if r.num_generations < 2:
@@ -201,15 +217,15 @@ class PipelineConfig:
             p.append("grpo.run_policy must be on_reward or always")
         if g.gate_task_count < 1:
             p.append("grpo.gate_task_count must be positive")
-        if g.max_steps is not None and not positive(g.max_steps):
+        if g.max_steps is not None and not _positive(g.max_steps):
             p.append("grpo.max_steps must be positive")
         for key in ("gradient_accumulation_steps", "lora_r", "lora_alpha", "rollout_attempts"):
-            if not positive(getattr(g, key)):
+            if not _positive(getattr(g, key)):
                 p.append(f"grpo.{key} must be positive")
         if isinstance(g.lora_dropout, bool) or not isinstance(g.lora_dropout, (int, float)) or not 0 <= g.lora_dropout < 1:
             p.append("grpo.lora_dropout must be between 0 and 1")
         if g.generation_batch_size is not None and (
-            not positive(g.generation_batch_size) or g.generation_batch_size % r.num_generations
+            not _positive(g.generation_batch_size) or g.generation_batch_size % r.num_generations
         ):
             p.append("grpo.generation_batch_size must be positive and divisible by runtime.num_generations")
         if isinstance(g.seed, bool) or not isinstance(g.seed, int) or g.seed < 0:
@@ -229,13 +245,19 @@ class PipelineConfig:
             p.append("grpo.rollout_failure_policy must be raise or mask")
         if not 0 <= g.max_masked_rollout_fraction < 1:
             p.append("grpo.max_masked_rollout_fraction must be in [0, 1)")
-        if not positive(t.max_attempts) or not positive(t.min_verified):
+        return p
+
+    def teacher_problems(self) -> list[str]:
+        """`[teacher]`, `[sft]` and the task lists."""
+        p: list[str] = []
+        t, s = self.teacher, self.sft
+        if not _positive(t.max_attempts) or not _positive(t.min_verified):
             p.append("teacher max_attempts and min_verified must be positive")
         if not isinstance(t.model, str) or "/" not in t.model:
             p.append("teacher.model must use provider/model format")
         if not 0 <= t.min_reward <= 1:
             p.append("teacher.min_reward must be between 0 and 1")
-        if s.max_steps is not None and not positive(s.max_steps):
+        if s.max_steps is not None and not _positive(s.max_steps):
             p.append("sft.max_steps must be positive")
         if not math.isfinite(float(s.num_train_epochs)) or s.num_train_epochs <= 0:
             p.append("sft.num_train_epochs must be positive")
@@ -250,6 +272,10 @@ class PipelineConfig:
         if s.enabled and not t.enabled:
             p.append("sft.enabled requires teacher.enabled")
         return p
+
+
+def _positive(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 1
 
 
 def _table(data: dict, name: str, *, required: bool = False) -> dict:

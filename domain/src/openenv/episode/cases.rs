@@ -4,6 +4,7 @@
 //! language only. The test fails when the file differs from what the rules give now; run it with
 //! `ARENA_WRITE_FIXTURES=1` to write the file again, then commit it.
 
+use crate::invalid::Invalid;
 use serde_json::{json, Value};
 
 use super::*;
@@ -28,9 +29,9 @@ fn end_json(end: &End) -> Value {
     }
 }
 
-fn validator(schema: &Value) -> impl Fn(&Value) -> Result<(), String> {
+fn validator(schema: &Value) -> impl Fn(&Value) -> Result<(), Invalid> {
     let v = jsonschema::validator_for(schema).expect("a valid schema");
-    move |a: &Value| v.validate(a).map_err(|e| e.to_string())
+    move |a: &Value| v.validate(a).map_err(|e| Invalid(e.to_string()))
 }
 
 fn echo_schema() -> Value {
@@ -133,9 +134,21 @@ fn pacing() -> Value {
 
 /// One scripted episode: its operations, what each answered, and the conversation at the end.
 fn episode_case(limits: Value, schema: Value, reset: Value, tokens: (u64, u64), ops: Vec<Value>) -> Value {
+    tools_episode_case(limits, schema, Vec::new(), reset, tokens, ops)
+}
+
+/// The same for a tools environment: its tools in the system message.
+fn tools_episode_case(
+    limits: Value,
+    schema: Value,
+    tools: Vec<Value>,
+    reset: Value,
+    tokens: (u64, u64),
+    ops: Vec<Value>,
+) -> Value {
     let (t, spec) = task(limits);
     let valid = validator(&schema);
-    let mut e = Episode::start(&spec, &schema, &reset, tokens.0, tokens.1, 0);
+    let mut e = Episode::start(&spec, &schema, &tools, &reset, tokens.0, tokens.1, 0);
     let mut steps = Vec::new();
     let started = e.ended().map(end_json);
     for op in ops {
@@ -159,7 +172,7 @@ fn episode_case(limits: Value, schema: Value, reset: Value, tokens: (u64, u64), 
     }
     let messages: Vec<Value> =
         e.messages.iter().map(|m| json!({"role": m.role, "content": m.content})).collect();
-    json!({"task": t, "schema": schema, "reset": reset, "system_tokens": tokens.0,
+    json!({"task": t, "schema": schema, "tools": tools, "reset": reset, "system_tokens": tokens.0,
         "observation_tokens": tokens.1, "started": started, "steps": steps, "messages": messages})
 }
 
@@ -261,7 +274,39 @@ fn episodes() -> Value {
                 observe(json!({}), 1, Some(0.5), true),
             ]
         ),
+        tools_episode_case(
+            json!({}),
+            call_tool_schema(),
+            tools(),
+            json!({}),
+            (200, 2),
+            vec![
+                reply(r#"{"type": "call_tool", "tool_name": "echo", "arguments": {"message": "hi"}}"#, 9, 0),
+                observe(json!({"tool_name": "echo", "result": "hi", "error": null}), 12, None, false),
+                reply(r#"{"tool_name": "finish", "arguments": {}}"#, 7, 10),
+                observe(json!({"tool_name": "finish", "result": "done", "error": null}), 12, Some(1.0), true),
+            ]
+        ),
     ])
+}
+
+/// openenv 0.10's `CallToolAction` schema, as a tools environment's `/schema` serves it.
+fn call_tool_schema() -> Value {
+    json!({"additionalProperties": false, "title": "CallToolAction", "type": "object", "required": ["tool_name"],
+        "properties": {
+            "metadata": {"additionalProperties": true, "type": "object"},
+            "type": {"const": "call_tool", "default": "call_tool", "type": "string"},
+            "tool_name": {"type": "string"},
+            "arguments": {"additionalProperties": true, "type": "object"}}})
+}
+
+/// A tools environment's tools as the system message shows them (`admission::tool_list`).
+fn tools() -> Vec<Value> {
+    vec![
+        json!({"name": "echo", "description": "Echo a message back.",
+            "input_schema": {"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"]}}),
+        json!({"name": "finish", "description": "End the episode with a reward of 1.", "input_schema": {"type": "object"}}),
+    ]
 }
 
 fn scores() -> Value {
@@ -328,6 +373,11 @@ fn steps() -> Value {
 fn ws() -> Value {
     let messages = [
         json!({"type": "observation", "data": {"observation": {"x": 1}, "reward": 0.5, "done": true}}),
+        // openenv 0.10: `metadata` inside the observation (and beside it); never shown to the model.
+        json!({"type": "observation", "data": {"observation": {"metadata": {"step": 1}, "echoed_message": "hi"},
+            "reward": 0.0, "done": false, "metadata": {"step": 1}}}),
+        json!({"type": "observation", "data": {"observation": {"metadata": {"prompt": "2+2?",
+            "task_spec": {"question": "2+2?", "answer": "4"}}}, "reward": null, "done": false}}),
         json!({"type": "observation", "data": {"observation": {"x": 1}, "reward": 1, "done": false}}),
         json!({"type": "observation", "data": {"observation": "text", "reward": null}}),
         json!({"type": "observation", "data": {"reward": "0.5", "done": "yes"}}),
@@ -336,13 +386,14 @@ fn ws() -> Value {
     ];
     let answers: Vec<Value> =
         messages.iter().map(|m| json!({"message": m, "observation": ws_observation(m)})).collect();
-    json!({"messages": answers, "reset": ws_reset("echo-1"), "step": ws_step(&json!({"message": "a"}))})
+    json!({"messages": answers, "reset": ws_reset(&reset_for("echo-1")),
+        "task_api_reset": ws_reset(&json!({"split": "train", "index": 1})), "step": ws_step(&json!({"message": "a"}))})
 }
 
 fn system_prompts() -> Value {
-    [echo_schema(), json!({"type": "object"})]
+    [(echo_schema(), Vec::new()), (json!({"type": "object"}), Vec::new()), (call_tool_schema(), tools())]
         .iter()
-        .map(|s| json!({"schema": s, "text": system_prompt(s)}))
+        .map(|(s, tools)| json!({"schema": s, "tools": tools, "text": system_prompt(s, tools)}))
         .collect()
 }
 

@@ -112,13 +112,6 @@ fn a_run_that_ended_without_both_phases_is_incomplete_with_its_reason() {
     assert_eq!(view(&plan(), &[], &[], &Progress::default(), false).state, EvaluationState::Pending);
 }
 
-#[test]
-fn held_out_task_ids_are_redacted_from_what_participants_read() {
-    let mut p = plan();
-    p.tasks.push(PlannedTask { task_id: "w10".into(), domain: "words".into() });
-    assert_eq!(p.redact("w10 then w1 lost"), "[held-out task] then [held-out task] lost");
-}
-
 fn evaluated(sub: &str, order: i64, d: &[f64]) -> EvaluatedRun {
     // Tasks w1, w2, c1 with these Δs (reward fractions) over a before of 0.
     let before = records(|_, _| Some(0.0));

@@ -136,6 +136,7 @@ pub async fn release(
     };
     let (state, code, message) = controls::released_end(run.policy_version, &me.name, &reason, canceled);
     crate::openenv::runs::repo::end_released(&s.db, run_id, state, code, &message, &release).await?;
+    s.changes.bump(crate::changes::Topic::Openenv);
     tracing::info!(run = %run_id, by = %me.name, canceled, "an OpenEnv run's stalled cleanup was released");
     crate::openenv::runs::service::view(s, me, run_id).await
 }

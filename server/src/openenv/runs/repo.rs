@@ -1,15 +1,13 @@
 //! OpenEnv runs and their events. The queue is the admitted submissions without a run, in
 //! acceptance order; a run exists from its assignment to the cluster, once per submission.
 
+use crate::db::{Db, Flag, JsonText};
 use domain::openenv::controls::{CleanupView, Release, CLEANUP_RECOUNT_S, CLEANUP_STALL_S};
 use domain::openenv::evaluation::{check_coverage, EpisodeRecord, Phase, Plan};
 use domain::openenv::run::{RunEvent, RunState};
-use sqlx::any::AnyRow;
-use sqlx::Row;
 
-use crate::db::Db;
-
-#[derive(Debug, Clone)]
+/// An OpenEnv run's row, read by column name (`COLUMNS` selects them).
+#[derive(Debug, Clone, sqlx::FromRow)]
 pub struct RunRow {
     pub run_id: String,
     pub account_id: String,
@@ -23,8 +21,10 @@ pub struct RunRow {
     pub ended_at: Option<String>,
     pub error_code: Option<String>,
     pub message: Option<String>,
+    #[sqlx(try_from = "Flag")]
     pub delivered: bool,
     /// The held-out evaluation it was assigned with (none for a run from before evaluations).
+    #[sqlx(try_from = "JsonText<Option<Plan>>")]
     pub eval_plan: Option<Plan>,
     /// When it entered `cleanup`: the arena's clock, and the cluster's time in words.
     pub cleanup_epoch: Option<i64>,
@@ -33,6 +33,7 @@ pub struct RunRow {
     pub sandboxes_left: Option<i64>,
     pub counted_at: Option<String>,
     /// An editor's release of its stalled cleanup.
+    #[sqlx(try_from = "JsonText<Option<Release>>")]
     pub released: Option<Release>,
 }
 
@@ -56,73 +57,30 @@ const COLUMNS: &str = "run_id, account_id, submission_id, state, policy_version,
     assigned_epoch, started_epoch, ended_at, error_code, message, delivered, eval_plan, cleanup_epoch, \
     cleanup_at, sandboxes_left, counted_at, released";
 
-/// A JSON column, decoded.
-fn json_column<T: serde::de::DeserializeOwned>(r: &AnyRow, column: &str) -> Result<Option<T>, sqlx::Error> {
-    r.try_get::<Option<String>, _>(column)?
-        .map(|t| serde_json::from_str(&t))
-        .transpose()
-        .map_err(|e| sqlx::Error::Decode(e.into()))
-}
-
-fn run_row(r: &AnyRow) -> Result<RunRow, sqlx::Error> {
-    let state: String = r.try_get("state")?;
-    Ok(RunRow {
-        run_id: r.try_get("run_id")?,
-        account_id: r.try_get("account_id")?,
-        submission_id: r.try_get("submission_id")?,
-        state: RunState::parse(&state)
-            .ok_or_else(|| sqlx::Error::Decode(format!("run state {state}").into()))?,
-        policy_version: r.try_get("policy_version")?,
-        last_seq: r.try_get("last_seq")?,
-        assigned_at: r.try_get("assigned_at")?,
-        assigned_epoch: r.try_get("assigned_epoch")?,
-        started_epoch: r.try_get("started_epoch")?,
-        ended_at: r.try_get("ended_at")?,
-        error_code: r.try_get("error_code")?,
-        message: r.try_get("message")?,
-        delivered: r.try_get::<i64, _>("delivered")? != 0,
-        eval_plan: json_column(r, "eval_plan")?,
-        cleanup_epoch: r.try_get("cleanup_epoch")?,
-        cleanup_at: r.try_get("cleanup_at")?,
-        sandboxes_left: r.try_get("sandboxes_left")?,
-        counted_at: r.try_get("counted_at")?,
-        released: json_column(r, "released")?,
-    })
-}
-
 pub async fn get(db: &Db, run_id: &str) -> Result<Option<RunRow>, sqlx::Error> {
-    sqlx::query(&format!("SELECT {COLUMNS} FROM openenv_runs WHERE run_id = $1"))
+    sqlx::query_as(&format!("SELECT {COLUMNS} FROM openenv_runs WHERE run_id = $1"))
         .bind(run_id)
         .fetch_optional(&db.writer)
-        .await?
-        .as_ref()
-        .map(run_row)
-        .transpose()
+        .await
 }
 
 /// Runs, newest first: one account's, or every one (editors).
 pub async fn list(db: &Db, account_id: Option<&str>) -> Result<Vec<RunRow>, sqlx::Error> {
-    sqlx::query(&format!(
+    sqlx::query_as(&format!(
         "SELECT {COLUMNS} FROM openenv_runs WHERE ($1 = '' OR account_id = $1) ORDER BY assigned_epoch DESC, run_id LIMIT 500"
     ))
     .bind(account_id.unwrap_or(""))
     .fetch_all(&db.pool)
-    .await?
-    .iter()
-    .map(run_row)
-    .collect()
+    .await
 }
 
 /// Runs in the given states.
 /// Runs assigned before `epoch` that are still `starting`: past the queue's limit.
 pub async fn starting_before(db: &Db, epoch: i64) -> Result<Vec<String>, sqlx::Error> {
-    sqlx::query("SELECT run_id FROM openenv_runs WHERE state = 'starting' AND assigned_epoch <= $1 ORDER BY assigned_epoch")
+    sqlx::query_scalar("SELECT run_id FROM openenv_runs WHERE state = 'starting' AND assigned_epoch <= $1 ORDER BY assigned_epoch")
         .bind(epoch)
         .fetch_all(&db.pool)
-        .await?
-        .iter()
-        .map(|r| r.try_get("run_id"))
-        .collect()
+        .await
 }
 
 /// The queue sweep's lease on an OpenEnv run (`crate::engine`).
@@ -131,26 +89,21 @@ pub const LEASE: crate::engine::RowLease =
 
 pub async fn in_states(db: &Db, states: &[RunState]) -> Result<Vec<RunRow>, sqlx::Error> {
     let list = states.iter().map(|s| format!("'{}'", s.as_str())).collect::<Vec<_>>().join(", ");
-    sqlx::query(&format!(
+    sqlx::query_as(&format!(
         "SELECT {COLUMNS} FROM openenv_runs WHERE state IN ({list}) ORDER BY assigned_epoch"
     ))
     .fetch_all(&db.writer)
-    .await?
-    .iter()
-    .map(run_row)
-    .collect()
+    .await
 }
 
 /// The next admitted submission without a run, in acceptance order.
 pub async fn queue_head(db: &Db) -> Result<Option<(String, String)>, sqlx::Error> {
-    sqlx::query(
+    sqlx::query_as(
         "SELECT account_id, submission_id FROM openenv_submissions \
          WHERE state = 'validated' AND run_id IS NULL ORDER BY seq LIMIT 1",
     )
     .fetch_optional(&db.writer)
-    .await?
-    .map(|r| Ok((r.try_get("account_id")?, r.try_get("submission_id")?)))
-    .transpose()
+    .await
 }
 
 /// Creates the submission's run in `starting` with its evaluation plan, and the arena's own first
@@ -213,15 +166,12 @@ pub async fn mark_delivered(db: &Db, run_id: &str) -> Result<(), sqlx::Error> {
 /// Runs the arena ended (cancelled, released from a stalled cleanup, or out of queue time) that the
 /// cluster was given and has not yet confirmed stopping.
 pub async fn stops_to_send(db: &Db) -> Result<Vec<String>, sqlx::Error> {
-    sqlx::query(
+    sqlx::query_scalar(
         "SELECT run_id FROM openenv_runs WHERE state IN ('completed', 'failed', 'cancelled') AND delivered = 1 \
          AND cancel_sent = 0",
     )
     .fetch_all(&db.writer)
-    .await?
-    .iter()
-    .map(|r| r.try_get("run_id"))
-    .collect()
+    .await
 }
 
 pub async fn mark_stopped(db: &Db, run_id: &str) -> Result<(), sqlx::Error> {
@@ -252,13 +202,10 @@ async fn run_in(
     tx: &mut sqlx::Transaction<'_, sqlx::Any>,
     run_id: &str,
 ) -> Result<Option<RunRow>, sqlx::Error> {
-    sqlx::query(&format!("SELECT {COLUMNS} FROM openenv_runs WHERE run_id = $1"))
+    sqlx::query_as(&format!("SELECT {COLUMNS} FROM openenv_runs WHERE run_id = $1"))
         .bind(run_id)
         .fetch_optional(&mut **tx)
-        .await?
-        .as_ref()
-        .map(run_row)
-        .transpose()
+        .await
 }
 
 /// Stores one event once, by its sequence, and moves the run to its state. The run's row is
@@ -274,22 +221,21 @@ pub async fn record(db: &Db, run_id: &str, e: &RunEvent, epoch: i64) -> Result<R
         .fetch_optional(&mut *tx)
         .await?
         .is_some();
-    if known || run.state.terminal() || e.seq <= run.last_seq {
+    if known || run.state.has_ended() || e.seq <= run.last_seq {
         return Ok(Recorded::AlreadyKnown);
     }
     if !e.may_follow(run.state) {
         return Ok(Recorded::OutOfOrder(run.state));
     }
-    let mut message = e.message.clone();
+    // The message is the arena's own sentence (`domain::openenv::wording`), written before.
+    let message = e.message.clone();
     if let Some(report) = &e.evaluation {
         let Some(plan) = &run.eval_plan else {
             return Ok(Recorded::RecordsRefused("the run has no evaluation plan".into()));
         };
-        // Participants read events: no held-out task id reaches one.
-        message = message.map(|m| plan.redact(&m));
         if !report.records.is_empty() {
             if let Err(why) = check_coverage(plan, &report.records) {
-                return Ok(Recorded::RecordsRefused(why));
+                return Ok(Recorded::RecordsRefused(why.into()));
             }
             store_records(&mut tx, run_id, report.phase, &report.records).await?;
         }
@@ -309,7 +255,7 @@ pub async fn record(db: &Db, run_id: &str, e: &RunEvent, epoch: i64) -> Result<R
     .bind(Detail::of(e))
     .execute(&mut *tx)
     .await?;
-    let terminal = e.state.terminal();
+    let terminal = e.state.has_ended();
     let applied = sqlx::query(
         "UPDATE openenv_runs SET state = $2, policy_version = $3, last_seq = $4, \
          started_epoch = CASE WHEN started_epoch IS NULL AND $2 <> 'starting' THEN $5 ELSE started_epoch END, \
@@ -328,7 +274,7 @@ pub async fn record(db: &Db, run_id: &str, e: &RunEvent, epoch: i64) -> Result<R
     .bind(epoch)
     .bind(i64::from(terminal))
     .bind(&e.at)
-    .bind(e.message.as_deref().and_then(error_code_of))
+    .bind(e.message.as_deref().and_then(domain::openenv::wording::failure_code))
     .bind(&message)
     .bind(run.state.as_str())
     .bind(run.last_seq)
@@ -338,7 +284,13 @@ pub async fn record(db: &Db, run_id: &str, e: &RunEvent, epoch: i64) -> Result<R
     if applied == 0 {
         return Ok(Recorded::AlreadyKnown);
     }
+    if terminal {
+        crate::endings::openenv_run_in(&mut tx, run_id, &e.at, epoch).await?;
+    }
     tx.commit().await?;
+    if terminal {
+        db.ended();
+    }
     Ok(Recorded::Applied)
 }
 
@@ -372,7 +324,7 @@ pub async fn eval_records(
     db: &Db,
     run_id: Option<&str>,
 ) -> Result<std::collections::BTreeMap<String, Vec<(Phase, EpisodeRecord)>>, sqlx::Error> {
-    let rows = sqlx::query(
+    let rows: Vec<EpisodeRow> = sqlx::query_as(
         "SELECT e.run_id, e.phase, e.task_id, e.trial, e.reward, e.replays FROM openenv_eval_episodes e \
          JOIN openenv_runs r ON r.run_id = e.run_id \
          WHERE ($1 = '' AND r.state = 'completed') OR e.run_id = $1 ORDER BY e.run_id, e.task_id, e.trial",
@@ -382,25 +334,24 @@ pub async fn eval_records(
     .await?;
     let mut out: std::collections::BTreeMap<String, Vec<(Phase, EpisodeRecord)>> = Default::default();
     for r in rows {
-        let phase: String = r.try_get("phase")?;
-        let phase =
-            Phase::parse(&phase).ok_or_else(|| sqlx::Error::Decode(format!("phase {phase}").into()))?;
-        let record = EpisodeRecord {
-            task_id: r.try_get("task_id")?,
-            trial: u32::try_from(r.try_get::<i64, _>("trial")?).map_err(|e| sqlx::Error::Decode(e.into()))?,
-            reward: r.try_get("reward")?,
-            replays: u32::try_from(r.try_get::<i64, _>("replays")?)
-                .map_err(|e| sqlx::Error::Decode(e.into()))?,
-        };
-        out.entry(r.try_get("run_id")?).or_default().push((phase, record));
+        let record =
+            EpisodeRecord { task_id: r.task_id, trial: r.trial, reward: r.reward, replays: r.replays };
+        out.entry(r.run_id).or_default().push((r.phase, record));
     }
     Ok(out)
 }
 
-/// A failure's code when its message starts with one (`RUN_…: why`).
-fn error_code_of(message: &str) -> Option<String> {
-    let (code, _) = message.split_once(':')?;
-    (!code.is_empty() && code.chars().all(|c| c.is_ascii_uppercase() || c == '_')).then(|| code.to_string())
+/// A held-out episode's row (`eval_records`).
+#[derive(sqlx::FromRow)]
+struct EpisodeRow {
+    run_id: String,
+    phase: Phase,
+    task_id: String,
+    #[sqlx(try_from = "i64")]
+    trial: u32,
+    reward: Option<f64>,
+    #[sqlx(try_from = "i64")]
+    replays: u32,
 }
 
 /// The arena ends a run itself (an editor's cancel, or the queue timeout): the state, its event
@@ -432,17 +383,14 @@ pub async fn end_released(
 
 /// Runs whose cleanup has stalled and whose sandboxes are due to be counted (again).
 pub async fn stalled_cleanups(db: &Db, now: i64) -> Result<Vec<String>, sqlx::Error> {
-    sqlx::query(
+    sqlx::query_scalar(
         "SELECT run_id FROM openenv_runs WHERE state = 'cleanup' AND cleanup_epoch <= $1 \
          AND (counted_epoch IS NULL OR counted_epoch <= $2) ORDER BY cleanup_epoch",
     )
     .bind(now - CLEANUP_STALL_S)
     .bind(now - CLEANUP_RECOUNT_S)
     .fetch_all(&db.pool)
-    .await?
-    .iter()
-    .map(|r| r.try_get("run_id"))
-    .collect()
+    .await
 }
 
 /// The count of a stalled cleanup's live sandboxes (`None`: they could not be listed).
@@ -482,7 +430,7 @@ async fn end_with(
     let Some(run) = run_in(&mut tx, run_id).await? else {
         return Ok(false);
     };
-    if run.state.terminal() || only_from.is_some_and(|from| run.state != from) {
+    if run.state.has_ended() || only_from.is_some_and(|from| run.state != from) {
         return Ok(false);
     }
     // Far past anything the cluster has sent, so that its own events never take this sequence.
@@ -517,32 +465,46 @@ async fn end_with(
     .bind(message)
     .execute(&mut *tx)
     .await?;
+    let epoch = crate::clock::parse_rfc3339(at).map_or(0, |t| t.unix_timestamp());
+    crate::endings::openenv_run_in(&mut tx, run_id, at, epoch).await?;
     tx.commit().await?;
+    db.ended();
     Ok(true)
 }
 
 pub async fn events(db: &Db, run_id: &str) -> Result<Vec<RunEvent>, sqlx::Error> {
-    sqlx::query(
+    let rows: Vec<EventRow> = sqlx::query_as(
         "SELECT seq, state, policy_version, at, rewards, message, detail FROM openenv_run_events WHERE run_id = $1 ORDER BY seq",
     )
     .bind(run_id)
     .fetch_all(&db.pool)
-    .await?
-    .iter()
-    .map(|r| {
-        let state: String = r.try_get("state")?;
-        let rewards: Option<String> = r.try_get("rewards")?;
-        Ok(RunEvent {
-            seq: r.try_get("seq")?,
-            state: RunState::parse(&state).ok_or_else(|| sqlx::Error::Decode(format!("event state {state}").into()))?,
-            policy_version: r.try_get("policy_version")?,
-            at: r.try_get("at")?,
-            rewards: rewards.map(|t| serde_json::from_str(&t)).transpose().map_err(|e| sqlx::Error::Decode(e.into()))?,
-            message: r.try_get("message")?,
-            ..Detail::read(r.try_get("detail")?)?.into_event()
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| RunEvent {
+            seq: r.seq,
+            state: r.state,
+            policy_version: r.policy_version,
+            at: r.at,
+            rewards: r.rewards,
+            message: r.message,
+            ..r.detail.unwrap_or_default().into_event()
         })
-    })
-    .collect()
+        .collect())
+}
+
+/// A run event's row (`events`).
+#[derive(sqlx::FromRow)]
+struct EventRow {
+    seq: i64,
+    state: RunState,
+    policy_version: i64,
+    at: String,
+    #[sqlx(try_from = "JsonText<Option<Vec<Option<f64>>>>")]
+    rewards: Option<Vec<Option<f64>>>,
+    message: Option<String>,
+    #[sqlx(try_from = "JsonText<Option<Detail>>")]
+    detail: Option<Detail>,
 }
 
 /// An event's parts beyond its state, stored as one JSON object (`detail`).
@@ -557,6 +519,11 @@ struct Detail {
     /// An `evaluating` event's phase and progress, its records left out (kept apart).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     evaluation: Option<domain::openenv::evaluation::EvaluationReport>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    task_id: Option<String>,
+    /// The cluster's own words: editors only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    reported: Option<domain::openenv::run::Reported>,
 }
 
 impl Detail {
@@ -565,16 +532,21 @@ impl Detail {
             r.records.clear();
             r
         });
-        let d = Detail { metrics: e.metrics.clone(), alert: e.alert, trainer: e.trainer.clone(), evaluation };
-        (d.metrics.is_some() || d.alert.is_some() || d.trainer.is_some() || d.evaluation.is_some())
-            .then(|| serde_json::to_string(&d).expect("JSON"))
-    }
-
-    fn read(text: Option<String>) -> Result<Detail, sqlx::Error> {
-        text.map(|t| serde_json::from_str(&t))
-            .transpose()
-            .map_err(|e| sqlx::Error::Decode(e.into()))
-            .map(Option::unwrap_or_default)
+        let d = Detail {
+            metrics: e.metrics.clone(),
+            alert: e.alert,
+            trainer: e.trainer.clone(),
+            evaluation,
+            task_id: e.task_id.clone(),
+            reported: e.reported.clone(),
+        };
+        let empty = d.metrics.is_none()
+            && d.alert.is_none()
+            && d.trainer.is_none()
+            && d.evaluation.is_none()
+            && d.task_id.is_none()
+            && d.reported.is_none();
+        (!empty).then(|| serde_json::to_string(&d).expect("JSON"))
     }
 
     fn into_event(self) -> RunEvent {
@@ -589,16 +561,17 @@ impl Detail {
             alert: self.alert,
             trainer: self.trainer,
             evaluation: self.evaluation,
+            task_id: self.task_id,
+            reported: self.reported,
         }
     }
 }
 
 /// Runs not yet ended (predeploy refuses while any is on the cluster).
 pub async fn active(db: &Db) -> Result<i64, sqlx::Error> {
-    sqlx::query(
+    sqlx::query_scalar(
         "SELECT COUNT(*) AS n FROM openenv_runs WHERE state NOT IN ('completed', 'failed', 'cancelled')",
     )
     .fetch_one(&db.pool)
-    .await?
-    .try_get("n")
+    .await
 }

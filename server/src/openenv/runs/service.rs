@@ -4,6 +4,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use anyhow::Context;
 use domain::ids::OpenEnvRunId;
+use domain::openenv::admission::{Outcome, TaskProbe};
 use domain::openenv::episode::{EPISODES_PER_STEP, QUEUE_TIMEOUT_S, RUN_LIMIT_S};
 use domain::openenv::evaluation::{EpisodeRecord, EvaluationReport, EvaluationView, Phase, Progress};
 use domain::openenv::run::{reward_curve, OpenEnvRunView, RunEvent, RunEvents, RunFailure, RunState};
@@ -12,6 +13,7 @@ use domain::ErrorCode;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use crate::changes::Topic;
 use crate::http::ApiError;
 use crate::identity::Identity;
 use crate::openenv::runs::repo::{Recorded, RunRow};
@@ -89,32 +91,54 @@ async fn handle(s: &AppState, holder: &str, message: ClusterMessage) -> Result<V
             crate::openenv::runs::repo::mark_stopped(&s.db, &run_id).await?;
             Ok(vec![json!({"kind": "ack", "of": "stopped", "run_id": run_id})])
         }
-        ClusterMessage::Event { run_id, event } => {
+        ClusterMessage::Event { run_id, mut event } => {
             if let Err(why) = event.check() {
                 return Ok(vec![
-                    json!({"kind": "ack", "of": "event", "run_id": run_id, "seq": event.seq, "error": why}),
+                    json!({"kind": "ack", "of": "event", "run_id": run_id, "seq": event.seq, "error": why.0}),
                 ]);
             }
+            let seq = event.seq;
             let ack = |extra: Value| {
-                let mut a = json!({"kind": "ack", "of": "event", "run_id": run_id, "seq": event.seq});
+                let mut a = json!({"kind": "ack", "of": "event", "run_id": run_id, "seq": seq});
                 if let (Some(a), Some(extra)) = (a.as_object_mut(), extra.as_object()) {
                     a.extend(extra.clone());
                 }
                 a
             };
-            Ok(vec![match crate::openenv::runs::repo::record(&s.db, &run_id, &event, epoch).await? {
+            // Participants read what the arena writes; the cluster's words go to editors and the log.
+            domain::openenv::wording::for_participants(&mut event, &train_tasks(s, &run_id).await?);
+            if let Some(reported) = event.reported.as_ref().filter(|_| event.state == RunState::Failed) {
+                tracing::warn!(run = %run_id, ?reported, "the cluster reports the run failed");
+            }
+            let recorded = crate::openenv::runs::repo::record(&s.db, &run_id, &event, epoch).await?;
+            let state = event.state;
+            if recorded == Recorded::Applied && event.state.has_ended() {
+                s.changes.bump(Topic::Openenv);
+            }
+            Ok(vec![match recorded {
                 Recorded::Applied => ack(json!({})),
                 Recorded::AlreadyKnown => ack(json!({"known": true})),
                 // Acknowledged so that the cluster stops resending it; the reason is in the ack.
                 Recorded::UnknownRun => ack(json!({"error": "no such run"})),
                 Recorded::OutOfOrder(current) => ack(json!({"error": format!(
-                    "`{}` cannot follow `{}`", event.state.as_str(), current.as_str())})),
+                    "`{}` cannot follow `{}`", state.as_str(), current.as_str())})),
                 Recorded::RecordsRefused(why) => ack(json!({
                     "code": ErrorCode::EvaluationRecordsIncomplete.as_str(),
                     "error": format!("the evaluation's records were refused: {why}")})),
             }])
         }
     }
+}
+
+/// The run's submission's train tasks (none for a run this arena does not know).
+async fn train_tasks(s: &AppState, run_id: &str) -> Result<Vec<String>, sqlx::Error> {
+    let Some(run) = crate::openenv::runs::repo::get(&s.db, run_id).await? else { return Ok(Vec::new()) };
+    let Some(stored) = crate::openenv::repo::get(&s.db, &run.account_id, &run.submission_id).await? else {
+        return Ok(Vec::new());
+    };
+    let request: SubmissionRequest =
+        serde_json::from_str(&stored.body).map_err(|e| sqlx::Error::Decode(e.into()))?;
+    Ok(request.tasks.into_iter().filter(|t| t.split == "train").map(|t| t.task_id).collect())
 }
 
 /// On a hello: runs the cluster was given that it no longer holds (it restarted) end `failed`;
@@ -138,7 +162,7 @@ async fn forget_lost(s: &AppState, held: &[String], at: &str) -> Result<Vec<Valu
     let mut out = Vec::new();
     for run_id in held {
         if let Some(run) = crate::openenv::runs::repo::get(&s.db, run_id).await? {
-            if run.state.terminal() {
+            if run.state.has_ended() {
                 out.push(stop_message(&run));
             }
         }
@@ -221,17 +245,33 @@ async fn assignment(s: &AppState, run: &RunRow) -> Result<Option<Value>, sqlx::E
             return Ok(None);
         }
     };
-    let mut out = pinned.and_then(|p| assignment(&run.run_id, RUN_LIMIT_S, &request, &p, &model, &recipe));
+    let played = played(&stored.probes);
+    let mut out =
+        pinned.and_then(|p| assignment(&run.run_id, RUN_LIMIT_S, &request, &p, &played, &model, &recipe));
     // The benchmark as the run was planned with: its environments from the registry, when this
     // server has them (a private benchmark's overlay may be missing: the trainer then says so).
     if let (Some(a), Some(plan)) = (out.as_mut(), &run.eval_plan) {
         a["benchmark"] = match s.registry.benchmarks.get(&plan.benchmark) {
-            Some(b) => domain::openenv::benchmark::assignment_part(b),
+            Some(b) => domain::openenv::benchmark::assignment_part(b, &run.run_id),
             None => json!({"id": plan.benchmark, "trials": plan.trials,
                 "phase_allowance_s": plan.phase_allowance_s, "environments": []}),
         };
     }
     Ok(out)
+}
+
+/// How admission played each task (its reset and its environment's tools), from its probes.
+fn played(probes: &str) -> BTreeMap<String, domain::openenv::assignment::Played> {
+    let probes: Vec<TaskProbe> = serde_json::from_str(probes).unwrap_or_default();
+    probes
+        .into_iter()
+        .filter_map(|p| match p.last {
+            Some(Outcome::Passed { reset, tools }) => {
+                Some((p.task_id, domain::openenv::assignment::Played { reset, tools }))
+            }
+            _ => None,
+        })
+        .collect()
 }
 
 /// The benchmark the track's runs are evaluated on, when the registry names one.
@@ -327,11 +367,16 @@ pub fn evaluation_of(
         phase: last.map(|r| r.phase),
         done: last.map_or(0, |r| r.done),
         planned: last.map_or(0, |r| r.planned),
-        incomplete: reports.iter().rev().find_map(|r| r.incomplete.clone()),
+        // Editors read the cluster's own reason where it gave one.
+        incomplete: events.iter().rev().find_map(|e| {
+            let worded = e.evaluation.as_ref()?.incomplete.clone()?;
+            let reported = e.reported.as_ref().and_then(|r| r.incomplete.clone()).filter(|_| editor);
+            Some(reported.unwrap_or(worded))
+        }),
         simulated: reports.iter().any(|r| r.simulated),
         running: run.state == RunState::Evaluating,
-        ended: run.state.terminal(),
-        ended_why: (run.state != RunState::Completed && run.state.terminal())
+        ended: run.state.has_ended(),
+        ended_why: (run.state != RunState::Completed && run.state.has_ended())
             .then(|| format!("the run ended `{}` before its evaluation finished", run.state.as_str())),
     };
     Some(domain::openenv::evaluation::view(
@@ -361,7 +406,12 @@ pub fn run_view(
         assigned_at: run.assigned_at.clone(),
         started: run.started_epoch.is_some(),
         ended_at: run.ended_at.clone(),
-        error: failed.then(|| RunFailure { code: run.error_code.clone(), message: run.message.clone() }),
+        error: failed.then(|| RunFailure {
+            code: run.error_code.clone(),
+            message: run.message.clone(),
+            // Present only in an editor's events.
+            reported: events.last().and_then(|e| e.reported.as_ref()?.message.clone()),
+        }),
         time_limit_s: RUN_LIMIT_S,
         reward_curve: reward_curve(events),
         steps: domain::openenv::run::steps(events),
@@ -374,7 +424,7 @@ pub fn run_view(
 
 pub async fn events(s: &AppState, me: &Identity, run_id: &OpenEnvRunId) -> Result<RunEvents, ApiError> {
     visible(s, me, run_id).await?;
-    Ok(RunEvents { run_id: run_id.to_string(), events: read_events(s, run_id).await? })
+    Ok(RunEvents { run_id: run_id.to_string(), events: read_events(s, run_id, me.editor).await? })
 }
 
 /// Both at once, for the run's page.
@@ -384,16 +434,20 @@ pub async fn view_with_events(
     run_id: &OpenEnvRunId,
 ) -> Result<(OpenEnvRunView, Vec<RunEvent>), ApiError> {
     let (run, account) = visible(s, me, run_id).await?;
-    let events = read_events(s, run_id).await?;
+    let events = read_events(s, run_id, me.editor).await?;
     let records = crate::openenv::runs::repo::eval_records(&s.db, Some(run_id)).await?;
     let records = records.get(run_id.as_str()).map(Vec::as_slice).unwrap_or_default();
     let evaluation = evaluation_of(&run, &events, records, me.editor);
     Ok((run_view(&run, account, &events, evaluation, s.now().epoch), events))
 }
 
-/// A run's events as participants read them: every alert in words (`domain::openenv::alerts`).
-async fn read_events(s: &AppState, run_id: &str) -> Result<Vec<RunEvent>, sqlx::Error> {
+/// A run's events as one person reads them: every alert in words (`domain::openenv::alerts`), and
+/// the cluster's own words (`reported`) for editors only.
+async fn read_events(s: &AppState, run_id: &str, editor: bool) -> Result<Vec<RunEvent>, sqlx::Error> {
     let mut events = crate::openenv::runs::repo::events(&s.db, run_id).await?;
+    if !editor {
+        events.iter_mut().for_each(|e| e.reported = None);
+    }
     domain::openenv::alerts::in_words(&mut events);
     Ok(events)
 }
@@ -405,7 +459,7 @@ pub async fn cancel(s: &AppState, me: &Identity, run_id: &OpenEnvRunId) -> Resul
     if !me.editor {
         return Err(ApiError::new(ErrorCode::Forbidden, "only a BenchFlow editor can stop an OpenEnv run"));
     }
-    if !run.state.terminal() {
+    if !run.state.has_ended() {
         let at = s.now().text;
         let message = format!("cancelled by {}", me.name);
         crate::openenv::runs::repo::end(&s.db, run_id, None, RunState::Cancelled, None, &message, &at)
@@ -431,8 +485,15 @@ pub async fn cluster_gone(s: &AppState, holder: &str) {
     }
 }
 
-/// `GET /api/openenv/leaderboard`: submissions ranked by the mean Δ of their evaluated runs.
-pub async fn leaderboard(s: &AppState) -> Result<domain::openenv::evaluation::Leaderboard, ApiError> {
+/// `GET /api/openenv/leaderboard`: submissions ranked by the mean Δ of their evaluated runs, made
+/// once per completed run (`Topic::Openenv`) and served from memory in between.
+pub async fn leaderboard(
+    s: &AppState,
+) -> Result<crate::changes::Snapshot<domain::openenv::evaluation::Leaderboard>, ApiError> {
+    s.caches.openenv_leaderboard.get(&s.changes, (), rank(s)).await
+}
+
+async fn rank(s: &AppState) -> Result<domain::openenv::evaluation::Leaderboard, ApiError> {
     use domain::openenv::evaluation::{leaderboard, EvaluatedRun, Leaderboard, METHOD};
     let benchmark = track_benchmark(s);
     let runs = crate::openenv::runs::repo::in_states(&s.db, &[RunState::Completed]).await?;

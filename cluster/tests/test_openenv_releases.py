@@ -1,0 +1,137 @@
+"""The real agent and trainer admit and train one environment of each OpenEnv release participants
+build on, against the arena and stand-in `start_test_stack debug real` starts: the demo echo on
+openenv-core 0.3.0 (`ghcr.io/test/arena-echo:ok`) and the demo's three openenv 0.10 environments
+(`ghcr.io/arena-demo/{echo-010,task-echo,tools-echo}:v1`, their bodies in
+dev/demo/openenv/submission-*.json). Each is submitted by an account of its own, all at once; the
+node has one CPU slot, so their runs train one after another (one optimizer step each, the tiny
+model). What the model saw is read from each run's `conversations.jsonl` on the node (the first
+episode of each step and of each held-out phase):
+
+- no user turn ever shows `metadata` (0.10 sends it in every observation, beside it too);
+- the task API environment plays the asked task: the reset observation of an episode of `echo-2`
+  (its split `train`, index 1) names `echo-2`, not the split's task 0;
+- the tools environment's system message lists its tools, `echo` and `finish`."""
+
+import json
+import time
+
+import pytest
+
+from arena_cluster.rundir import RunDir
+from stack import Node, demo_submission, env, run_of, submit, wait
+
+STEPS = 1
+TOOLS_INTRO = "\nTools, each called through the action schema: "
+# Each environment: the account that submits it and its body (None: the 0.3.0 echo of stack.submit).
+RELEASES = {
+    "echo-0.3": ("grace", None),
+    "echo-0.10": ("heidi", "submission-echo-010.json"),
+    "task-echo": ("ivan", "submission-task-echo.json"),
+    "tools-echo": ("judy", "submission-tools-echo.json"),
+}
+
+
+def body(name, submission_id):
+    file = RELEASES[name][1]
+    if file is None:
+        return None
+    b = demo_submission(submission_id, file)
+    if name == "task-echo":
+        # `echo-2` first, so that the one step plays it: the task API's index 1 in `train`, which
+        # a reset that chose no task (or swallowed the task id) would never play.
+        b["tasks"] = sorted(b["tasks"], key=lambda t: t["task_id"] != "echo-2")
+        assert b["tasks"][0] == {"task_id": "echo-2", "split": "train"}, b["tasks"]
+    return b
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """Each environment's run once it ended: (run, the events the node sent, its node folder's
+    assignment and conversations)."""
+    arena = env("ARENA_TEST_URL")
+    node = Node(tmp_path_factory.mktemp("node"), STEPS)
+    node.start()
+    try:
+        node.connected(arena)
+        stamp = int(time.time())
+        admitted = {}
+        for name, (user, _) in RELEASES.items():
+            submission_id = f"release-{name.replace('.', '')}-{stamp}"
+            admitted[name] = submit(arena, user, submission_id, body(name, submission_id))
+        runs = {}
+
+        def all_ended():
+            for name, check in admitted.items():
+                if name not in runs and (a := check()):
+                    runs[name] = a["run"]["run_id"]
+            return len(runs) == len(RELEASES) and all(
+                run_of(arena, RELEASES[n][0], r)["state"] in ("completed", "failed", "cancelled")
+                for n, r in runs.items())
+
+        # Admission of all four, then four runs in turn on the node's one CPU slot: each loads the
+        # tiny model, plays the held-out phase before (six episodes), one step (five) and the phase
+        # after (six), each episode in a fresh sandbox.
+        wait("every run's end", all_ended, 3000)
+        out = {}
+        for name, run_id in runs.items():
+            user = RELEASES[name][0]
+            # The agent moves the run's folder aside once the arena has every event.
+            folder = wait("the run's folder", lambda: (p := node.home / "done" / run_id).is_dir() and p, 120)
+            assignment = json.loads((folder / "assignment.json").read_text())
+            lines = (folder / "conversations.jsonl").read_text().splitlines()
+            out[name] = (run_of(arena, user, run_id), RunDir(folder).events(), assignment,
+                         [json.loads(line) for line in lines])
+        return out
+    finally:
+        node.stop()
+
+
+@pytest.mark.parametrize("name", list(RELEASES))
+def test_each_release_is_admitted_and_trains_with_an_evaluation_before_and_after(trained, name):
+    run, events, _, conversations = trained[name]
+    assert run["state"] == "completed" and run["policy_version"] >= 1, (run, events)
+    e = run["evaluation"]
+    assert e["state"] == "complete" and e["before"] and e["after"], e
+    purposes = [c["purpose"] for c in conversations]
+    assert purposes[0] == "eval-before" and purposes[-1] == "eval-after" and "train" in purposes, purposes
+    assert len(conversations) <= 2 + len([ev for ev in events if ev["state"] == "rolling" and not ev.get("alert")]), \
+        "one conversation a step and a phase, not every episode"
+
+
+@pytest.mark.parametrize("name", list(RELEASES))
+def test_no_user_turn_shows_metadata(trained, name):
+    """openenv 0.10 puts `metadata` in every observation (`{}` at reset, `{"step": n}` after a step,
+    the task spec and its answer in the task API's reset): the reset observation of every kept
+    conversation had it."""
+    _, _, _, conversations = trained[name]
+    users = [m["content"] for c in conversations for m in c["messages"] if m["role"] == "user"]
+    assert users and not [u for u in users if '"metadata"' in u or "task_spec" in u], users
+
+
+def test_the_task_api_environment_plays_the_asked_task(trained):
+    _, _, assignment, conversations = trained["task-echo"]
+    labels = {t["task_label"]: t for t in assignment["submission"]["tasks"]}
+    echo_2 = [c for c in conversations if c["purpose"] == "train" and labels[c["task_label"]]["task_id"] == "echo-2"]
+    assert labels and echo_2, conversations
+    assert labels[echo_2[0]["task_label"]]["reset"] == {"split": "train", "index": 1}, labels
+    for c in echo_2:
+        reset_observation = json.loads(c["messages"][1]["content"])
+        assert reset_observation["task_id"] == "echo-2" and reset_observation["prompt"] == "say bye", c
+        assert '"task_id":"echo-2"' in c["messages"][1]["content"]
+
+
+def test_the_tools_environment_is_told_its_tools(trained):
+    _, _, assignment, conversations = trained["tools-echo"]
+    assert [t["name"] for t in assignment["submission"]["tasks"][0]["tools"]] == ["echo", "finish"], assignment
+    steps = [c for c in conversations if c["purpose"] == "train"]
+    assert steps, conversations
+    for c in steps:
+        system = c["messages"][0]
+        assert system["role"] == "system" and TOOLS_INTRO in system["content"], system
+        tools = json.loads(system["content"].split(TOOLS_INTRO, 1)[1])
+        assert [t["name"] for t in tools] == ["echo", "finish"], tools
+        assert all(set(t) == {"name", "description", "input_schema"} for t in tools), tools
+    # The held-out environments are no tools environments: their system messages list none.
+    held_out = [c for c in conversations if c["purpose"] != "train"]
+    assert held_out and not [c for c in held_out if c["messages"] and TOOLS_INTRO in c["messages"][0]["content"]], \
+        held_out

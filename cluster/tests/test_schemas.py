@@ -1,0 +1,151 @@
+"""Action schemas are data, never addresses: the test plays a participant whose schema points
+outside itself, at a file on the node and at a local HTTP server, and replies with JSON. Neither
+is read or asked; the reply is invalid with a fixed sentence and only that episode ends."""
+
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from arena_cluster import schemas, tiny_model
+from arena_cluster.episodes import Template, episode
+from arena_cluster.runstate import Actions, Assignment, Failure
+from echo import TASK, Echo
+
+# Every file opened and every socket connected while `watching` holds (Python's audit events:
+# `open` for builtins.open, io.open and os.open, `socket.connect`, `urllib.Request`).
+SEEN: list = []
+watching = threading.Event()
+
+
+def _audit(event, args):
+    if watching.is_set() and event in ("open", "socket.connect", "urllib.Request"):
+        SEEN.append((event, str(args[0]) if args else ""))
+
+
+sys.addaudithook(_audit)
+
+
+class Recorder(ThreadingHTTPServer):
+    def __init__(self):
+        self.seen = []
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                server.seen.append(self.path)
+                body = b'{"type": "string"}'
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        super().__init__(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(tiny_model.build(tiny_model.default_path()))
+
+
+class Scripted:
+    """A policy that replies the same JSON every turn."""
+
+    def __init__(self, tokenizer, reply: str):
+        self.template = Template(tokenizer)
+        self.reply = self.template.encode(reply) + [tokenizer.eos_token_id]
+        self.eos = tokenizer.eos_token_id
+
+    def turns_over(self):
+        pass
+
+    def generate(self, ids, max_new_tokens, seed=None):
+        return list(self.reply)
+
+    def text(self, ids):
+        return self.template.tokenizer.decode([i for i in ids if i != self.eos])
+
+
+def attacks(secret, url):
+    """Per draft, its keywords that point outside the schema."""
+    file_ref, http_ref = f"file://{secret}#/nope", f"{url}/schema.json"
+    out = []
+    for draft in schemas.DRAFTS:
+        out += [(draft, {"$ref": file_ref}), (draft, {"properties": {"message": {"$ref": http_ref}}})]
+    out += [("draft2020-12", {"$dynamicRef": file_ref}), ("draft2020-12", {"$dynamicRef": http_ref}),
+            ("draft2019-09", {"$recursiveRef": file_ref})]
+    return out
+
+
+def test_a_schema_that_points_outside_itself_reads_nothing_and_ends_its_episode_invalid(tokenizer, tmp_path):
+    secret = tmp_path / "some-secret.json"
+    secret.write_text('{"type": "object"}')
+    server = Recorder()
+    url = "http://127.0.0.1:%d" % server.server_address[1]
+    policy = Scripted(tokenizer, '{"message": "hello"}')
+    try:
+        for draft, schema in attacks(secret, url):
+            actions = Actions.of({"schema": {"action": schema}, "schema_draft": draft,
+                                  "finish_action": {"message": "finish"}}, "submission")
+            watching.set()
+            try:
+                played = episode(policy, Echo(), TASK, actions)
+            finally:
+                watching.clear()
+            assert played.end == "invalid_reply", (draft, schema, played)
+            assert played.why == f"the action does not match the action schema: {schemas.UNCHECKABLE}", played.why
+            assert str(secret) not in str(SEEN) and "connect" not in str(SEEN), (draft, schema, SEEN)
+            assert played.score == 0.0, "the finish action still scores the episode"
+    finally:
+        server.shutdown()
+    assert server.seen == [], "the local server got a request"
+
+
+def test_a_schema_that_recurses_without_end_ends_its_episode_not_the_run(tokenizer):
+    loop = {"$ref": "#/definitions/a", "definitions": {"a": {"$ref": "#/definitions/a"}}}
+    for draft in ("draft4", "draft7", "draft2020-12"):
+        valid = schemas.validator(loop, draft)
+        assert valid({"message": "x"}) == schemas.UNCHECKABLE
+    played = episode(Scripted(tokenizer, '{"message": "hello"}'), Echo(), TASK,
+                     Actions.of({"schema": {"action": loop}, "schema_draft": "draft7"}, "submission"))
+    assert played.end == "invalid_reply" and played.score is None
+
+
+def test_each_draft_is_its_own_rules():
+    """`exclusiveMinimum` is a boolean beside `minimum` in draft 4 and a number after it."""
+    assert schemas.validator({"minimum": 1, "exclusiveMinimum": True}, "draft4")(1) is not None
+    assert schemas.validator({"exclusiveMinimum": 1}, "draft7")(1) is not None
+    assert schemas.validator({"exclusiveMinimum": 1}, "draft7")(2) is None
+    # A schema's own `$schema` does not choose: the arena's draft does.
+    own = {"$schema": "http://json-schema.org/draft-04/schema#", "minimum": 1, "exclusiveMinimum": 1}
+    assert schemas.validator(own, "draft2020-12")(1) is not None
+
+
+def assignment(submission_draft="draft2020-12", env_draft="draft7"):
+    schema = {"action": {"type": "object"}}
+    env = {"image": "x@sha256:" + "0" * 64, "port": 8000, "command": [], "schema": schema, "tasks": []}
+    if env_draft is not None:
+        env["schema_draft"] = env_draft
+    submission = {"schema": schema, "tasks": [TASK]}
+    if submission_draft is not None:
+        submission["schema_draft"] = submission_draft
+    return {"run_id": "oe-1", "model": {"repo": "m", "revision": "r"}, "recipe": {}, "submission": submission,
+            "benchmark": {"id": "b", "trials": 1, "phase_allowance_s": 600, "environments": [env]}}
+
+
+def test_an_assignment_without_a_draft_is_refused_by_name():
+    a = Assignment.read(assignment())
+    assert (a.actions.draft, a.benchmark_actions[0].draft) == ("draft2020-12", "draft7")
+    with pytest.raises(Failure, match="RUN_TRAINER_FAILED: the assignment's submission has no schema_draft"):
+        Assignment.read(assignment(submission_draft=None))
+    with pytest.raises(Failure, match="the assignment's held-out environment 1 has no schema_draft"):
+        Assignment.read(assignment(env_draft=None))
+    with pytest.raises(Failure, match="has schema_draft 'draft3', not one of draft4, draft6"):
+        Assignment.read(assignment(submission_draft="draft3"))
