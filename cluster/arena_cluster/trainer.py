@@ -260,6 +260,7 @@ class Run:
         p, self.pending = self.pending, None
         if p is None:
             return
+        _write_trackio_queue()
         self.version = global_step
         self.progress.policy_version = global_step
         self.save_progress()
@@ -436,6 +437,21 @@ def _forget_step_metrics(trainer) -> None:
     metrics = getattr(trainer, "_metrics", None)
     if isinstance(metrics, dict) and "train" in metrics:
         metrics["train"].clear()
+
+
+def _write_trackio_queue() -> None:
+    """Writes what Trackio holds queued of the step (TRL's `TrackioCallback` logged it just before
+    this report) before the arena hears of the step: Trackio's sender writes every 0.5 s, so a
+    trainer killed in between would leave a step the arena shows off the dashboard. Trackio 0.43
+    (pinned) has no public flush; its local sender does this, under this lock, at each tick. A run
+    sent to a Space (`TRACKIO_SPACE_ID`) is left to Trackio's own sender."""
+    from trackio import context_vars
+
+    run = context_vars.current_run.get()
+    if run is None or not run._is_local:
+        return
+    with run._client_lock:
+        run._flush_queues_inline()
 
 
 def _lora_b_norm(model) -> float:

@@ -47,6 +47,7 @@ class FakeRun(Run):
         self.overrides = overrides or {}
         self.scores = scores or {}  # step played (1-based) -> the score of each of its episodes
         self.losses, self.reported = [], []
+        self.on_dashboard = []  # at each report, the steps Trackio has stored
 
     def elapsed_s(self):
         return STEP_S * self.progress.step_index
@@ -84,6 +85,7 @@ class FakeRun(Run):
         saved = (self.rd.checkpoints / f"checkpoint-{global_step}").exists()
         super().report(global_step, logs)
         self.reported.append((global_step, saved, self.snapshot()))
+        self.on_dashboard.append(stored_steps(self, "loss"))
 
     def snapshot(self):
         model, optimizer = self.trainer.model, self.trainer.optimizer
@@ -104,6 +106,12 @@ def stored(run, name):
     from trackio.sqlite_storage import SQLiteStorage
 
     return [v["value"] for v in SQLiteStorage.get_metric_values(TRACKIO_PROJECT, run.rd.run_id, "train/" + name)]
+
+
+def stored_steps(run, name):
+    from trackio.sqlite_storage import SQLiteStorage
+
+    return [v["step"] for v in SQLiteStorage.get_metric_values(TRACKIO_PROJECT, run.rd.run_id, "train/" + name)]
 
 
 @pytest.fixture(scope="module")
@@ -139,6 +147,9 @@ def test_every_trained_step_is_reported_with_its_metrics_whatever_save_steps_is(
                 "lora_b_norm"} <= set(m), m
         assert abs(m["reward"] - sum(e["rewards"]) / 4) < 1e-6, e
     assert stored(run, "reward") == pytest.approx([e["metrics"]["reward"] for e in updating])
+    # A reported step is on the dashboard already: a trainer killed right after its report loses
+    # nothing the arena shows (Trackio's own sender writes only every 0.5 s).
+    assert run.on_dashboard == [[1], [1, 2], [1, 2, 3]], run.on_dashboard
     rolling = [e for e in run.rd.events() if e["state"] == "rolling"]
     assert [e["task_id"] for e in rolling] == ["echo-1", "echo-2", "echo-1"], rolling
 

@@ -190,6 +190,27 @@ record_id!(
     "job id"
 );
 
+record_id!(
+    /// A benchmark: a held-out suite of the registry (its file's name).
+    SuiteId,
+    "benchmark id"
+);
+record_id!(
+    /// A message of the board.
+    MessageId,
+    "message id"
+);
+record_id!(
+    /// A webhook of an account (`wh-…`).
+    WebhookId,
+    "webhook id"
+);
+record_id!(
+    /// One delivery of a webhook (`dl-…`).
+    DeliveryId,
+    "delivery id"
+);
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,7 +5,7 @@ use domain::board::MessagePage;
 use domain::views::{BenchmarkList, BudgetView, ChallengeList, Leaderboard};
 
 use crate::changes::{Cache, Snapshot, Topic};
-use crate::collections::service::EnvironmentList;
+use domain::collection::record::EnvironmentList;
 
 /// The cached reads, one per shape of query.
 pub struct Caches {

@@ -16,5 +16,5 @@ pub const FEATURES: &[crate::features::Feature] = &[
     crate::openenv::FEATURE,
     crate::webhooks::FEATURE,
     crate::legacy::FEATURE,
-    crate::backup::FEATURE,
+    crate::backup::turn::FEATURE,
 ];

@@ -11,7 +11,7 @@ use crate::changes::Changes;
 use crate::config::{Config, Secret};
 use crate::db::Db;
 use crate::identity::cache::CachedHub;
-use crate::identity::oauth::OAuthSettings;
+use crate::identity::provider::OAuthSettings;
 use crate::ports::Deps;
 use crate::sources::fetch::Sources;
 use crate::version::BuildInfo;
@@ -64,7 +64,7 @@ pub struct AppState {
     /// What a run's job is made of: its image, the job script, the secrets the arena gives it.
     pub jobs: Arc<JobSettings>,
     /// How long runs may stall or wait to start, and a relay's grace period.
-    pub reconcile: crate::runs::reconcile::Settings,
+    pub reconcile: crate::runs::settings::Settings,
     pub openenv: Arc<OpenEnvSettings>,
     /// The SQLite database's backups, when `ARENA_BACKUP_REPO` is set.
     pub backups: Option<Arc<crate::backup::Backups>>,
@@ -133,7 +133,7 @@ impl AppState {
     /// A fresh lease owner: this server and one piece of its work (two tasks of one server never
     /// share a lease).
     pub fn lease_holder(&self) -> String {
-        format!("{}/{}", self.server_id, crate::identity::random_hex(4))
+        format!("{}/{}", self.server_id, crate::identity::secrets::random_hex(4))
     }
 
     /// The task names of the sealed held-out suites: never shown to anyone in a run's reason or
@@ -195,11 +195,11 @@ impl AppState {
             changes,
             caches,
             deps,
-            server_id: format!("server-{}", crate::identity::random_hex(6)),
+            server_id: format!("server-{}", crate::identity::secrets::random_hex(6)),
             runs_dataset: config.runs_dataset.clone(),
             public_url: config.public_url(),
             jobs: Arc::new(job_settings(config)),
-            reconcile: crate::runs::reconcile::Settings {
+            reconcile: crate::runs::settings::Settings {
                 silence_limit_s: config.silence_limit_s,
                 scheduling_s: config.scheduling_limit_s,
                 relay_grace_s: config.relay_grace_s,
@@ -240,7 +240,7 @@ fn job_settings(config: &Config) -> JobSettings {
     JobSettings {
         image: config.job_image.clone(),
         script_url: config.job_script_url(),
-        script_sha256: crate::identity::sha256_hex(JOB_SCRIPT),
+        script_sha256: crate::identity::secrets::sha256_hex(JOB_SCRIPT),
         namespace: config.jobs_namespace.clone(),
         leaderboard_dataset: config.leaderboard_dataset.clone(),
         secrets: config.job_secrets.clone(),
@@ -252,7 +252,10 @@ fn job_settings(config: &Config) -> JobSettings {
 fn openenv_settings(config: &Config) -> OpenEnvSettings {
     OpenEnvSettings {
         admission_queue: config.openenv_admission_queue,
-        cluster_secret_hash: config.cluster_secret.as_ref().map(|s| crate::identity::sha256_hex(&s.0)),
+        cluster_secret_hash: config
+            .cluster_secret
+            .as_ref()
+            .map(|s| crate::identity::secrets::sha256_hex(&s.0)),
         health_wait: std::time::Duration::from_secs(config.sandbox_health_s),
         sandbox_limit: config.sandbox_limit.max(1),
         probe_deadline: std::time::Duration::from_secs(config.probe_deadline_s.max(1)),
@@ -286,7 +289,7 @@ fn oauth_settings(config: &Config) -> Option<OAuthSettings> {
 fn auth_settings(config: &Config, oauth: Option<OAuthSettings>) -> AuthSettings {
     AuthSettings {
         editor_org: config.editor_org.clone(),
-        public_origin: crate::identity::oauth::origin_of(&config.public_url()).unwrap_or_default(),
+        public_origin: crate::identity::provider::origin_of(&config.public_url()).unwrap_or_default(),
         oauth,
         proxy_hops: config.proxy_hops(),
         session_tokens: moka::future::Cache::builder()

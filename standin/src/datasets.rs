@@ -10,6 +10,7 @@ use axum::routing::get;
 use axum::{Json, Router};
 use serde_json::{json, Value};
 
+use crate::hub::hf_error;
 use crate::repos::{Entry, Kind, ObjectKind, Repo, RepoName, RepoPath, Rev, Visibility};
 use crate::SharedHub;
 
@@ -63,18 +64,6 @@ async fn commits(
         Ok::<_, Response>(resp)
     };
     listed.await.unwrap_or_else(|r| r)
-}
-
-/// An error as the Hub sends it: JSON `{"error"}` with `X-Error-Code` and `X-Error-Message`.
-pub(crate) fn hf_error(status: StatusCode, code: Option<&str>, message: &str) -> Response {
-    let mut resp = (status, Json(json!({ "error": message }))).into_response();
-    if let Some(code) = code {
-        resp.headers_mut().insert("x-error-code", HeaderValue::from_str(code).expect("ascii code"));
-    }
-    if let Ok(v) = HeaderValue::from_str(message) {
-        resp.headers_mut().insert("x-error-message", v);
-    }
-    resp
 }
 
 pub(crate) fn repo_not_found() -> Response {

@@ -10,8 +10,6 @@
 //! and clients do not follow the Hub's redirect there with one. The objects live under the
 //! repositories' root in `lfs/objects/{oid}`.
 
-use std::path::PathBuf;
-
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, StatusCode};
@@ -22,7 +20,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use crate::datasets::hf_error;
+use crate::hub::hf_error;
 use crate::SharedHub;
 
 /// Files of this size or more go to LFS (the Hub's threshold).
@@ -36,6 +34,7 @@ const PART_BYTES: u64 = 5 << 20;
 const MAX_OBJECT: u64 = 1 << 30;
 use crate::lfs_pointer::is_oid;
 pub use crate::lfs_pointer::{pointer, read_pointer};
+pub use crate::lfs_store::Store;
 
 /// Whether bytes would be refused inline: not UTF-8 text, or holding a NUL. A sample cut in the
 /// middle of a character still counts as text.
@@ -90,46 +89,6 @@ fn glob(p: &[u8], s: &[u8]) -> bool {
         }
         Some(b'?') => !s.is_empty() && s[0] != b'/' && glob(&p[1..], &s[1..]),
         Some(c) => s.first() == Some(c) && glob(&p[1..], &s[1..]),
-    }
-}
-
-/// The stored objects.
-pub struct Store {
-    dir: PathBuf,
-}
-
-impl Store {
-    pub fn new(root: PathBuf) -> Store {
-        Store { dir: root.join("lfs") }
-    }
-
-    fn object(&self, oid: &str) -> PathBuf {
-        self.dir.join("objects").join(oid)
-    }
-
-    /// The stored object's size, if it is stored.
-    pub fn size(&self, oid: &str) -> Option<u64> {
-        is_oid(oid).then(|| std::fs::metadata(self.object(oid)).ok().map(|m| m.len())).flatten()
-    }
-
-    pub fn read(&self, oid: &str) -> Option<Vec<u8>> {
-        is_oid(oid).then(|| std::fs::read(self.object(oid)).ok()).flatten()
-    }
-
-    /// Stores bytes as `oid` when they hash to it.
-    fn put(&self, oid: &str, bytes: &[u8]) -> Result<(), PutError> {
-        if !is_oid(oid) || hex::encode(Sha256::digest(bytes)) != oid {
-            return Err(PutError::NotItsHash(oid.to_string()));
-        }
-        let path = self.object(oid);
-        std::fs::create_dir_all(path.parent().expect("objects/"))?;
-        let partial = path.with_extension("partial");
-        std::fs::write(&partial, bytes)?;
-        Ok(std::fs::rename(&partial, &path)?)
-    }
-
-    fn part(&self, oid: &str, n: u32) -> PathBuf {
-        self.dir.join("parts").join(oid).join(n.to_string())
     }
 }
 
@@ -226,24 +185,6 @@ async fn batch(
     resp.headers_mut()
         .insert(header::CONTENT_TYPE, "application/vnd.git-lfs+json".parse().expect("a media type"));
     resp
-}
-
-/// Why an object was not stored: the client's bytes (400) or the stand-in's disk (500).
-#[derive(Debug, thiserror::Error)]
-enum PutError {
-    #[error("the bytes do not hash to {0}")]
-    NotItsHash(String),
-    #[error("storing the object: {0}")]
-    Disk(#[from] std::io::Error),
-}
-
-impl PutError {
-    fn status(&self) -> StatusCode {
-        match self {
-            PutError::NotItsHash(_) => StatusCode::BAD_REQUEST,
-            PutError::Disk(_) => StatusCode::INTERNAL_SERVER_ERROR,
-        }
-    }
 }
 
 /// A `basic` upload: the whole object, which must hash to its oid. Like a storage's presigned

@@ -14,18 +14,10 @@ use serde::Deserialize;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
+use crate::hub::PendingCode;
 use crate::{bearer, random_token, unauthorized, SharedHub};
 
 const CODE_LIFETIME: Duration = Duration::from_secs(600);
-
-pub(crate) struct PendingCode {
-    user: String,
-    client_id: String,
-    redirect_uri: String,
-    code_challenge: Option<String>,
-    scope: String,
-    issued: Instant,
-}
 
 pub(crate) fn router() -> Router<SharedHub> {
     Router::new()

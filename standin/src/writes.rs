@@ -19,7 +19,8 @@ use domain::invalid::Invalid;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::datasets::{hf_error, internal, repo_not_found};
+use crate::datasets::{internal, repo_not_found};
+use crate::hub::hf_error;
 use crate::repos::{Kind, RepoName, RepoPath};
 use crate::SharedHub;
 

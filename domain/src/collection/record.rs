@@ -11,6 +11,13 @@ use super::request::{RepoType, Source};
 /// The track collections are submitted to.
 pub const TRACK: &str = "environments";
 
+/// `GET /api/environments`: submitted collections, newest first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct EnvironmentList {
+    pub environments: Vec<EnvironmentRecord>,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct EnvironmentRecord {

@@ -1,6 +1,6 @@
 //! The board: listing (public) and posting (an HF identity, idempotent by `request_id`).
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use domain::board::{HiddenMessage, MessageFilter, MessagePage, PostRequest, DEFAULT_PAGE, MAX_PAGE};
@@ -11,6 +11,7 @@ use utoipa::IntoParams;
 use axum::response::{IntoResponse, Response};
 
 use crate::board::service::PostView;
+use crate::http::ids::IdPath;
 use crate::http::{ApiError, ApiJson, ApiQuery};
 use crate::identity::User;
 use crate::{clock, AppState};
@@ -106,7 +107,7 @@ pub async fn post(
     security(("hf_token" = [])))]
 pub async fn hide(
     State(s): State<AppState>,
-    Path(id): Path<String>,
+    IdPath(id): IdPath<domain::ids::MessageId>,
     User(me): User,
     ApiJson(body): ApiJson<domain::reason::ReasonRequest>,
 ) -> Result<Json<HiddenMessage>, ApiError> {

@@ -123,7 +123,13 @@ pub async fn post(s: &AppState, me: &Identity, req: PostRequest) -> Result<PostV
 
 /// `POST /api/board/messages/{id}/hide`: an editor hides a message with a reason. Hidden again, it
 /// answers the message as first hidden.
-pub async fn hide(s: &AppState, me: &Identity, id: &str, reason: &str) -> Result<HiddenMessage, ApiError> {
+pub async fn hide(
+    s: &AppState,
+    me: &Identity,
+    id: &domain::ids::MessageId,
+    reason: &str,
+) -> Result<HiddenMessage, ApiError> {
+    let id = id.as_str();
     if !me.editor {
         return Err(ApiError::new(ErrorCode::Forbidden, "only a BenchFlow editor hides a board message"));
     }

@@ -1,6 +1,6 @@
 //! Public reads: challenges, benchmarks, the formula, tracks, the budget and the version.
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::response::Response;
 use axum::Json;
 use domain::views::*;
@@ -41,7 +41,7 @@ pub async fn list_benchmarks(State(s): State<AppState>) -> Response {
     responses((status = 200, body = BenchmarkDetail), (status = 404, description = "BENCHMARK_NOT_FOUND", body = ApiErrorBody)))]
 pub async fn get_benchmark(
     State(s): State<AppState>,
-    Path(id): Path<String>,
+    IdPath(id): IdPath<domain::ids::SuiteId>,
 ) -> Result<Json<BenchmarkDetail>, ApiError> {
     Ok(Json(crate::catalog::service::benchmark(&s, &id).await?))
 }

@@ -47,7 +47,8 @@ pub fn benchmarks(s: &AppState) -> Snapshot<BenchmarkList> {
     s.caches.benchmarks.clone()
 }
 
-pub async fn benchmark(s: &AppState, id: &str) -> Result<BenchmarkDetail, ApiError> {
+pub async fn benchmark(s: &AppState, id: &domain::ids::SuiteId) -> Result<BenchmarkDetail, ApiError> {
+    let id = id.as_str();
     let mut boards = std::collections::BTreeMap::new();
     for c in s.registry.challenges_scoring_on(id) {
         if c.spec.challenge.status == domain::registry::ChallengeStatus::Open {

@@ -16,11 +16,11 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use super::submit::{self, CheckRequest, SubmissionView, Submitted, ValidationFailed, ValidationView};
-use crate::collections::service::EnvironmentList;
 use crate::http::ids::IdPath;
 use crate::http::{ApiError, ApiJson, ApiQuery};
 use crate::identity::User;
 use crate::AppState;
+use domain::collection::record::EnvironmentList;
 
 #[utoipa::path(post, path = "/api/environments/validate", tag = "environments", request_body = EnvironmentRequest,
     responses((status = 200, description = "the checks; `valid` false when the structure is unsound or a blocking gate fired", body = ValidationView),

@@ -1,25 +1,18 @@
 //! Reads of submitted collections.
 
-use domain::collection::record::{posttrain, EnvironmentRecord, SubmissionDetail};
+use domain::collection::record::{posttrain, EnvironmentList, EnvironmentRecord, SubmissionDetail};
 use domain::collection::request::Source;
 use domain::collection::Report;
 use domain::gates::GATES_VERSION;
 use domain::ids::EnvironmentId;
 use domain::registry::Challenge;
 use domain::ErrorCode;
-use serde::Serialize;
-use utoipa::ToSchema;
 
 use crate::changes::{Snapshot, Topic};
 use crate::http::ApiError;
 use crate::sources::fetch::Fetched;
 use crate::sources::SourceError;
 use crate::{heldout, AppState};
-
-#[derive(Serialize, ToSchema)]
-pub struct EnvironmentList {
-    pub environments: Vec<EnvironmentRecord>,
-}
 
 pub const MAX_LIST: u32 = 500;
 

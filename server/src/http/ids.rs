@@ -2,7 +2,10 @@
 //! edge, so services never see a bare string. A string that is no id of its kind names no record,
 //! so it answers the not-found code a lookup of a well-formed id would.
 
-use domain::ids::{ChallengeId, EnvironmentId, IdError, OpenEnvRunId, RunId, SubmissionId};
+use domain::ids::{
+    ChallengeId, DeliveryId, EnvironmentId, IdError, MessageId, OpenEnvRunId, RunId, SubmissionId, SuiteId,
+    WebhookId,
+};
 use domain::ErrorCode;
 
 use super::error::ApiError;
@@ -30,6 +33,10 @@ named!(
     RunId => RunNotFound,
     OpenEnvRunId => RunNotFound,
     SubmissionId => SubmissionNotFound,
+    SuiteId => BenchmarkNotFound,
+    MessageId => NotFound,
+    WebhookId => WebhookNotFound,
+    DeliveryId => NotFound,
 );
 
 /// `raw` as an id of kind `T`, or `T`'s not-found error.

@@ -8,6 +8,8 @@ pub mod api;
 pub mod cache;
 pub mod caller;
 pub mod oauth;
+pub mod provider;
+pub mod secrets;
 pub mod sessions;
 
 use axum::extract::FromRequestParts;
@@ -19,6 +21,7 @@ use serde::{Deserialize, Serialize};
 use tower_sessions::Session;
 
 pub use caller::{Identity, Via};
+pub use secrets::{random_hex, random_secret, same_bytes, sha256_hex};
 
 use crate::http::ApiError;
 use crate::AppState;
@@ -50,19 +53,6 @@ pub struct Caller(pub Option<Identity>);
 
 /// A caller that must be signed in.
 pub struct User(pub Identity);
-
-pub fn random_secret() -> String {
-    use base64::Engine;
-    let mut buf = [0u8; 32];
-    getrandom::fill(&mut buf).expect("the OS has randomness");
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(buf)
-}
-
-pub fn random_hex(bytes: usize) -> String {
-    let mut buf = vec![0u8; bytes];
-    getrandom::fill(&mut buf).expect("the OS has randomness");
-    domain::digest::hex(buf)
-}
 
 pub async fn session_user(session: &Session) -> Option<SessionUser> {
     session.get::<SessionUser>(SESSION_USER).await.ok().flatten()
@@ -209,14 +199,4 @@ impl FromRequestParts<AppState> for User {
             )),
         }
     }
-}
-
-/// SHA-256 of a secret, in hex: what is kept of it.
-pub fn sha256_hex(secret: &str) -> String {
-    domain::digest::sha256_hex(secret)
-}
-
-/// Compares in full whatever differs first, so the time says nothing about a secret.
-pub fn same_bytes(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }

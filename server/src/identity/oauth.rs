@@ -22,88 +22,13 @@ use serde::{Deserialize, Serialize};
 use sqlx::Row;
 use tower_sessions::Session;
 
+use super::provider::{unavailable, OAuthSettings};
 use super::{random_secret, sign_in, Caller, SessionUser};
-use crate::config::Secret;
 use crate::http::ApiError;
 use crate::AppState;
 
 const PENDING: &str = "oauth_pending";
 const HANDOFF_LIFETIME_S: i64 = 60;
-
-/// The OAuth app and provider, from `OAUTH_CLIENT_ID`, `OAUTH_CLIENT_SECRET` and
-/// `OPENID_PROVIDER_URL` (as HF gives a Space with `hf_oauth: true`).
-pub struct OAuthSettings {
-    pub client_id: String,
-    pub client_secret: Secret,
-    pub provider_url: String,
-    pub redirect_url: String,
-    pub http: reqwest::Client,
-    endpoints: tokio::sync::OnceCell<Endpoints>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-struct Endpoints {
-    authorization_endpoint: String,
-    token_endpoint: String,
-    userinfo_endpoint: String,
-}
-
-impl OAuthSettings {
-    pub fn new(
-        client_id: String,
-        client_secret: Secret,
-        provider_url: &str,
-        public_url: &str,
-    ) -> OAuthSettings {
-        OAuthSettings {
-            client_id,
-            client_secret,
-            provider_url: provider_url.trim_end_matches('/').to_string(),
-            redirect_url: format!("{}/login/callback", public_url.trim_end_matches('/')),
-            http: crate::ports::identity::http_client(),
-            endpoints: tokio::sync::OnceCell::new(),
-        }
-    }
-
-    /// OpenID discovery, read once from the configured provider (never from a request).
-    async fn endpoints(&self) -> Result<&Endpoints, ApiError> {
-        self.endpoints
-            .get_or_try_init(|| async {
-                let url = format!("{}/.well-known/openid-configuration", self.provider_url);
-                let resp = self.http.get(&url).send().await.map_err(|e| unavailable(e.without_url()))?;
-                if !resp.status().is_success() {
-                    return Err(unavailable(format!("discovery answered {}", resp.status())));
-                }
-                let endpoints = resp.json::<Endpoints>().await.map_err(|e| unavailable(e.without_url()))?;
-                // The client secret and access tokens go only to the configured provider's origin.
-                let origin = origin_of(&self.provider_url);
-                for url in [
-                    &endpoints.authorization_endpoint,
-                    &endpoints.token_endpoint,
-                    &endpoints.userinfo_endpoint,
-                ] {
-                    if origin_of(url) != origin {
-                        return Err(unavailable(format!(
-                            "discovery names an endpoint off the provider's origin: {url}"
-                        )));
-                    }
-                }
-                Ok(endpoints)
-            })
-            .await
-    }
-}
-
-/// `scheme://host[:port]` of a URL, or `None` when it does not parse.
-pub(crate) fn origin_of(url: &str) -> Option<String> {
-    let u = url::Url::parse(url).ok()?;
-    Some(u.origin().ascii_serialization()).filter(|o| o != "null")
-}
-
-fn unavailable(e: impl std::fmt::Display) -> ApiError {
-    ApiError::new(ErrorCode::HubUnavailable, format!("Hugging Face sign-in is unavailable ({e}); try again"))
-        .retry_after(30)
-}
 
 fn oauth_settings(state: &AppState) -> Result<&OAuthSettings, ApiError> {
     state.auth.oauth.as_ref().ok_or_else(|| {
@@ -425,16 +350,5 @@ mod tests {
             assert_eq!(safe_return(Some(hostile)), "/", "{hostile:?}");
         }
         assert_eq!(safe_return(None), "/");
-    }
-
-    #[test]
-    fn origins_compare_scheme_host_and_port() {
-        assert_eq!(
-            origin_of("https://huggingface.co/oauth/token").as_deref(),
-            Some("https://huggingface.co")
-        );
-        assert_ne!(origin_of("https://huggingface.co/x"), origin_of("https://evil.example/x"));
-        assert_ne!(origin_of("http://127.0.0.1:1/x"), origin_of("http://127.0.0.1:2/x"));
-        assert_eq!(origin_of("not a url"), None);
     }
 }

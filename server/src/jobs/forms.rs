@@ -110,7 +110,8 @@ pub async fn release(State(s): State<AppState>, request: Request) -> Redirect {
 pub async fn hide(State(s): State<AppState>, request: Request) -> Redirect {
     let outcome = async {
         let (me, form) = read::<ReasonForm>(&s, request).await?;
-        crate::board::service::hide(&s, &me, &form.id, &form.reason).await.map(|_| ())
+        let id = crate::http::ids::id(&form.id)?;
+        crate::board::service::hide(&s, &me, &id, &form.reason).await.map(|_| ())
     };
     back("hide", "board-messages", outcome.await)
 }

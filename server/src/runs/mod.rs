@@ -8,6 +8,7 @@ pub mod relay;
 pub mod relay_messages;
 pub mod repo;
 pub mod service;
+pub mod settings;
 
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;

@@ -8,8 +8,8 @@
 use std::time::Duration;
 
 use anyhow::Context;
-use domain::ids::{ChallengeId, JobId, RunId};
-use domain::runs::follow::{self, Decision, Limits, RelayState, Settle};
+use domain::ids::{JobId, RunId};
+use domain::runs::follow::{self, Decision, RelayState, Settle};
 use domain::runs::{Purpose, RunState, Stage};
 
 use crate::changes::Topic;
@@ -22,36 +22,6 @@ use crate::AppState;
 
 /// How long one server may follow a run before another may take over.
 pub const LEASE_S: i64 = 60;
-
-/// The limits of a deployment (configuration).
-#[derive(Debug, Clone, Copy)]
-pub struct Settings {
-    /// Overrides every challenge's silence limit (`ARENA_SILENCE_LIMIT_S`).
-    pub silence_limit_s: Option<i64>,
-    /// A job in SCHEDULING this long is canceled.
-    pub scheduling_s: i64,
-    /// A relay not heard from for this long is gone.
-    pub relay_grace_s: i64,
-    /// How long a pass reads a running job's log stream before it stops.
-    pub log_read: Duration,
-}
-
-impl Settings {
-    /// A run's limits: its challenge's silence limit unless the deployment overrides it.
-    pub fn limits(&self, s: &AppState, challenge_id: &ChallengeId) -> Limits {
-        let challenge = s.registry.challenge(challenge_id);
-        let stall_s = self.silence_limit_s.unwrap_or_else(|| {
-            challenge
-                .map(|c| {
-                    domain::pipeline::config::silence_limit_s(
-                        &s.registry.methods[&c.spec.challenge.method].rollout,
-                    )
-                })
-                .unwrap_or(3600)
-        });
-        Limits { stall_s, scheduling_s: self.scheduling_s, relay_grace_s: self.relay_grace_s }
-    }
-}
 
 /// Each pass reads at most this many of a job's newest log lines, and this many bytes: only what
 /// is new since the last pass matters, however long the log has grown. Few enough that the read
@@ -251,7 +221,7 @@ async fn follow_one(s: &AppState, id: &RunId) -> anyhow::Result<bool> {
             pipeline_error,
         },
     };
-    let decision = follow::decide(&facts, s.reconcile.limits(s, &run.challenge_id));
+    let decision = follow::decide(&facts, s.reconcile.limits(&s.registry, &run.challenge_id));
     record_job(s, &run, &job, last_log.as_deref(), &at).await?;
     let Some(d) = decision else {
         if Some(job.status.stage.as_str()) != run.job_status.as_deref() || !fresh.is_empty() {

@@ -1,11 +1,13 @@
 //! `/api/webhooks`: an account's receivers for what ended, their deliveries and redelivery. Signed
 //! in or with a Bearer token; each account sees and changes its own only.
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
+use domain::ids::{DeliveryId, WebhookId};
 use domain::ApiErrorBody;
 
+use crate::http::ids::{IdPath, IdPaths};
 use crate::http::{ApiError, ApiJson};
 use crate::identity::User;
 use crate::webhooks::service::{self, DeliveryView, NewWebhook, WebhookView};
@@ -20,14 +22,6 @@ pub struct WebhookList {
 pub struct DeliveryList {
     /// Newest first (at most 100), each with its attempts.
     pub deliveries: Vec<DeliveryView>,
-}
-
-/// Webhook ids and delivery ids: what the arena makes (`wh-` or `dl-` and hex).
-fn checked(id: &str) -> Result<&str, ApiError> {
-    let ok = (4..=64).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-');
-    ok.then_some(id).ok_or_else(|| {
-        ApiError::new(domain::ErrorCode::WebhookNotFound, format!("no webhook or delivery `{id}`"))
-    })
 }
 
 #[utoipa::path(post, path = "/api/webhooks", tag = "webhooks", request_body = NewWebhook,
@@ -57,10 +51,10 @@ pub async fn list(State(s): State<AppState>, User(me): User) -> Result<Json<Webh
     security(("hf_token" = [])))]
 pub async fn delete(
     State(s): State<AppState>,
-    Path(id): Path<String>,
+    IdPath(id): IdPath<WebhookId>,
     User(me): User,
 ) -> Result<StatusCode, ApiError> {
-    service::delete(&s, &me, checked(&id)?).await?;
+    service::delete(&s, &me, &id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -70,10 +64,10 @@ pub async fn delete(
     security(("hf_token" = [])))]
 pub async fn deliveries(
     State(s): State<AppState>,
-    Path(id): Path<String>,
+    IdPath(id): IdPath<WebhookId>,
     User(me): User,
 ) -> Result<Json<DeliveryList>, ApiError> {
-    Ok(Json(DeliveryList { deliveries: service::deliveries(&s, &me, checked(&id)?).await? }))
+    Ok(Json(DeliveryList { deliveries: service::deliveries(&s, &me, &id).await? }))
 }
 
 #[utoipa::path(post, path = "/api/webhooks/{id}/deliveries/{delivery_id}/redeliver", tag = "webhooks",
@@ -83,9 +77,9 @@ pub async fn deliveries(
     security(("hf_token" = [])))]
 pub async fn redeliver(
     State(s): State<AppState>,
-    Path((id, delivery_id)): Path<(String, String)>,
+    IdPaths(id, delivery_id): IdPaths<WebhookId, DeliveryId>,
     User(me): User,
 ) -> Result<StatusCode, ApiError> {
-    service::redeliver(&s, &me, checked(&id)?, checked(&delivery_id)?).await?;
+    service::redeliver(&s, &me, &id, &delivery_id).await?;
     Ok(StatusCode::ACCEPTED)
 }

@@ -6,6 +6,7 @@
 //! ending is written with the run's own write, and everything after it is this pass's.
 
 use domain::endings::Track;
+use domain::ids::{DeliveryId, WebhookId};
 use domain::webhooks::{Event, Format, MAX_PER_ACCOUNT};
 use domain::ErrorCode;
 use hmac::{Hmac, Mac};
@@ -147,7 +148,8 @@ fn not_found(id: &str) -> ApiError {
     ApiError::new(ErrorCode::WebhookNotFound, format!("you have no webhook `{id}`"))
 }
 
-pub async fn delete(s: &AppState, me: &Identity, id: &str) -> Result<(), ApiError> {
+pub async fn delete(s: &AppState, me: &Identity, id: &WebhookId) -> Result<(), ApiError> {
+    let id = id.as_str();
     if !repo::delete(&s.db, &me.id, id).await? {
         return Err(not_found(id));
     }
@@ -155,7 +157,8 @@ pub async fn delete(s: &AppState, me: &Identity, id: &str) -> Result<(), ApiErro
 }
 
 /// A webhook's newest deliveries (at most 100), each with its attempts.
-pub async fn deliveries(s: &AppState, me: &Identity, id: &str) -> Result<Vec<DeliveryView>, ApiError> {
+pub async fn deliveries(s: &AppState, me: &Identity, id: &WebhookId) -> Result<Vec<DeliveryView>, ApiError> {
+    let id = id.as_str();
     repo::get(&s.db, &me.id, id).await?.ok_or_else(|| not_found(id))?;
     let deliveries = repo::deliveries(&s.db, id, 100).await?;
     let ids: Vec<String> = deliveries.iter().map(|d| d.id.clone()).collect();
@@ -178,7 +181,13 @@ pub async fn deliveries(s: &AppState, me: &Identity, id: &str) -> Result<Vec<Del
 }
 
 /// Sends a delivery again at the next pass.
-pub async fn redeliver(s: &AppState, me: &Identity, id: &str, delivery_id: &str) -> Result<(), ApiError> {
+pub async fn redeliver(
+    s: &AppState,
+    me: &Identity,
+    id: &WebhookId,
+    delivery_id: &DeliveryId,
+) -> Result<(), ApiError> {
+    let (id, delivery_id) = (id.as_str(), delivery_id.as_str());
     repo::get(&s.db, &me.id, id).await?.ok_or_else(|| not_found(id))?;
     if !repo::redeliver(&s.db, id, delivery_id, s.now().epoch).await? {
         return Err(ApiError::new(

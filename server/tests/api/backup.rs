@@ -80,9 +80,9 @@ async fn snapshots_go_up_when_the_database_changed_and_a_restore_takes_the_newes
     let app = TestApp::new(Backend::Sqlite).await;
     let b = backups(&app, 2);
     post(&app, ALICE, "alice-backup-1").await;
-    let first = backup::once(&app.state, &b).await.unwrap().expect("a first snapshot");
+    let first = backup::turn::once(&app.state, &b).await.unwrap().expect("a first snapshot");
     assert_eq!(first.schema, backup::known_schema());
-    assert_eq!(backup::once(&app.state, &b).await.unwrap(), None, "nothing changed");
+    assert_eq!(backup::turn::once(&app.state, &b).await.unwrap(), None, "nothing changed");
     let view = b.view();
     assert_eq!(view.snapshot.as_deref(), Some(first.path().as_str()));
     assert!(view.last_ok_at.is_some() && view.last_error.is_none() && view.revision.is_some());
@@ -91,7 +91,7 @@ async fn snapshots_go_up_when_the_database_changed_and_a_restore_takes_the_newes
         // One snapshot a second at most is named apart.
         tokio::time::sleep(Duration::from_millis(1100)).await;
         post(&app, ALICE, &format!("alice-backup-{i}")).await;
-        taken.push(backup::once(&app.state, &b).await.unwrap().expect("a changed database"));
+        taken.push(backup::turn::once(&app.state, &b).await.unwrap().expect("a changed database"));
     }
     // Two kept: the oldest was deleted in the commit that added the newest.
     assert_eq!(listed(&app).await, [taken[1].path(), taken[2].path()]);
@@ -146,7 +146,7 @@ async fn snapshots_go_up_when_the_database_changed_and_a_restore_takes_the_newes
     );
     // The next upload prunes what is stamped in the future: it can never be the arena's.
     post(&app, ALICE, "alice-backup-4").await;
-    let fourth = backup::once(&app.state, &b).await.unwrap().unwrap();
+    let fourth = backup::turn::once(&app.state, &b).await.unwrap().unwrap();
     assert!(!listed(&app).await.contains(&restamped.path()), "a future-dated file is pruned");
     assert!(listed(&app).await.contains(&fourth.path()));
 
@@ -167,10 +167,10 @@ async fn a_rollback_by_deletion_stops_the_restore() {
     let app = TestApp::new(Backend::Sqlite).await;
     let b = backups(&app, 5);
     post(&app, ALICE, "rollback-1").await;
-    let first = backup::once(&app.state, &b).await.unwrap().unwrap();
+    let first = backup::turn::once(&app.state, &b).await.unwrap().unwrap();
     tokio::time::sleep(Duration::from_millis(1100)).await;
     post(&app, ALICE, "rollback-2").await;
-    let second = backup::once(&app.state, &b).await.unwrap().unwrap();
+    let second = backup::turn::once(&app.state, &b).await.unwrap().unwrap();
     let datasets = app.state.deps.datasets.clone();
     let k = key();
     let dir = tempfile::tempdir().unwrap();
@@ -216,7 +216,7 @@ async fn a_gzip_bomb_is_refused_within_its_bound() {
     let app = TestApp::new(Backend::Sqlite).await;
     let b = backups(&app, 5);
     post(&app, ALICE, "alice-bomb-1").await;
-    let good = backup::once(&app.state, &b).await.unwrap().unwrap();
+    let good = backup::turn::once(&app.state, &b).await.unwrap().unwrap();
     let k = key();
     // 256 MiB of zeros after a SQLite header: about 256 KB compressed.
     let mut bomb = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
@@ -248,10 +248,10 @@ async fn a_restore_that_cannot_read_the_dataset_stops_rather_than_start_on_older
     let app = TestApp::new(Backend::Sqlite).await;
     let b = backups(&app, 5);
     post(&app, ALICE, "alice-stop-1").await;
-    backup::once(&app.state, &b).await.unwrap().unwrap();
+    backup::turn::once(&app.state, &b).await.unwrap().unwrap();
     tokio::time::sleep(Duration::from_millis(1100)).await;
     post(&app, ALICE, "alice-stop-2").await;
-    backup::once(&app.state, &b).await.unwrap().unwrap();
+    backup::turn::once(&app.state, &b).await.unwrap().unwrap();
     let k = key();
     let dir = tempfile::tempdir().unwrap();
     let target = dir.path().join("arena.sqlite");
@@ -407,7 +407,7 @@ async fn measure_backup() {
     .unwrap();
     let b = backups(&app, 24);
     let start = Instant::now();
-    let snap = backup::once(&app.state, &b).await.unwrap().unwrap();
+    let snap = backup::turn::once(&app.state, &b).await.unwrap().unwrap();
     let took = start.elapsed();
     let bytes = std::fs::metadata(app.data_dir().join("arena.sqlite")).unwrap().len();
     let gz = app.state.deps.datasets.read(REPO, "main", &snap.path(), 1 << 30).await.unwrap().len();
@@ -483,7 +483,7 @@ async fn a_snapshot_over_ten_megabytes_goes_through_lfs_and_comes_back() {
     )
     .await
     .unwrap();
-    let snap = backup::once(&app.state, &b).await.unwrap().expect("a snapshot");
+    let snap = backup::turn::once(&app.state, &b).await.unwrap().expect("a snapshot");
     let stored = app.state.deps.datasets.read(REPO, "main", &snap.path(), 1 << 30).await.unwrap();
     assert!(stored.len() > 10_000_000, "{} bytes", stored.len());
     let tree = app.hub_tree(REPO, "main/backups").await;

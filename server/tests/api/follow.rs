@@ -273,7 +273,11 @@ async fn every_fault_ends_the_run_with_its_reason() {
             };
             let options = Options { limits: (Some(silence), 8, 2), ..Options::local() };
             let app = TestApp::with(backend, options).await;
-            app.hub.jobs.stage_ms.store(60, std::sync::atomic::Ordering::Relaxed);
+            // The stage after the flood is seen only by a pass that lands while the job still
+            // runs with it as its newest line: a second per stage (not 60 ms) gives a loaded
+            // machine's passes that window, which at 60 ms they missed now and then.
+            let stage_ms = if flood { 1000 } else { 60 };
+            app.hub.jobs.stage_ms.store(stage_ms, std::sync::atomic::Ordering::Relaxed);
             let w = workers(&app);
             let run = launched(&app, case.faults.clone()).await;
             let (d, took) = ended(&app, &run).await;
