@@ -172,16 +172,6 @@ pub async fn delivery(db: &Db, id: &str) -> Result<Option<Delivery>, sqlx::Error
         .await
 }
 
-pub async fn deliveries(db: &Db, webhook_id: &str, limit: i64) -> Result<Vec<Delivery>, sqlx::Error> {
-    sqlx::query_as(&format!(
-        "SELECT {DELIVERY_COLUMNS} FROM webhook_deliveries WHERE webhook_id = $1 ORDER BY created_epoch DESC, id LIMIT $2"
-    ))
-    .bind(webhook_id)
-    .bind(limit)
-    .fetch_all(&db.pool)
-    .await
-}
-
 /// One attempt of a delivery as stored.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct Attempt {
@@ -192,18 +182,52 @@ pub struct Attempt {
     pub error: Option<String>,
 }
 
-pub async fn attempts(db: &Db, delivery_ids: &[String]) -> Result<Vec<Attempt>, sqlx::Error> {
-    let mut out = Vec::new();
-    for id in delivery_ids {
-        let mut some: Vec<Attempt> = sqlx::query_as(
-            "SELECT delivery_id, n, at, status, error FROM webhook_attempts WHERE delivery_id = $1 ORDER BY n",
-        )
-        .bind(id)
-        .fetch_all(&db.pool)
-        .await?;
-        out.append(&mut some);
+/// A webhook's newest deliveries, each with its attempts in order, read by one statement: an
+/// attempt and the delivery's state are written in one transaction, and two reads could see the
+/// attempt without the state it led to.
+pub async fn deliveries_with_attempts(
+    db: &Db,
+    webhook_id: &str,
+    limit: i64,
+) -> Result<Vec<(Delivery, Vec<Attempt>)>, sqlx::Error> {
+    let rows: Vec<DeliveryAttempt> = sqlx::query_as(&format!(
+        "SELECT d.id, d.webhook_id, d.event, d.body, d.state, d.attempts, d.next_epoch, d.created_epoch, \
+         d.ended_epoch, d.delivered_epoch, a.n, a.at, a.status, a.error \
+         FROM (SELECT {DELIVERY_COLUMNS} FROM webhook_deliveries WHERE webhook_id = $1 \
+               ORDER BY created_epoch DESC, id LIMIT $2) d \
+         LEFT JOIN webhook_attempts a ON a.delivery_id = d.id \
+         ORDER BY d.created_epoch DESC, d.id, a.n"
+    ))
+    .bind(webhook_id)
+    .bind(limit)
+    .fetch_all(&db.pool)
+    .await?;
+    let mut out: Vec<(Delivery, Vec<Attempt>)> = Vec::new();
+    for row in rows {
+        let attempt = row.n.map(|n| Attempt {
+            delivery_id: row.delivery.id.clone(),
+            n,
+            at: row.at.unwrap_or_default(),
+            status: row.status,
+            error: row.error,
+        });
+        match out.last_mut() {
+            Some((d, attempts)) if d.id == row.delivery.id => attempts.extend(attempt),
+            _ => out.push((row.delivery, attempt.into_iter().collect())),
+        }
     }
     Ok(out)
+}
+
+/// A delivery with one of its attempts (`n` null: none yet), as the join reads them.
+#[derive(sqlx::FromRow)]
+struct DeliveryAttempt {
+    #[sqlx(flatten)]
+    delivery: Delivery,
+    n: Option<i64>,
+    at: Option<String>,
+    status: Option<i64>,
+    error: Option<String>,
 }
 
 /// What one attempt came to: delivered, tried again at `next`, or given up.

@@ -160,16 +160,13 @@ pub async fn delete(s: &AppState, me: &Identity, id: &WebhookId) -> Result<(), A
 pub async fn deliveries(s: &AppState, me: &Identity, id: &WebhookId) -> Result<Vec<DeliveryView>, ApiError> {
     let id = id.as_str();
     repo::get(&s.db, &me.id, id).await?.ok_or_else(|| not_found(id))?;
-    let deliveries = repo::deliveries(&s.db, id, 100).await?;
-    let ids: Vec<String> = deliveries.iter().map(|d| d.id.clone()).collect();
-    let attempts = repo::attempts(&s.db, &ids).await?;
-    Ok(deliveries
+    Ok(repo::deliveries_with_attempts(&s.db, id, 100)
+        .await?
         .into_iter()
-        .map(|d| DeliveryView {
+        .map(|(d, attempts)| DeliveryView {
             attempts: attempts
-                .iter()
-                .filter(|a| a.delivery_id == d.id)
-                .map(|a| AttemptView { at: a.at.clone(), status: a.status, error: a.error.clone() })
+                .into_iter()
+                .map(|a| AttemptView { at: a.at, status: a.status, error: a.error })
                 .collect(),
             event: Event::parse(&d.event).unwrap_or(Event::RunEnded),
             next_at_epoch: (d.state == "pending").then_some(d.next_epoch),
