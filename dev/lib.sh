@@ -145,13 +145,21 @@ ensure_openenv_core() {
 OPENENV="$HOME/.cache/arena-openenv"
 OPENENV_REQUIREMENTS="openenv==0.10.0"
 ensure_openenv() {
-  [ "$(cat "$OPENENV/.arena-stamp" 2>/dev/null)" = "$OPENENV_REQUIREMENTS" ] && return
-  log "installing openenv 0.10.0 from PyPI into $OPENENV (about a minute, once)"
-  rm -rf "$OPENENV.partial"
+  install_target "$OPENENV" "$OPENENV_REQUIREMENTS" "about a minute, once"
+}
+
+# Installs REQUIREMENTS from PyPI into the folder DIR (pip --target), once: the folder's stamp
+# holds the requirements, so changing them installs again, and a cut install leaves only
+# DIR.partial behind.
+install_target() {
+  local dir=$1 requirements=$2 note=$3
+  [ "$(cat "$dir/.arena-stamp" 2>/dev/null)" = "$requirements" ] && return
+  log "installing $requirements from PyPI into $dir ($note)"
+  rm -rf "$dir.partial"
   # shellcheck disable=SC2086
-  python3 -m pip install -q --target "$OPENENV.partial" $OPENENV_REQUIREMENTS
-  echo "$OPENENV_REQUIREMENTS" >"$OPENENV.partial/.arena-stamp"
-  rm -rf "$OPENENV" && mv "$OPENENV.partial" "$OPENENV"
+  python3 -m pip install -q --target "$dir.partial" $requirements
+  echo "$requirements" >"$dir.partial/.arena-stamp"
+  rm -rf "$dir" && mv "$dir.partial" "$dir"
 }
 
 # The official MCP Python client (`mcp` 2.3 from PyPI), kept apart like openenv (it pins its own
@@ -160,13 +168,7 @@ ensure_openenv() {
 MCP_CLIENT="$HOME/.cache/arena-mcp-client"
 MCP_REQUIREMENTS="mcp==2.3.0"
 ensure_mcp_client() {
-  [ "$(cat "$MCP_CLIENT/.arena-stamp" 2>/dev/null)" = "$MCP_REQUIREMENTS" ] && return
-  log "installing $MCP_REQUIREMENTS from PyPI into $MCP_CLIENT (once)"
-  rm -rf "$MCP_CLIENT.partial"
-  # shellcheck disable=SC2086
-  python3 -m pip install -q --target "$MCP_CLIENT.partial" $MCP_REQUIREMENTS
-  echo "$MCP_REQUIREMENTS" >"$MCP_CLIENT.partial/.arena-stamp"
-  rm -rf "$MCP_CLIENT" && mv "$MCP_CLIENT.partial" "$MCP_CLIENT"
+  install_target "$MCP_CLIENT" "$MCP_REQUIREMENTS" "once"
 }
 
 # The OpenEnv trainer's Python (cluster/pyproject.toml: TRL, transformers, torch, peft, trackio),

@@ -50,17 +50,8 @@ class RunDir:
 
     # --- events ---
     def events(self) -> list:
-        try:
-            lines = (self.path / "events.jsonl").read_text().splitlines()
-        except FileNotFoundError:
-            return []
-        out = []
-        for line in lines:
-            try:
-                out.append(json.loads(line))
-            except ValueError:
-                break  # a line cut by a crash mid-write is the end of the file
-        return out
+        # A line cut by a crash mid-write is the end of the file (`emit` drops it before appending).
+        return _read_jsonl(self.path / "events.jsonl", stop_at_cut=True)
 
     def last_event(self) -> dict | None:
         events = self.events()
@@ -143,17 +134,8 @@ class RunDir:
             f.write(json.dumps(line) + "\n")
 
     def conversations(self) -> list:
-        try:
-            lines = (self.path / "conversations.jsonl").read_text().splitlines()
-        except FileNotFoundError:
-            return []
-        out = []
-        for line in lines:
-            try:
-                out.append(json.loads(line))
-            except ValueError:
-                pass  # a line a crash cut short
-        return out
+        # Nothing repairs this file: a line a crash cut short is passed over.
+        return _read_jsonl(self.path / "conversations.jsonl", stop_at_cut=False)
 
     def failure(self) -> str | None:
         try:
@@ -163,6 +145,23 @@ class RunDir:
 
     def write_failure(self, why: str) -> None:
         _write_atomic(self.path / "failure.txt", why)
+
+
+def _read_jsonl(path: Path, stop_at_cut: bool) -> list:
+    """A JSON-lines file's records (none when it is missing); a line that does not parse ends the
+    reading (`stop_at_cut`) or is passed over."""
+    try:
+        lines = path.read_text().splitlines()
+    except FileNotFoundError:
+        return []
+    out = []
+    for line in lines:
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            if stop_at_cut:
+                break
+    return out
 
 
 def _cut(text: str, chars: int) -> str:

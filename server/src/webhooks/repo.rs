@@ -172,11 +172,9 @@ pub async fn delivery(db: &Db, id: &str) -> Result<Option<Delivery>, sqlx::Error
         .await
 }
 
-/// One attempt of a delivery as stored.
-#[derive(Debug, Clone, sqlx::FromRow)]
+/// One attempt of a delivery as stored (in order of its number).
+#[derive(Debug, Clone)]
 pub struct Attempt {
-    pub delivery_id: String,
-    pub n: i64,
     pub at: String,
     pub status: Option<i64>,
     pub error: Option<String>,
@@ -204,13 +202,8 @@ pub async fn deliveries_with_attempts(
     .await?;
     let mut out: Vec<(Delivery, Vec<Attempt>)> = Vec::new();
     for row in rows {
-        let attempt = row.n.map(|n| Attempt {
-            delivery_id: row.delivery.id.clone(),
-            n,
-            at: row.at.unwrap_or_default(),
-            status: row.status,
-            error: row.error,
-        });
+        let attempt =
+            row.n.map(|_| Attempt { at: row.at.unwrap_or_default(), status: row.status, error: row.error });
         match out.last_mut() {
             Some((d, attempts)) if d.id == row.delivery.id => attempts.extend(attempt),
             _ => out.push((row.delivery, attempt.into_iter().collect())),
