@@ -1,8 +1,8 @@
-"""Assembles the served scripts (arena_cli.py, check_task.py, validation_gates.py) from their
-sources in scripts/: each `# @include NAME` line becomes scripts/shared/NAME, so the parts they
-share are written once while each served file stays one standalone download (standard library
-only, no imports of ours). The output is the same bytes for the same sources; build_site writes it
-into the site, which the arena serves and the tests run.
+"""Assembles the served scripts (arena_cli.py, check_task.py, validation_gates.py,
+openenv_check.py) from their sources in scripts/: each `# @include NAME` line becomes
+scripts/shared/NAME, so the parts they share are written once while each served file stays one
+standalone download (standard library only, no imports of ours). The output is the same bytes for
+the same sources; build_site writes it into the site, which the arena serves and the tests run.
 
 Usage: python3 dev/assemble_scripts.py OUT_DIR"""
 
@@ -13,7 +13,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = ROOT / "scripts"
 SHARED = SOURCES / "shared"
-SCRIPTS = ("arena_cli.py", "check_task.py", "validation_gates.py")
+SCRIPTS = ("arena_cli.py", "check_task.py", "validation_gates.py", "openenv_check.py")
 INCLUDE = re.compile(r"# @include ([a-z_]+\.py)")
 
 

@@ -698,7 +698,7 @@ def crate_dependencies():
 
 # ---------------------------------------------------------------- the served scripts
 
-SERVED_SCRIPTS = ("check_task.py", "validation_gates.py", "arena_cli.py")
+SERVED_SCRIPTS = ("check_task.py", "validation_gates.py", "arena_cli.py", "openenv_check.py")
 
 
 def served_duplicates():

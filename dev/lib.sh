@@ -21,19 +21,25 @@ log() { printf '\033[1m[dev]\033[0m %s\n' "$*" >&2; }
 
 # Named phases with their wall-clock seconds, printed at exit (`phase NAME` starts one and ends the
 # one before), so a slow suite says where its time went.
-PHASE_TIMES=() PHASE_NAME='' PHASE_START=0
-phase() { phase_end; PHASE_NAME=$1 PHASE_START=$SECONDS; log "$1"; }
+# Each phase also says the CPU time the whole machine spent meanwhile (user and system, from
+# /proc/stat): a phase whose CPU is twice its wall clock used both cores, and only less work makes it
+# shorter; one with idle cores waits on something.
+PHASE_TIMES=() PHASE_NAME='' PHASE_START=0 PHASE_CPU=0
+cpu_s() { awk '/^cpu /{printf "%d", ($2 + $3 + $4 + $7 + $8) / 100}' /proc/stat; }
+phase() { phase_end; PHASE_NAME=$1 PHASE_START=$SECONDS PHASE_CPU=$(cpu_s); log "$1"; }
 phase_end() {
-  [ -n "$PHASE_NAME" ] && PHASE_TIMES+=("$(printf '%6d s  %s' $((SECONDS - PHASE_START)) "$PHASE_NAME")")
+  [ -n "$PHASE_NAME" ] &&
+    PHASE_TIMES+=("$(printf '%6d s %6d cpu-s  %s' $((SECONDS - PHASE_START)) $(($(cpu_s) - PHASE_CPU)) "$PHASE_NAME")")
   PHASE_NAME=''
 }
 phase_report() {
   phase_end
   [ ${#PHASE_TIMES[@]} -gt 0 ] || return 0
-  log "time per phase (wall clock):"
+  log "time per phase (wall clock, and the CPU seconds of both cores meanwhile):"
   printf '%s\n' "${PHASE_TIMES[@]}" >&2
-  printf '%6d s  in all\n' "$SECONDS" >&2
+  printf '%6d s %6d cpu-s  in all\n' "$SECONDS" $(($(cpu_s) - RUN_CPU)) >&2
 }
+RUN_CPU=$(cpu_s)
 # What runs at exit: the test stack stops, and the phases are reported.
 on_exit() { stop_test_stack; phase_report; }
 
@@ -344,6 +350,7 @@ start_test_stack() {
   ARENA_ADDR="127.0.0.1:$port" ARENA_DATA_DIR="$work" ARENA_SITE_ROOT="$SITE" ARENA_FINGERPRINTS_DIR="$work/fingerprints" \
     ARENA_CONFIGS_DIR="$work/configs" HF_TOKEN=hf_local_test_arena_bot_5a5a5a ARENA_JOBS_NAMESPACE=benchflow \
     ARENA_SANDBOX_TOKEN=hf_local_test_arena_sandbox_3c3c3c ARENA_SANDBOX_NAMESPACE=benchflow-sandboxes \
+    ARENA_WEBHOOK_KEY=7e57ed7e57ed7e57ed7e57ed7e57ed7e57ed7e57ed7e57ed7e57ed7e57ed7e57 \
     ARENA_EVAL_NAMESPACE=benchflow-eval \
     ARENA_RUNS_DATASET=benchflow/arena-runs ARENA_LEADERBOARD_DATASET=benchflow/arena-leaderboard ARENA_WORKER_TICK_S=1 \
     ARENA_JOB_SECRET_DAYTONA_API_KEY=local-simulated-daytona-key ARENA_RELAY_HEARTBEAT_S=1 \

@@ -58,6 +58,10 @@ pub fn explain(code: &str) -> &'static str {
         "TASK_NOT_LISTED" => {
             "the environment's task API lists no task with this task_id (counts against you)"
         }
+        "FINISH_ACTION_INVALID" => {
+            "finish_action did not end the episode with a reward in [0, 1] (counts against you)"
+        }
+        "RESET_IGNORES_TASK" => "a warning: the environment may ignore task_id (admitted all the same)",
         "SANDBOX_STARTUP_FAILED" | "ADMISSION_INFRASTRUCTURE_FAILURE" => {
             "our side failed; the arena retries it (does not count)"
         }
@@ -162,6 +166,17 @@ curl -sS \"$BASE/leaderboard\"";
 #[component]
 fn SubmissionCard(s: SubmissionView) -> impl IntoView {
     let errors = s.report.errors.clone();
+    let warnings = s.report.warnings.clone();
+    let next_slot = s.slot.retry_after_s.map(|w| {
+        format!(
+            "Your next submission slot frees in {}.",
+            if w >= 3600 {
+                format!("{} h {} min", w / 3600, w % 3600 / 60)
+            } else {
+                format!("{} min", w.div_ceil(60))
+            }
+        )
+    });
     view! {
         <li class=format!("openenv-submission state-{}", s.state) data-id=s.submission_id.clone()>
             <h3>{s.name.clone()} " " <code>{s.submission_id.clone()}</code></h3>
@@ -184,9 +199,23 @@ fn SubmissionCard(s: SubmissionView) -> impl IntoView {
             })}
             <ul class="errors">
                 {errors.into_iter().map(|e| view! {
-                    <li><code>{e.code.clone()}</code> {e.task_id.map(|t| format!(" ({t})"))} ": " {e.message} " — " {explain(&e.code)}</li>
+                    <li><code>{e.code.clone()}</code> {e.task_id.map(|t| format!(" ({t})"))} ": " {e.message} " — " {explain(&e.code)}
+                        {e.fix.map(|f| view! { <br/><span class="fix">"Next: " {f}</span> })}
+                        {e.evidence.map(|v| view! {
+                            <details class="evidence"><summary>"What your server answered"</summary>
+                                <pre tabindex="0">{serde_json::to_string_pretty(&v).unwrap_or_default()}</pre></details>
+                        })}
+                    </li>
                 }).collect_view()}
             </ul>
+            {next_slot.map(|t| view! { <p class="note">{t}</p> })}
+            {(!warnings.is_empty()).then(|| view! {
+                <ul class="warnings">
+                    {warnings.into_iter().map(|w| view! {
+                        <li><code>{w.code.clone()}</code> {w.task_id.map(|t| format!(" ({t})"))} ": " {w.message}</li>
+                    }).collect_view()}
+                </ul>
+            })}
             {s.source.clone().map(|src| view! {
                 <p class="meta">"Source (your claim, not checked): " <a href=src.clone() rel="external noopener nofollow">{src.clone()}</a></p>
             })}

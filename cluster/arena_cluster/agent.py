@@ -1,8 +1,9 @@
 """The node's agent: one per GPU node. It keeps the connection to the arena's
 `/api/relay/cluster` (the cluster secret as `Authorization: Bearer`), says hello with the node's
-free GPUs and sandbox allowance and the runs it holds, heartbeats, starts one trainer process
-(`arena_cluster.trainer`) per assignment, stops it on `stop`, and carries each run's events to the
-arena until they are acknowledged. Everything it holds is on disk under `--home` (a run's folder,
+free GPUs and sandbox allowance (each run counted as `pool.run_allowance`: ten with prefetching)
+and the runs it holds, heartbeats, starts one trainer process (`arena_cluster.trainer`) per
+assignment, stops it on `stop`, and carries each run's events to the arena until they are
+acknowledged. Everything it holds is on disk under `--home` (a run's folder,
 `arena_cluster.rundir`), so an agent killed and started again resends what was not acknowledged,
 lists the runs it holds, and starts their trainers again from their last checkpoints.
 
@@ -32,7 +33,7 @@ import sys
 import time
 from pathlib import Path
 
-from .contract import EPISODES_PER_STEP
+from .pool import run_allowance
 from .rundir import RunDir
 from .settings import SettingError, Settings
 
@@ -122,7 +123,11 @@ class Agent:
         self.settings = settings
         self.gpus = node_gpus(settings)
         self.slots = self.gpus or settings.agent_cpu_slots
-        self.sandbox_allowance = settings.agent_sandboxes or EPISODES_PER_STEP * self.slots
+        # A run holds a step's sandboxes and, prefetching, the next step's (`pool.run_allowance`):
+        # each GPU allows what one run holds, twice a step's five, so that a trainer never waits
+        # for the node to start the sandboxes of its next step.
+        self.per_run = run_allowance(settings)
+        self.sandbox_allowance = settings.agent_sandboxes or self.per_run * self.slots
         self.trainers: dict[str, Trainer] = {}
         self.env = {k: v for k, v in os.environ.items() if k != "ARENA_CLUSTER_SECRET"}
         self.env.setdefault("TRACKIO_DIR", str(home / "trackio"))
@@ -166,7 +171,7 @@ class Agent:
     def free(self, kind: str) -> dict:
         busy = self.busy()
         m = {"kind": kind, "gpus_free": max(self.slots - busy, 0),
-             "sandboxes_free": max(self.sandbox_allowance - busy * EPISODES_PER_STEP, 0)}
+             "sandboxes_free": max(self.sandbox_allowance - busy * self.per_run, 0)}
         if kind == "hello":
             m["runs"] = self.held()
         return m

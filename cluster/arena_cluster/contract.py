@@ -17,6 +17,8 @@ from typing import Any, Callable
 
 EPISODES_PER_STEP = 5
 EPISODES_THAT_TRAIN = 4
+# A run whose last this many steps played trained nothing ends (`no_signal`).
+NO_UPDATE_STEPS = 5
 TOOL_CALL_BURST = 4
 RUN_LIMIT_S = 14_400
 _CALL = 60_000
@@ -199,6 +201,42 @@ def training_group(scores_in_end_order: list) -> list | None:
     """The first four valid rewards in the order the episodes ended; None when fewer."""
     chosen = training_indices(scores_in_end_order)
     return None if chosen is None else [scores_in_end_order[i] for i in chosen]
+
+
+def step_trained(valid: int, lost: int) -> bool | None:
+    """How a step counts toward `no_signal`, from its episodes with a valid reward and those the
+    platform lost (their sandbox never served, even replaced): True it trained, False it trained
+    nothing by its environment's doing, None it trained nothing only because the platform lost
+    sandboxes that might have given the rewards it lacked (not the participant's: not counted)."""
+    if valid >= EPISODES_THAT_TRAIN:
+        return True
+    return None if valid + lost >= EPISODES_THAT_TRAIN else False
+
+
+def no_signal(trained: list) -> bool:
+    """Whether a run ends for want of a training signal: `trained` says, for each step played in
+    order, how it counts (`step_trained`; None is not counted); the run ends when its last
+    NO_UPDATE_STEPS counted steps (since it started or since the last step that trained) all
+    trained nothing."""
+    counted = [t for t in trained if t is not None]
+    return len(counted) >= NO_UPDATE_STEPS and not any(counted[-NO_UPDATE_STEPS:])
+
+
+# How an episode ended, as a step's events count them (`ends`): each episode under exactly one key.
+END_KEYS = ("done", "finished", "invalid_reply", "budget", "timeout", "no_reward", "sandbox")
+
+
+def end_key(kind: str, score_: float | None) -> str:
+    """The `ends` key of an episode that ended by `kind` (an End kind, or the rollout side's
+    `timeout` and `sandbox`) with `score_` (`score`: None when no valid reward came). An invalid
+    reply, a budget, a wall or a lost sandbox is said as such, whatever `finish_action` then gave;
+    an episode that ended by itself (`done`) or by the model's `{"finish": true}` (`finished`)
+    without a valid reward is `no_reward`."""
+    if kind in ("out_of_tokens", "tool_calls_exhausted"):
+        return "budget"
+    if kind in ("invalid_reply", "timeout", "sandbox"):
+        return kind
+    return kind if kind in ("done", "finished") and score_ is not None else "no_reward"
 
 
 def train_tasks(tasks: list) -> list:

@@ -1,12 +1,13 @@
-"""Plays one episode of the guide's contract with the policy being trained: a fresh sandbox, the
-reset the task asks for (the assignment's `reset`: the task's id, or the task API's split and
-index), the conversation in the model's chat template with thinking off (the system message lists
-the environment's tools when it has some), each reply read by `contract`, the observations
-(without openenv 0.10's `metadata`) appended as user turns, and `finish_action` scoring an episode
-that did not end by itself. The token sequence is built by concatenating ids (never by rendering
-the conversation again, which would drop what the model saw) with a mask: only the model's own
-tokens train. The conversation's texts are kept on the outcome (`Played.messages`) for the run's
-record (`rundir.RunDir.write_conversation`).
+"""Plays one episode of the guide's contract with the policy being trained: a fresh sandbox from
+the run's pool (`pool`; one the platform lost is replaced once: `play_in`), the reset the task
+asks for (the assignment's `reset`: the task's id, or the task API's split and index), the
+conversation in the model's chat template with thinking off (the system message lists the
+environment's tools when it has some), each reply read by `contract`, the observations (without
+openenv 0.10's `metadata`) appended as user turns, and `finish_action` scoring an episode that
+did not end by itself. The episode's walls count from when its sandbox serves. The token sequence
+is built by concatenating ids (never by rendering the conversation again, which would drop what
+the model saw) with a mask: only the model's own tokens train. The conversation's texts are kept
+on the outcome (`Played.messages`) for the run's record (`rundir.RunDir.write_conversation`).
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ import torch
 from . import contract
 from .generation import GATHER_WAIT_S, Batcher, Request, eos_ids, generate_rows
 from .runstate import Actions
-from .sandboxes import TRAIN_PURPOSE, CleanupError, Connection, SandboxError, Sandboxes
+from .pool import Lease, Pool
+from .sandboxes import SandboxError
 
 _MARK = "\u2063ARENA-OBSERVATION\u2063"
 _REPLY = "\u2063ARENA-REPLY\u2063"
@@ -145,6 +147,10 @@ class Played:
     mask: list = field(default_factory=list)
     ended_at: float = 0.0
     cleanup_error: str | None = None
+    # Seconds the episode waited for its sandboxes to serve (a replacement's wait included), and
+    # how many of them the platform lost and were replaced (0 or 1).
+    sandbox_wait_s: float = 0.0
+    retries: int = 0
     # The conversation as the model saw it (`{role, content}` texts), as far as it got: empty when
     # the sandbox never answered the reset.
     messages: list = field(default_factory=list)
@@ -156,7 +162,8 @@ class _OutOfTime(Exception):
 
 @dataclass
 class _Deadlines:
-    """An episode's walls, from the moment its sandbox was asked for."""
+    """An episode's walls, from the moment its sandbox serves (its start is not the
+    participant's: it has an allowance of its own, `pool`)."""
 
     reset: float
     rollout: float
@@ -188,34 +195,66 @@ class _Tokens:
         self.mask += [trained] * len(ids)
 
 
-def play(policy: Policy, sandboxes: Sandboxes, task: dict, actions: Actions, seed: int | None = None,
-         purpose: str = TRAIN_PURPOSE) -> Played:
-    """Plays one episode in a fresh sandbox, which is canceled at the end whatever happens; with
-    `seed`, each turn's draw is seeded from it."""
+def play_in(pool: Pool, lease: Lease, policy: Policy, task: dict, actions: Actions, seed: int | None = None,
+            on_lost=None) -> Played:
+    """Plays one episode in `lease`'s sandbox, released when the episode ends. An episode the
+    platform lost (its sandbox did not serve within its start allowance, its server exited, its
+    connection failed) is played again once in a fresh sandbox of the pool, which starts before
+    any other waiting; `on_lost(played, again)` hears of each loss (`again`: it is played again).
+    With `seed`, each turn's draw is seeded from it."""
+    waited, problems = 0.0, []
+    for retries in range(2):
+        again = None
+        try:
+            p = play(policy, lease, task, actions, seed)
+            if p.end == "sandbox" and not retries:
+                # Asked for before the lost one's place is given back, so that the place goes to
+                # the replacement, not to the next sandbox waiting in the pool.
+                again = pool.request(lease.place, task, lease.purpose, first=True)
+        finally:
+            problems.append(pool.release(lease))
+        waited += p.sandbox_wait_s
+        if again is None:
+            break
+        if on_lost is not None:
+            on_lost(p, True)
+        lease = again
+    if p.end == "sandbox" and on_lost is not None:
+        on_lost(p, False)
+    p.sandbox_wait_s, p.retries = waited, retries
+    p.cleanup_error = "; ".join(x for x in problems if x) or None
+    return p
+
+
+def play(policy: Policy, lease: Lease, task: dict, actions: Actions, seed: int | None = None) -> Played:
+    """Plays one episode in `lease`'s sandbox, waited for here (`Played.sandbox_wait_s`); the
+    caller releases it."""
     t = contract.task_limits(task)
     wall = t["reset_wall_s"] + t["rollout_wall_s"] + t["verifier_wall_s"]
-    started = time.monotonic()
+    asked, waited = time.monotonic(), 0.0
     result = Played(score=None, end="sandbox")
     # Filled as the episode goes: what it got to, whatever ends it.
     conversation: list = []
     try:
-        with policy.live(), sandboxes.sandbox(task, wall, purpose) as job:
-            url = sandboxes.wait_serving(job.id, int(task["port"]), started + t["reset_wall_s"])
-            conn = Connection(url, sandboxes.reader, float(t["tool_wall_s"]))
+        with policy.live():
             try:
-                result = episode(policy, conn, task, actions, seed, started, conversation)
+                url = lease.wait()
+            finally:
+                waited = time.monotonic() - asked
+            conn = lease.place.connect(url, float(t["tool_wall_s"]))
+            try:
+                result = episode(policy, conn, task, actions, seed, time.monotonic(), conversation)
             finally:
                 conn.close()
     except SandboxError as e:
         result = Played(score=None, end="sandbox", why=str(e))
-    except CleanupError as e:
-        result.cleanup_error = str(e)
     except _OutOfTime:
         result = Played(score=None, end="timeout", why=f"the episode took longer than its {wall} s of walls")
     except OSError as e:
         result = Played(score=None, end="sandbox", why=f"the sandbox's connection failed: {e}")
     result.ended_at = time.monotonic()
     result.messages = conversation
+    result.sandbox_wait_s = waited
     return result
 
 

@@ -10,6 +10,11 @@ the platform (its sandbox never served, or its connection failed) is played agai
 sandbox; one still lost is reported without a reward and left out of the score. The arena scores
 the records itself (`domain::openenv::evaluation`).
 
+Episodes play `AT_ONCE` at a time, the next cell as soon as one ends. With prefetching on
+(`ARENA_TRAINER_PREFETCH`), every cell's sandbox is asked of the run's pool when the phase starts,
+so each starts as soon as the run's allowance lets it (while the cells before it play), not when
+its cell is reached (`pool`).
+
 A phase has its own allowance (`phase_allowance_s`), not taken from the run's training time. An
 episode not started within it is reported without a reward, and the phase says it is incomplete.
 Events never name a held-out task: participants read them. Each phase's records are kept in the
@@ -23,12 +28,14 @@ tool. The conversation of each phase's first episode is handed to `record` (the 
 from __future__ import annotations
 
 import hashlib
+import math
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass
 
 from . import contract
-from .episodes import play
+from .episodes import play_in
+from .pool import Pool
 from .runstate import Actions, Progress
 from .sandboxes import EVAL_PURPOSE
 
@@ -85,9 +92,10 @@ class Evaluation:
     def done(self, phase: str) -> bool:
         return phase in self.progress
 
-    def run(self, phase: str, policy, sandboxes, save) -> None:
+    def run(self, phase: str, policy, pool: Pool, sandboxes, save, ahead: bool = True) -> None:
         """Plays `phase` (`before` or `after`) unless a start of this trainer already did;
-        `sandboxes` are the eval namespace's."""
+        `sandboxes` are the eval namespace's, started by `pool`; `ahead`: every cell's sandbox is
+        asked for at once."""
         if self.done(phase):
             return
         planned = len(self.cells)
@@ -102,45 +110,53 @@ class Evaluation:
         deadline = time.monotonic() + allowance
         self._report(phase, 0, planned, f"{planned} held-out episodes {words}, {AT_ONCE} at a time, "
                      f"within {allowance} s")
-        records: list = []
-        out_of_time = False
-        for start in range(0, planned, AT_ONCE):
-            batch = self.cells[start:start + AT_ONCE]
-            if time.monotonic() >= deadline:
-                out_of_time = True
-                records += [Record(c.task["task_id"], c.trial, None) for c in batch]
-                continue
-            with policy.step(len(batch)), ThreadPoolExecutor(len(batch)) as pool:
-                first = start == 0
-                records += list(pool.map(
-                    lambda c: self._play(c, policy, sandboxes, phase if first and c is batch[0] else None), batch))
-            if start + AT_ONCE < planned:
-                self._report(phase, len(records), planned, f"{len(records)} of {planned} held-out episodes {words}")
+        # A sandbox asked for ahead may wait for the cells before it: a round of episodes for each
+        # allowance's worth of sandboxes.
+        hold_s = self._walls() * math.ceil(pool.capacity / AT_ONCE)
+        leases = [pool.request(sandboxes, c.task, EVAL_PURPOSE, hold_s) if ahead else None for c in self.cells]
+        try:
+            with policy.step(min(AT_ONCE, planned)), ThreadPoolExecutor(AT_ONCE) as ex:
+                running = [ex.submit(self._cell, i, leases[i], policy, pool, sandboxes, deadline, phase)
+                           for i in range(planned)]
+                for n, _ in enumerate(as_completed(running), 1):
+                    if n % AT_ONCE == 0 and n < planned:
+                        self._report(phase, n, planned, f"{n} of {planned} held-out episodes {words}")
+                played = [f.result() for f in running]
+        finally:
+            for lease in leases:
+                if lease is not None:
+                    pool.release(lease)
+        records = [r for r, _ in played]
         lost = sum(1 for r in records if r.reward is None)
         replays = sum(r.replays for r in records)
-        why = f"the phase's {allowance} s ran out before every episode started" if out_of_time else None
+        late = any(not started for _, started in played)
+        why = f"the phase's {allowance} s ran out before every episode started" if late else None
         message = (f"{planned} held-out episodes {words}: {planned - lost} scored, {lost} left out "
                    f"(lost to the platform or not started), {replays} played again in a fresh sandbox")
         self._report(phase, planned, planned, message, records=[asdict(r) for r in records], incomplete=why)
         self.progress[phase] = {"records": len(records)}
         save()
 
-    def _play(self, cell: Cell, policy, sandboxes, recorded_phase: str | None = None) -> Record:
-        """One held-out episode, played once more if the platform lost it. An episode that ended
-        without a valid reward for any other reason (an invalid reply with no finish reward, a
-        wall) scores 0: that is the policy's or the environment's doing, not the platform's. With
-        `recorded_phase`, its last play's conversation is recorded."""
-        seed = cell.seed(self.id)
-        replays = 0
-        while True:
-            p = play(policy, sandboxes, cell.task, cell.actions, seed=seed, purpose=EVAL_PURPOSE)
-            if recorded_phase and self.record and (p.end != "sandbox" or replays >= 1):
-                self.record(recorded_phase, cell.task, p)
-            if p.end != "sandbox":
-                return Record(cell.task["task_id"], cell.trial, p.score if p.score is not None else 0.0, replays)
-            if replays >= 1:
-                return Record(cell.task["task_id"], cell.trial, None, replays)
-            replays += 1
+    def _walls(self) -> int:
+        limits = [contract.task_limits(c.task) for c in self.cells]
+        return max(t["reset_wall_s"] + t["rollout_wall_s"] + t["verifier_wall_s"] for t in limits)
+
+    def _cell(self, i: int, lease, policy, pool: Pool, sandboxes, deadline: float, phase: str) -> tuple:
+        """Cell `i`'s record, and whether it started within the phase's allowance. An episode that
+        ended without a valid reward for any other reason than the platform (an invalid reply
+        with no finish reward, a wall) scores 0: that is the policy's or the environment's doing.
+        The first cell's conversation is recorded."""
+        cell = self.cells[i]
+        if time.monotonic() >= deadline:
+            if lease is not None:
+                pool.release(lease)
+            return Record(cell.task["task_id"], cell.trial, None), False
+        lease = lease or pool.request(sandboxes, cell.task, EVAL_PURPOSE)
+        p = play_in(pool, lease, policy, cell.task, cell.actions, seed=cell.seed(self.id))
+        if i == 0 and self.record:
+            self.record(phase, cell.task, p)
+        reward = None if p.end == "sandbox" else (p.score if p.score is not None else 0.0)
+        return Record(cell.task["task_id"], cell.trial, reward, p.retries), True
 
     def _report(self, phase, done, planned, message, records=None, incomplete=None) -> None:
         evaluation = {"phase": phase, "done": done, "planned": planned}

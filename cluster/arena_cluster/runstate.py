@@ -82,6 +82,14 @@ class Progress:
     step_index: int = 0
     # The last measured update times (s): the step allowance's update part.
     update_s: list = field(default_factory=list)
+    # The last steps' measured seconds beyond the contract's allowance (`trainer.Run.extra_s`):
+    # the longest wait of a step's episodes for their sandboxes, and the rest of its rollout.
+    sandbox_wait_s: list = field(default_factory=list)
+    episodes_s: list = field(default_factory=list)
+    # Whether each of the last steps played trained (`contract.no_signal`), and how the episodes of
+    # the steps since the last that trained ended (`contract.END_KEYS`, summed).
+    trained: list = field(default_factory=list)
+    untrained_ends: dict = field(default_factory=dict)
     # Optimizer steps that trained, as last reported.
     policy_version: int = 0
     # Seconds spent in held-out phases (not counted against the run's training time).

@@ -1,7 +1,9 @@
 """One fresh sandbox per episode on HF Jobs, as the arena's admission starts them: the task's
 pinned digest, the command and environment the arena read from its config, the port exposed with
 a token (never public), labelled with the run, and canceled when its episode ends, whatever
-happens. Then OpenEnv's WebSocket protocol to it (`reset` with the task's reset data, `step`,
+happens (the run's `pool` starts them ahead of need and cancels them). A sandbox whose server
+exits before serving is seen at once, its exit and the last lines of its log said (`exited`).
+Then OpenEnv's WebSocket protocol to it (`reset` with the task's reset data, `step`,
 `close`), with a token as `Authorization: Bearer`: openenv-core's own client cannot send a header.
 
 Tokens never mixed up. `HF_TOKEN` starts, inspects and cancels the sandboxes: it stays in this
@@ -20,8 +22,7 @@ import re
 import time
 import urllib.error
 import urllib.request
-from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from . import contract
 
@@ -108,10 +109,20 @@ def stage(job) -> str:
 
 
 LIVE = ("SCHEDULING", "RUNNING", "UPDATING")
+ENDED = ("COMPLETED", "CANCELED", "ERROR", "DELETED")
+# How often a sandbox's stage is read again while its `/health` is asked.
+STAGE_EVERY_S = 1.0
+# What of an exited server's own log is quoted: its last lines, and at most this many characters.
+LOG_LINES = 5
+LOG_CHARS = 500
 
 
 class SandboxError(Exception):
     """A sandbox that did not serve: the episode gets no reward, and an event says why."""
+
+
+class SandboxEnded(SandboxError):
+    """A sandbox whose job ended before it served (its server exited): nothing left to cancel."""
 
 
 def label(value: str) -> str:
@@ -140,23 +151,25 @@ def exposed_url(urls, port: int, exposed: list | tuple | None = None) -> str | N
 class Sandboxes:
     """Starts sandboxes in `namespace` through `api` (whose token may start jobs there) and talks
     to them with `reader` (the only credential a sandbox there ever sees, the setting named
-    `reader_setting`)."""
+    `reader_setting`). `secrets` are every credential the cluster holds: none of them is ever
+    quoted from a sandbox's status or log."""
 
     api: object  # huggingface_hub.HfApi
     namespace: str
     reader: str
     run_label: str
     reader_setting: str = "ARENA_SANDBOX_TOKEN"
+    secrets: tuple = field(default=(), repr=False)
 
-    def start(self, task: dict, wall_s: int, purpose: str = TRAIN_PURPOSE):
-        t = contract.task_limits(task)
+    def start(self, task: dict, timeout_s: int, purpose: str = TRAIN_PURPOSE):
+        """Starts one sandbox of `task`, which HF stops after `timeout_s` whatever happens."""
         env = dict(task.get("env") or {})
         return self.api.run_job(
             image=task["image"],
             command=list(task["command"]),
             env=env or None,
             flavor="cpu-basic",
-            timeout=wall_s + t["reset_wall_s"],
+            timeout=int(timeout_s),
             labels={"arena-run": self.run_label, "arena-purpose": purpose,
                     "arena-task": label(task["task_label"])},
             expose=[int(task["port"])],
@@ -166,6 +179,10 @@ class Sandboxes:
     def cancel(self, job_id: str) -> None:
         self.api.cancel_job(job_id=job_id, namespace=self.namespace)
 
+    def connect(self, url: str, timeout_s: float) -> "Connection":
+        """An episode's connection to a sandbox that serves at `url`, with the reader."""
+        return Connection(url, self.reader, timeout_s)
+
     def running(self) -> list:
         """This run's sandboxes HF still lists as live (what a cleanup must stop)."""
         jobs = self.api.list_jobs(labels={"arena-run": self.run_label}, namespace=self.namespace)
@@ -173,48 +190,58 @@ class Sandboxes:
         return [j for j in jobs if stage(j) in LIVE and (j.labels or {}).get("arena-purpose") in mine]
 
     def wait_serving(self, job_id: str, port: int, deadline: float) -> str:
-        """The sandbox's URL once HF runs it and its server answers `GET /health` with 200."""
-        url = None
+        """The sandbox's URL once HF runs it and its server answers `GET /health` with 200. The
+        job's stage is read again every STAGE_EVERY_S while `/health` is asked: a server that
+        exited is seen at once (`exited`), not at the deadline."""
+        url, looked = None, 0.0
         while time.monotonic() < deadline:
-            job = self.api.inspect_job(job_id=job_id, namespace=self.namespace)
-            now = stage(job)
-            if now in ("COMPLETED", "CANCELED", "ERROR", "DELETED"):
-                raise SandboxError(f"the sandbox ended {now} before serving: {job.status.message or ''}".strip())
-            if now in ("RUNNING", "UPDATING"):
-                url = exposed_url(job.status.expose_urls, port, [port])
-                if url:
-                    break
+            if time.monotonic() - looked >= STAGE_EVERY_S:
+                job = self.api.inspect_job(job_id=job_id, namespace=self.namespace)
+                looked, now = time.monotonic(), stage(job)
+                if now in ENDED:
+                    raise SandboxEnded(self.exited(job_id, now, job.status.message))
+                if url is None and now in ("RUNNING", "UPDATING"):
+                    url = exposed_url(job.status.expose_urls, port, [port])
+            if url is not None:
+                status = health(url, self.reader)
+                if status == 200:
+                    return url
+                if status in (401, 403):
+                    raise SandboxError(f"the sandbox's proxy refused the cluster's reader ({self.reader_setting}): "
+                                       "the arena's fault, not the image's")
             time.sleep(0.5)
-        if not url:
-            raise SandboxError(f"HF gave no URL for the sandbox's port {port} in time")
-        while time.monotonic() < deadline:
-            status = health(url, self.reader)
-            if status == 200:
-                return url
-            if status in (401, 403):
-                raise SandboxError(f"the sandbox's proxy refused the cluster's reader ({self.reader_setting}): "
-                                   "the arena's fault, not the image's")
-            time.sleep(0.5)
-        raise SandboxError("the image never answered GET /health within reset_wall_s")
+        if url is None:
+            raise SandboxError(f"HF gave no URL for the sandbox's port {port} within its start allowance")
+        raise SandboxError("the image never answered GET /health within its start allowance")
 
-    @contextmanager
-    def sandbox(self, task: dict, wall_s: int, purpose: str = TRAIN_PURPOSE):
-        """A started sandbox's job, canceled on the way out whatever happened."""
-        job = self.start(task, wall_s, purpose)
+    def exited(self, job_id: str, now: str, message: str | None) -> str:
+        """Why a sandbox ended before serving, in words: its stage and status message, and the last
+        lines of its own log (HF's job logs), every credential of the cluster written `***`."""
         try:
-            yield job
-        finally:
-            try:
-                self.cancel(job.id)
-            except Exception as e:  # noqa: BLE001 - the run's cleanup stops it; the event says so
-                raise CleanupError(job.id, str(e)) from e
+            lines = [x for x in self.api.fetch_job_logs(job_id=job_id, namespace=self.namespace, tail=LOG_LINES)
+                     if x.strip()][-LOG_LINES:]
+        except Exception as e:  # noqa: BLE001 - the exit is said without its log
+            lines = [f"(its log could not be read: {type(e).__name__})"]
+        said = f"the server exited before serving ({now}"
+        said += f": {_scrub(message, self.secrets)})" if message else ")"
+        tail = _scrub(" | ".join(x.rstrip() for x in lines), self.secrets)
+        if len(tail) > LOG_CHARS:
+            tail = "…" + tail[-LOG_CHARS:]
+        return f"{said}; its last lines: {tail}" if tail else f"{said}; its log is empty"
+
+
+def _scrub(text: str, secrets) -> str:
+    for secret in sorted((s for s in secrets if s), key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return text
 
 
 def run_sandboxes(settings, run_label: str) -> tuple:
     """A run's two places: its training sandboxes and its held-out ones, apart."""
     api = settings.hf_api()
-    return (Sandboxes(api, settings.sandbox_namespace, settings.sandbox_token, run_label),
-            Sandboxes(api, settings.eval_namespace, settings.eval_token, run_label, "ARENA_EVAL_TOKEN"))
+    secrets = (settings.hf_token, settings.sandbox_token, settings.eval_token)
+    return (Sandboxes(api, settings.sandbox_namespace, settings.sandbox_token, run_label, secrets=secrets),
+            Sandboxes(api, settings.eval_namespace, settings.eval_token, run_label, "ARENA_EVAL_TOKEN", secrets))
 
 
 def cancel_all(places) -> list:
@@ -233,12 +260,6 @@ def cancel_all(places) -> list:
             except Exception as e:  # noqa: BLE001
                 problems.append(f"canceling sandbox {job.id} failed: {e}")
     return problems
-
-
-class CleanupError(Exception):
-    def __init__(self, job_id: str, why: str):
-        super().__init__(f"canceling sandbox {job_id} failed: {why}")
-        self.job_id = job_id
 
 
 class Connection:

@@ -19,6 +19,13 @@ def _text(env: Mapping[str, str], name: str) -> str:
     return value
 
 
+def _switch(env: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = (env.get(name) or "").strip()
+    if raw not in ("", "0", "1"):
+        raise SettingError(f"{name} is `{raw}`: 1 (on) or 0 (off)")
+    return default if not raw else raw == "1"
+
+
 def _count(env: Mapping[str, str], name: str, least: int) -> int | None:
     raw = (env.get(name) or "").strip()
     if not raw:
@@ -47,6 +54,10 @@ class Settings:
     # The trainer: `tiny` (the CPU test model) or the folder of the node's copy of the model.
     trainer_model: str
     trainer_max_steps: int | None
+    # Start the next steps' and the held-out cells' sandboxes ahead of need (`pool`), and how long
+    # a sandbox may take to serve before it is replaced (the guide's health wait).
+    trainer_prefetch: bool
+    sandbox_start_s: int
     trackio_space_id: str | None
     # The agent: its GPUs (None: ask nvidia-smi), CPU slots without GPUs, sandboxes at once.
     agent_gpus: int | None
@@ -64,6 +75,8 @@ class Settings:
             eval_namespace=_text(env, "ARENA_EVAL_NAMESPACE"),
             trainer_model=_text(env, "ARENA_TRAINER_MODEL"),
             trainer_max_steps=_count(env, "ARENA_TRAINER_MAX_STEPS", 1),
+            trainer_prefetch=_switch(env, "ARENA_TRAINER_PREFETCH", True),
+            sandbox_start_s=_count(env, "ARENA_SANDBOX_START_S", 1) or 120,
             trackio_space_id=(env.get("TRACKIO_SPACE_ID") or "").strip() or None,
             agent_gpus=_count(env, "ARENA_AGENT_GPUS", 0),
             agent_cpu_slots=_count(env, "ARENA_AGENT_CPU_SLOTS", 0) or 0,

@@ -3,12 +3,24 @@ one CPU slot with a tiny model), started by the node's agent (`arena_cluster.age
 folder (`arena_cluster.rundir`). TRL's `GRPOTrainer` with a `rollout_func` that plays the guide's
 episodes: each optimizer step takes the next train task in turn, plays five episodes of it at once
 in five fresh sandboxes (their turns generated together: `generation`), and trains on the first
-four that end with a valid reward (fewer: the step trains nothing, and its event says why). The
-run's 14,400 s count from this process's first start; a step is played only when its task's walls
-plus the measured update time fit in the time left, and the training stops through TRL's own
-callback flag when the next one would not (`Report`). The conversation of the first episode of
-each step and of each held-out phase is kept in the run's `conversations.jsonl` for whoever
-debugs the node (`RunDir.write_conversation`); it is never sent to the arena.
+four that end with a valid reward (fewer: the step trains nothing, and its event says why). Each
+episode's sandbox comes from the run's pool (`pool`), asked for ahead: with prefetching on, the
+next step's sandboxes start while a step plays, and the one after's while its group trains
+(`Run.ask_ahead`); a sandbox the platform lost is replaced once (`episodes.play_in`). A run whose
+last `contract.NO_UPDATE_STEPS` steps trained nothing, or that ends without one optimizer step,
+fails `RUN_NO_TRAINING_SIGNAL`, its episodes' ends counted, without its held-out phase after.
+
+The time left. The run's 14,400 s count from this process's first start. A step is played only
+when it fits in the time left (`Run.next_fits`), and the training stops through TRL's own
+callback flag when the next one would not (`Report`). What a step needs is the contract's rule,
+shared with the arena (`contract.step_fits`: the task's walls plus the update, the mean measured
+update time or 300 s before the first), plus what the trainer measured beyond it (`Run.extra_s`):
+the time its episodes waited for their sandboxes (the walls count from when a sandbox serves) and
+the episodes' own time past the walls, each the mean over the last steps measured.
+
+The conversation of the first episode of each step and of each held-out phase is kept in the
+run's `conversations.jsonl` for whoever debugs the node (`RunDir.write_conversation`); it is never
+sent to the arena.
 
     python -m arena_cluster.trainer RUN_DIR
 
@@ -17,7 +29,9 @@ sandbox), `ARENA_SANDBOX_TOKEN` and `ARENA_SANDBOX_NAMESPACE` (training sandboxe
 the only credential they receive), `ARENA_EVAL_TOKEN` and `ARENA_EVAL_NAMESPACE` (held-out
 sandboxes, apart), `HF_ENDPOINT` (HF's, or the stand-in's), `ARENA_TRAINER_MODEL` (a local folder
 holding the model the assignment names; `tiny` builds and uses the tiny CPU model),
-`ARENA_TRAINER_MAX_STEPS` (optional: stop after this many optimizer steps), `TRACKIO_DIR`,
+`ARENA_TRAINER_MAX_STEPS` (optional: stop after this many optimizer steps),
+`ARENA_TRAINER_PREFETCH` (`0`: start each step's sandboxes when it starts, as before the pool),
+`ARENA_SANDBOX_START_S` (how long a sandbox may take to serve, 120 s), `TRACKIO_DIR`,
 `TRACKIO_SPACE_ID` (optional). Generation is transformers' (TRL's `use_vllm=False`).
 Exit 0 when the run ended (its last event says how); non-zero with `failure.txt` otherwise.
 """
@@ -29,20 +43,22 @@ import json
 import signal
 import statistics
 import sys
+import threading
 import time
 import traceback
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 from transformers import TrainerCallback
 
 from . import contract
-from .episodes import Played, Policy, Template, play
+from .episodes import Played, Policy, Template, play_in
 from .evaluation import Evaluation
+from .pool import AHEAD_STEPS, Lease, Pool, run_allowance
 from .rundir import RunDir
 from .runstate import Assignment, Failure, Progress
-from .sandboxes import cancel_all, run_sandboxes
+from .sandboxes import TRAIN_PURPOSE, cancel_all, run_sandboxes
 from .settings import SettingError, Settings
 
 TRACKIO_PROJECT = "arena-openenv"
@@ -52,7 +68,10 @@ FIRST_UPDATE_S = 300
 # `train/…`): the domain's `StepMetrics` table (tests/fixtures/metric-names.json), less
 # `lora_b_norm`, which the trainer measures itself.
 METRICS = ["reward", "reward_std", "loss", "grad_norm", "completions/mean_length", "episodes/step_s",
-           "episodes/invalid_replies", "episodes/budget_ends", "episodes/timeouts", "episodes/group_retries"]
+           "episodes/invalid_replies", "episodes/budget_ends", "episodes/timeouts", "episodes/group_retries",
+           "episodes/sandbox_wait_s"]
+# How many of the last steps' measured times the estimates average.
+MEASURED_STEPS = 8
 
 
 def recipe_arguments(recipe: dict, max_steps: int, trackio_space_id: str | None = None):
@@ -110,6 +129,12 @@ class Run:
         self.trainer = None
         self.policy: Policy | None = None
         self.places: tuple = ()
+        self.pool: Pool | None = None
+        # The sandboxes asked for ahead, by the step (its index) they are for.
+        self.ahead: dict = {}
+        self.cap = 0
+        # Episodes' threads report their lost sandboxes as they go.
+        self._emitting = threading.Lock()
 
     # --- the clock ---
     def elapsed_s(self) -> int:
@@ -120,20 +145,35 @@ class Run:
         times = self.progress.update_s
         return int(statistics.mean(times)) + 1 if times else FIRST_UPDATE_S
 
+    def extra_s(self, task: dict) -> int:
+        """What a step of `task` was measured to need beyond the contract's allowance: the time
+        its episodes waited for their sandboxes, and the episodes' own time past the walls (the
+        means over the last steps; nothing before the first)."""
+        p = self.progress
+        wait = statistics.mean(p.sandbox_wait_s) if p.sandbox_wait_s else 0.0
+        past = statistics.mean(p.episodes_s) - contract.step_allowance_s(task, 0) if p.episodes_s else 0.0
+        return int(wait + max(past, 0.0))
+
     def next_task(self) -> dict | None:
         return contract.step_task(self.a.tasks, self.progress.step_index)
 
     def next_fits(self) -> bool:
-        """Whether the next step (its task's walls and an update) fits in the time left."""
+        """Whether the next step (its task's walls, an update and what was measured beyond them)
+        fits in the time left."""
         task = self.next_task()
-        return task is not None and contract.step_fits(self.elapsed_s(), task, self.update_estimate_s(),
-                                                       self.a.time_limit_s)
+        return task is not None and contract.step_fits(self.elapsed_s() + self.extra_s(task), task,
+                                                       self.update_estimate_s(), self.a.time_limit_s)
+
+    def may_play(self) -> bool:
+        """Whether the next step is played: the run still has a training signal and the step fits."""
+        return not contract.no_signal(self.progress.trained) and self.next_fits()
 
     def save_progress(self) -> None:
         self.rd.write_progress(self.progress.to_json())
 
     def emit(self, state: str, message: str, **extra) -> None:
-        self.rd.emit(state, self.version, message, **extra)
+        with self._emitting:
+            self.rd.emit(state, self.version, message, **extra)
 
     # --- one optimizer step's episodes ---
     def rollout(self, prompts, trainer) -> dict:
@@ -142,7 +182,7 @@ class Run:
         next task is played in the same optimizer step. When no step fits any more, the group
         trains nothing (every token masked), `Report` makes this optimizer step change nothing
         and stops the training: TRL's loop ends as it ends, through `on_train_end`."""
-        while self.next_fits():
+        while self.may_play():
             group = self.play_step(self.next_task())
             if group is not None:
                 return group
@@ -152,63 +192,107 @@ class Run:
     def play_step(self, task: dict) -> dict | None:
         """One step of `task`: its five episodes, then the group of the first four valid rewards
         for TRL, or None when fewer ended with one (reported here)."""
-        task_id = task["task_id"]
-        self.emit("rolling", f"step {self.progress.step_index + 1}: five episodes of `{task_id}`", task_id=task_id)
+        task_id, k = task["task_id"], self.progress.step_index
+        self.emit("rolling", f"step {k + 1}: five episodes of `{task_id}`", task_id=task_id)
         started = time.monotonic()
-        played = self.play_episodes(task)
+        # This step's sandboxes (asked for ahead, or now) and, prefetching, the next step's.
+        self.ask_ahead(k, 1 + min(self.prefetched(True), AHEAD_STEPS - 1))
+        played = self.play_episodes(task, self.ahead.pop(k))
         self.progress.step_index += 1
         self.record_first(played, "train", task, step=self.progress.step_index)
         scores = [p.score for p in played]
         # The contract's rule, as its shared cases check it (tests/test_contract.py).
         chosen = contract.training_indices(scores)
         shown = "[" + ", ".join("none" if s is None else f"{s:g}" for s in scores) + "]"
-        counts = _ends(played)
+        ends = _ends(played)
+        # What the step's events tell the arena, which words them for the participant: the
+        # counts and the rewards in the order the episodes ended.
+        told = {**ends, "scores": scores}
+        rollout_s, wait_s = time.monotonic() - started, max(p.sandbox_wait_s for p in played)
+        self.measure_step(rollout_s, wait_s,
+                          contract.step_trained(sum(s is not None for s in scores), ends["sandbox"]), ends)
+        if self.may_play():
+            # The next steps' sandboxes start while this step's group trains.
+            self.ask_ahead(self.progress.step_index, self.prefetched(chosen is not None))
         if chosen is None:
             self.save_progress()
             self.emit("updating", f"episodes' rewards in the order they ended: {shown}; fewer than four ended with "
-                      f"a valid reward: the step trains nothing ({_words(counts)})", rewards=[], alert="no_update",
-                      task_id=task_id)
+                      f"a valid reward: the step trains nothing ({_words(ends)})", rewards=[], alert="no_update",
+                      task_id=task_id, ends=told)
             return None
-        rollout_s = time.monotonic() - started
         group = [played[i] for i in chosen]
-        self.pending = Pending(task_id, [p.score for p in group], shown, time.monotonic())
+        self.pending = Pending(task_id, [p.score for p in group], shown, told, time.monotonic())
         # Logged beside TRL's own metrics through its public hook: `_env_reward` hands them to
         # `log_metric`, one value per step.
-        metrics = {"episodes/step_s": rollout_s, "episodes/invalid_replies": counts["invalid_reply"],
-                   "episodes/budget_ends": counts["budget"], "episodes/timeouts": counts["timeout"],
-                   "episodes/group_retries": self.group_retries}
+        metrics = {"episodes/step_s": rollout_s, "episodes/invalid_replies": ends["invalid_reply"],
+                   "episodes/budget_ends": ends["budget"], "episodes/timeouts": ends["timeout"],
+                   "episodes/group_retries": self.group_retries, "episodes/sandbox_wait_s": wait_s}
         return _batch(group, self.policy.eos, metrics)
 
-    def play_episodes(self, task: dict) -> list:
-        """The step's five episodes at once; each one the platform lost is played again once in
-        a fresh sandbox (`group_retries`) before the step counts what it has."""
-        played = self._play_many(task, contract.EPISODES_PER_STEP)
-        lost = [p for p in played if p.end == "sandbox"]
-        self.group_retries = len(lost)
-        if lost:
-            self.emit("rolling", f"{len(lost)} episode(s) of `{task['task_id']}` lost to the platform: played again "
-                      "in fresh sandboxes", alert="episode_retried", task_id=task["task_id"])
-            played = [p for p in played if p.end != "sandbox"] + self._play_many(task, len(lost))
+    def measure_step(self, rollout_s: float, wait_s: float, trained: bool | None, ends: dict) -> None:
+        """What the time left (`extra_s`) and the training signal (`contract.no_signal`) count;
+        `trained` as `contract.step_trained` counts the step (None: the platform's, not counted)."""
+        p = self.progress
+        p.sandbox_wait_s = (p.sandbox_wait_s + [wait_s])[-MEASURED_STEPS:]
+        p.episodes_s = (p.episodes_s + [rollout_s - wait_s])[-MEASURED_STEPS:]
+        if trained is not None:
+            p.trained = (p.trained + [trained])[-contract.NO_UPDATE_STEPS:]
+        p.untrained_ends = {} if trained else {k: p.untrained_ends.get(k, 0) + n for k, n in ends.items()}
+
+    def prefetched(self, trains: bool) -> int:
+        """How many steps' sandboxes are asked for ahead of the step under way: AHEAD_STEPS when
+        prefetching, fewer when the node's step cap leaves fewer optimizer steps after it
+        (`trains`: whether it takes one)."""
+        if not self.settings.trainer_prefetch:
+            return 0
+        return max(min(AHEAD_STEPS, self.cap - self.version - int(trains)), 0)
+
+    def ask_ahead(self, first: int, steps: int) -> None:
+        """Asks the pool for the sandboxes of the `steps` steps from step `first`, those not asked
+        for yet. A sandbox asked for ahead may wait for the steps before its own and their
+        updates: HF's timeout for it counts them."""
+        update_s = self.update_estimate_s()
+        for k in range(first, first + steps):
+            task = contract.step_task(self.a.tasks, k)
+            if k in self.ahead or task is None:
+                continue
+            hold_s = (k - self.progress.step_index + 1) * contract.step_allowance_s(task, update_s)
+            self.ahead[k] = [self.pool.request(self.places[0], task, TRAIN_PURPOSE, hold_s)
+                             for _ in range(contract.EPISODES_PER_STEP)]
+
+    def drop_ahead(self) -> None:
+        """The sandboxes asked for steps that will not be played."""
+        for leases in self.ahead.values():
+            for lease in leases:
+                self.pool.release(lease)
+        self.ahead.clear()
+
+    def play_episodes(self, task: dict, leases: list) -> list:
+        """The step's episodes at once, each in its own sandbox; one the platform lost is played
+        again once in a fresh sandbox (`group_retries`) as soon as it is lost. In the order they
+        ended."""
+        with self.policy.step(len(leases)), ThreadPoolExecutor(len(leases)) as pool:
+            running = [pool.submit(self.play_episode, task, lease) for lease in leases]
+            played = [f.result() for f in running]
+        for p in played:
+            if p.cleanup_error:
+                self.emit("rolling", p.cleanup_error, alert="cleanup_failed", task_id=task["task_id"])
+        self.group_retries = sum(p.retries for p in played)
         return sorted(played, key=lambda p: p.ended_at)
 
-    def _play_many(self, task: dict, n: int) -> list:
-        task_id = task["task_id"]
-        with self.policy.step(n), ThreadPoolExecutor(n) as pool:
-            running = [pool.submit(self.play_episode, task) for _ in range(n)]
-            played = []
-            for f in as_completed(running):
-                p = f.result()
-                played.append(p)
-                if p.end == "sandbox":
-                    self.emit("rolling", f"a sandbox of `{task_id}` never served: {p.why}", alert="sandbox_failed",
-                              task_id=task_id)
-                if p.cleanup_error:
-                    self.emit("rolling", p.cleanup_error, alert="cleanup_failed", task_id=task_id)
-        return played
-
-    def play_episode(self, task: dict) -> Played:
+    def play_episode(self, task: dict, lease: Lease) -> Played:
         """One training episode, in a fresh sandbox of the sandbox namespace."""
-        return play(self.policy, self.places[0], task, self.a.actions)
+        return play_in(self.pool, lease, self.policy, task, self.a.actions,
+                       on_lost=lambda p, again: self.sandbox_lost(task, p, again))
+
+    def sandbox_lost(self, task: dict, p: Played, again: bool) -> None:
+        task_id = task["task_id"]
+        if again:
+            self.emit("rolling", f"a sandbox of `{task_id}` was lost ({p.why}): the episode is played again in a "
+                      "fresh sandbox", alert="episode_retried", task_id=task_id)
+        else:
+            self.emit("rolling", f"a sandbox of `{task_id}` was lost again ({p.why}): the episode has no reward",
+                      alert="sandbox_failed", task_id=task_id)
 
     def record_first(self, played: list, purpose: str, task: dict, **extra) -> None:
         """The conversation of the first of `played` (in the order they ended) that got as far as
@@ -240,7 +324,7 @@ class Run:
             self.save_progress()
 
         try:
-            ev.run(phase, self.policy, self.places[1], save)
+            ev.run(phase, self.policy, self.pool, self.places[1], save, self.settings.trainer_prefetch)
         except Exception as e:  # noqa: BLE001 - the run still trains or ends; its evaluation says why
             traceback.print_exc()
             why = f"the {phase} phase stopped: {type(e).__name__}"
@@ -253,7 +337,8 @@ class Run:
     def measure_update(self) -> None:
         """The update's time: from the group handed to TRL to the end of its optimizer step."""
         if self.pending is not None:
-            self.progress.update_s = (self.progress.update_s + [time.monotonic() - self.pending.returned])[-8:]
+            update_s = time.monotonic() - self.pending.returned
+            self.progress.update_s = (self.progress.update_s + [update_s])[-MEASURED_STEPS:]
 
     def report(self, global_step: int, logs: dict) -> None:
         """The trained step's `updating` event, with the metrics TRL logged for it."""
@@ -270,7 +355,7 @@ class Run:
         trained = ("the four rewards are equal: no signal, the update changed nothing it could learn from"
                    if equal else "the first four trained")
         self.emit("updating", f"step {self.progress.step_index} of `{p.task_id}`: episodes' rewards in the order they "
-                  f"ended: {p.shown}; {trained}", rewards=p.rewards, metrics=metrics, task_id=p.task_id)
+                  f"ended: {p.shown}; {trained}", rewards=p.rewards, metrics=metrics, task_id=p.task_id, ends=p.ends)
 
     # --- the whole run ---
     def main(self) -> None:
@@ -288,14 +373,15 @@ class Run:
         if not first:
             # A trainer that was killed left its episodes' sandboxes running.
             self.cleanup()
+        self.pool = Pool(run_allowance(self.settings), self.settings.sandbox_start_s)
         model_path = _model_path(self.a, self.settings)
-        cap = self.settings.trainer_max_steps or int(self.a.recipe["max_steps"])
+        self.cap = self.settings.trainer_max_steps or int(self.a.recipe["max_steps"])
         try:
-            self.train(model_path, device, cap)
+            self.train(model_path, device, self.cap)
         except BaseException:
             self.cleanup()
             raise
-        self.finish(cap)
+        self.finish()
 
     def make_places(self) -> tuple:
         """The run's training and held-out sandboxes (`sandboxes.run_sandboxes`)."""
@@ -329,7 +415,7 @@ class Run:
         step = int(resume.name.split("-")[-1]) if resume else 0
         if resume or self.version > step:
             self.resumed(step)
-        if self.next_fits():
+        if self.may_play():
             self.trainer.train(resume_from_checkpoint=str(resume) if resume else None)
 
     def resumed(self, step: int) -> None:
@@ -340,29 +426,53 @@ class Run:
         self.version = step
         self.emit("rolling", f"the trainer resumes from {where}{again}", alert="resumed")
 
-    def finish(self, cap: int) -> None:
-        """After training: the held-out phase after, the cleanup, and the run's last event."""
-        if self.progress.step_index > 0:
+    def finish(self) -> None:
+        """After training: the held-out phase after (unless the run trained nothing), the cleanup,
+        and the run's last event."""
+        self.drop_ahead()
+        played = self.progress.step_index
+        untrained = self.no_training_signal()
+        if played and untrained is None:
             # The trained policy, on the same held-out episodes as before training.
             self.evaluate("after")
+        if played:
             self.emit("cleanup", f"stopping the run's sandboxes; {self.elapsed_s()} s of {self.a.time_limit_s} s used")
         self.cleanup()
-        if self.progress.step_index == 0:
+        if not played:
             task = contract.step_task(self.a.tasks, 0)
             why = "the submission has no train task" if task is None else (
                 f"one step of `{task['task_id']}` needs "
-                f"{contract.step_allowance_s(task, self.update_estimate_s())} s and the run has "
-                f"{max(self.a.time_limit_s - self.elapsed_s(), 0)} s")
+                f"{contract.step_allowance_s(task, self.update_estimate_s()) + self.extra_s(task)} s and the run "
+                f"has {max(self.a.time_limit_s - self.elapsed_s(), 0)} s")
             self.emit("failed", f"RUN_STEP_DOES_NOT_FIT: {why}")
-            return
-        capped = " (the node's step cap)" if self.version >= cap else ""
-        self.emit("completed", f"{self.version} optimizer steps taken{capped} in {self.progress.step_index} steps "
-                  f"played, {self.elapsed_s()} s")
+        elif untrained is not None:
+            why, ends = untrained
+            self.emit("failed", f"RUN_NO_TRAINING_SIGNAL: {why}", ends=ends)
+        else:
+            capped = " (the node's step cap)" if self.version >= self.cap else ""
+            self.emit("completed", f"{self.version} optimizer steps taken{capped} in {played} steps played, "
+                      f"{self.elapsed_s()} s")
+
+    def no_training_signal(self) -> tuple | None:
+        """Why the run ends without training, and how the episodes of its steps that trained
+        nothing ended (`ends`, summed): its last NO_UPDATE_STEPS steps trained nothing
+        (`contract.no_signal`), or it played steps and took no optimizer step. None: it trained."""
+        p = self.progress
+        if contract.no_signal(p.trained):
+            head = f"{contract.NO_UPDATE_STEPS} steps in a row trained nothing"
+        elif p.step_index and self.version == 0:
+            head = f"{p.step_index} step(s) played and no optimizer step taken"
+        else:
+            return None
+        ends = {k: p.untrained_ends.get(k, 0) for k in contract.END_KEYS}
+        return f"{head}: of their {sum(ends.values())} episodes, {_words(ends)}", ends
 
     def cleanup(self) -> None:
-        """Stops every sandbox of the run HF still lists as live, in both namespaces; what cannot
-        be stopped is said."""
-        for why in cancel_all(self.places):
+        """Stops every sandbox of the run: the pool's (none is started after), then whatever HF
+        still lists as live under the run's labels, in both namespaces; what cannot be stopped is
+        said."""
+        problems = self.pool.close() if self.pool is not None else []
+        for why in problems + cancel_all(self.places):
             self.emit(self.state_for_note(), why, alert="cleanup_failed")
 
     def state_for_note(self) -> str:
@@ -377,6 +487,7 @@ class Pending:
     task_id: str
     rewards: list
     shown: str
+    ends: dict
     # When the rollout handed the group to TRL (monotonic): the update's time counts from here.
     returned: float
 
@@ -412,7 +523,7 @@ class Report(TrainerCallback):
             _forget_step_metrics(self.run.trainer)
             return control
         self.run.measure_update()
-        if not self.run.next_fits():
+        if not self.run.may_play():
             control.should_training_stop = True
         return control
 
@@ -495,22 +606,24 @@ def _batch(group: list, eos: int, episode_metrics: dict) -> dict:
 
 
 def _ends(played: list) -> dict:
-    counts = {"invalid_reply": 0, "budget": 0, "timeout": 0, "sandbox": 0}
+    """How a step's episodes ended, each under one key (`contract.end_key`)."""
+    counts = dict.fromkeys(contract.END_KEYS, 0)
     for p in played:
-        if p.end == "invalid_reply":
-            counts["invalid_reply"] += 1
-        elif p.end in ("out_of_tokens", "tool_calls_exhausted"):
-            counts["budget"] += 1
-        elif p.end in ("timeout", "sandbox"):
-            counts[p.end] += 1
+        counts[contract.end_key(p.end, p.score)] += 1
     return counts
 
 
+# How each `ends` key is said in the trainer's own text (for editors: the arena writes its own).
+_END_WORDS = {"done": "ended by the environment with a reward", "finished": "ended by the model's finish with a reward",
+              "invalid_reply": "ended by an invalid reply", "budget": "ran out of a token or tool-call budget",
+              "timeout": "ran out of their walls",
+              "no_reward": "never ended with a valid reward (finish_action gave none)",
+              "sandbox": "were lost to the platform (a sandbox that never served, exited or dropped its connection)"}
+
+
 def _words(counts: dict) -> str:
-    names = {"invalid_reply": "an invalid reply", "budget": "a budget", "timeout": "a timeout",
-             "sandbox": "a sandbox that never served"}
-    parts = [f"{n} ended by {names[k]}" for k, n in counts.items() if n]
-    return "; ".join(parts) or "the environment gave no valid reward"
+    parts = [f"{n} {_END_WORDS[k]}" for k, n in counts.items() if n]
+    return ", ".join(parts) or "no episode ended"
 
 
 def _versions() -> dict:

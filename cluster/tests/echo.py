@@ -39,5 +39,8 @@ class Echo:
         reward = 0.0 if not done or text == "finish" else (1.0 if text == "done" else 0.5)
         return contract.Observed(self._seen(text), reward, done)
 
+    def close(self) -> None:
+        pass
+
     def _seen(self, text: str) -> dict:
         return {"echoed_message": text, "message_length": len(text), "task_id": self.task_id}

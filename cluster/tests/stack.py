@@ -55,9 +55,13 @@ def wait(what, check, limit_s):
 class Node:
     """The agent as an operator starts it, in its own process group."""
 
-    def __init__(self, home: Path, steps: int):
+    def __init__(self, home: Path, steps: int, settings: dict | None = None):
         self.home = home
         self.steps = steps
+        # Settings of the node's own beyond the defaults (ARENA_TRAINER_PREFETCH, …). Sandboxes here
+        # start on this machine's own cores, ten at once when prefetching, beside the other test
+        # groups: a start allowance the machine's load cannot run past.
+        self.settings = {"ARENA_SANDBOX_START_S": "300", **(settings or {})}
         self.proc = None
 
     def start(self):
@@ -66,7 +70,7 @@ class Node:
                  ARENA_EVAL_TOKEN=token("arena-eval"), ARENA_EVAL_NAMESPACE=EVAL_ORG,
                  HF_ENDPOINT=env("ARENA_TEST_HUB_URL"),
                  ARENA_TRAINER_MODEL="tiny", ARENA_AGENT_CPU_SLOTS="1", ARENA_TRAINER_MAX_STEPS=str(self.steps),
-                 TRACKIO_DIR=str(self.home / "trackio"), PYTHONPATH=str(ROOT / "cluster"))
+                 TRACKIO_DIR=str(self.home / "trackio"), PYTHONPATH=str(ROOT / "cluster"), **self.settings)
         e.pop("TRACKIO_SPACE_ID", None)
         self.log = open(self.home / "agent.log", "ab")
         # Where this start's lines begin: `connected` waits for this agent's own connection.
@@ -140,7 +144,8 @@ def events_of(arena, user, run_id):
 
 def jobs_of(hub, run_id, namespace):
     """The run's jobs HF lists in `namespace`, as the arena's bot sees them."""
-    req = urllib.request.Request(f"{hub}/api/jobs/{namespace}?labels=arena-run%3D{run_id}",
+    # HF's filter is `label=key=value`; a page holds 50 jobs unless `limit` says more.
+    req = urllib.request.Request(f"{hub}/api/jobs/{namespace}?label=arena-run%3D{run_id}&limit=500",
                                  headers={"Authorization": "Bearer " + token("arena-bot")})
     with urllib.request.urlopen(req, timeout=30) as r:
         return [j for j in json.load(r) if (j.get("labels") or {}).get("arena-run") == run_id]
@@ -161,3 +166,23 @@ def sandboxes_by_purpose(hub, run_id):
             key = f"{ns}/{(j.get('labels') or {}).get('arena-purpose', '?')}"
             counts[key] = counts.get(key, 0) + 1
     return counts
+
+
+def sandbox_switches(hub, **switches):
+    """The stand-in's sandbox switches (`start_s`: seconds every sandbox stays SCHEDULING before its
+    command starts; `never_serve`: how many of the next sandboxes never start), set when given."""
+    req = urllib.request.Request(f"{hub}/_standin/sandboxes", method="PUT" if switches else "GET",
+                                 data=json.dumps(switches).encode() if switches else None,
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=30) as r:
+        return json.load(r)
+
+
+def run_events(home: Path, run_id: str) -> list:
+    """The run's events as the node's trainer wrote them (its folder moves to done/ at the end)."""
+    from arena_cluster.rundir import RunDir
+
+    for folder in (home / "runs" / run_id, home / "done" / run_id):
+        if (folder / "events.jsonl").exists():
+            return RunDir(folder).events()
+    return []

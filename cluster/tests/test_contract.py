@@ -141,3 +141,30 @@ def test_the_step_metrics_are_the_domains_table():
 
     names = json.loads((Path(__file__).resolve().parents[2] / "tests/fixtures/metric-names.json").read_text())
     assert METRICS + ["lora_b_norm"] == [n for n in names["openenv"] if n != "lora_b_norm"] + ["lora_b_norm"]
+
+
+def test_a_run_without_a_training_signal_ends_the_same():
+    """`no_signal`: the cases the Rust domain writes under `no_signal`, and its constant."""
+    assert CASES["constants"]["no_update_steps"] == contract.NO_UPDATE_STEPS
+    assert CASES["no_signal"], "the shared cases hold no_signal cases"
+    for case in CASES["no_signal"]:
+        assert contract.no_signal(case["trained"]) == case["ends"], case
+    assert CASES["step_trained"], "the shared cases hold step_trained cases"
+    for case in CASES["step_trained"]:
+        assert contract.step_trained(case["valid"], case["lost"]) == case["trained"], case
+
+
+def test_every_end_is_counted_under_exactly_one_key():
+    """How a step's `ends` count an episode: by how it ended, then by whether a valid reward came."""
+    kinds = ["done", "finished", "invalid_reply", "tool_calls_exhausted", "out_of_tokens", "timeout", "sandbox"]
+    got = {(kind, score): contract.end_key(kind, score) for kind in kinds for score in (None, 0.5)}
+    assert got == {
+        ("done", None): "no_reward", ("done", 0.5): "done",
+        ("finished", None): "no_reward", ("finished", 0.5): "finished",
+        ("invalid_reply", None): "invalid_reply", ("invalid_reply", 0.5): "invalid_reply",
+        ("tool_calls_exhausted", None): "budget", ("tool_calls_exhausted", 0.5): "budget",
+        ("out_of_tokens", None): "budget", ("out_of_tokens", 0.5): "budget",
+        ("timeout", None): "timeout", ("timeout", 0.5): "timeout",
+        ("sandbox", None): "sandbox", ("sandbox", 0.5): "sandbox",
+    }
+    assert set(got.values()) == set(contract.END_KEYS)

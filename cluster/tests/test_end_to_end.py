@@ -1,11 +1,16 @@
 """The real agent and trainer train the demo echo environment end to end, against an arena and
 the HF stand-in that dev/test starts without the simulated cluster (`start_test_stack debug real`):
 the tiny CPU model of the Qwen3.5 architecture, five fresh sandboxes a step on the stand-in's HF
-Jobs, real GRPO steps. The node's agent is killed with SIGKILL mid-run (its trainer with it, as
-when a node restarts) and started again: the run resumes from its checkpoint and ends `completed`
-with the node's step cap. The metrics in the events are the ones Trackio stored. A second run is
-canceled by an organizer while it plays: its trainer stops and no sandbox is left running."""
+Jobs, real GRPO steps. One run carries most of what a real run must show, as training it is the
+cost: its sandboxes are as slow to start as HF's (the stand-in's start delay, `START_S`), and each
+step's start before the update of the step two before it ends (the trainer's pool prefetching);
+the node's agent is killed with SIGKILL mid-run (its trainer with it, as when a node restarts)
+and started again, and the next sandbox created after never serves: the run resumes from its
+checkpoint, replaces that sandbox within its step, and ends `completed` with the node's step cap.
+The metrics in the events are the ones Trackio stored. A second run is canceled by an organizer
+while it plays: its trainer stops and no sandbox is left running."""
 
+import json
 import math
 import os
 import time
@@ -15,16 +20,23 @@ import pytest
 from datetime import datetime
 
 from arena_cluster.rundir import RunDir
-from stack import Node, call, env, events_of, live_sandboxes, run_of, sandboxes_by_purpose, submit, token, wait
+from stack import (SANDBOX_ORG, Node, call, env, events_of, jobs_of, live_sandboxes, run_events, run_of,
+                   sandbox_switches, sandboxes_by_purpose, submit, token, wait)
 
 STEPS = 3
+# The stand-in's start delay (a sandbox's server starts this long after its job), and the
+# trainer's start allowance: a sandbox here also takes its server's own start, up to a minute or
+# more for ten at once on this machine's two loaded cores. The one that never serves is replaced
+# when the allowance runs out.
+START_S = 4.0
+ALLOWANCE_S = 90
 # The demo benchmark's held-out tasks (dev/local-challenge/benchmarks/local-bench.toml), one trial each.
 HELD_OUT = ["reply-hello", "reply-done", "reply-echo", "count-1", "count-2", "count-3"]
 
 
 @pytest.fixture(scope="module")
 def node(tmp_path_factory):
-    n = Node(tmp_path_factory.mktemp("node"), STEPS)
+    n = Node(tmp_path_factory.mktemp("node"), STEPS, {"ARENA_SANDBOX_START_S": str(ALLOWANCE_S)})
     n.start()
     n.connected(env("ARENA_TEST_URL"))
     yield n
@@ -33,14 +45,35 @@ def node(tmp_path_factory):
 
 def test_a_submission_trains_for_real_resumes_after_a_crash_and_completes(node):
     arena, hub = env("ARENA_TEST_URL"), env("ARENA_TEST_HUB_URL")
-    admitted = wait("admission", submit(arena, "victor", f"real-train-{int(time.time())}"), 300)
-    run_id = admitted["run"]["run_id"]
-    wait("the first optimizer step", lambda: run_of(arena, "victor", run_id)["policy_version"] >= 1, 900)
-    node.crash(run_id)
-    node.start()
-    node.connected(arena)
-    run = wait("the run's end", lambda: (r := run_of(arena, "victor", run_id))["state"] in
-               ("completed", "failed", "cancelled") and r, 1500)
+    assert sandbox_switches(hub, start_s=START_S, never_serve=0) == {"start_s": START_S, "never_serve": 0}
+    try:
+        admitted = wait("admission", submit(arena, "victor", f"real-train-{int(time.time())}"), 300)
+        run_id = admitted["run"]["run_id"]
+        # (trained steps the node wrote, training sandboxes created), until the first update.
+        seen = []
+        deadline = time.time() + 900
+        while not seen or seen[-1][0] < 1:
+            assert time.time() < deadline, f"the first optimizer step: not within 900 s: {seen[-3:]}"
+            updated = sum(1 for e in run_events(node.home, run_id) if e["state"] == "updating" and e.get("metrics"))
+            created = sum(1 for j in jobs_of(hub, run_id, SANDBOX_ORG)
+                          if (j.get("labels") or {}).get("arena-purpose") == "openenv-train")
+            seen.append((updated, created))
+            time.sleep(0.2)
+        # Before step 1's update was reported, step 2 had its sandboxes (started while step 1
+        # played; step 3's start as step 1's episodes end): without the pool a step's five
+        # started only once the update before it was over.
+        before_update = max((c for u, c in seen if u == 0), default=0)
+        assert before_update >= 2 * 5, (before_update, seen[-10:])
+        wait("the arena's record of it", lambda: run_of(arena, "victor", run_id)["policy_version"] >= 1, 120)
+        node.crash(run_id)
+        # The next sandbox created (the restarted trainer's first) never serves.
+        sandbox_switches(hub, never_serve=1)
+        node.start()
+        node.connected(arena)
+        run = wait("the run's end", lambda: (r := run_of(arena, "victor", run_id))["state"] in
+                   ("completed", "failed", "cancelled") and r, 1500)
+    finally:
+        sandbox_switches(hub, start_s=0, never_serve=0)
     events = events_of(arena, "victor", run_id)
     assert run["state"] == "completed", (run, events)
     assert run["policy_version"] == STEPS, run
@@ -71,6 +104,13 @@ def test_a_submission_trains_for_real_resumes_after_a_crash_and_completes(node):
     assert "trainer_restarted" in alerts and "resumed" in alerts, alerts
     trained = [e for e in events if e["state"] == "updating" and e.get("metrics")]
     assert [e["policy_version"] for e in trained] == list(range(1, STEPS + 1)), trained
+    # The sandbox that never served was replaced within its step, which still trained.
+    sent = run_events(node.home, run_id)
+    retried = [e for e in sent if e.get("alert") == "episode_retried"]
+    assert retried and "within its start allowance" in retried[0]["message"], retried
+    assert any(e["metrics"]["episodes/group_retries"] >= 1 for e in trained), [e["metrics"] for e in trained]
+    assert all(e["metrics"]["episodes/sandbox_wait_s"] >= 0 for e in trained), [e["metrics"] for e in trained]
+    assert all(len(e["ends"]["scores"]) == 5 for e in trained), [e["ends"] for e in trained]
     for e in trained:
         m = e["metrics"]
         assert len(e["rewards"]) == 4 and all(0 <= r <= 1 for r in e["rewards"]), e
@@ -101,6 +141,15 @@ def test_a_submission_trains_for_real_resumes_after_a_crash_and_completes(node):
     # Each step's events, as the trainer sent them, name the train task the step plays (the arena
     # builds participants' sentences from it).
     sent = RunDir(node.home / "done" / run_id).events()
+    # What the model saw (the first episode of each step and of each held-out phase, kept on the
+    # node): openenv-core 0.3's observations, no `metadata` in any user turn (the other releases'
+    # environments: tests/test_openenv_releases.py).
+    lines = (node.home / "done" / run_id / "conversations.jsonl").read_text().splitlines()
+    conversations = [json.loads(line) for line in lines]
+    purposes = [c["purpose"] for c in conversations]
+    assert purposes[0] == "eval-before" and purposes[-1] == "eval-after" and "train" in purposes, purposes
+    users = [m["content"] for c in conversations for m in c["messages"] if m["role"] == "user"]
+    assert users and not [u for u in users if '"metadata"' in u], users
     steps = [e for e in sent if e["state"] in ("rolling", "updating")
              and e.get("alert") in (None, "no_update", "episode_retried", "sandbox_failed")]
     assert steps and all(e.get("task_id") in ("echo-1", "echo-2") for e in steps), steps

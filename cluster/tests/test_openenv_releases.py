@@ -1,10 +1,10 @@
-"""The real agent and trainer admit and train one environment of each OpenEnv release participants
-build on, against the arena and stand-in `start_test_stack debug real` starts: the demo echo on
-openenv-core 0.3.0 (`ghcr.io/test/arena-echo:ok`) and the demo's three openenv 0.10 environments
-(`ghcr.io/arena-demo/{echo-010,task-echo,tools-echo}:v1`, their bodies in
-dev/demo/openenv/submission-*.json). Each is submitted by an account of its own, all at once; the
-node has one CPU slot, so their runs train one after another (one optimizer step each, the tiny
-model). What the model saw is read from each run's `conversations.jsonl` on the node (the first
+"""The real agent and trainer admit and train the OpenEnv release participants build on besides the
+demo echo on openenv-core 0.3.0 (which tests/test_end_to_end.py trains, its conversations checked
+the same way): the demo's three openenv 0.10 environments (`ghcr.io/arena-demo/{echo-010,task-echo,
+tools-echo}:v1`, their bodies in dev/demo/openenv/submission-*.json), against the arena and
+stand-in `start_test_stack debug real` starts. Each is submitted by an account of its own, all at
+once; the node has one CPU slot, so their runs train one after another (one optimizer step each,
+the tiny model). What the model saw is read from each run's `conversations.jsonl` on the node (the first
 episode of each step and of each held-out phase):
 
 - no user turn ever shows `metadata` (0.10 sends it in every observation, beside it too);
@@ -22,9 +22,8 @@ from stack import Node, demo_submission, env, run_of, submit, wait
 
 STEPS = 1
 TOOLS_INTRO = "\nTools, each called through the action schema: "
-# Each environment: the account that submits it and its body (None: the 0.3.0 echo of stack.submit).
+# Each environment: the account that submits it and its body.
 RELEASES = {
-    "echo-0.3": ("grace", None),
     "echo-0.10": ("heidi", "submission-echo-010.json"),
     "task-echo": ("ivan", "submission-task-echo.json"),
     "tools-echo": ("judy", "submission-tools-echo.json"),
@@ -32,10 +31,7 @@ RELEASES = {
 
 
 def body(name, submission_id):
-    file = RELEASES[name][1]
-    if file is None:
-        return None
-    b = demo_submission(submission_id, file)
+    b = demo_submission(submission_id, RELEASES[name][1])
     if name == "task-echo":
         # `echo-2` first, so that the one step plays it: the task API's index 1 in `train`, which
         # a reset that chose no task (or swallowed the task id) would never play.
@@ -68,7 +64,7 @@ def trained(tmp_path_factory):
                 run_of(arena, RELEASES[n][0], r)["state"] in ("completed", "failed", "cancelled")
                 for n, r in runs.items())
 
-        # Admission of all four, then four runs in turn on the node's one CPU slot: each loads the
+        # Admission of all three, then three runs in turn on the node's one CPU slot: each loads the
         # tiny model, plays the held-out phase before (six episodes), one step (five) and the phase
         # after (six), each episode in a fresh sandbox.
         wait("every run's end", all_ended, 3000)

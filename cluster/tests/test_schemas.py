@@ -1,9 +1,12 @@
 """Action schemas are data, never addresses: the test plays a participant whose schema points
 outside itself, at a file on the node and at a local HTTP server, and replies with JSON. Neither
-is read or asked; the reply is invalid with a fixed sentence and only that episode ends."""
+is read or asked; the reply is invalid with a fixed sentence and only that episode ends. A schema
+made to hang or exhaust the checker (a pattern that backtracks for ever, reference loops, deep
+nesting) ends its reply invalid within a bounded time, and the trainer's process goes on."""
 
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -149,3 +152,76 @@ def test_an_assignment_without_a_draft_is_refused_by_name():
         Assignment.read(assignment(env_draft=None))
     with pytest.raises(Failure, match="has schema_draft 'draft3', not one of draft4, draft6"):
         Assignment.read(assignment(submission_draft="draft3"))
+
+
+def nested(depth):
+    schema = {"type": "object"}
+    for _ in range(depth):
+        schema = {"allOf": [schema]}
+    return schema
+
+
+HOSTILE = {
+    "a pattern that backtracks for ever": (
+        {"type": "object", "properties": {"message": {"type": "string", "pattern": "^(a+)+$"}}},
+        {"message": "a" * 40 + "!"}),
+    "a $ref loop beside unevaluatedProperties": (
+        {"type": "object", "$ref": "#", "unevaluatedProperties": False}, {"message": "x"}),
+    "a $dynamicRef loop": ({"$dynamicAnchor": "a", "$dynamicRef": "#a", "unevaluatedProperties": False},
+                           {"message": "x"}),
+    "a schema nested 2,000 deep": (nested(2000), {"message": "x"}),
+    "a schema nested 100,000 deep": (nested(100_000), {"message": "x"}),
+}
+REQUIRED = {"type": "object", "required": ["message"]}
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_a_hostile_schema_ends_its_reply_invalid_in_bounded_time_and_the_trainer_goes_on(name):
+    schema, action = HOSTILE[name]
+    started = time.monotonic()
+    assert schemas.validator(schema, "draft2020-12")(action) == schemas.UNCHECKABLE
+    assert time.monotonic() - started < schemas.DEADLINE_S + 1.5, "the check was not cut at its deadline"
+    # The checks that follow are answered (by a worker started again if it was killed).
+    assert schemas.validator(REQUIRED, "draft2020-12")({}) == "'message' is a required property"
+    assert schemas.validator(REQUIRED, "draft2020-12")({"message": "x"}) is None
+
+
+def test_a_deep_schema_that_ends_is_still_checked():
+    schema, action = {"type": "string"}, "x"
+    for _ in range(450):
+        schema, action = {"properties": {"a": schema}}, {"a": action}
+    valid = schemas.validator(schema, "draft2020-12")
+    assert valid(action) is None
+    assert valid({"a": 1}) is None and valid(7) is None, "only objects are held to properties"
+
+
+def test_a_backtracking_pattern_ends_its_episode_invalid_not_the_run(tokenizer):
+    schema = HOSTILE["a pattern that backtracks for ever"][0]
+    actions = Actions.of({"schema": {"action": schema}, "schema_draft": "draft2020-12",
+                          "finish_action": {"message": "finish"}}, "submission")
+    played = episode(Scripted(tokenizer, '{"message": "' + "a" * 40 + '!"}'), Echo(), TASK, actions)
+    assert played.end == "invalid_reply" and played.why.endswith(schemas.UNCHECKABLE), played.why
+    assert played.score == 0.0, "the finish action still scores the episode"
+
+
+def test_a_worker_that_dies_mid_check_makes_that_reply_invalid_and_is_started_again():
+    valid = schemas.validator(HOSTILE["a pattern that backtracks for ever"][0], "draft2020-12")
+    schemas.validator(REQUIRED, "draft2020-12")({})  # a worker running
+    worker = schemas._WORKER.proc
+    threading.Timer(0.3, worker.kill).start()
+    started = time.monotonic()
+    assert valid({"message": "a" * 40 + "!"}) == schemas.UNCHECKABLE
+    assert time.monotonic() - started < 1.5, "a dead worker is seen at once, not at the deadline"
+    assert schemas.validator(REQUIRED, "draft2020-12")({"message": "x"}) is None
+    assert schemas._WORKER.proc.pid != worker.pid
+
+
+def test_the_worker_holds_no_credential_and_a_bounded_address_space(monkeypatch):
+    monkeypatch.setenv("HF_TOKEN", "hf_secret_of_the_node")
+    schemas._WORKER._stop()
+    assert schemas.validator(REQUIRED, "draft2020-12")({"message": "x"}) is None
+    pid = schemas._WORKER.proc.pid
+    assert b"hf_secret_of_the_node" not in open(f"/proc/{pid}/environ", "rb").read()
+    limits = open(f"/proc/{pid}/limits").read()
+    line = next(x for x in limits.splitlines() if x.startswith("Max address space"))
+    assert str(schemas.ADDRESS_SPACE) in line, line

@@ -13,6 +13,9 @@ def test_the_settings_are_read_with_their_defaults():
     assert (s.hf_token, s.sandbox_namespace, s.trainer_max_steps, s.agent_cpu_slots) == ("hf_bot", "sandboxes", 3, 1)
     assert (s.eval_namespace, s.eval_token) == ("held-out", "hf_eval_reader")
     assert s.tiny and s.agent_gpus is None and s.hf_endpoint is None
+    assert s.trainer_prefetch and s.sandbox_start_s == 120, "prefetching on, the guide's 120 s to serve"
+    off = Settings.read(dict(GOOD, ARENA_TRAINER_PREFETCH="0", ARENA_SANDBOX_START_S="30"))
+    assert (off.trainer_prefetch, off.sandbox_start_s) == (False, 30)
     assert not [t for t in ("hf_bot", "hf_reader", "hf_eval_reader") if t in repr(s)], "a token never prints"
 
 
@@ -24,6 +27,8 @@ def test_the_settings_are_read_with_their_defaults():
     ("ARENA_TRAINER_MAX_STEPS", "three", "ARENA_TRAINER_MAX_STEPS is `three`, not a whole number"),
     ("ARENA_TRAINER_MAX_STEPS", "0", "ARENA_TRAINER_MAX_STEPS is 0; it must be at least 1"),
     ("ARENA_AGENT_GPUS", "-1", "ARENA_AGENT_GPUS is -1; it must be at least 0"),
+    ("ARENA_TRAINER_PREFETCH", "yes", "ARENA_TRAINER_PREFETCH is `yes`: 1 .on. or 0 .off."),
+    ("ARENA_SANDBOX_START_S", "0", "ARENA_SANDBOX_START_S is 0; it must be at least 1"),
 ])
 def test_a_bad_setting_is_refused_by_name(name, value, words):
     with pytest.raises(SettingError, match=words.replace("`", ".")):

@@ -1,11 +1,12 @@
 """The trainer's loop through TRL's own hooks, on the tiny CPU model with the demo echo
-environment in this process (no sandboxes, no arena): the training stops through a callback when
-the next step does not fit, every trained step is reported with its metrics whatever `save_steps`
-is, and the step the rollout cannot fill any more changes nothing."""
+environment in this process (sandboxes that serve it at once, no arena): the training stops
+through a callback when the next step does not fit, every trained step is reported with its
+metrics whatever `save_steps` is, and the step the rollout cannot fill any more changes nothing.
+The next step's sandboxes start before the step's update, a lost sandbox is replaced within its
+step, and a run whose steps train nothing ends early and says how its episodes ended."""
 
 import os
 import tempfile
-import time
 from types import SimpleNamespace
 
 import pytest
@@ -13,8 +14,9 @@ import pytest
 # Trackio reads its folder when it is imported: a folder of this module's own.
 os.environ.setdefault("TRACKIO_DIR", tempfile.mkdtemp(prefix="trackio-tests-"))
 
-from arena_cluster.episodes import episode  # noqa: E402
+from arena_cluster import contract  # noqa: E402
 from arena_cluster.rundir import RunDir  # noqa: E402
+from arena_cluster.sandboxes import SandboxError  # noqa: E402
 from arena_cluster.settings import Settings  # noqa: E402
 from arena_cluster.trainer import TRACKIO_PROJECT, Run  # noqa: E402
 from echo import ACTION_SCHEMA, TASK, Echo  # noqa: E402
@@ -27,11 +29,41 @@ STEP_S = 1000
 
 
 def assignment(run_id, limit_s):
-    tasks = [dict(TASK, task_id="echo-1", task_label="t-1"), dict(TASK, task_id="echo-2", task_label="t-2")]
+    tasks = [dict(TASK, task_id="echo-1", task_label="t-1", port=8000),
+             dict(TASK, task_id="echo-2", task_label="t-2", port=8000)]
     return {"run_id": run_id, "time_limit_s": limit_s, "model": {"repo": "Qwen/Qwen3.5-9B", "revision": "abcdef0"},
             "recipe": {"learning_rate": 0.01, "lora_r": 4, "lora_alpha": 8, "max_steps": 10},
             "submission": {"schema": {"action": ACTION_SCHEMA}, "schema_draft": "draft2020-12", "tasks": tasks,
                            "finish_action": {"message": "finish"}}}
+
+
+class Instant:
+    """A place whose sandboxes serve the echo environment in this process at once; `lost` (each
+    start, 1-based) never serve. Records each start with the trainer's step and version then."""
+
+    namespace, reader = "none", "none"
+
+    def __init__(self, run, lost=()):
+        self.run, self.lost = run, set(lost)
+        self.started, self.canceled = [], []
+
+    def start(self, task, timeout_s, purpose):
+        self.started.append((task["task_label"], self.run.progress.step_index, self.run.version))
+        return SimpleNamespace(id=f"job-{len(self.started)}")
+
+    def wait_serving(self, job_id, port, deadline):
+        if int(job_id.split("-")[1]) in self.lost:
+            raise SandboxError("the image never answered GET /health within its start allowance")
+        return "http://in-process"
+
+    def connect(self, url, timeout_s):
+        return Echo()
+
+    def cancel(self, job_id):
+        self.canceled.append(job_id)
+
+    def running(self):
+        return []
 
 
 class FakeRun(Run):
@@ -40,12 +72,13 @@ class FakeRun(Run):
     Records each optimizer step's loss and, at each report, whether the step's checkpoint was
     already written and the adapter's weights and optimizer moments."""
 
-    def __init__(self, path, limit_s, overrides=None, scores=None):
+    def __init__(self, path, limit_s, overrides=None, scores=None, lost=(), env=None):
         rd = RunDir(path)
         rd.write_assignment(assignment(path.name, limit_s))
-        super().__init__(rd, Settings.read(SETTINGS))
+        super().__init__(rd, Settings.read(dict(SETTINGS, **(env or {}))))
         self.overrides = overrides or {}
         self.scores = scores or {}  # step played (1-based) -> the score of each of its episodes
+        self.lost = lost
         self.losses, self.reported = [], []
         self.on_dashboard = []  # at each report, the steps Trackio has stored
 
@@ -53,8 +86,8 @@ class FakeRun(Run):
         return STEP_S * self.progress.step_index
 
     def make_places(self):
-        nothing = SimpleNamespace(namespace="none", running=lambda: [])
-        return nothing, nothing
+        self.place = Instant(self, self.lost)
+        return self.place, self.place
 
     def trainer_arguments(self, cap, device):
         grpo, lora = super().trainer_arguments(cap, device)
@@ -73,12 +106,10 @@ class FakeRun(Run):
             self.trainer.training_step = spy
         super().evaluate(phase)
 
-    def play_episode(self, task):
-        with self.policy.live():
-            p = episode(self.policy, Echo(), task, self.a.actions)
+    def play_episode(self, task, lease):
+        p = super().play_episode(task, lease)
         if self.progress.step_index + 1 in self.scores:
             p.score = self.scores[self.progress.step_index + 1]
-        p.ended_at = time.monotonic()
         return p
 
     def report(self, global_step, logs):
@@ -195,10 +226,10 @@ class CrashingRun(FakeRun):
         super().__init__(path, limit_s, **kw)
         self.crash_at = crash_at
 
-    def play_episode(self, task):
+    def play_episode(self, task, lease):
         if self.progress.step_index + 1 == self.crash_at:
             raise Killed()
-        return super().play_episode(task)
+        return super().play_episode(task, lease)
 
 
 def test_a_restarted_trainer_trains_again_what_its_checkpoint_does_not_hold(tmp_path):
@@ -216,3 +247,87 @@ def test_a_restarted_trainer_trains_again_what_its_checkpoint_does_not_hold(tmp_
     assert resumed[0]["policy_version"] == 2
     assert [e["policy_version"] for e in events if e["state"] == "updating"] == [1, 2, 3, 3, 4]
     assert events[-1]["message"].startswith("4 optimizer steps taken in 5 steps played"), events[-1]
+
+
+def test_the_next_steps_sandboxes_start_before_the_update_and_every_one_is_canceled(three_steps):
+    """Prefetching (the default): step 2's sandboxes are started while step 1 plays, step 3's as
+    step 1's episodes end, before its update; the fourth step's as step 2's end (it then does not
+    fit: they are never played). Every sandbox started is canceled."""
+    run = three_steps
+    started = run.place.started
+    assert [(label, step, version) for label, step, version in started] == (
+        [("t-1", 0, 0)] * 5 + [("t-2", 0, 0)] * 5 + [("t-1", 1, 0)] * 5 + [("t-2", 2, 1)] * 5), \
+        "each step's sandboxes start before the update of the step two before it"
+    assert sorted(run.place.canceled) == sorted(f"job-{i}" for i in range(1, 21))
+    waits = [e["metrics"]["episodes/sandbox_wait_s"] for e in run.rd.events() if e.get("metrics")]
+    assert len(waits) == 3 and all(w < 5 for w in waits), waits
+
+
+def test_without_prefetching_a_step_starts_its_sandboxes_when_it_starts(tmp_path):
+    run = FakeRun(tmp_path / "oe-no-prefetch", 2_500, env={"ARENA_TRAINER_PREFETCH": "0"})
+    run.main()
+    assert [(step, version) for _, step, version in run.place.started] == \
+        [(0, 0)] * 5 + [(1, 1)] * 5 + [(2, 2)] * 5
+    assert run.rd.events()[-1]["state"] == "completed"
+
+
+def test_a_lost_sandbox_is_replaced_within_its_step_and_counted(tmp_path):
+    """The second sandbox started never serves: its episode is played in a replacement at once,
+    the step trains with `episodes/group_retries` 1, and the event says the sandbox was lost."""
+    run = FakeRun(tmp_path / "oe-lost", 1_500, lost=[2])
+    run.main()
+    events = run.rd.events()
+    retried = [e for e in events if e.get("alert") == "episode_retried"]
+    assert len(retried) == 1 and "never answered GET /health" in retried[0]["message"], retried
+    updating = [e for e in events if e["state"] == "updating"]
+    assert updating[0]["metrics"]["episodes/group_retries"] == 1 and len(updating[0]["rewards"]) == 4
+    ends = updating[0]["ends"]
+    assert sum(ends[k] for k in contract.END_KEYS) == 5 and ends["sandbox"] == 0, ends
+    assert [s for s in ends["scores"] if s is not None][:4] == updating[0]["rewards"], ends
+    assert "job-2" in run.place.canceled, "the lost sandbox is canceled"
+    assert events[-1]["state"] == "completed", events[-1]
+
+
+def test_a_run_whose_steps_train_nothing_ends_early_and_says_how_its_episodes_ended(tmp_path):
+    """Five steps in a row without four valid rewards: the run fails RUN_NO_TRAINING_SIGNAL with
+    the ends of those 25 episodes, plays no held-out phase after and takes no step more."""
+    run = FakeRun(tmp_path / "oe-no-signal", 20_000, scores={k: None for k in range(1, 11)})
+    run.main()
+    events = run.rd.events()
+    assert run.progress.step_index == contract.NO_UPDATE_STEPS and run.version == 0
+    untrained = [e for e in events if e["state"] == "updating"]
+    assert [e["alert"] for e in untrained] == ["no_update"] * 5
+    assert all(set(e["ends"]) == {*contract.END_KEYS, "scores"} for e in untrained)
+    assert all(sum(e["ends"][k] for k in contract.END_KEYS) == 5 and e["ends"]["scores"] == [None] * 5
+               for e in untrained), untrained
+    last = events[-1]
+    assert [e["state"] for e in events[-2:]] == ["cleanup", "failed"], events[-3:]
+    assert last["message"].startswith("RUN_NO_TRAINING_SIGNAL: 5 steps in a row trained nothing: of their 25 "
+                                      "episodes, "), last
+    assert last["ends"] == {k: sum(e["ends"][k] for e in untrained) for k in contract.END_KEYS}, last
+    assert last["ends"]["no_reward"] + last["ends"]["invalid_reply"] + last["ends"]["budget"] == 25, last
+    assert not [e for e in events if e["state"] == "evaluating"]
+    assert run.progress.trained == [False] * 5
+
+
+def test_steps_the_platform_spoiled_do_not_count_toward_the_training_signal(tmp_path):
+    """Every sandbox is lost, each replacement too: no step trains, but none by the environment's
+    doing (`contract.step_trained` is None), so the run is not ended after five of them: it plays
+    every step that fits, then fails for its zero optimizer steps, its episodes counted `sandbox`."""
+    run = FakeRun(tmp_path / "oe-platform", 7_500, lost=range(1, 1000))
+    run.main()
+    last = run.rd.events()[-1]
+    assert run.progress.step_index > contract.NO_UPDATE_STEPS and run.progress.trained == [], run.progress
+    assert last["state"] == "failed" and last["message"].startswith(
+        f"RUN_NO_TRAINING_SIGNAL: {run.progress.step_index} step(s) played and no optimizer step taken"), last
+    assert last["ends"]["sandbox"] == 5 * run.progress.step_index, last
+
+
+def test_a_run_that_took_no_optimizer_step_never_completes(tmp_path):
+    """Two steps fit, neither trains: the run fails RUN_NO_TRAINING_SIGNAL, not `completed`."""
+    run = FakeRun(tmp_path / "oe-no-step", 1_500, scores={1: None, 2: None})
+    run.main()
+    last = run.rd.events()[-1]
+    assert last["state"] == "failed" and last["message"].startswith(
+        "RUN_NO_TRAINING_SIGNAL: 2 step(s) played and no optimizer step taken: of their 10 episodes"), last
+    assert sum(last["ends"].values()) == 10

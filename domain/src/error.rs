@@ -36,8 +36,9 @@ macro_rules! error_codes {
     };
 }
 
-// Run failure codes (`RUN_QUEUE_TIMEOUT`, `RUN_STEP_DOES_NOT_FIT`, `RUN_TRAINER_FAILED`) are never an
-// answer of their own; their 500 only keeps every code's status defined.
+// Run failure codes (`RUN_QUEUE_TIMEOUT`, `RUN_STEP_DOES_NOT_FIT`, `RUN_TRAINER_FAILED`,
+// `RUN_NO_TRAINING_SIGNAL`) are never an answer of their own; their 500 only keeps every code's
+// status defined.
 error_codes! {
     NotFound = "NOT_FOUND", 404;
     ChallengeNotFound = "CHALLENGE_NOT_FOUND", 404;
@@ -87,6 +88,12 @@ error_codes! {
     LaunchFailed = "LAUNCH_FAILED", 502;
     RunNotFound = "RUN_NOT_FOUND", 404;
     Forbidden = "FORBIDDEN", 403;
+    /// The caller is one of the arena's own accounts (its bot, a sandbox or evaluation reader):
+    /// never a participant, refused everywhere before anything is stored or counted.
+    ServiceAccount = "SERVICE_ACCOUNT", 403;
+    /// `/mcp` asked from a page of another origin, or for a host the arena does not serve (DNS
+    /// rebinding).
+    OriginRefused = "ORIGIN_REFUSED", 403;
     RunNotCancelable = "RUN_NOT_CANCELABLE", 409;
     RunNotScored = "RUN_NOT_SCORED", 409;
     HeldoutUnknown = "HELDOUT_UNKNOWN", 409;
@@ -138,6 +145,9 @@ error_codes! {
     /// Admission: the environment's task API (openenv 0.10) lists no task with the submitted
     /// `task_id` (author).
     TaskNotListed = "TASK_NOT_LISTED", 422;
+    /// Admission: `finish_action`, sent from a fresh reset (and after the first example action),
+    /// did not end the episode with a reward in [0, 1] (author).
+    FinishActionInvalid = "FINISH_ACTION_INVALID", 422;
     /// A webhook's URL is not https, or its host resolves to an address the arena never calls.
     WebhookUrlRefused = "WEBHOOK_URL_REFUSED", 422;
     /// A webhook's events or format are not ones the arena knows.
@@ -145,6 +155,9 @@ error_codes! {
     /// The account keeps as many webhooks as it may.
     WebhookLimit = "WEBHOOK_LIMIT", 409;
     WebhookNotFound = "WEBHOOK_NOT_FOUND", 404;
+    /// Webhooks cannot be registered: the arena has no key to seal their secrets with
+    /// (`ARENA_WEBHOOK_KEY`).
+    WebhooksNotConfigured = "WEBHOOKS_NOT_CONFIGURED", 503;
     /// Admission: the sandbox never served `/health` (platform; retried).
     SandboxStartupFailed = "SANDBOX_STARTUP_FAILED", 503;
     /// Admission: the probe could not finish for the arena's reasons (platform; retried).
@@ -155,6 +168,9 @@ error_codes! {
     RunStepDoesNotFit = "RUN_STEP_DOES_NOT_FIT", 500;
     /// An OpenEnv run stopped before it ended (the cluster lost it, or its trainer failed).
     RunTrainerFailed = "RUN_TRAINER_FAILED", 500;
+    /// An OpenEnv run's steps trained nothing for too long (no group of four valid rewards):
+    /// ended early, never ranked.
+    RunNoTrainingSignal = "RUN_NO_TRAINING_SIGNAL", 500;
     /// The cluster's held-out records of a phase do not account for every planned episode once.
     EvaluationRecordsIncomplete = "EVALUATION_RECORDS_INCOMPLETE", 422;
     /// An organizer's control without a usable reason (1 to 500 characters of one line).

@@ -122,6 +122,42 @@ pub fn is_hf_username(name: &str) -> bool {
         && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
 }
 
+/// The arena's own accounts, which are never callers: its bot (`HF_TOKEN`), the readers it gives
+/// sandboxes, and any an organizer lists, by HF's account id; and any member of the namespaces
+/// sandboxes run in (those organizations hold nothing but the arena's sandboxes, so only the
+/// arena's accounts belong to them). A participant's server receives a reader by design: with it,
+/// a participant must not be able to act as anyone, least of all hold a second daily slot.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ServiceAccounts {
+    ids: std::collections::BTreeSet<String>,
+    namespaces: Vec<String>,
+}
+
+impl ServiceAccounts {
+    pub fn new(ids: impl IntoIterator<Item = String>, namespaces: impl IntoIterator<Item = String>) -> Self {
+        ServiceAccounts {
+            ids: ids.into_iter().filter(|i| !i.trim().is_empty()).map(|i| i.trim().to_string()).collect(),
+            namespaces: namespaces.into_iter().filter(|n| !n.is_empty()).collect(),
+        }
+    }
+
+    /// Adds an account found at start (the bot's, a reader's).
+    pub fn add(&mut self, id: &str) {
+        self.ids.insert(id.to_string());
+    }
+
+    /// Whether `account` is one of the arena's own.
+    pub fn holds(&self, account: &HubAccount) -> bool {
+        self.holds_id(&account.id) || account.orgs.iter().any(|o| self.namespaces.contains(&o.org))
+    }
+
+    /// Whether the account with HF id `id` is one of the arena's own (a session knows only its id
+    /// and its editor role).
+    pub fn holds_id(&self, id: &str) -> bool {
+        self.ids.contains(id)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -150,6 +186,21 @@ mod tests {
         // A reader that reads the evaluation namespace reaches held-out sandboxes: refused.
         let reader = account(&[("arena-sandboxes", Some("read")), ("arena-eval", Some("read"))]);
         assert!(sandbox_reader_refusal(&reader, "arena-sandboxes", &["arena-eval"]).is_some());
+    }
+
+    #[test]
+    fn the_arenas_own_accounts_are_known_by_id_and_by_the_sandbox_namespaces() {
+        let mut service = ServiceAccounts::new(
+            ["listed-1".to_string(), " ".to_string()],
+            ["arena-sandboxes".to_string(), "arena-eval".to_string(), String::new()],
+        );
+        service.add("bot-id");
+        assert!(service.holds_id("listed-1") && service.holds_id("bot-id") && !service.holds_id("user-a"));
+        assert!(!service.holds_id(" ") && !service.holds_id(""));
+        assert!(!service.holds(&account(&[("benchflow", Some("write"))])));
+        assert!(service.holds(&account(&[("arena-sandboxes", Some("read"))])));
+        assert!(service.holds(&account(&[("other", None), ("arena-eval", Some("read"))])));
+        assert!(service.holds(&HubAccount { id: "bot-id".into(), ..account(&[]) }));
     }
 
     #[test]

@@ -37,3 +37,6 @@ pub mod words;
 
 pub use error::{ApiErrorBody, ErrorCode};
 pub use registry::{ConfigError, ConfigErrors, Registry, SourceFile};
+
+#[cfg(test)]
+mod hostile_input;

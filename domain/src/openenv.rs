@@ -20,6 +20,7 @@ pub mod by_account;
 pub mod controls;
 pub mod episode;
 pub mod evaluation;
+pub mod evidence;
 pub mod image;
 pub mod quota;
 pub mod refusal;
@@ -549,6 +550,9 @@ pub struct Compatibility {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SubmissionReport {
     pub errors: Vec<AdmissionError>,
+    /// What admission noticed without refusing (`RESET_IGNORES_TASK`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<AdmissionError>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -558,6 +562,14 @@ pub struct AdmissionError {
     pub message: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub task_id: Option<String>,
+    /// What the participant's own server answered, bounded (`openenv::evidence`): the schema's
+    /// differences, the episode's transcript, the failed checks, a server's exit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
+    pub evidence: Option<Value>,
+    /// What to do next.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fix: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -565,6 +577,9 @@ pub struct AdmissionError {
 pub struct Slot {
     /// `held` while it is checked, `used` when it counts, `returned` when it does not.
     pub state: String,
+    /// While the account's slots are all taken: seconds until its next one frees.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after_s: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -15,6 +15,10 @@ pub const MAX_URL: usize = 2048;
 pub const TIMEOUT_S: u64 = 10;
 /// How much of a receiver's answer is read (the rest is not needed).
 pub const MAX_ANSWER_BYTES: usize = 16 << 10;
+/// Redeliveries an account may ask of one webhook per window, and the window (seconds): past
+/// them, 429 with `Retry-After`. A delivery's own tries stay bounded by `retry_after_s`.
+pub const REDELIVERIES_PER_WINDOW: i64 = 10;
+pub const REDELIVERY_WINDOW_S: i64 = 3600;
 
 /// What a webhook can be told.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -235,6 +235,29 @@ pub struct Config {
     /// Restore from the backup dataset at start even though the database file exists.
     #[arg(long, env = "ARENA_RESTORE", default_value_t = false, action = clap::ArgAction::Set, value_parser = clap::builder::BoolishValueParser::new())]
     pub restore: bool,
+    /// The program that checks an OpenEnv body's JSON Schemas in a process of its own (`arena
+    /// check-schemas`, `openenv::schema_guard`): this binary unless set (tests name the built one).
+    #[arg(long, env = "ARENA_SCHEMA_CHECKER")]
+    pub schema_checker: Option<PathBuf>,
+    /// One schema check's wall time (seconds); past it the schema is refused as too complex.
+    #[arg(long, env = "ARENA_SCHEMA_CHECK_S", default_value_t = 2)]
+    pub schema_check_s: u64,
+    /// The address space a schema check's process may use (MiB).
+    #[arg(long, env = "ARENA_SCHEMA_CHECK_MEMORY_MIB", default_value_t = 1024)]
+    pub schema_check_memory_mib: u64,
+    /// HF account ids that are the arena's own besides those it finds itself (`HF_TOKEN`'s and
+    /// `ARENA_SANDBOX_TOKEN`'s accounts, and members of the sandbox and evaluation namespaces):
+    /// refused as callers everywhere (`SERVICE_ACCOUNT`). Comma-separated.
+    #[arg(long, env = "ARENA_SERVICE_ACCOUNTS", value_delimiter = ',')]
+    pub service_accounts: Vec<String>,
+    /// The key webhook secrets are encrypted with at rest (XChaCha20-Poly1305; 64 hex digits, a
+    /// Space secret: `openssl rand -hex 32`). Required once any webhook is registered.
+    #[arg(long, env = "ARENA_WEBHOOK_KEY", hide_env_values = true)]
+    pub webhook_key: Option<Secret>,
+    /// Hosts `/mcp` answers besides the public URL's (`Host` header values, with the port when one
+    /// is used); a request naming another host is refused (DNS rebinding). Comma-separated.
+    #[arg(long, env = "ARENA_MCP_HOSTS", value_delimiter = ',')]
+    pub mcp_hosts: Vec<String>,
 }
 
 impl Default for Config {

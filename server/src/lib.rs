@@ -67,7 +67,8 @@ pub async fn build(config: &Config) -> anyhow::Result<(Router, AppState)> {
 /// `build` with the given adapters (tests pass a fixed clock or scripted clients).
 pub async fn build_with(config: &Config, deps: ports::Deps) -> anyhow::Result<(Router, AppState)> {
     let registry = registry_files::load(&config.configs_dir, config.private_overlay.as_deref())?;
-    check_sandbox_reader(config, deps.hub.as_ref()).await?;
+    let reader = check_sandbox_reader(config, deps.hub.as_ref()).await?;
+    let service = service_accounts(config, deps.hub.as_ref(), reader).await;
     let key = signing_key(config)?;
     let restored = match &key {
         Some(key) => restore_if_needed(config, &deps, key).await?,
@@ -79,7 +80,8 @@ pub async fn build_with(config: &Config, deps: ports::Deps) -> anyhow::Result<(R
     let sessions = identity::sessions::SqlStore::open(&url, db.backend).await?;
     let fingerprints =
         heldout::load_all(config.fingerprints_dir().as_deref(), &registry, &config.configs_dir)?;
-    let mut state = AppState::new(Arc::new(registry), db, config, fingerprints, deps)?;
+    let mut state = AppState::new(Arc::new(registry), db, config, fingerprints, deps, service)?;
+    webhooks::sealed::check_at_start(&state.db, state.webhook_key.as_deref()).await?;
     state.signing = key.clone().map(Arc::new);
     state.sessions = Some(sessions.clone());
     if let (Some(repo), Some(path), Some(key)) = (&config.backup_repo, config.sqlite_path(), key) {
@@ -159,12 +161,41 @@ async fn restore_if_needed(
     Ok(Some(restored))
 }
 
+/// The arena's own accounts, never callers (`domain::identity::ServiceAccounts`): those
+/// `ARENA_SERVICE_ACCOUNTS` lists, the sandbox reader's, `HF_TOKEN`'s (asked of HF once; HF away
+/// leaves it to the namespaces' rule, since the bot starts sandboxes there and is a member), and
+/// every member of the sandbox and evaluation namespaces.
+async fn service_accounts(
+    config: &Config,
+    hub: &dyn ports::identity::HubIdentity,
+    reader: Option<domain::identity::HubAccount>,
+) -> domain::identity::ServiceAccounts {
+    let namespaces = [&config.sandbox_namespace, &config.eval_namespace].into_iter().flatten().cloned();
+    let mut service =
+        domain::identity::ServiceAccounts::new(config.service_accounts.iter().cloned(), namespaces);
+    if let Some(reader) = reader {
+        service.add(&reader.id);
+    }
+    if let Some(token) = &config.hf_token {
+        match hub.whoami(&token.0).await {
+            Ok(bot) => service.add(&bot.id),
+            Err(e) => {
+                tracing::warn!(error = %e, "HF_TOKEN's account could not be named at start: it is refused as a caller by its token and its namespaces only")
+            }
+        }
+    }
+    service
+}
+
 /// With `ARENA_SANDBOX_TOKEN`: the token participants' sandboxes may receive must be worth
 /// nothing to steal, and the namespaces must be apart (`domain::identity::namespace_refusal`,
-/// `sandbox_reader_refusal`), checked with HF's whoami before the server starts. HF unreachable is
-/// tried again for a while, then stops the start too.
-async fn check_sandbox_reader(config: &Config, hub: &dyn ports::identity::HubIdentity) -> anyhow::Result<()> {
-    let Some(token) = &config.sandbox_token else { return Ok(()) };
+/// `sandbox_reader_refusal`), checked with HF's whoami before the server starts; its account. HF
+/// unreachable is tried again for a while, then stops the start too.
+async fn check_sandbox_reader(
+    config: &Config,
+    hub: &dyn ports::identity::HubIdentity,
+) -> anyhow::Result<Option<domain::identity::HubAccount>> {
+    let Some(token) = &config.sandbox_token else { return Ok(None) };
     let Some(namespace) = config.sandbox_namespace.as_deref().filter(|n| !n.is_empty()) else {
         anyhow::bail!(
             "ARENA_SANDBOX_TOKEN is set without ARENA_SANDBOX_NAMESPACE: participants' sandboxes run in an \
@@ -202,7 +233,7 @@ async fn check_sandbox_reader(config: &Config, hub: &dyn ports::identity::HubIde
              starting"
         );
     }
-    Ok(())
+    Ok(Some(account))
 }
 
 /// The routes and their headers, without the session layer (which `build` adds).
@@ -210,15 +241,20 @@ pub fn router(state: AppState, frame_ancestors: &str) -> anyhow::Result<Router> 
     let (api, mut openapi) = api::router().split_for_parts();
     api::document_extractor_errors(&mut openapi);
     api::document_unique_refs(&mut openapi);
-    // The MCP tools call the JSON API's routes in-process, under the API's own body limit.
-    let api_only = api.clone().layer(DefaultBodyLimit::max(64 * 1024)).with_state(state.clone());
+    // The MCP tools call the JSON API's routes in-process, under the API's own body limit, a
+    // panic answered as the API answers it.
+    let api_only = api
+        .clone()
+        .layer(DefaultBodyLimit::max(64 * 1024))
+        .layer(tower_http::catch_panic::CatchPanicLayer::custom(http::panicked))
+        .with_state(state.clone());
     let mcp = mcp::router(&state, api_only, &serde_json::to_value(&openapi)?)
         .context("the MCP tools do not match the API's document")?;
     let openapi = Arc::new(openapi);
     // Framing is allowed from huggingface.co (the Space page) and nowhere else unless configured.
     let csp = HeaderValue::from_str(&format!("frame-ancestors 'self' {frame_ancestors}"))
         .unwrap_or_else(|_| HeaderValue::from_static("frame-ancestors 'self'"));
-    Ok(Router::new()
+    let routes = Router::new()
         .merge(api)
         .merge(identity::oauth::router())
         .route("/openapi.json", get(move || async move { axum::Json(openapi.as_ref().clone()) }))
@@ -233,8 +269,17 @@ pub fn router(state: AppState, frame_ancestors: &str) -> anyhow::Result<Router> 
         .merge(pages::router(&state))
         .merge(mcp)
         .method_not_allowed_fallback(api::method_not_allowed)
+        .layer(middleware::from_fn_with_state(state.clone(), identity::refuse_own_tokens));
+    Ok(edge(routes, csp).with_state(state))
+}
+
+/// What every route answers through: the body limit, tracing, the security headers, and a
+/// handler's panic caught and answered (`http::panicked`) while the server serves on.
+pub fn edge(routes: Router<AppState>, csp: HeaderValue) -> Router<AppState> {
+    routes
         // JSON bodies here are small; anything larger is refused before it is read.
         .layer(DefaultBodyLimit::max(64 * 1024))
+        .layer(tower_http::catch_panic::CatchPanicLayer::custom(http::panicked))
         // Spans carry the method and path only: headers (and so tokens) are never recorded.
         .layer(tower_http::trace::TraceLayer::new_for_http())
         .layer(SetResponseHeaderLayer::overriding(header::CONTENT_SECURITY_POLICY, csp))
@@ -246,5 +291,4 @@ pub fn router(state: AppState, frame_ancestors: &str) -> anyhow::Result<Router> 
             header::REFERRER_POLICY,
             HeaderValue::from_static("strict-origin-when-cross-origin"),
         ))
-        .with_state(state))
 }

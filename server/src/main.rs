@@ -54,16 +54,24 @@ enum Command {
         #[arg(long)]
         sealed: bool,
     },
+    /// The schema checker the server starts for each OpenEnv body (`openenv::schema_guard`): one
+    /// check as JSON on stdin, its verdict on stdout, within the limits its environment sets.
+    #[command(hide = true)]
+    CheckSchemas,
 }
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")))
-        .init();
+fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    match cli.command.unwrap_or(Command::Serve) {
-        Command::Serve => serve(cli.config).await,
+    let command = cli.command.unwrap_or(Command::Serve);
+    // The schema checker logs nothing (its stdout is its verdict) and starts no runtime.
+    if !matches!(command, Command::CheckSchemas) {
+        tracing_subscriber::fmt()
+            .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")))
+            .init();
+    }
+    match command {
+        Command::Serve => tokio::runtime::Runtime::new()?.block_on(serve(cli.config)),
+        Command::CheckSchemas => server::openenv::schema_guard::child_main(),
         Command::CheckDir { dir, fingerprints, evaluated, repeat } => {
             check_dir(&dir, fingerprints, evaluated, repeat)
         }

@@ -35,6 +35,12 @@ pub struct AuthSettings {
     /// Where MCP clients sign their users in (`/.well-known/oauth-protected-resource`): Hugging
     /// Face's OpenID provider (`OPENID_PROVIDER_URL` on a Space, else `HF_ENDPOINT`).
     pub authorization_server: String,
+    /// The arena's own accounts, refused as callers (`SERVICE_ACCOUNT`), and the SHA-256 of its
+    /// own tokens, refused before HF is asked.
+    pub service: domain::identity::ServiceAccounts,
+    pub service_tokens: Vec<String>,
+    /// The `Host` values `/mcp` answers (the public URL's and `ARENA_MCP_HOSTS`).
+    pub mcp_hosts: Vec<String>,
 }
 
 /// Everything a handler may need; each takes what it uses.
@@ -75,6 +81,9 @@ pub struct AppState {
     pub signing: Option<Arc<crate::signing::SigningKey>>,
     /// The one client that calls webhooks' receivers.
     pub webhooks: Arc<crate::webhooks::client::Guarded>,
+    /// What webhook secrets are sealed with at rest (`ARENA_WEBHOOK_KEY`); none: registering one
+    /// is refused.
+    pub webhook_key: Option<Arc<crate::webhooks::sealed::SealKey>>,
 }
 
 /// The arena's job script, as this build serves it at `/arena_job.py`.
@@ -121,6 +130,11 @@ pub struct OpenEnvSettings {
     pub allowance: domain::openenv::admission::Allowance,
     /// Returned slots per account and quota window before its submissions wait.
     pub returned_slots_per_window: i64,
+    /// Checks a body's schemas and actions in processes of their own.
+    pub schemas: Arc<crate::openenv::schema_guard::SchemaGuard>,
+    /// Every credential the arena holds that a participant's server could echo back (its own
+    /// token, the sandbox reader, the cluster's secret): scrubbed from what admission stores.
+    pub secrets: Vec<crate::config::Secret>,
 }
 
 impl AppState {
@@ -174,6 +188,7 @@ impl AppState {
         config: &Config,
         fingerprints: Vec<Arc<SuiteFingerprint>>,
         deps: Deps,
+        service: domain::identity::ServiceAccounts,
     ) -> anyhow::Result<AppState> {
         let leptos = LeptosOptions::builder()
             .output_name("arena")
@@ -221,7 +236,7 @@ impl AppState {
                     ..crate::identity::cache::MISS_LIMITS
                 },
             )),
-            auth: Arc::new(auth_settings(config, oauth)),
+            auth: Arc::new(auth_settings(config, oauth, service)),
             sources: Arc::new(Sources::new(
                 hf_repos,
                 github,
@@ -231,6 +246,10 @@ impl AppState {
             fingerprints: Arc::new(fingerprints),
             signing: None,
             webhooks,
+            webhook_key: match &config.webhook_key {
+                Some(key) => Some(Arc::new(crate::webhooks::sealed::SealKey::from_hex(&key.0)?)),
+                None => None,
+            },
         })
     }
 }
@@ -269,6 +288,25 @@ fn openenv_settings(config: &Config) -> OpenEnvSettings {
             platform_failures: config.admission_platform_failures.max(1),
         },
         returned_slots_per_window: config.returned_slots_per_window.max(1),
+        secrets: [&config.hf_token, &config.sandbox_token, &config.cluster_secret]
+            .into_iter()
+            .flatten()
+            .cloned()
+            .chain(config.job_secrets.values().cloned())
+            .collect(),
+        schemas: Arc::new(crate::openenv::schema_guard::SchemaGuard::new(
+            // This binary unless the settings name another (tests name the built `arena`).
+            config
+                .schema_checker
+                .clone()
+                .or_else(|| std::env::current_exe().ok())
+                .unwrap_or_else(|| "arena".into()),
+            crate::openenv::schema_guard::Bounds {
+                deadline: std::time::Duration::from_secs(config.schema_check_s.max(1)),
+                memory_mib: config.schema_check_memory_mib.max(64),
+                ..Default::default()
+            },
+        )),
     }
 }
 
@@ -286,8 +324,23 @@ fn oauth_settings(config: &Config) -> Option<OAuthSettings> {
 }
 
 /// Sign-in: the editors' org, the public origin, how often a session re-checks its token.
-fn auth_settings(config: &Config, oauth: Option<OAuthSettings>) -> AuthSettings {
+fn auth_settings(
+    config: &Config,
+    oauth: Option<OAuthSettings>,
+    service: domain::identity::ServiceAccounts,
+) -> AuthSettings {
+    let own_tokens = [&config.hf_token, &config.sandbox_token];
+    let public_host = url::Url::parse(&config.public_url())
+        .ok()
+        .and_then(|u| u.host_str().map(|h| u.port().map_or(h.to_string(), |p| format!("{h}:{p}"))));
     AuthSettings {
+        service,
+        service_tokens: own_tokens
+            .into_iter()
+            .flatten()
+            .map(|t| crate::identity::secrets::sha256_hex(&t.0))
+            .collect(),
+        mcp_hosts: public_host.into_iter().chain(config.mcp_hosts.iter().cloned()).collect(),
         editor_org: config.editor_org.clone(),
         public_origin: crate::identity::provider::origin_of(&config.public_url()).unwrap_or_default(),
         oauth,

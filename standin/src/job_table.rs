@@ -56,12 +56,23 @@ pub struct Jobs {
     pub stage_ms: AtomicU64,
     /// Each create's body as it came, secret values masked: `GET /_standin/jobs/bodies`.
     pub bodies: std::sync::Mutex<Vec<Value>>,
+    /// How long a sandbox (a job that exposes a port) stays `SCHEDULING` before its command starts,
+    /// in ms, as HF's scheduling and image pull delay its first `/health` (`STANDIN_SANDBOX_START_S`,
+    /// `PUT /_standin/sandboxes`).
+    pub sandbox_start_ms: AtomicU64,
+    /// The next this many sandboxes never start: they stay `SCHEDULING` until canceled.
+    pub never_serve: std::sync::atomic::AtomicU32,
     /// Answer nulls from the start (`STANDIN_JOB_NULLS=1`), as the `nulls` switch does.
     pub nulls_always: std::sync::atomic::AtomicBool,
+    /// The summaries of the latest dataset commits, newest last (`KEPT_COMMITS`): `crash_at` waits
+    /// for a run's checkpoint among them (`crate::runner`).
+    pub commits: std::sync::Mutex<std::collections::VecDeque<String>>,
 }
 
 /// The bodies kept for `GET /_standin/jobs/bodies`, newest last.
 pub(crate) const KEPT_BODIES: usize = 2000;
+/// The commit summaries kept for `Jobs::committed`.
+const KEPT_COMMITS: usize = 500;
 
 impl Jobs {
     pub fn new(stage_ms: u64) -> Jobs {
@@ -100,6 +111,21 @@ impl Jobs {
                 j.view.finished_at = Some(now_rfc3339());
             }
         });
+    }
+
+    /// A dataset commit landed with this summary.
+    pub fn note_commit(&self, summary: &str) {
+        let mut commits = self.commits.lock().unwrap();
+        if commits.len() == KEPT_COMMITS {
+            commits.pop_front();
+        }
+        commits.push_back(summary.to_string());
+    }
+
+    /// Whether a checkpoint of `run` landed: a kept commit whose summary starts `Checkpoint` and
+    /// names it (the job script's `Checkpoint running PostTrain Arena run {run}`).
+    pub fn checkpointed(&self, run: &str) -> bool {
+        self.commits.lock().unwrap().iter().any(|s| s.starts_with("Checkpoint") && s.contains(run))
     }
 
     /// Whether answers carry explicit nulls now.

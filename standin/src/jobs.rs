@@ -101,6 +101,7 @@ pub(crate) fn control() -> Router<SharedHub> {
     Router::new()
         .route("/_standin/jobs", get(get_faults).put(put_faults).delete(clear_faults))
         .route("/_standin/jobs/bodies", get(bodies))
+        .route("/_standin/sandboxes", get(get_sandboxes).put(put_sandboxes))
 }
 
 async fn bodies(State(hub): State<SharedHub>) -> Json<Value> {
@@ -593,4 +594,37 @@ async fn put_faults(State(hub): State<SharedHub>, Json(update): Json<FaultsUpdat
 async fn clear_faults(State(hub): State<SharedHub>) -> StatusCode {
     *hub.jobs.faults.lock().unwrap() = JobFaults::default();
     StatusCode::NO_CONTENT
+}
+
+/// The sandboxes' switches: how long each takes to start, and how many of the next never do.
+#[derive(Debug, Default, serde::Serialize, Deserialize)]
+struct SandboxSwitches {
+    #[serde(default)]
+    start_s: Option<f64>,
+    #[serde(default)]
+    never_serve: Option<u32>,
+}
+
+fn sandbox_switches(hub: &SharedHub) -> SandboxSwitches {
+    SandboxSwitches {
+        start_s: Some(hub.jobs.sandbox_start_ms.load(Ordering::Relaxed) as f64 / 1000.0),
+        never_serve: Some(hub.jobs.never_serve.load(Ordering::Relaxed)),
+    }
+}
+
+async fn get_sandboxes(State(hub): State<SharedHub>) -> Json<SandboxSwitches> {
+    Json(sandbox_switches(&hub))
+}
+
+async fn put_sandboxes(
+    State(hub): State<SharedHub>,
+    Json(set): Json<SandboxSwitches>,
+) -> Json<SandboxSwitches> {
+    if let Some(s) = set.start_s {
+        hub.jobs.sandbox_start_ms.store((s.max(0.0) * 1000.0) as u64, Ordering::Relaxed);
+    }
+    if let Some(n) = set.never_serve {
+        hub.jobs.never_serve.store(n, Ordering::Relaxed);
+    }
+    Json(sandbox_switches(&hub))
 }

@@ -35,6 +35,10 @@ struct Args {
     /// How long each stage of a simulated pipeline job takes, in milliseconds.
     #[arg(long, env = "STANDIN_STAGE_MS", default_value_t = 2000)]
     stage_ms: u64,
+    /// How long a sandbox takes to start (seconds) before its server can answer, as HF's
+    /// scheduling and image pull take (0: at once; `PUT /_standin/sandboxes` changes it).
+    #[arg(long, env = "STANDIN_SANDBOX_START_S", default_value_t = 0.0)]
+    sandbox_start_s: f64,
     /// Answer explicit `null` for every optional job field that holds nothing, as a client must
     /// read the same as a missing key (`huggingface_hub` reads them with `.get()`).
     #[arg(long, env = "STANDIN_JOB_NULLS", default_value_t = false, value_parser = clap::builder::BoolishValueParser::new())]
@@ -83,6 +87,9 @@ async fn main() -> anyhow::Result<()> {
             .with_github_rate_limit(args.github_rate_limit)
             .with_stage_ms(args.stage_ms);
     hub.jobs.nulls_always.store(args.job_nulls, std::sync::atomic::Ordering::Relaxed);
+    hub.jobs
+        .sandbox_start_ms
+        .store((args.sandbox_start_s.max(0.0) * 1000.0) as u64, std::sync::atomic::Ordering::Relaxed);
     if let Some(dir) = args.repos {
         anyhow::ensure!(dir.is_dir(), "ARENA_HUB_REPOS {} is not a directory", dir.display());
         tracing::info!("serving the git repositories under {}", dir.display());

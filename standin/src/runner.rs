@@ -12,7 +12,8 @@
 //! errs. Cancel and timeout stop the whole process group.
 //!
 //! Fault switches that play the world around the container (`PUT /_standin/jobs`): `crash_at`
-//! kills the first attempt's processes (SIGKILL, a lost node) when its log reaches that stage;
+//! kills the first attempt's processes (SIGKILL, a lost node) when its log reaches that stage and
+//! the run's newest checkpoint has landed (`lose_node`);
 //! `relay_off` makes the arena unreachable from the job; `relay_drop_at` cuts the job's
 //! connections to the arena once when its log reaches that stage. The others are handed to the
 //! simulated programs in `STANDIN_JOB_FAULTS`.
@@ -56,6 +57,27 @@ enum End {
     Exited(Option<i32>, Option<i32>),
     Canceled,
     TimedOut,
+}
+
+/// How long `crash_at` waits for the run's checkpoint before it kills the attempt anyway.
+const CHECKPOINT_WAIT: Duration = Duration::from_secs(30);
+
+/// `crash_at`: the node is lost mid-stage, once the run's newest checkpoint (a dataset commit
+/// whose summary starts `Checkpoint` and names the job's `arena-run` label) has landed, as a node
+/// lost minutes into training would be: a kill that raced the checkpoint's upload would test a
+/// crash before any checkpoint, another case. It waits at most CHECKPOINT_WAIT.
+async fn lose_node(hub: SharedHub, id: String, pid: Option<u32>, run: Option<String>) {
+    let until = Instant::now() + CHECKPOINT_WAIT;
+    while let Some(run) = &run {
+        if hub.jobs.checkpointed(run) || Instant::now() >= until {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    if hub.jobs.with(&id, |j| j.pid == pid).unwrap_or(false) {
+        hub.jobs.log(&id, "===== the node was lost (local stand-in fault: crash_at) =====");
+        stop_group(pid);
+    }
 }
 
 fn stop_group(pid: Option<u32>) {
@@ -171,6 +193,7 @@ async fn attempt_once(
     hub.jobs.with(id, |j| j.pid = pid);
     let (out, err) = (child.stdout.take(), child.stderr.take());
     let crashed = Arc::new(AtomicBool::new(false));
+    let run_label = view.labels.get("arena-run").cloned();
     let follow = |stream: Option<Box<dyn tokio::io::AsyncRead + Unpin + Send>>| {
         let (hub, id, crash_at, drop_at, proxy) = (
             hub.clone(),
@@ -179,7 +202,7 @@ async fn attempt_once(
             faults.relay_drop_at.clone(),
             proxy.as_ref().map(|p| p.drop_now.clone()),
         );
-        let crashed = crashed.clone();
+        let (crashed, run_label) = (crashed.clone(), run_label.clone());
         tokio::spawn(async move {
             let Some(stream) = stream else { return };
             let mut lines = BufReader::new(stream).lines();
@@ -187,8 +210,7 @@ async fn attempt_once(
                 let stage = domain::pipeline::steps::parse_line(&line).map(|s| s.stage.as_str());
                 hub.jobs.log(&id, line);
                 if stage.is_some() && stage == crash_at.as_deref() && !crashed.swap(true, Ordering::SeqCst) {
-                    hub.jobs.log(&id, "===== the node was lost (local stand-in fault: crash_at) =====");
-                    stop_group(pid);
+                    tokio::spawn(lose_node(hub.clone(), id.clone(), pid, run_label.clone()));
                 }
                 if let (Some(drop), true) = (&proxy, stage.is_some() && stage == drop_at.as_deref()) {
                     drop.notify_waiters();

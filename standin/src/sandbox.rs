@@ -246,8 +246,21 @@ async fn proxy(listener: tokio::net::TcpListener, allow: Allow, sock: PathBuf) {
     }
 }
 
-/// Runs the job's sandbox to its end.
+/// Runs the job's sandbox to its end, after the start delay HF's scheduling and image pull would
+/// take (`Jobs::sandbox_start_ms`; one of `Jobs::never_serve` never starts). The job stays
+/// `SCHEDULING`, with no address, meanwhile; a cancel ends the wait.
 pub async fn run(hub: SharedHub, id: String, image: Image) {
+    use std::sync::atomic::Ordering;
+    let never =
+        hub.jobs.never_serve.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1)).is_ok();
+    let delay = Duration::from_millis(hub.jobs.sandbox_start_ms.load(Ordering::Relaxed));
+    let scheduled = std::time::Instant::now();
+    while never || scheduled.elapsed() < delay {
+        if hub.jobs.with(&id, |j| j.finished()).unwrap_or(true) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     let Some((view, namespace, cancel)) =
         hub.jobs.with(&id, |j| (j.view.clone(), j.namespace.clone(), j.cancel.clone()))
     else {
@@ -285,7 +298,9 @@ pub async fn run(hub: SharedHub, id: String, image: Image) {
         }
     });
     hub.jobs.log(&id, format!("===== Job started at {} =====", crate::job_record::now_rfc3339()));
-    // The container's output is the job's log.
+    // The container's output is the job's log, read to its end before the job is said to have
+    // ended (as HF's log has a process's last lines once its job ended).
+    let mut readers = Vec::new();
     for out in [
         container.child.stdout.take().map(|o| Box::new(o) as Box<dyn tokio::io::AsyncRead + Send + Unpin>),
         container.child.stderr.take().map(|o| Box::new(o) as Box<dyn tokio::io::AsyncRead + Send + Unpin>),
@@ -295,16 +310,19 @@ pub async fn run(hub: SharedHub, id: String, image: Image) {
     {
         let hub = hub.clone();
         let id = id.clone();
-        tokio::spawn(async move {
+        readers.push(tokio::spawn(async move {
             use tokio::io::AsyncBufReadExt;
             let mut lines = tokio::io::BufReader::new(out).lines();
             while let Ok(Some(line)) = lines.next_line().await {
                 hub.jobs.log(&id, line);
             }
-        });
+        }));
     }
     tokio::select! {
         status = container.child.wait() => {
+            for reader in readers {
+                let _ = tokio::time::timeout(Duration::from_secs(1), reader).await;
+            }
             let message = status.map(|s| format!("the command exited ({s})")).unwrap_or_else(|e| e.to_string());
             let stage = if message.contains("exit status: 0") { "COMPLETED" } else { "ERROR" };
             hub.jobs.set_stage(&id, stage, Some(message));

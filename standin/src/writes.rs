@@ -319,6 +319,7 @@ async fn commit(
                 "A commit has happened since. Please refresh and try again.",
             ));
         };
+        hub.jobs.note_commit(&summary);
         let url = format!("{}/datasets/{}/commit/{oid}", hub.public_url.lock().unwrap(), id.id());
         Ok(Json(json!({"commitUrl": url, "commitOid": oid, "pullRequestUrl": null})).into_response())
     };

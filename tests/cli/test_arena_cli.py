@@ -167,7 +167,9 @@ def test_the_assembly_is_reproducible_and_each_script_stands_alone(tmp_path):
         done = subprocess.run([sys.executable, str(ROOT / "dev" / "assemble_scripts.py"), str(out)],
                               capture_output=True, text=True)
         assert done.returncode == 0, done.stderr
-    for script in ("arena_cli.py", "check_task.py", "validation_gates.py"):
+    sys.path.insert(0, str(ROOT / "dev"))
+    from assemble_scripts import SCRIPTS
+    for script in SCRIPTS:
         assert (first / script).read_bytes() == (second / script).read_bytes(), script
         alone = empty / script
         alone.write_bytes((first / script).read_bytes())

@@ -104,14 +104,16 @@ pub fn criteria(p: &Probe) -> Vec<Criterion> {
     ]
 }
 
-/// The server's `/schema` serves the submission's `action` and `observation` schemas.
-pub fn schema_matches(served: &Value, submitted: &Value) -> Result<(), Invalid> {
-    for part in ["action", "observation"] {
-        if served[part] != submitted[part] {
-            return Err(format!("the image's /schema `{part}` differs from the submission's").into());
-        }
+/// The server's `/schema` serves the submission's `action` and `observation` schemas; else where
+/// they differ (`super::evidence::schema_differences`), in words and as evidence.
+pub fn schema_matches(served: &Value, submitted: &Value) -> Result<(), (Invalid, Value)> {
+    match (
+        super::evidence::schema_message(served, submitted),
+        super::evidence::schema_evidence(served, submitted),
+    ) {
+        (Some(message), Some(evidence)) => Err((Invalid(message), evidence)),
+        _ => Ok(()),
     }
-    Ok(())
 }
 
 /// One observation message of an episode: `{observation, reward, done}`.
@@ -143,22 +145,62 @@ pub fn judge_episode(reset: &Step, steps: &[Step], actions: usize) -> Result<f64
     Err(format!("the episode did not end after the {actions} example action(s) (no `done: true`)").into())
 }
 
+/// `finish_action`'s answer, sent from a fresh reset or after the first example action: it must
+/// end the episode (`done: true`) with a reward in [0, 1], as the trainer relies on it to score an
+/// episode that did not end by itself.
+pub fn judge_finish(answer: &Step, when: &str) -> Result<f64, Invalid> {
+    match (answer.done, answer.reward) {
+        (true, Some(r)) if (0.0..=1.0).contains(&r) => Ok(r),
+        (true, Some(r)) => Err(format!("`finish_action` {when} ended the episode with reward {r}, outside [0, 1]").into()),
+        (true, None) => Err(format!("`finish_action` {when} ended the episode without a reward").into()),
+        (false, _) => Err(format!(
+            "`finish_action` {when} did not end the episode (no `done: true`): the trainer sends it to end an \
+             episode the model stops, and an episode that never ends trains nothing"
+        )
+        .into()),
+    }
+}
+
 /// What one probe of one task found.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "outcome", rename_all = "lowercase")]
 pub enum Outcome {
     /// The task passed: how its episodes reset to it (the task API's `{"split", "index"}`, or its
-    /// id), and the tools its environment lists (a tools environment), as training plays them.
+    /// id), the tools its environment lists (a tools environment), as training plays them, and
+    /// the fingerprints of its first observations (`super::evidence::fingerprint`).
     Passed {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reset: Option<Value>,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         tools: Vec<Value>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        first_observations: Vec<String>,
     },
-    /// The image or its example episode failed: counts against the submitter.
-    Author { code: ErrorCode, message: String },
-    /// The sandbox, the registry or the arena failed: retried, never counted.
-    Platform { code: ErrorCode, message: String },
+    /// The image or its example episode failed: counts against the submitter. `evidence`: what
+    /// their server answered (`super::evidence`).
+    Author {
+        code: ErrorCode,
+        message: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        evidence: Option<Value>,
+    },
+    /// The sandbox, the registry or the arena failed: retried, never counted. `evidence`: a
+    /// server that exited, its exit and last lines.
+    Platform {
+        code: ErrorCode,
+        message: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        evidence: Option<Value>,
+    },
+}
+
+/// A task's refusal in a verdict.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskError {
+    pub task_id: String,
+    pub code: ErrorCode,
+    pub message: String,
+    pub evidence: Option<Value>,
 }
 
 /// A task's probes so far.
@@ -255,20 +297,26 @@ pub enum Verdict {
     Validated,
     /// A task failed on the submitter's side (slot used), or on ours with no attempt left (slot
     /// returned). The errors name each failing task.
-    Rejected { origin: ErrorOrigin, slot: SlotState, errors: Vec<(String, ErrorCode, String)> },
+    Rejected { origin: ErrorOrigin, slot: SlotState, errors: Vec<TaskError> },
 }
 
 /// The submission's state from its tasks' probes, within its allowance.
 pub fn verdict(tasks: &[TaskProbe], allowance: &Allowance) -> Verdict {
-    let errors = |platform: bool| -> Vec<(String, ErrorCode, String)> {
+    let errors = |platform: bool| -> Vec<TaskError> {
+        let error = |t: &TaskProbe, code: &ErrorCode, message: &String, evidence: &Option<Value>| TaskError {
+            task_id: t.task_id.clone(),
+            code: *code,
+            message: message.clone(),
+            evidence: evidence.clone(),
+        };
         tasks
             .iter()
             .filter_map(|t| match &t.last {
-                Some(Outcome::Author { code, message }) if !platform => {
-                    Some((t.task_id.clone(), *code, message.clone()))
+                Some(Outcome::Author { code, message, evidence }) if !platform => {
+                    Some(error(t, code, message, evidence))
                 }
-                Some(Outcome::Platform { code, message }) if platform => {
-                    Some((t.task_id.clone(), *code, message.clone()))
+                Some(Outcome::Platform { code, message, evidence }) if platform => {
+                    Some(error(t, code, message, evidence))
                 }
                 _ => None,
             })
@@ -294,18 +342,37 @@ pub fn verdict(tasks: &[TaskProbe], allowance: &Allowance) -> Verdict {
             tasks.len() - pending.len(),
             tasks.len()
         );
-        platform.retain(|(task, ..)| !pending.iter().any(|p| &p.task_id == task));
-        platform.extend(
-            pending
-                .iter()
-                .map(|p| (p.task_id.clone(), ErrorCode::AdmissionInfrastructureFailure, why.clone())),
-        );
+        platform.retain(|e| !pending.iter().any(|p| p.task_id == e.task_id));
+        platform.extend(pending.iter().map(|p| TaskError {
+            task_id: p.task_id.clone(),
+            code: ErrorCode::AdmissionInfrastructureFailure,
+            message: why.clone(),
+            evidence: None,
+        }));
     }
     if platform.is_empty() {
         Verdict::Validated
     } else {
         Verdict::Rejected { origin: ErrorOrigin::Platform, slot: SlotState::Returned, errors: platform }
     }
+}
+
+/// The warnings of a validated submission: each task whose first observations suggest the
+/// environment ignores `task_id` (`super::evidence::ignored_task_ids`).
+pub fn warnings(tasks: &[TaskProbe]) -> Vec<(String, String)> {
+    let seen: Vec<(String, Vec<String>)> = tasks
+        .iter()
+        .filter_map(|t| match &t.last {
+            Some(Outcome::Passed { first_observations, .. }) => {
+                Some((t.task_id.clone(), first_observations.clone()))
+            }
+            _ => None,
+        })
+        .collect();
+    super::evidence::ignored_task_ids(&seen)
+        .into_iter()
+        .map(|t| (t, super::evidence::RESET_IGNORES_TASK.to_string()))
+        .collect()
 }
 
 /// The tools a tools environment lists at most, and their text in the system message at most.
@@ -382,6 +449,9 @@ pub fn listed_ids(splits: &[(String, Value)], max: usize) -> Vec<String> {
 }
 
 #[cfg(test)]
+mod cases;
+
+#[cfg(test)]
 mod tests {
     use serde_json::json;
 
@@ -443,11 +513,11 @@ mod tests {
             schema_matches(&a, &json!({"action": {"type": "object"}, "observation": {"type": "object"}})),
             Ok(())
         );
-        assert!(schema_matches(
-            &a,
-            &json!({"action": {"type": "string"}, "observation": {"type": "object"}})
-        )
-        .is_err());
+        let (why, evidence) =
+            schema_matches(&a, &json!({"action": {"type": "string"}, "observation": {"type": "object"}}))
+                .unwrap_err();
+        assert!(why.contains("`/action/type`"), "{why}");
+        assert_eq!(evidence["differences"][0]["pointer"], "/action/type");
     }
 
     #[test]
@@ -462,14 +532,29 @@ mod tests {
     }
 
     #[test]
+    fn a_finish_action_must_end_the_episode_with_a_reward_in_zero_to_one() {
+        let step = |reward: Option<f64>, done| Step { reward, done };
+        assert_eq!(judge_finish(&step(Some(0.25), true), "from a fresh reset"), Ok(0.25));
+        assert!(judge_finish(&step(Some(0.0), false), "x").unwrap_err().contains("did not end"));
+        assert!(judge_finish(&step(Some(2.0), true), "x").unwrap_err().contains("outside [0, 1]"));
+        assert!(judge_finish(&step(None, true), "x").unwrap_err().contains("without a reward"));
+    }
+
+    #[test]
     fn author_failures_use_the_slot_platform_ones_retry_then_return_it() {
         let t = |id: &str, attempts, last| TaskProbe { task_id: id.into(), attempts, last, spent_s: 10 };
         let verdict = |tasks: &[TaskProbe]| verdict(tasks, &Allowance::default());
-        let passed = Some(Outcome::Passed { reset: None, tools: Vec::new() });
-        let platform =
-            Some(Outcome::Platform { code: ErrorCode::SandboxStartupFailed, message: "no /health".into() });
-        let author =
-            Some(Outcome::Author { code: ErrorCode::ImageSchemaMismatch, message: "differs".into() });
+        let passed = Some(Outcome::Passed { reset: None, tools: Vec::new(), first_observations: Vec::new() });
+        let platform = Some(Outcome::Platform {
+            code: ErrorCode::SandboxStartupFailed,
+            message: "no /health".into(),
+            evidence: None,
+        });
+        let author = Some(Outcome::Author {
+            code: ErrorCode::ImageSchemaMismatch,
+            message: "differs".into(),
+            evidence: None,
+        });
         assert_eq!(verdict(&[t("a", 1, passed.clone()), t("b", 0, None)]), Verdict::Pending);
         assert_eq!(verdict(&[t("a", 1, passed.clone()), t("b", 1, passed.clone())]), Verdict::Validated);
         assert_eq!(
@@ -483,7 +568,7 @@ mod tests {
         ));
         assert!(matches!(
             verdict(&[t("a", 1, author), t("b", 1, platform)]),
-            Verdict::Rejected { origin: ErrorOrigin::Author, slot: SlotState::Used, ref errors } if errors.len() == 1 && errors[0].0 == "a"
+            Verdict::Rejected { origin: ErrorOrigin::Author, slot: SlotState::Used, ref errors } if errors.len() == 1 && errors[0].task_id == "a"
         ));
     }
 
@@ -493,6 +578,7 @@ mod tests {
             Some(Outcome::Platform {
                 code: ErrorCode::SandboxStartupFailed,
                 message: "the image never answered GET /health within 120 s".into(),
+                evidence: None,
             })
         };
         // Fifty tasks of an image that never serves: four sandboxes, not a hundred.
@@ -509,12 +595,13 @@ mod tests {
         assert_eq!(started, allowance.platform_failures);
         let Verdict::Rejected { origin, slot, errors } = verdict(&tasks, &allowance) else { panic!() };
         assert_eq!((origin, slot, errors.len()), (ErrorOrigin::Platform, SlotState::Returned, 50));
-        assert!(errors.iter().filter(|e| e.2.contains("allowance")).count() >= 48, "{errors:?}");
+        assert!(errors.iter().filter(|e| e.message.contains("allowance")).count() >= 48, "{errors:?}");
         // Slow probes that pass spend the sandbox time instead.
         let slow: Vec<TaskProbe> = (0..50)
             .map(|i| TaskProbe { spent_s: if i < 7 { 800 } else { 0 }, ..TaskProbe::new(&format!("t{i}")) })
             .map(|t| {
-                let passed = Some(Outcome::Passed { reset: None, tools: Vec::new() });
+                let passed =
+                    Some(Outcome::Passed { reset: None, tools: Vec::new(), first_observations: Vec::new() });
                 if t.spent_s > 0 {
                     TaskProbe { attempts: 1, last: passed, ..t }
                 } else {
@@ -542,7 +629,7 @@ mod tests {
         assert_eq!(listed_ids(&splits, 2), ["echo-1 (train)", "echo-2 (train)"]);
         // A stored outcome from before the task API reads as a plain pass.
         let old: Outcome = serde_json::from_value(json!({"outcome": "passed"})).unwrap();
-        assert_eq!(old, Outcome::Passed { reset: None, tools: Vec::new() });
+        assert_eq!(old, Outcome::Passed { reset: None, tools: Vec::new(), first_observations: Vec::new() });
     }
 
     #[test]

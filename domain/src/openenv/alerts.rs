@@ -46,7 +46,11 @@ fn next(alert: Alert, state: RunState, policy_version: i64) -> String {
         Alert::EpisodeRetried => {
             "The step goes on with the replayed episodes, counted as the step's `group_retries`.".into()
         }
-        Alert::NoUpdate => "The run goes on with its next step; only this step's time was spent.".into(),
+        Alert::NoUpdate => format!(
+            "The run goes on with its next step; only this step's time was spent. After {} such steps in a row it \
+             ends (RUN_NO_TRAINING_SIGNAL) and is never ranked.",
+            super::episode::NO_UPDATE_STEPS
+        ),
         Alert::CleanupFailed => format!(
             "Cleanup continues: the trainer stops what it can, and a cleanup that lasts over {} minutes is shown \
              as stalled, with the sandboxes left, until an organizer releases it.",
@@ -96,8 +100,19 @@ pub fn in_words(events: &mut [RunEvent]) {
             dashboard = Some(d);
         }
         if let Some(alert) = e.alert {
+            // A step that trained nothing is said with its own numbers (the participant's train
+            // task's rewards and how its episodes ended); editors also read the cluster's words.
+            let counted = e
+                .ends
+                .as_ref()
+                .map(|n| format!("rewards in the order they ended {}; {}", n.scores_words(), n.words()));
             let reported = e.reported.as_ref().and_then(|r| r.message.as_deref());
-            e.message = Some(message(alert, reported, e.state, e.policy_version, dashboard.as_deref()));
+            let said = match (counted, reported) {
+                (Some(c), Some(r)) => Some(format!("{c} (the trainer: {r})")),
+                (c, r) => c.or(r.map(String::from)),
+            };
+            e.message =
+                Some(message(alert, said.as_deref(), e.state, e.policy_version, dashboard.as_deref()));
         }
     }
 }
@@ -174,6 +189,7 @@ mod tests {
                 message: Some("reported".into()),
                 incomplete: None,
             }),
+            ends: None,
         };
         let mut events = [
             event(1, Some(Alert::NoUpdate), None),

@@ -17,6 +17,11 @@ pub const EPISODES_THAT_TRAIN: usize = 4;
 pub const TOOL_CALL_BURST: u64 = 4;
 /// A run's time on its H200, counted from the trainer's start on the GPU.
 pub const RUN_LIMIT_S: u64 = 14_400;
+/// Steps in a row that train nothing (fewer than four valid rewards) after which a run ends
+/// `failed` (`RUN_NO_TRAINING_SIGNAL`): five steps, 25 episodes, is enough to tell an environment
+/// whose episodes never end with a reward from bad luck (a step trains when four of five do), and
+/// costs minutes, not the run's hours.
+pub const NO_UPDATE_STEPS: usize = 5;
 /// A run handed to the cluster whose trainer has not started on a GPU after this long fails
 /// (`RUN_QUEUE_TIMEOUT`) without spending its time.
 pub const QUEUE_TIMEOUT_S: i64 = 2 * 3600;
@@ -294,6 +299,29 @@ pub fn score(end: &End, finish_reward: Option<f64>) -> Option<f64> {
 pub fn training_group(scores_in_end_order: &[Option<f64>]) -> Option<Vec<f64>> {
     let group: Vec<f64> = scores_in_end_order.iter().filter_map(|s| *s).take(EPISODES_THAT_TRAIN).collect();
     (group.len() == EPISODES_THAT_TRAIN).then_some(group)
+}
+
+/// How a step counts toward [`no_signal`], from its episodes with a valid reward (`valid`) and
+/// those the platform lost (`lost`: their sandbox never served, even replaced): `Some(true)` it
+/// trained; `Some(false)` it trained nothing by its environment's doing; `None` it trained nothing
+/// only because the platform lost sandboxes that might have given the rewards it lacked, which is
+/// not the participant's and is not counted.
+pub fn step_trained(valid: usize, lost: usize) -> Option<bool> {
+    if valid >= EPISODES_THAT_TRAIN {
+        Some(true)
+    } else if valid + lost >= EPISODES_THAT_TRAIN {
+        None
+    } else {
+        Some(false)
+    }
+}
+
+/// Whether a run whose steps trained or not (`trained`, oldest first, every step it played, as
+/// [`step_trained`] counts them; `None`: not counted) has gone [`NO_UPDATE_STEPS`] counted steps in
+/// a row without training: it ends then.
+pub fn no_signal(trained: &[Option<bool>]) -> bool {
+    let counted: Vec<bool> = trained.iter().flatten().copied().collect();
+    counted.len() >= NO_UPDATE_STEPS && counted.iter().rev().take(NO_UPDATE_STEPS).all(|t| !t)
 }
 
 /// The training task of optimizer step `step` (0-based): the train tasks in turn.

@@ -346,7 +346,13 @@ pub struct Progress {
     pub ended: bool,
     /// Why the run ended without an evaluation, when it did (failed, cancelled).
     pub ended_why: Option<String>,
+    /// The run took at least one optimizer step (`policy_version` > 0).
+    pub trained: bool,
 }
+
+/// Why a run that took no optimizer step is never ranked.
+pub const UNTRAINED: &str = "never ranked: the run took no optimizer step, so its held-out change measures \
+     nothing it learned";
 
 /// The run's evaluation, scored from its stored records; `editor` adds each task's figures.
 pub fn view(
@@ -362,7 +368,9 @@ pub fn view(
     let scored = !before.is_empty() && !after.is_empty() && figures.paired_tasks > 0;
     // A phase that could not be played to its end leaves the evaluation incomplete, whatever it
     // scored: its figures are shown, never ranked.
-    let (state, reason) = if let Some(why) = &progress.incomplete {
+    let (state, reason) = if progress.ended && !progress.trained {
+        (EvaluationState::Incomplete, Some(UNTRAINED.to_string()))
+    } else if let Some(why) = &progress.incomplete {
         (EvaluationState::Incomplete, Some(why.clone()))
     } else if scored {
         (EvaluationState::Complete, None)
@@ -500,7 +508,7 @@ pub struct Leaderboard {
     pub method: String,
 }
 
-pub const METHOD: &str = "Per run: Δ = mean over held-out tasks of (mean reward after − before), in percentage points, each task weighing the same; SE = sd of the tasks' Δ / √n (paired, clustered by task). Episodes the platform lost are left out, not scored 0. Per submission: the mean Δ of its evaluated runs, with the run-to-run variance pooled over submissions with repeats (never below a run's own evaluation variance), as the collection leaderboard pools it. 95% interval = Δ ± 1.96 SE; rows whose intervals overlap the first row of their group share a tie group.";
+pub const METHOD: &str = "Per run: Δ = mean over held-out tasks of (mean reward after − before), in percentage points, each task weighing the same; SE = sd of the tasks' Δ / √n (paired, clustered by task). Episodes the platform lost are left out, not scored 0. A run that took no optimizer step is never ranked, whatever its evaluation. Per submission: the mean Δ of its evaluated runs, with the run-to-run variance pooled over submissions with repeats (never below a run's own evaluation variance), as the collection leaderboard pools it. 95% interval = Δ ± 1.96 SE; rows whose intervals overlap the first row of their group share a tie group.";
 
 /// Ranks submissions by the mean Δ of their runs whose evaluation is complete.
 pub fn leaderboard(runs: &[EvaluatedRun], domains: &[String]) -> (Vec<LeaderboardRow>, Option<ReferenceRow>) {

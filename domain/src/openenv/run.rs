@@ -45,6 +45,87 @@ pub struct RunEvent {
     /// arena's own sentence in `message`, `super::wording`). Never taken from the cluster.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reported: Option<Reported>,
+    /// On `updating` (and a `RUN_NO_TRAINING_SIGNAL` failure): how the step's episodes ended
+    /// (over the stretch, for the failure), in numbers the arena words for the participant.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ends: Option<EpisodeEnds>,
+}
+
+/// How episodes ended, counted: their own `done`, the finish action or `{"finish": true}` with a
+/// valid reward, an invalid reply, a token budget or `tool_calls_total`, a wall, no valid reward
+/// (a finish action that gave none), or a sandbox that never served; and the rewards in the order
+/// the episodes ended (`null`: none).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "openapi", schema(as = OpenEnvEpisodeEnds))]
+pub struct EpisodeEnds {
+    #[serde(default)]
+    pub done: u32,
+    #[serde(default)]
+    pub finished: u32,
+    #[serde(default)]
+    pub invalid_reply: u32,
+    #[serde(default)]
+    pub budget: u32,
+    #[serde(default)]
+    pub timeout: u32,
+    #[serde(default)]
+    pub no_reward: u32,
+    #[serde(default)]
+    pub sandbox: u32,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scores: Vec<Option<f64>>,
+}
+
+impl EpisodeEnds {
+    /// Episodes counted.
+    pub fn total(&self) -> u32 {
+        self.done
+            + self.finished
+            + self.invalid_reply
+            + self.budget
+            + self.timeout
+            + self.no_reward
+            + self.sandbox
+    }
+
+    /// The counts in words: "2 ended by an invalid reply; 3 never ended with a reward".
+    pub fn words(&self) -> String {
+        let parts = [
+            (self.done, "ended by themselves"),
+            (self.finished, "were ended by the finish action"),
+            (self.invalid_reply, "ended by an invalid reply"),
+            (self.budget, "ran out of a budget (tokens or tool calls)"),
+            (self.timeout, "hit a wall"),
+            (self.no_reward, "never ended with a reward (no `done`, and the finish action gave none)"),
+            (self.sandbox, "lost their sandbox"),
+        ];
+        let said: Vec<String> =
+            parts.iter().filter(|(n, _)| *n > 0).map(|(n, w)| format!("{n} {w}")).collect();
+        if said.is_empty() {
+            "no episode was counted".into()
+        } else {
+            said.join("; ")
+        }
+    }
+
+    /// The rewards in the order they ended: "[none, none, 0, 0, 0]".
+    pub fn scores_words(&self) -> String {
+        let shown: Vec<String> =
+            self.scores.iter().map(|s| s.map_or("none".into(), |r| format!("{r}"))).collect();
+        format!("[{}]", shown.join(", "))
+    }
+
+    fn check(&self) -> Result<(), Invalid> {
+        // A failure's counts cover a stretch of steps; a step's, its five (and their replays).
+        if self.total() > 10_000 || self.scores.len() > 2 * super::episode::EPISODES_PER_STEP {
+            return Err("`ends` counts more episodes than a run plays".into());
+        }
+        if self.scores.iter().flatten().any(|r| !r.is_finite()) {
+            return Err("`ends.scores` holds a number that is not finite".into());
+        }
+        Ok(())
+    }
 }
 
 /// The cluster's own words for an event, kept for editors: its message and, on `evaluating`, why
@@ -87,6 +168,9 @@ impl RunEvent {
         }
         if let Some(m) = &self.metrics {
             m.check()?;
+        }
+        if let Some(ends) = &self.ends {
+            ends.check()?;
         }
         Ok(())
     }
@@ -155,6 +239,9 @@ crate::metric_table::metric_table! {
         lora_b_norm: "lora_b_norm",
         /// Episodes of the step lost to the platform and played again in a fresh sandbox.
         episodes_group_retries: "episodes/group_retries" or "group_retries",
+        /// Seconds the step's episodes waited for their sandboxes to serve, after what was started
+        /// during the previous update.
+        episodes_sandbox_wait_s: "episodes/sandbox_wait_s" or "sandbox_wait_s",
     }
 }
 
@@ -287,10 +374,14 @@ pub fn trainer_of(events: &[RunEvent]) -> Option<TrainerInfo> {
     events.iter().rev().find_map(|e| e.trainer.clone())
 }
 
+/// The latest alert of a run. A run that ended keeps only the alerts that still need someone (a
+/// sandbox left running): the others ("the run goes on with its next step…") were about a run that
+/// no longer goes on.
 pub fn latest_alert(events: &[RunEvent]) -> Option<AlertView> {
     let url = trainer_of(events).and_then(|t| t.dashboard);
+    let ended = events.last().is_some_and(|e| e.state.has_ended());
     events.iter().rev().find_map(|e| {
-        e.alert.map(|a| AlertView {
+        e.alert.filter(|a| !ended || *a == Alert::CleanupFailed).map(|a| AlertView {
             alert: a,
             level: a.level(),
             words: a.words().into(),
@@ -413,6 +504,7 @@ mod tests {
             evaluation: None,
             task_id: None,
             reported: None,
+            ends: None,
         };
         let events = [
             e(Rolling, 0, Some(vec![Some(0.0), None, Some(1.0), Some(1.0), Some(0.0)])),
@@ -442,6 +534,7 @@ mod tests {
             evaluation: None,
             task_id: None,
             reported: None,
+            ends: None,
         }
     }
 

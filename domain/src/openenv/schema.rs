@@ -5,8 +5,13 @@
 //! with is decided here once and travels with the assignment, so the arena and the trainer judge
 //! an action by the same rules.
 
+mod in_place;
+
 use crate::invalid::Invalid;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+pub use in_place::MAX_IN_PLACE;
 
 /// The drafts a schema may be written in, by the `$schema` URI each one publishes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,9 +77,22 @@ const MAX_DEPTH: usize = 64;
 
 /// The draft `schema` is compiled with, or why it may not be used: a reference that is not a
 /// local JSON pointer or anchor, an `$id` that names an address, a `$schema` that is not one of the
-/// drafts' own URIs (or not at the root), or `$vocabulary` (which names meta-schemas by address).
+/// drafts' own URIs (or not at the root), `$vocabulary` (which names meta-schemas by address), or
+/// keywords that apply it to the same value without end or past [`MAX_IN_PLACE`] subschemas.
 pub fn draft_of(schema: &Value) -> Result<SchemaDraft, Invalid> {
     check(schema, "", 0)?;
+    in_place::check(schema).map_err(|why| match why {
+        in_place::Unbounded::Loop { path } => Invalid::from(format!(
+            "it applies itself to the same value without end ({}): a reference loop no validator can \
+             finish; reach a schema again only through a keyword that descends into the value (`properties`, \
+             `items`, …)",
+            path.join(" → ")
+        )),
+        in_place::Unbounded::TooMany { at } => Invalid::from(format!(
+            "it is too complex to check: `{at}` checks one value against more than {MAX_IN_PLACE} subschemas \
+             through `$ref`, `allOf`, `anyOf` and the like"
+        )),
+    })?;
     match schema.get("$schema") {
         None => Ok(DEFAULT_DRAFT),
         Some(Value::String(uri)) => SchemaDraft::from_uri(uri).ok_or_else(|| {
@@ -157,9 +175,15 @@ fn kind(v: &Value) -> &'static str {
     }
 }
 
+/// Backtracking steps a `pattern` may take on one string (the crate's default is 1,000,000).
+pub const PATTERN_BACKTRACK_LIMIT: usize = 100_000;
+/// Bytes a compiled `pattern` may take, and its lazy DFA's cache.
+pub const PATTERN_SIZE_LIMIT: usize = 1 << 20;
+
 /// A validator for `schema` compiled as `draft`, which resolves nothing outside the schema (the
 /// crate is built without its file and network resolvers; [`draft_of`] refused every other
-/// reference first).
+/// reference first). Its `pattern`s are bounded in steps and size; `format` is not asserted, as
+/// the trainer's Python validator does not assert it either.
 #[cfg(feature = "validate")]
 pub fn validator(schema: &Value, draft: SchemaDraft) -> Result<jsonschema::Validator, Invalid> {
     let draft = match draft {
@@ -169,7 +193,52 @@ pub fn validator(schema: &Value, draft: SchemaDraft) -> Result<jsonschema::Valid
         SchemaDraft::Draft201909 => jsonschema::Draft::Draft201909,
         SchemaDraft::Draft202012 => jsonschema::Draft::Draft202012,
     };
-    jsonschema::options().with_draft(draft).build(schema).map_err(|e| Invalid(e.to_string()))
+    let patterns = jsonschema::PatternOptions::fancy_regex()
+        .backtrack_limit(PATTERN_BACKTRACK_LIMIT)
+        .size_limit(PATTERN_SIZE_LIMIT)
+        .dfa_size_limit(PATTERN_SIZE_LIMIT);
+    jsonschema::options()
+        .with_draft(draft)
+        .should_validate_formats(false)
+        .with_pattern_options(patterns)
+        .build(schema)
+        .map_err(|e| Invalid(e.to_string()))
+}
+
+/// What the arena checks of a submission's schemas: both compile with the draft they name, and
+/// each named action is valid under the action schema. Participant data all of it, so it is run
+/// where a runaway cannot stop the arena (the server's `openenv::schema_guard`: a process of its
+/// own, bounded in time and memory).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SchemaCheck {
+    /// `{"action": …, "observation": …}` as submitted.
+    pub schema: Value,
+    /// Each action with the name a refusal calls it by (`example action 0`, `` `finish_action` ``).
+    pub actions: Vec<(String, Value)>,
+}
+
+#[cfg(feature = "validate")]
+impl SchemaCheck {
+    /// The first rule the schemas or actions break, in the words the submitter reads.
+    pub fn run(&self) -> Result<(), Invalid> {
+        let compile = |part: &str| {
+            let invalid =
+                |why: Invalid| Invalid(format!("`schema.{part}` is not a usable JSON Schema: {why}"));
+            let draft = draft_of(&self.schema[part]).map_err(invalid)?;
+            validator(&self.schema[part], draft).map_err(invalid)
+        };
+        let action = compile("action")?;
+        compile("observation")?;
+        for (name, a) in &self.actions {
+            if let Err(e) = action.validate(a) {
+                return Err(Invalid(format!(
+                    "{name} does not match the action schema: {e} (at `{}`)",
+                    e.instance_path()
+                )));
+            }
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]

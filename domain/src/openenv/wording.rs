@@ -9,7 +9,8 @@ use super::run::{Reported, RunEvent, RunState};
 
 /// The failure codes a trainer's `failed` event may carry (`CODE: why`); any other is reported
 /// as the trainer's failure.
-const RUN_CODES: [&str; 3] = ["RUN_TRAINER_FAILED", "RUN_STEP_DOES_NOT_FIT", "RUN_QUEUE_TIMEOUT"];
+const RUN_CODES: [&str; 4] =
+    ["RUN_TRAINER_FAILED", "RUN_STEP_DOES_NOT_FIT", "RUN_QUEUE_TIMEOUT", "RUN_NO_TRAINING_SIGNAL"];
 
 /// The code a failure's text starts with (`RUN_…: why`), when it is one the guide names.
 pub fn failure_code(text: &str) -> Option<&'static str> {
@@ -58,7 +59,7 @@ fn sentence(e: &RunEvent, reported: Option<&str>) -> Option<String> {
         RunState::Updating => updating(e, &task),
         RunState::Cleanup => "training is over; the run's sandboxes are being stopped".into(),
         RunState::Completed => format!("{} optimizer steps taken", e.policy_version),
-        RunState::Failed => failed(reported),
+        RunState::Failed => failed(reported, e),
         RunState::Cancelled => "cancelled".into(),
     })
 }
@@ -84,8 +85,11 @@ fn updating(e: &RunEvent, task: &str) -> String {
     let rewards: Vec<String> =
         e.rewards.iter().flatten().map(|r| r.map_or("none".to_string(), |r| format!("{r}"))).collect();
     if rewards.is_empty() {
+        let how = e.ends.as_ref().map_or(String::new(), |n| {
+            format!(": rewards in the order they ended {}; {}", n.scores_words(), n.words())
+        });
         return format!(
-            "the step of {task} trained nothing: fewer than four episodes ended with a valid reward"
+            "the step of {task} trained nothing: fewer than four episodes ended with a valid reward{how}"
         );
     }
     let valid: Vec<f64> = e.rewards.iter().flatten().flatten().copied().collect();
@@ -99,8 +103,36 @@ fn updating(e: &RunEvent, task: &str) -> String {
     )
 }
 
-fn failed(reported: Option<&str>) -> String {
+fn failed(reported: Option<&str>, e: &RunEvent) -> String {
     match reported.and_then(failure_code) {
+        Some("RUN_NO_TRAINING_SIGNAL") => {
+            let how = e
+                .ends
+                .as_ref()
+                .map_or(String::new(), |n| format!(" Of their {} episodes: {}.", n.total(), n.words()));
+            // The trainer ends a run for one of two reasons (`cluster/arena_cluster/trainer.py`,
+            // `no_training_signal`): a streak of steps that trained nothing, or steps played to
+            // the end of its time without one optimizer step.
+            let head = if reported.is_some_and(|r| r.contains("in a row")) {
+                format!(
+                    "{} steps in a row trained nothing (fewer than four of five episodes ended with a valid \
+                     reward), so the run ended early",
+                    super::episode::NO_UPDATE_STEPS
+                )
+            } else {
+                "the run's steps took no optimizer step (none had four of five episodes end with a valid reward)"
+                    .to_string()
+            };
+            let lost = e.ends.as_ref().is_some_and(|n| n.sandbox * 2 > n.total());
+            let next = if lost {
+                "Most of its episodes were lost to the platform (their sandboxes never served): the organizers \
+                 look into it."
+            } else {
+                "Play your example actions and finish_action against your server (openenv_check.py): every \
+                 episode must end with a reward."
+            };
+            format!("RUN_NO_TRAINING_SIGNAL: {head}; it is never ranked.{how} {next}")
+        }
         Some("RUN_STEP_DOES_NOT_FIT") => "RUN_STEP_DOES_NOT_FIT: one optimizer step of the next train task \
              (its three walls and the update) does not fit in the time the run has left"
             .into(),
@@ -116,7 +148,7 @@ fn failed(reported: Option<&str>) -> String {
 #[cfg(test)]
 mod tests {
     use super::super::evaluation::{EvaluationReport, Phase};
-    use super::super::run::Alert;
+    use super::super::run::{Alert, EpisodeEnds};
     use super::*;
 
     const SECRET: &str = "heldout-secret-task-7 ghcr.io/benchflow/bench@sha256:abc /var/lib/arena-agent/done";
@@ -135,6 +167,7 @@ mod tests {
             evaluation: None,
             task_id: None,
             reported: None,
+            ends: None,
         }
     }
 
@@ -220,5 +253,68 @@ mod tests {
         assert_eq!(alert.message, None, "alerts are said in words when served");
         assert_eq!(failure_code("RUN_QUEUE_TIMEOUT: late"), Some("RUN_QUEUE_TIMEOUT"));
         assert_eq!(failure_code("OTHER: x"), None);
+    }
+
+    fn ends(scores: Vec<Option<f64>>, invalid_reply: u32, done: u32, sandbox: u32) -> EpisodeEnds {
+        EpisodeEnds { invalid_reply, done, sandbox, scores, ..EpisodeEnds::default() }
+    }
+
+    #[test]
+    fn authors_read_their_own_steps_rewards_and_how_their_episodes_ended() {
+        let train = vec!["echo-1".to_string()];
+        let mut step = RunEvent {
+            task_id: Some("echo-1".into()),
+            alert: None,
+            rewards: Some(vec![]),
+            ends: Some(ends(vec![None, None, Some(0.0), Some(0.0), Some(0.0)], 2, 3, 0)),
+            ..event(RunState::Updating)
+        };
+        for_participants(&mut step, &train);
+        let m = step.message.unwrap();
+        assert!(
+            m.contains("`echo-1` trained nothing")
+                && m.contains("[none, none, 0, 0, 0]")
+                && m.contains("2 ended by an invalid reply")
+                && m.contains("3 ended by themselves"),
+            "{m}"
+        );
+        let streak = RunEvent {
+            message: Some(
+                "RUN_NO_TRAINING_SIGNAL: 5 steps in a row trained nothing: of their 25 episodes".into(),
+            ),
+            ends: Some(ends(vec![], 20, 5, 0)),
+            ..event(RunState::Failed)
+        };
+        let mut shown = streak.clone();
+        for_participants(&mut shown, &train);
+        let m = shown.message.unwrap();
+        assert!(
+            m.contains("5 steps in a row") && m.contains("Of their 25 episodes: 5 ended by themselves"),
+            "{m}"
+        );
+        assert!(m.contains("finish_action") && m.contains("never ranked"), "{m}");
+        let mut no_step = RunEvent {
+            message: Some("RUN_NO_TRAINING_SIGNAL: 7 step(s) played and no optimizer step taken: x".into()),
+            ends: Some(ends(vec![], 0, 2, 33)),
+            ..streak
+        };
+        for_participants(&mut no_step, &train);
+        let m = no_step.message.unwrap();
+        assert!(!m.contains("in a row") && m.contains("took no optimizer step"), "{m}");
+        assert!(m.contains("lost to the platform") && !m.contains("finish_action"), "{m}");
+    }
+
+    #[test]
+    fn an_ended_run_keeps_no_alert_of_a_run_that_goes_on() {
+        let no_update = RunEvent { alert: Some(Alert::NoUpdate), ..event(RunState::Updating) };
+        let rolling = vec![event(RunState::Rolling), no_update.clone()];
+        assert_eq!(super::super::run::latest_alert(&rolling).map(|a| a.alert), Some(Alert::NoUpdate));
+        let ended = vec![event(RunState::Rolling), no_update, event(RunState::Failed)];
+        assert_eq!(super::super::run::latest_alert(&ended).map(|a| a.alert), None);
+        let left = vec![
+            RunEvent { alert: Some(Alert::CleanupFailed), ..event(RunState::Cleanup) },
+            event(RunState::Failed),
+        ];
+        assert_eq!(super::super::run::latest_alert(&left).map(|a| a.alert), Some(Alert::CleanupFailed));
     }
 }

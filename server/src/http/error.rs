@@ -69,6 +69,25 @@ impl ApiError {
     }
 }
 
+/// A handler that panicked (tower-http's `CatchPanicLayer` caught the unwind): logged under a
+/// request id, answered 500 `INTERNAL` with that id, and the server serves on. The panic's text
+/// stays in the log.
+pub fn panicked(panic: Box<dyn std::any::Any + Send + 'static>) -> Response {
+    let what = panic
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| panic.downcast_ref::<&str>().copied())
+        .unwrap_or("a panic without a message");
+    let request_id = crate::identity::random_hex(8);
+    tracing::error!(request_id, panic = what, "a handler panicked");
+    ApiError::new(
+        ErrorCode::Internal,
+        format!("the arena hit an internal error (request {request_id}); try again shortly"),
+    )
+    .with("request_id", request_id)
+    .into_response()
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status =

@@ -7,7 +7,7 @@ pub mod ids;
 mod json;
 mod query;
 
-pub use error::ApiError;
+pub use error::{panicked, ApiError};
 pub use json::ApiJson;
 pub use query::ApiQuery;
 

@@ -86,6 +86,35 @@ fn hub_error(e: HubError) -> ApiError {
     }
 }
 
+/// The refusal of a request made with one of the arena's own accounts (`ServiceAccounts`).
+pub fn service_account() -> ApiError {
+    ApiError::new(
+        ErrorCode::ServiceAccount,
+        "this credential is one of the arena's own (its bot or a sandbox reader), which never acts as a caller; \
+         nothing was stored or counted. Use your own Hugging Face token",
+    )
+}
+
+/// Every route, public reads included, refuses the arena's own tokens at once (no HF call): a
+/// sandbox given its reader must get nothing from the arena with it.
+pub async fn refuse_own_tokens(
+    axum::extract::State(state): axum::extract::State<AppState>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let bearer = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split_once(' '))
+        .map(|(_, t)| t.trim());
+    if bearer.is_some_and(|t| state.auth.service_tokens.contains(&sha256_hex(t))) {
+        return service_account().into_response();
+    }
+    next.run(request).await
+}
+
 impl FromRequestParts<AppState> for Caller {
     type Rejection = ApiError;
 
@@ -105,8 +134,15 @@ impl FromRequestParts<AppState> for Caller {
                         "send your HF token as `Authorization: Bearer <token>`",
                     )
                 })?;
+            // The arena's own tokens are refused before HF is asked, its accounts once HF named them.
+            if state.auth.service_tokens.contains(&sha256_hex(token)) {
+                return Err(service_account());
+            }
             let client = crate::http::client::address(parts, state.auth.proxy_hops);
             let account = state.hub.whoami(token, client).await.map_err(hub_error)?;
+            if state.auth.service.holds(&account) {
+                return Err(service_account());
+            }
             return Ok(Caller(Some(Identity {
                 editor: account.is_editor(&state.auth.editor_org),
                 id: account.id,
@@ -131,6 +167,9 @@ pub async fn session_caller(
 ) -> Result<Option<Identity>, ApiError> {
     let Some(session) = parts.extensions.get::<Session>().cloned() else { return Ok(None) };
     let Some(mut user) = session_user(&session).await else { return Ok(None) };
+    if state.auth.service.holds_id(&user.id) {
+        return Err(service_account());
+    }
     if let Some(sent) = write_csrf {
         if !same_bytes(sent.as_bytes(), user.csrf.as_bytes()) {
             return Err(ApiError::new(

@@ -206,6 +206,23 @@ async fn callback(
         return Err(unavailable(format!("userinfo answered {}", resp.status())));
     }
     let info: UserInfo = resp.json().await.map_err(|e| unavailable(e.without_url()))?;
+    let account = domain::identity::HubAccount {
+        id: info.sub.clone(),
+        name: info.preferred_username.clone(),
+        fullname: String::new(),
+        orgs: info
+            .orgs
+            .iter()
+            .map(|o| domain::identity::OrgRole {
+                org: o.preferred_username.clone(),
+                role: o.role_in_org.clone(),
+            })
+            .collect(),
+        token_role: None,
+    };
+    if state.auth.service.holds(&account) {
+        return Err(super::service_account());
+    }
     let editor_org = &state.auth.editor_org;
     // The token stays in memory, for re-checking the editor role; the session keeps a reference.
     let token_ref = random_secret();

@@ -50,8 +50,8 @@ pub fn router(state: &AppState, api: Router, openapi: &Value) -> anyhow::Result<
         .with_json_response(true)
         .with_sse_keep_alive(None)
         .with_max_request_body_bytes(MAX_BODY)
-        // The Space's proxy and its own name decide the Host; DNS rebinding matters for servers
-        // on a user's machine, and every call here needs a bearer token anyway.
+        // `Origin` and `Host` are checked before the token (`rebinding_refusal`), against the
+        // arena's own public URL rather than rmcp's loopback-only default.
         .disable_allowed_hosts();
     let service = StreamableHttpService::new(
         move || Ok(arena.clone()),
@@ -77,10 +77,43 @@ async fn resource_metadata(State(s): State<AppState>) -> Json<Value> {
     }))
 }
 
-/// Every `/mcp` request carries an HF token that resolves to an account; else 401 with the
-/// challenge MCP's authorization spec asks for. Cookies are not a way in: the tools forward the
-/// bearer token only.
+/// DNS rebinding: a page of another origin that renamed its own host to the arena's address could
+/// call a local arena with the demo tokens `dev/run` prints. MCP's Streamable HTTP transport says a
+/// server must check `Origin`: a request that sends one must send the arena's own public origin,
+/// and a `Host` must be one the arena serves (its public URL's, `ARENA_MCP_HOSTS`). Agents and CLIs
+/// send no `Origin` and pass.
+fn rebinding_refusal(s: &AppState, headers: &axum::http::HeaderMap) -> Option<ApiError> {
+    let text = |name| headers.get(name).map(|v| v.to_str().unwrap_or("(not text)"));
+    if let Some(origin) = text(header::ORIGIN) {
+        if origin != s.auth.public_origin {
+            return Some(ApiError::new(
+                ErrorCode::OriginRefused,
+                format!("/mcp answers pages of {} only, not of `{origin}`", s.auth.public_origin),
+            ));
+        }
+    }
+    if let Some(host) = text(header::HOST) {
+        if !s.auth.mcp_hosts.iter().any(|h| h.eq_ignore_ascii_case(host)) {
+            tracing::warn!(
+                host,
+                "refused an /mcp request for a host the arena does not serve (ARENA_MCP_HOSTS)"
+            );
+            return Some(ApiError::new(
+                ErrorCode::OriginRefused,
+                format!("/mcp is served as {} only, not as `{host}`", s.auth.mcp_hosts.join(", ")),
+            ));
+        }
+    }
+    None
+}
+
+/// Every `/mcp` request comes from no other origin or host (`rebinding_refusal`) and carries an
+/// HF token that resolves to an account; else 401 with the challenge MCP's authorization spec
+/// asks for. Cookies are not a way in: the tools forward the bearer token only.
 async fn require_token(State(s): State<AppState>, request: Request, next: Next) -> Response {
+    if let Some(refused) = rebinding_refusal(&s, request.headers()) {
+        return refused.into_response();
+    }
     let (mut parts, body) = request.into_parts();
     if !parts.headers.contains_key(header::AUTHORIZATION) {
         let error = ApiError::new(

@@ -5,6 +5,7 @@ pub mod api;
 pub mod intake;
 pub mod repo;
 pub mod runs;
+pub mod schema_guard;
 pub mod service;
 pub mod standing;
 

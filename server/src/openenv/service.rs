@@ -84,36 +84,35 @@ fn registry_error(image: &str, e: RegistryError) -> ApiError {
 
 /// The action and observation schemas point nowhere outside themselves and compile with the draft
 /// they name (the assignment carries it to the trainer), and every example action (and the finish
-/// action) is valid under the action schema.
-fn check_schemas(r: &SubmissionRequest) -> Result<(), ApiError> {
-    use domain::openenv::schema;
-    let compile = |part: &str| {
-        let invalid = |why: domain::invalid::Invalid| {
-            ApiError::new(
-                ErrorCode::SchemaInvalid,
-                format!("`schema.{part}` is not a usable JSON Schema: {why}"),
-            )
-        };
-        let draft = schema::draft_of(&r.schema[part]).map_err(invalid)?;
-        schema::validator(&r.schema[part], draft).map_err(invalid)
-    };
-    let action = compile("action")?;
-    compile("observation")?;
-    let named = r
+/// action) is valid under the action schema: checked in a process of its own, bounded in time and
+/// memory (`openenv::schema_guard`), since a schema is participant data a compiler may choke on.
+async fn check_schemas(s: &AppState, r: &SubmissionRequest) -> Result<(), ApiError> {
+    use crate::openenv::schema_guard::Unchecked;
+    let actions = r
         .example_actions
         .iter()
         .enumerate()
-        .map(|(i, a)| (format!("example action {i}"), a))
-        .chain(r.finish_action.iter().map(|a| ("`finish_action`".to_string(), a)));
-    for (name, a) in named {
-        if let Err(e) = action.validate(a) {
-            return Err(ApiError::new(
-                ErrorCode::SchemaInvalid,
-                format!("{name} does not match the action schema: {e} (at `{}`)", e.instance_path()),
-            ));
-        }
+        .map(|(i, a)| (format!("example action {i}"), a.clone()))
+        .chain(r.finish_action.iter().map(|a| ("`finish_action`".to_string(), a.clone())))
+        .collect();
+    let check = domain::openenv::schema::SchemaCheck { schema: r.schema.clone(), actions };
+    match s.openenv.schemas.check(&check).await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(why)) => Err(ApiError::new(ErrorCode::SchemaInvalid, why.0)),
+        Err(Unchecked::TooComplex(why)) => Err(ApiError::new(
+            ErrorCode::SchemaInvalid,
+            format!(
+                "the schema is too complex to check: {why}. Nothing was stored; simplify it (fewer nested \
+                 references and combinators, shorter patterns)"
+            ),
+        )),
+        Err(Unchecked::Busy) => Err(ApiError::new(
+            ErrorCode::CapacityBusy,
+            "the arena is checking other schemas; nothing was stored. Send the identical request again shortly",
+        )
+        .retry_after(5)),
+        Err(Unchecked::Broken(why)) => Err(ApiError::internal(why)),
     }
-    Ok(())
 }
 
 fn body_hash(body: &Value) -> String {
@@ -137,7 +136,7 @@ pub async fn check(s: &AppState, body: &Value) -> Result<Checked, ApiError> {
     let r = openenv::parse(body).map_err(refusal)?;
     openenv::check_contract(&r).map_err(refusal)?;
     openenv::check_schema_shape(&r).map_err(refusal)?;
-    check_schemas(&r)?;
+    check_schemas(s, &r).await?;
     let (refs, _) = openenv::image_references(&r).map_err(refusal)?;
     Ok(Checked { tasks: r.tasks.len(), images: refs.iter().map(|i| i.canonical()).collect() })
 }
@@ -148,7 +147,7 @@ pub async fn submit(s: &AppState, me: &Identity, body: Value) -> Result<Submissi
     let r = openenv::parse(&body).map_err(refusal)?;
     openenv::check_contract(&r).map_err(refusal)?;
     openenv::check_schema_shape(&r).map_err(refusal)?;
-    check_schemas(&r)?;
+    check_schemas(s, &r).await?;
     let (refs, by_task) = openenv::image_references(&r).map_err(refusal)?;
     let hash = body_hash(&body);
     // A resend is answered from the record, whatever the registries do now.
@@ -293,7 +292,7 @@ fn view(stored: &Stored, existing: bool, run_state: Option<RunState>) -> Result<
         state: stored.state.as_str().to_string(),
         report,
         error_origin: stored.error_origin.clone(),
-        slot: Slot { state: stored.slot_state.as_str().to_string() },
+        slot: Slot { state: stored.slot_state.as_str().to_string(), retry_after_s: None },
         images: images
             .into_iter()
             .map(|i| ImageView {
@@ -338,7 +337,20 @@ pub async fn get(
         ApiError::new(ErrorCode::SubmissionNotFound, format!("you have no submission `{submission_id}`"))
     })?;
     let state = run_state(s, &stored).await?;
-    view(&stored, true, state)
+    let mut view = view(&stored, true, state)?;
+    view.slot.retry_after_s = slot_wait(s, me).await?;
+    Ok(view)
+}
+
+/// Seconds until the account's next slot frees, while every one is taken (a used slot's refusal
+/// says when the participant may submit again).
+async fn slot_wait(s: &AppState, me: &Identity) -> Result<Option<u64>, ApiError> {
+    let policy = &s.registry.openenv_quota;
+    if policy.exempts(&me.id, me.editor) {
+        return Ok(None);
+    }
+    let wait = crate::openenv::repo::quota_wait(&s.db, &me.id, policy, s.now().epoch).await?;
+    Ok(wait.map(|w| w.max(0) as u64))
 }
 
 /// `GET /api/openenv/submissions`: yours, or every one for an editor (the organizer view).

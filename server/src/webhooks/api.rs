@@ -28,7 +28,8 @@ pub struct DeliveryList {
     responses((status = 201, description = "registered: its `secret` is shown this once", body = WebhookView),
         (status = 401, body = ApiErrorBody), (status = 403, description = "CSRF_INVALID", body = ApiErrorBody),
         (status = 409, description = "WEBHOOK_LIMIT: the account keeps 5 at most", body = ApiErrorBody),
-        (status = 422, description = "WEBHOOK_URL_REFUSED (not https, or the host resolves to a loopback, private, link-local, unique-local or metadata address) or INVALID_WEBHOOK", body = ApiErrorBody)),
+        (status = 422, description = "WEBHOOK_URL_REFUSED (not https, or the host resolves to a loopback, private, link-local, unique-local or metadata address) or INVALID_WEBHOOK", body = ApiErrorBody),
+        (status = 503, description = "WEBHOOKS_NOT_CONFIGURED: the arena has no key to keep secrets with", body = ApiErrorBody)),
     security(("hf_token" = [])))]
 pub async fn register(
     State(s): State<AppState>,
@@ -73,7 +74,8 @@ pub async fn deliveries(
 #[utoipa::path(post, path = "/api/webhooks/{id}/deliveries/{delivery_id}/redeliver", tag = "webhooks",
     params(("id" = String, Path), ("delivery_id" = String, Path)),
     responses((status = 202, description = "sent again at once (its attempts go on from the last)"), (status = 401, body = ApiErrorBody),
-        (status = 404, description = "WEBHOOK_NOT_FOUND or NOT_FOUND", body = ApiErrorBody)),
+        (status = 404, description = "WEBHOOK_NOT_FOUND or NOT_FOUND", body = ApiErrorBody),
+        (status = 429, description = "RATE_LIMITED: the webhook's 10 redeliveries an hour are spent (`retry_after_s`, `Retry-After`)", body = ApiErrorBody)),
     security(("hf_token" = [])))]
 pub async fn redeliver(
     State(s): State<AppState>,
@@ -82,4 +84,18 @@ pub async fn redeliver(
 ) -> Result<StatusCode, ApiError> {
     service::redeliver(&s, &me, &id, &delivery_id).await?;
     Ok(StatusCode::ACCEPTED)
+}
+
+#[utoipa::path(post, path = "/api/webhooks/{id}/secret", tag = "webhooks", params(("id" = String, Path)),
+    responses((status = 200, description = "a new secret, shown this once; the old one signs no more deliveries", body = WebhookView),
+        (status = 401, body = ApiErrorBody), (status = 403, description = "CSRF_INVALID", body = ApiErrorBody),
+        (status = 404, description = "WEBHOOK_NOT_FOUND", body = ApiErrorBody),
+        (status = 503, description = "WEBHOOKS_NOT_CONFIGURED", body = ApiErrorBody)),
+    security(("hf_token" = [])))]
+pub async fn rotate_secret(
+    State(s): State<AppState>,
+    IdPath(id): IdPath<WebhookId>,
+    User(me): User,
+) -> Result<Json<WebhookView>, ApiError> {
+    Ok(Json(service::rotate_secret(&s, &me, &id).await?))
 }

@@ -150,7 +150,9 @@ fn allowed(host: &str, addresses: &[IpAddr], loopback_allowed: bool) -> Result<(
     }
     for ip in addresses {
         if let Some(why) = address_refusal(*ip, loopback_allowed) {
-            return Err(Refused(format!("`{host}` resolves to {ip}, {why}: the arena does not call it")));
+            // The rule, never the address: what a name resolves to inside the arena's network
+            // is not the participant's to learn.
+            return Err(Refused(format!("`{host}` resolves to {why}: the arena does not call it")));
         }
     }
     Ok(())

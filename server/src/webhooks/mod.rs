@@ -4,6 +4,7 @@
 pub mod api;
 pub mod client;
 pub mod repo;
+pub mod sealed;
 pub mod service;
 
 use utoipa_axum::router::OpenApiRouter;
@@ -21,6 +22,7 @@ fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(api::delete))
         .routes(routes!(api::deliveries))
         .routes(routes!(api::redeliver))
+        .routes(routes!(api::rotate_secret))
 }
 
 fn deliver(s: &AppState) -> PassFuture<'_> {

@@ -79,7 +79,8 @@ pub async fn get(db: &Db, account_id: &str, id: &str) -> Result<Option<Webhook>,
         .await
 }
 
-/// Deletes a webhook and what it had still to deliver; false when there was none.
+/// Deletes an account's webhook and fails what it had still to deliver, in one transaction; false
+/// (and nothing changed) when the account has no such webhook.
 pub async fn delete(db: &Db, account_id: &str, id: &str) -> Result<bool, sqlx::Error> {
     let mut tx = db.writer.begin().await?;
     let gone = sqlx::query("DELETE FROM webhooks WHERE account_id = $1 AND id = $2")
@@ -89,12 +90,28 @@ pub async fn delete(db: &Db, account_id: &str, id: &str) -> Result<bool, sqlx::E
         .await?
         .rows_affected()
         == 1;
+    if !gone {
+        tx.rollback().await?;
+        return Ok(false);
+    }
     sqlx::query("UPDATE webhook_deliveries SET state = 'failed' WHERE webhook_id = $1 AND state = 'pending'")
         .bind(id)
         .execute(&mut *tx)
         .await?;
     tx.commit().await?;
-    Ok(gone)
+    Ok(true)
+}
+
+/// Replaces an account's webhook's (sealed) secret; false when the account has no such webhook.
+pub async fn set_secret(db: &Db, account_id: &str, id: &str, sealed: &str) -> Result<bool, sqlx::Error> {
+    Ok(sqlx::query("UPDATE webhooks SET secret = $3 WHERE account_id = $1 AND id = $2")
+        .bind(account_id)
+        .bind(id)
+        .bind(sealed)
+        .execute(&db.writer)
+        .await?
+        .rows_affected()
+        == 1)
 }
 
 /// One delivery to add for an ending.
@@ -276,20 +293,72 @@ pub async fn attempted(
     Ok(true)
 }
 
-/// Sends a delivery again now (an account's redelivery): pending, due at once, its attempts
-/// kept; false when there is no such delivery of that webhook.
-pub async fn redeliver(db: &Db, webhook_id: &str, delivery_id: &str, now: i64) -> Result<bool, sqlx::Error> {
-    Ok(sqlx::query(
+/// What a redelivery came to.
+pub enum Redelivered {
+    Queued,
+    /// The account has no such webhook, or the webhook no such delivery.
+    NoSuch,
+    /// The webhook's redeliveries in this window are spent: the window ends at this epoch.
+    Spent {
+        until_epoch: i64,
+    },
+}
+
+/// Sends an account's delivery again now (pending, due at once, its attempts kept), counted
+/// against its webhook's `max` redeliveries per `window_s`: the count and the delivery move in one
+/// transaction, and the count only while it is below `max` (two servers cannot both pass it).
+pub async fn redeliver(
+    db: &Db,
+    account_id: &str,
+    webhook_id: &str,
+    delivery_id: &str,
+    now: i64,
+    (max, window_s): (i64, i64),
+) -> Result<Redelivered, sqlx::Error> {
+    let mut tx = db.writer.begin().await?;
+    let exists: Option<i64> = sqlx::query_scalar(
+        "SELECT w.redelivery_window FROM webhooks w JOIN webhook_deliveries d ON d.webhook_id = w.id \
+         WHERE w.account_id = $1 AND w.id = $2 AND d.id = $3",
+    )
+    .bind(account_id)
+    .bind(webhook_id)
+    .bind(delivery_id)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some(window) = exists else {
+        tx.rollback().await?;
+        return Ok(Redelivered::NoSuch);
+    };
+    let counted = sqlx::query(
+        "UPDATE webhooks SET \
+           redeliveries = CASE WHEN redelivery_window <= $3 THEN 1 ELSE redeliveries + 1 END, \
+           redelivery_window = CASE WHEN redelivery_window <= $3 THEN $4 ELSE redelivery_window END \
+         WHERE account_id = $1 AND id = $2 AND (redelivery_window <= $3 OR redeliveries < $5)",
+    )
+    .bind(account_id)
+    .bind(webhook_id)
+    .bind(now - window_s)
+    .bind(now)
+    .bind(max)
+    .execute(&mut *tx)
+    .await?
+    .rows_affected()
+        == 1;
+    if !counted {
+        tx.rollback().await?;
+        return Ok(Redelivered::Spent { until_epoch: window + window_s });
+    }
+    sqlx::query(
         "UPDATE webhook_deliveries SET state = 'pending', next_epoch = $3, delivered_epoch = NULL \
          WHERE id = $1 AND webhook_id = $2",
     )
     .bind(delivery_id)
     .bind(webhook_id)
     .bind(now)
-    .execute(&db.writer)
-    .await?
-    .rows_affected()
-        == 1)
+    .execute(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(Redelivered::Queued)
 }
 
 /// The leases of deliveries being sent (`crate::engine`).

@@ -73,7 +73,8 @@ pub struct AttemptView {
     pub error: Option<String>,
 }
 
-fn view(w: &Webhook, secret: bool) -> WebhookView {
+/// `secret`: the secret in clear, shown this once (at registration or rotation).
+fn view(w: &Webhook, secret: Option<String>) -> WebhookView {
     WebhookView {
         webhook_id: w.id.clone(),
         url: w.url.clone(),
@@ -84,7 +85,7 @@ fn view(w: &Webhook, secret: bool) -> WebhookView {
             .collect(),
         format: Format::parse(&w.format).unwrap_or_default(),
         created_at: w.created_at.clone(),
-        secret: secret.then(|| w.secret.clone()),
+        secret,
     }
 }
 
@@ -92,9 +93,28 @@ fn refused(why: impl Into<String>) -> ApiError {
     ApiError::new(ErrorCode::WebhookUrlRefused, why)
 }
 
+/// The key webhook secrets are sealed with, or why webhooks cannot be registered.
+fn seal_key(s: &AppState) -> Result<&crate::webhooks::sealed::SealKey, ApiError> {
+    s.webhook_key.as_deref().ok_or_else(|| {
+        ApiError::new(
+            ErrorCode::WebhooksNotConfigured,
+            "this arena has no key to keep webhook secrets with (ARENA_WEBHOOK_KEY); an organizer sets it",
+        )
+    })
+}
+
+/// A new webhook secret, in clear (shown once) and sealed for webhook `id` (stored).
+fn new_secret(key: &crate::webhooks::sealed::SealKey, id: &str) -> (String, String) {
+    let secret = format!("whsec_{}", crate::identity::random_secret());
+    let sealed = key.seal(id, &secret);
+    (secret, sealed)
+}
+
 /// Registers a webhook: its URL checked now (and again at each delivery), at most
-/// `MAX_PER_ACCOUNT` an account. Answers it with its secret, shown this once.
+/// `MAX_PER_ACCOUNT` an account. Answers it with its secret, shown this once; it is stored sealed
+/// (`super::sealed`).
 pub async fn register(s: &AppState, me: &Identity, body: NewWebhook) -> Result<WebhookView, ApiError> {
+    let key = seal_key(s)?;
     let invalid = |why: String| ApiError::new(ErrorCode::InvalidWebhook, why);
     let events = match &body.events {
         None => Event::ALL.to_vec(),
@@ -122,13 +142,15 @@ pub async fn register(s: &AppState, me: &Identity, body: NewWebhook) -> Result<W
     let url = s.webhooks.check(&body.url).await.map_err(|e| refused(e.0))?;
     let now = s.now();
     let names: Vec<&str> = events.iter().map(|e| e.as_str()).collect();
+    let id = format!("wh-{}", crate::identity::random_hex(8));
+    let (secret, sealed) = new_secret(key, &id);
     let w = Webhook {
-        id: format!("wh-{}", crate::identity::random_hex(8)),
+        id,
         account_id: me.id.clone(),
         url: url.to_string(),
         events: serde_json::to_string(&names).expect("JSON"),
         format: format.as_str().to_string(),
-        secret: format!("whsec_{}", crate::identity::random_secret()),
+        secret: sealed,
         created_at: now.text.clone(),
     };
     if !repo::insert(&s.db, &w, now.epoch, MAX_PER_ACCOUNT as i64).await? {
@@ -137,11 +159,23 @@ pub async fn register(s: &AppState, me: &Identity, body: NewWebhook) -> Result<W
             format!("your account keeps {MAX_PER_ACCOUNT} webhooks at most: delete one first"),
         ));
     }
-    Ok(view(&w, true))
+    Ok(view(&w, Some(secret)))
 }
 
 pub async fn list(s: &AppState, me: &Identity) -> Result<Vec<WebhookView>, ApiError> {
-    Ok(repo::of_account(&s.db, &me.id).await?.iter().map(|w| view(w, false)).collect())
+    Ok(repo::of_account(&s.db, &me.id).await?.iter().map(|w| view(w, None)).collect())
+}
+
+/// A new secret for the account's webhook, shown this once; the old one no longer signs.
+pub async fn rotate_secret(s: &AppState, me: &Identity, id: &WebhookId) -> Result<WebhookView, ApiError> {
+    let key = seal_key(s)?;
+    let id = id.as_str();
+    let (secret, sealed) = new_secret(key, id);
+    if !repo::set_secret(&s.db, &me.id, id, &sealed).await? {
+        return Err(not_found(id));
+    }
+    let w = repo::get(&s.db, &me.id, id).await?.ok_or_else(|| not_found(id))?;
+    Ok(view(&w, Some(secret)))
 }
 
 fn not_found(id: &str) -> ApiError {
@@ -184,16 +218,30 @@ pub async fn redeliver(
     id: &WebhookId,
     delivery_id: &DeliveryId,
 ) -> Result<(), ApiError> {
+    use domain::webhooks::{REDELIVERIES_PER_WINDOW, REDELIVERY_WINDOW_S};
     let (id, delivery_id) = (id.as_str(), delivery_id.as_str());
     repo::get(&s.db, &me.id, id).await?.ok_or_else(|| not_found(id))?;
-    if !repo::redeliver(&s.db, id, delivery_id, s.now().epoch).await? {
-        return Err(ApiError::new(
+    let now = s.now().epoch;
+    let bound = (REDELIVERIES_PER_WINDOW, REDELIVERY_WINDOW_S);
+    match repo::redeliver(&s.db, &me.id, id, delivery_id, now, bound).await? {
+        repo::Redelivered::Queued => {
+            s.db.ended();
+            Ok(())
+        }
+        repo::Redelivered::NoSuch => Err(ApiError::new(
             ErrorCode::NotFound,
             format!("webhook `{id}` has no delivery `{delivery_id}`"),
-        ));
+        )),
+        repo::Redelivered::Spent { until_epoch } => Err(ApiError::new(
+            ErrorCode::RateLimited,
+            format!(
+                "webhook `{id}` was asked for {REDELIVERIES_PER_WINDOW} redeliveries within {} minutes, its most; \
+                 nothing was queued",
+                REDELIVERY_WINDOW_S / 60
+            ),
+        )
+        .retry_after((until_epoch - now).max(1) as u64)),
     }
-    s.db.ended();
-    Ok(())
 }
 
 /// The pass: new endings fanned out into deliveries, then the due deliveries sent.
@@ -391,11 +439,18 @@ async fn send(s: &AppState, id: &str) -> anyhow::Result<bool> {
             .await?;
         return Ok(false);
     };
+    // Checked at start: every stored secret opens with the key (`sealed::check_at_start`).
+    let Some(secret) = s.webhook_key.as_deref().and_then(|k| k.open(&w.id, &w.secret)) else {
+        let now = s.now();
+        let why = "its secret could not be opened (ARENA_WEBHOOK_KEY)";
+        repo::attempted(&s.db, &d, &now, None, Some(why), AfterAttempt::GivenUp).await?;
+        return Ok(false);
+    };
     let t = s.now().epoch;
     let headers = [
         ("x-arena-event", d.event.clone()),
         ("x-arena-delivery", d.id.clone()),
-        ("x-arena-signature", signature(&w.secret, t, d.body.as_bytes())),
+        ("x-arena-signature", signature(&secret, t, d.body.as_bytes())),
     ];
     let answered = s.webhooks.post(&w.url, &headers, d.body.clone().into_bytes()).await;
     let now = s.now();

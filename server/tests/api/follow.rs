@@ -147,19 +147,20 @@ on_both_backends!(local, a_run_goes_from_queued_to_scored_with_its_stages_and_is
     assert_eq!(c["health"]["accepting_runs"], true, "the slot is free again");
 });
 
-/// Each fault ends the run in the right state, with a reason a person can act on.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_fault_ends_the_run_with_its_reason() {
-    struct Case {
-        name: &'static str,
-        faults: JobFaults,
-        state: &'static str,
-        reason: &'static str,
-        platform: bool,
-        job: &'static str,
-        ledger: &'static str,
-    }
-    let cases = [
+/// A fault the stand-in's job plays, and how the run must end.
+struct Case {
+    name: &'static str,
+    faults: JobFaults,
+    state: &'static str,
+    reason: &'static str,
+    platform: bool,
+    job: &'static str,
+    ledger: &'static str,
+}
+
+/// Every fault the follow tests play.
+fn fault_cases() -> Vec<Case> {
+    vec![
         Case {
             name: "relay dropped and resumed",
             faults: JobFaults { relay_drop_at: Some("gate".into()), ..Default::default() },
@@ -256,82 +257,115 @@ async fn every_fault_ends_the_run_with_its_reason() {
             job: "CANCELED",
             ledger: "released",
         },
-    ];
-    for backend in [Backend::Sqlite, Backend::Postgres] {
-        for case in &cases {
-            // Five seconds of silence fail a run; eight seconds of scheduling too. A run followed
-            // by its log alone that must not stall gets ten: on a loaded machine a simulated
-            // evaluation's process can start slower than five seconds, which is no stall. The
-            // 101 MiB log gets ninety (a loaded machine, the API tests three at a time, copied it
-            // for over thirty); that it was read from its tail is asserted by the stage its log
-            // showed after the flood.
-            let flood = case.faults.log_mib.is_some();
-            let silence = match (flood, case.faults.relay_off && case.state == "scored") {
-                (true, _) => 90,
-                (false, true) => 10,
-                (false, false) => 5,
-            };
-            let options = Options { limits: (Some(silence), 8, 2), ..Options::local() };
-            let app = TestApp::with(backend, options).await;
-            // The stage after the flood is seen only by a pass that lands while the job still
-            // runs with it as its newest line: a second per stage (not 60 ms) gives a loaded
-            // machine's passes that window, which at 60 ms they missed now and then.
-            let stage_ms = if flood { 1000 } else { 60 };
-            app.hub.jobs.stage_ms.store(stage_ms, std::sync::atomic::Ordering::Relaxed);
-            let w = workers(&app);
-            let run = launched(&app, case.faults.clone()).await;
-            let (d, took) = ended(&app, &run).await;
-            w.stop().await;
-            let what = format!("{backend:?} {}: {d:#}", case.name);
-            assert_eq!(d["state"], case.state, "{what}");
-            let reason = d["reason"].as_str().unwrap_or("");
-            assert!(case.reason.split(" | ").any(|r| reason.contains(r)), "{what}");
-            assert_eq!(d["platform_fault"], case.platform, "{what}");
-            assert_eq!(job_stage(&app, &run), case.job, "{what}");
-            assert_eq!(ledger(&app, &run).await.0, case.ledger, "{what}");
-            eprintln!("{backend:?} {}: ended {} after {took:?}", case.name, case.state);
-            if flood {
-                // Training floods the log; only a reader of its newest lines sees the stage after.
-                let events = d["events"].as_array().unwrap();
-                let after_flood = ["the job's log shows stage heldout", "the job's log shows stage collect"];
-                assert!(
-                    events.iter().any(|e| after_flood.contains(&e["detail"].as_str().unwrap_or(""))),
-                    "{what}"
-                );
+    ]
+}
+
+/// Each fault ends the run in the right state, with a reason a person can act on, on both
+/// backends: a test per fault and backend, so that they run side by side.
+macro_rules! every_fault {
+    ($($test:ident: $name:literal,)+) => {
+        $(
+            mod $test {
+                use super::*;
+
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn sqlite() {
+                    fault_ends_the_run_with_its_reason(Backend::Sqlite, $name).await;
+                }
+
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn postgres() {
+                    fault_ends_the_run_with_its_reason(Backend::Postgres, $name).await;
+                }
             }
-            if case.name.starts_with("relay dropped") {
-                // Resent messages were stored once.
-                let dup = app
-                    .scalar(&format!(
-                        "SELECT COUNT(*) - COUNT(DISTINCT relay_seq) FROM run_events WHERE run_id = '{run}' AND relay_seq IS NOT NULL"
-                    ))
-                    .await;
-                assert_eq!(dup, 0);
-            }
-            if case.name.starts_with("a log over") {
-                let jobs = app.hub.jobs.jobs.lock().unwrap();
-                let job = jobs.iter().find(|j| j.view.labels.get("arena-run") == Some(&run)).unwrap();
-                let bytes: usize = job.logs.iter().map(|(_, l)| l.len() + 1).sum();
-                assert!(bytes > 100 << 20, "the log held {bytes} bytes");
-            }
-            if case.name.starts_with("relay off") {
-                assert_eq!(d["relay"], "none");
-                let sources: Vec<&str> =
-                    d["events"].as_array().unwrap().iter().map(|e| e["source"].as_str().unwrap()).collect();
-                assert!(sources.contains(&"logs"), "progress came from the log: {sources:?}");
-                // TRL's lines read from the log's tail, numbered by the rollout lines before them.
-                let steps: Vec<u64> = d["training"]["points"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|p| p["step"].as_u64().unwrap())
-                    .collect();
-                assert!(!steps.is_empty() && steps.iter().all(|s| (1..=10).contains(s)), "{steps:?}");
-                assert!(steps.windows(2).all(|w| w[0] < w[1]), "{steps:?}");
-            }
-            app.finish().await;
+        )+
+        #[test]
+        fn every_fault_case_has_its_test() {
+            let tested = [$($name),+];
+            assert!(fault_cases().iter().all(|c| tested.contains(&c.name)));
         }
+    };
+}
+
+every_fault! {
+    fault_relay_dropped_and_resumed: "relay dropped and resumed",
+    fault_relay_off: "relay off: the log is the only progress",
+    fault_silent_evaluation: "a silent evaluation: the relay's heartbeats keep it alive",
+    fault_log_over_100_mib: "a log over 100 MiB, relay off: its tail is still read",
+    fault_gpus_idle: "GPUs idle while the log moves, relay off",
+    fault_hang: "hang",
+    fault_no_score_written: "no score written: publish-run fails and the pipeline says why",
+    fault_nccl: "NCCL",
+    fault_killed_before_publishing: "killed before publishing: only HF's status says",
+    fault_stuck_in_scheduling: "stuck in scheduling",
+}
+
+async fn fault_ends_the_run_with_its_reason(backend: Backend, name: &str) {
+    let case = fault_cases().into_iter().find(|c| c.name == name).expect("a fault case");
+    // Five seconds of silence fail a run; eight seconds of scheduling too. A run followed
+    // by its log alone that must not stall gets ten: on a loaded machine a simulated
+    // evaluation's process can start slower than five seconds, which is no stall. The
+    // 101 MiB log gets ninety (a loaded machine, the API tests three at a time, copied it
+    // for over thirty); that it was read from its tail is asserted by the stage its log
+    // showed after the flood.
+    let flood = case.faults.log_mib.is_some();
+    let silence = match (flood, case.faults.relay_off && case.state == "scored") {
+        (true, _) => 90,
+        (false, true) => 10,
+        (false, false) => 5,
+    };
+    let options = Options { limits: (Some(silence), 8, 2), ..Options::local() };
+    let app = TestApp::with(backend, options).await;
+    // The stage after the flood is seen only by a pass that lands while the job still
+    // runs with it as its newest line: a second per stage (not 60 ms) gives a loaded
+    // machine's passes that window, which at 60 ms they missed now and then.
+    let stage_ms = if flood { 1000 } else { 60 };
+    app.hub.jobs.stage_ms.store(stage_ms, std::sync::atomic::Ordering::Relaxed);
+    let w = workers(&app);
+    let run = launched(&app, case.faults.clone()).await;
+    let (d, took) = ended(&app, &run).await;
+    w.stop().await;
+    let what = format!("{backend:?} {}: {d:#}", case.name);
+    assert_eq!(d["state"], case.state, "{what}");
+    let reason = d["reason"].as_str().unwrap_or("");
+    assert!(case.reason.split(" | ").any(|r| reason.contains(r)), "{what}");
+    assert_eq!(d["platform_fault"], case.platform, "{what}");
+    assert_eq!(job_stage(&app, &run), case.job, "{what}");
+    assert_eq!(ledger(&app, &run).await.0, case.ledger, "{what}");
+    eprintln!("{backend:?} {}: ended {} after {took:?}", case.name, case.state);
+    if flood {
+        // Training floods the log; only a reader of its newest lines sees the stage after.
+        let events = d["events"].as_array().unwrap();
+        let after_flood = ["the job's log shows stage heldout", "the job's log shows stage collect"];
+        assert!(events.iter().any(|e| after_flood.contains(&e["detail"].as_str().unwrap_or(""))), "{what}");
     }
+    if case.name.starts_with("relay dropped") {
+        // Resent messages were stored once.
+        let dup = app
+                .scalar(&format!(
+                    "SELECT COUNT(*) - COUNT(DISTINCT relay_seq) FROM run_events WHERE run_id = '{run}' AND relay_seq IS NOT NULL"
+                ))
+                .await;
+        assert_eq!(dup, 0);
+    }
+    if case.name.starts_with("a log over") {
+        let jobs = app.hub.jobs.jobs.lock().unwrap();
+        let job = jobs.iter().find(|j| j.view.labels.get("arena-run") == Some(&run)).unwrap();
+        let bytes: usize = job.logs.iter().map(|(_, l)| l.len() + 1).sum();
+        assert!(bytes > 100 << 20, "the log held {bytes} bytes");
+    }
+    if case.name.starts_with("relay off") {
+        assert_eq!(d["relay"], "none");
+        let sources: Vec<&str> =
+            d["events"].as_array().unwrap().iter().map(|e| e["source"].as_str().unwrap()).collect();
+        assert!(sources.contains(&"logs"), "progress came from the log: {sources:?}");
+        // TRL's lines read from the log's tail, numbered by the rollout lines before them.
+        let steps: Vec<u64> =
+            d["training"]["points"].as_array().unwrap().iter().map(|p| p["step"].as_u64().unwrap()).collect();
+        assert!(!steps.is_empty() && steps.iter().all(|s| (1..=10).contains(s)), "{steps:?}");
+        assert!(steps.windows(2).all(|w| w[0] < w[1]), "{steps:?}");
+    }
+    app.finish().await;
 }
 
 /// A job's `metrics` messages over its relay: each stored once for its step, acknowledged; one

@@ -27,6 +27,8 @@ pub const BOB: &str = "hf_test_bob_0123456789abcdef";
 pub const EVE: &str = "hf_test_eve_editor_0123456789abcdef";
 /// Someone who took the name "alice" after she renamed: same name, another HF id.
 pub const NEW_ALICE: &str = "hf_test_new_alice_0123456789abcdef";
+/// What webhook secrets are sealed with (`ARENA_WEBHOOK_KEY`).
+pub const WEBHOOK_KEY: &str = "5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e";
 /// The arena's own token: it launches jobs and writes the runs dataset in `benchflow`.
 pub const ARENA_BOT: &str = "hf_test_arena_bot_0123456789abcdef";
 pub const RUNS_DATASET: &str = "benchflow/arena-runs";
@@ -179,6 +181,8 @@ pub struct Options {
     pub webhooks_allow_loopback: bool,
     /// Names resolved as the test says (the system's resolver when absent).
     pub names: Option<std::sync::Arc<dyn server::ports::names::NameLookup>>,
+    /// HF account ids the arena refuses as callers besides those it finds (`ARENA_SERVICE_ACCOUNTS`).
+    pub service_accounts: Vec<String>,
 }
 
 /// The deployed defaults: each challenge's silence limit, half an hour of scheduling, two minutes
@@ -204,6 +208,7 @@ impl Options {
             registries: None,
             webhooks_allow_loopback: false,
             names: None,
+            service_accounts: Vec::new(),
         }
     }
 }
@@ -221,6 +226,7 @@ impl Default for Options {
             registries: None,
             webhooks_allow_loopback: false,
             names: None,
+            service_accounts: Vec::new(),
         }
     }
 }
@@ -311,6 +317,10 @@ impl TestApp {
             probe_deadline_s: options.probe_deadline_s,
             admission_lease_s: options.admission_lease_s,
             webhooks_allow_loopback: options.webhooks_allow_loopback,
+            // The schema checker is the built server binary (this test binary is not one).
+            schema_checker: Some(env!("CARGO_BIN_EXE_arena").into()),
+            webhook_key: Some(Secret(WEBHOOK_KEY.into())),
+            service_accounts: options.service_accounts,
             ..Config::default()
         };
         // The one set of adapters: a replica shares it, as servers behind one address share the

@@ -11,6 +11,7 @@ mod errors;
 mod follow;
 mod harness;
 mod held_out;
+mod hostile;
 mod identity;
 mod lfs;
 mod openenv;

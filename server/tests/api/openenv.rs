@@ -379,6 +379,32 @@ async fn a_sandbox_job_serves_the_pinned_image_at_its_exposed_url() {
         assert!(start.elapsed() < Duration::from_secs(10), "canceling the job did not stop its server");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    // As slow to start as HF: a sandbox stays SCHEDULING, with no address, for the stand-in's start
+    // delay; one it was told never to start stays so until canceled.
+    use std::sync::atomic::Ordering;
+    app.hub.jobs.sandbox_start_ms.store(1_000, Ordering::Relaxed);
+    app.hub.jobs.never_serve.store(1, Ordering::Relaxed);
+    let never = sandboxes.create(&spec).await.unwrap();
+    while app.hub.jobs.never_serve.load(Ordering::Relaxed) > 0 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let slow = sandboxes.create(&spec).await.unwrap();
+    let created = Instant::now();
+    let running_at = loop {
+        let j = sandboxes.inspect(&slow.id).await.unwrap();
+        if j.status.stage == "RUNNING" {
+            break created.elapsed();
+        }
+        assert!(j.status.expose_urls.is_empty() && j.status.stage == "SCHEDULING", "{j:?}");
+        assert!(created.elapsed() < Duration::from_secs(10), "{j:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(running_at >= Duration::from_millis(900), "started after {running_at:?}");
+    let j = sandboxes.inspect(&never.id).await.unwrap();
+    assert_eq!((j.status.stage.to_string(), j.status.expose_urls.len()), ("SCHEDULING".into(), 0));
+    for id in [&never.id, &slow.id] {
+        sandboxes.cancel(id).await.unwrap();
+    }
     app.finish().await;
 }
 
@@ -445,6 +471,84 @@ on_both_backends!(multi_thread, admission_probes_every_task_in_a_fresh_sandbox_a
     drop(jobs);
     cluster.abort();
 });
+
+// Admission plays what training plays and shows the participant what their own server answered
+// (issues 57 and 58): a server that exits at start is seen at once in both sandboxes, with its exit
+// and its last line; a finish action that does not end the episode is refused by name; a schema
+// one field apart names where; an episode's transcript comes back without the arena's credential;
+// each refusal says what to do next and, the slot used, when the next one frees.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admission_plays_the_finish_action_sees_a_crash_at_once_and_shows_the_evidence() {
+    let app = TestApp::new(Backend::Sqlite).await;
+    let cluster = connect(&app).await;
+    let decide = |id: &'static str, body: Value| {
+        let app = &app;
+        async move {
+            app.exec("DELETE FROM openenv_quota_slots").await.unwrap();
+            let r = submit(app, &body, ALICE).await;
+            assert_eq!(r.status, StatusCode::ACCEPTED, "{id}: {}", r.text());
+            let started = Instant::now();
+            admitted(&app.state).await;
+            let v = app.get_as(&format!("/api/openenv/submissions/{id}"), ALICE).await.json();
+            (v, started.elapsed())
+        }
+    };
+    // A server that exits at start: decided within 90 s (in seconds on an idle machine), not after two 120 s health waits.
+    let (v, took) = decide("crash", echo_submission("crash", "ghcr.io/test/echo-exits-at-start:v1")).await;
+    let e = &v["report"]["errors"][0];
+    assert_eq!(
+        (e["code"].as_str(), v["slot"]["state"].as_str()),
+        (Some("SANDBOX_STARTUP_FAILED"), Some("returned")),
+        "{v:#}"
+    );
+    let message = e["message"].as_str().unwrap();
+    assert!(message.contains("exited") && message.contains("no network"), "{message}");
+    // Its stdout and stderr reach the log each in its own order.
+    let log = e["evidence"]["log"].as_array().unwrap();
+    assert!(log.contains(&json!("downloading word list from huggingface.co failed: no network")), "{log:?}");
+    assert!(took < Duration::from_secs(90), "decided in {took:?}");
+    // A finish action that does not end the episode: refused by name, with the transcript.
+    let mut never_finishes = echo_submission("finish", "ghcr.io/test/echo-ok:v1");
+    never_finishes["finish_action"] = json!({"message": "still playing"});
+    let (v, _) = decide("finish", never_finishes).await;
+    let e = &v["report"]["errors"][0];
+    assert_eq!(
+        (e["code"].as_str(), v["error_origin"].as_str()),
+        (Some("FINISH_ACTION_INVALID"), Some("author")),
+        "{v:#}"
+    );
+    assert_eq!(e["evidence"]["transcript"][1]["sent"], json!({"message": "still playing"}), "{v:#}");
+    assert_eq!(e["evidence"]["transcript"][1]["done"], false);
+    assert!(e["fix"].as_str().unwrap().contains("finish_action"));
+    assert!(v["slot"]["retry_after_s"].as_u64().is_some_and(|s| s > 3600), "the next slot's time: {v:#}");
+    // A schema that differs: where, with both values.
+    let (v, _) = decide("differs", echo_submission("differs", "ghcr.io/test/echo-schema-differs:v1")).await;
+    let e = &v["report"]["errors"][0];
+    assert_eq!(e["code"], "IMAGE_SCHEMA_MISMATCH");
+    let pointers: Vec<&str> = e["evidence"]["differences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["pointer"].as_str().unwrap())
+        .collect();
+    assert!(
+        pointers.contains(&"/action/properties/message") && pointers.contains(&"/action/properties/text"),
+        "{pointers:?}"
+    );
+    assert!(e["message"].as_str().unwrap().contains("/action/"), "{e}");
+    // A server that echoes the credential it received: the transcript comes back without it.
+    let (v, _) = decide("leaks", echo_submission("leaks", "ghcr.io/test/echo-leaks-token:v1")).await;
+    let e = &v["report"]["errors"][0];
+    assert_eq!(e["code"], "ADMISSION_EPISODE_FAILED", "{v:#}");
+    let text = v.to_string();
+    assert!(text.contains("***") && !text.contains(crate::harness::SANDBOX_TOKEN), "{text}");
+    assert!(!app
+        .text("SELECT report FROM openenv_submissions WHERE submission_id = 'leaks'")
+        .await
+        .contains(crate::harness::SANDBOX_TOKEN));
+    cluster.abort();
+    app.finish().await;
+}
 
 /// A hostile image costs admission little: a 5 MiB answer is not read, a 5 MiB WebSocket message
 /// is refused, and a server that answers just in time, message after message, meets the probe's

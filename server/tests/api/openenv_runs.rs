@@ -444,7 +444,7 @@ on_both_backends!(multi_thread, a_trainers_metrics_alerts_and_versions_are_store
     // Under the names the trainer logs them (TRL's, and its own `episodes/…`), kept end to end.
     let metrics = json!({"reward": 0.5, "reward_std": 0.4, "loss": 0.01, "grad_norm": 0.3, "completions/mean_length": 12.0,
         "episodes/step_s": 40.0, "episodes/invalid_replies": 1.0, "episodes/budget_ends": 0.0, "episodes/timeouts": 0.0,
-        "lora_b_norm": 0.02, "episodes/group_retries": 0.0});
+        "lora_b_norm": 0.02, "episodes/group_retries": 0.0, "episodes/sandbox_wait_s": 3.5});
     let mut bad_dashboard = trainer.clone();
     bad_dashboard["dashboard"] = json!("https://evil.example/x");
     // (event, the ack's error if refused)

@@ -343,6 +343,32 @@ fn groups() -> Value {
     cases.iter().map(|s| json!({"scores": s, "group": training_group(s)})).collect()
 }
 
+fn no_signals() -> Value {
+    let (t, f, n) = (Some(true), Some(false), None);
+    let cases: [&[Option<bool>]; 10] = [
+        &[f, f, f, f, f],
+        &[f, f, f, f],
+        &[t, f, f, f, f, f],
+        &[f, f, f, f, t],
+        &[f, f, t, f, f, f, f],
+        &[t, t, t, t, t, t],
+        &[],
+        // Steps the platform spoiled are not counted, either way.
+        &[f, f, n, n, f, f],
+        &[f, f, n, f, f, f],
+        &[n, n, n, n, n, n],
+    ];
+    cases.iter().map(|c| json!({"trained": c, "ends": no_signal(c)})).collect()
+}
+
+fn step_counts() -> Value {
+    let cases = [(5, 0), (4, 1), (3, 0), (3, 1), (2, 2), (1, 2), (0, 5), (0, 0)];
+    cases
+        .iter()
+        .map(|&(valid, lost)| json!({"valid": valid, "lost": lost, "trained": step_trained(valid, lost)}))
+        .collect()
+}
+
 fn steps() -> Value {
     let tasks = json!([
         {"task_id": "a", "split": "train", "rollout_wall_s": 60},
@@ -401,7 +427,7 @@ fn all_cases() -> Value {
     json!({
         "about": "The episode contract's shared cases, written by domain/src/openenv/episode/cases.rs; the trainer's tests replay them (cluster/tests/test_contract.py).",
         "constants": {"episodes_per_step": EPISODES_PER_STEP, "episodes_that_train": EPISODES_THAT_TRAIN,
-            "tool_call_burst": TOOL_CALL_BURST, "run_limit_s": RUN_LIMIT_S},
+            "tool_call_burst": TOOL_CALL_BURST, "run_limit_s": RUN_LIMIT_S, "no_update_steps": NO_UPDATE_STEPS},
         "json_text": json_texts(),
         "system_prompt": system_prompts(),
         "replies": replies(),
@@ -409,6 +435,8 @@ fn all_cases() -> Value {
         "episodes": episodes(),
         "scores": scores(),
         "groups": groups(),
+        "no_signal": no_signals(),
+        "step_trained": step_counts(),
         "steps": steps(),
         "ws": ws(),
     })

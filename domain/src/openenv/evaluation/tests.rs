@@ -24,7 +24,7 @@ fn records(f: impl Fn(&str, u32) -> Option<f64>) -> Vec<EpisodeRecord> {
 }
 
 fn ended() -> Progress {
-    Progress { ended: true, ..Default::default() }
+    Progress { ended: true, trained: true, ..Default::default() }
 }
 
 #[test]
@@ -110,6 +110,16 @@ fn a_run_that_ended_without_both_phases_is_incomplete_with_its_reason() {
     let v = view(&plan(), &[], &[], &running, false);
     assert_eq!((v.state, v.done, v.planned), (EvaluationState::Running, 2, 6));
     assert_eq!(view(&plan(), &[], &[], &Progress::default(), false).state, EvaluationState::Pending);
+}
+
+#[test]
+fn a_run_that_took_no_optimizer_step_is_never_ranked_whatever_it_scored() {
+    let before = records(|_, _| Some(0.2));
+    let after = records(|_, _| Some(0.9));
+    assert_eq!(view(&plan(), &before, &after, &ended(), false).state, EvaluationState::Complete);
+    let untrained = Progress { trained: false, ..ended() };
+    let v = view(&plan(), &before, &after, &untrained, false);
+    assert_eq!((v.state, v.reason.as_deref()), (EvaluationState::Incomplete, Some(UNTRAINED)));
 }
 
 fn evaluated(sub: &str, order: i64, d: &[f64]) -> EvaluatedRun {

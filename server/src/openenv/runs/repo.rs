@@ -524,6 +524,9 @@ struct Detail {
     /// The cluster's own words: editors only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     reported: Option<domain::openenv::run::Reported>,
+    /// How a step's episodes ended (`updating`, a `RUN_NO_TRAINING_SIGNAL` failure).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    ends: Option<domain::openenv::run::EpisodeEnds>,
 }
 
 impl Detail {
@@ -539,13 +542,15 @@ impl Detail {
             evaluation,
             task_id: e.task_id.clone(),
             reported: e.reported.clone(),
+            ends: e.ends.clone(),
         };
         let empty = d.metrics.is_none()
             && d.alert.is_none()
             && d.trainer.is_none()
             && d.evaluation.is_none()
             && d.task_id.is_none()
-            && d.reported.is_none();
+            && d.reported.is_none()
+            && d.ends.is_none();
         (!empty).then(|| serde_json::to_string(&d).expect("JSON"))
     }
 
@@ -563,6 +568,7 @@ impl Detail {
             evaluation: self.evaluation,
             task_id: self.task_id,
             reported: self.reported,
+            ends: self.ends,
         }
     }
 }

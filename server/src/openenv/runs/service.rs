@@ -266,7 +266,7 @@ fn played(probes: &str) -> BTreeMap<String, domain::openenv::assignment::Played>
     probes
         .into_iter()
         .filter_map(|p| match p.last {
-            Some(Outcome::Passed { reset, tools }) => {
+            Some(Outcome::Passed { reset, tools, .. }) => {
                 Some((p.task_id, domain::openenv::assignment::Played { reset, tools }))
             }
             _ => None,
@@ -378,6 +378,7 @@ pub fn evaluation_of(
         ended: run.state.has_ended(),
         ended_why: (run.state != RunState::Completed && run.state.has_ended())
             .then(|| format!("the run ended `{}` before its evaluation finished", run.state.as_str())),
+        trained: run.policy_version > 0,
     };
     Some(domain::openenv::evaluation::view(
         plan,
