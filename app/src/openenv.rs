@@ -456,7 +456,7 @@ fn StepTable(steps: Vec<domain::openenv::run::StepView>) -> impl IntoView {
     let n = |v: Option<f64>, digits: usize| v.map_or("–".to_string(), |v| format!("{v:.digits$}"));
     (!steps.is_empty()).then(|| view! {
         <table class="openenv-steps cards">
-            <thead><tr><th>"Step"</th><th>"Reward (± std)"</th><th>"Loss"</th><th>"Grad norm"</th><th>"Tokens"</th><th>"Seconds"</th><th>"Invalid / budget / timeout"</th></tr></thead>
+            <thead><tr><th>"Step"</th><th>"Reward (± std)"</th><th>"Loss"</th><th>"Grad norm"</th><th>"Tokens"</th><th>"Seconds"</th><th>"Waiting for sandboxes (s)"</th><th>"Replayed"</th><th>"Invalid / budget / timeout"</th></tr></thead>
             <tbody>
                 {steps.into_iter().map(|s| { let m = s.metrics; view! {
                     <tr>
@@ -464,6 +464,7 @@ fn StepTable(steps: Vec<domain::openenv::run::StepView>) -> impl IntoView {
                         <td data-label="Reward">{format!("{} ± {}", n(m.reward, 2), n(m.reward_std, 2))}</td>
                         <td data-label="Loss">{n(m.loss, 4)}</td><td data-label="Grad norm">{n(m.grad_norm, 4)}</td>
                         <td data-label="Tokens">{n(m.completions_mean_length, 0)}</td><td data-label="Seconds">{n(m.episodes_step_s, 0)}</td>
+                        <td data-label="Waiting for sandboxes">{n(m.episodes_sandbox_wait_s, 1)}</td><td data-label="Replayed">{n(m.episodes_group_retries, 0)}</td>
                         <td data-label="Ended by">{format!("{} / {} / {}", n(m.episodes_invalid_replies, 0), n(m.episodes_budget_ends, 0), n(m.episodes_timeouts, 0))}</td>
                     </tr>
                 }}).collect_view()}

@@ -1,5 +1,6 @@
-"""`ARENA_CLUSTER=real dev/run`, with nothing else set, completes the demo submission's run: at least
-one trained step and a held-out evaluation before and after. dev/run is started as a person starts
+"""`ARENA_CLUSTER=real dev/run`, with nothing else set but a sandbox start delay, completes the demo
+submission's run: at least one trained step and a held-out evaluation before and after, and every
+sandbox it started canceled by its end. dev/run is started as a person starts
 it, in a process group of its own, with only what must differ on a shared test machine: its two
 addresses on free loopback ports, its data in a folder of its own, and the build it runs
 (`ARENA_PROFILE=debug`: the binaries dev/test built, instead of a release build of ten minutes).
@@ -25,6 +26,13 @@ ROOT = Path(__file__).resolve().parents[2]
 # reaches dev/run, which is started as with nothing set.
 SETTING_PREFIXES = ("ARENA_", "STANDIN_", "HF_", "HUGGINGFACE_", "OPENID_", "OAUTH_", "GITHUB_", "TRACKIO_",
                     "LOCAL_CAP_USD")
+
+
+# The stand-in's sandbox start delay (`STANDIN_SANDBOX_START_S`).
+START_S = 2
+# The namespaces dev/run's sandboxes run in (training's, held-out's), and its arena bot's token.
+SANDBOX_NAMESPACES = ("benchflow-sandboxes", "benchflow-eval")
+BOT_TOKEN = "hf_local_demo_arena_token"
 
 
 def free_port():
@@ -105,6 +113,17 @@ def mentioning(text):
     return running(out)
 
 
+def sandboxes(hub, run_id):
+    """The run's sandbox jobs HF lists, in both namespaces."""
+    out = []
+    for ns in SANDBOX_NAMESPACES:
+        req = urllib.request.Request(f"{hub}/api/jobs/{ns}?label=arena-run%3D{run_id}&limit=500",
+                                     headers={"Authorization": "Bearer " + BOT_TOKEN})
+        with urllib.request.urlopen(req, timeout=30) as r:
+            out += [j for j in json.load(r) if (j.get("labels") or {}).get("arena-run") == run_id]
+    return out
+
+
 class DevRun:
     """dev/run in a process group of its own, its output in a file."""
 
@@ -112,8 +131,10 @@ class DevRun:
         self.data = data
         self.arena, self.standin = f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"
         env = {k: v for k, v in os.environ.items() if not k.startswith(SETTING_PREFIXES)}
+        # The stand-in's sandboxes start late, as HF's do (a short delay: the pool starts them
+        # ahead of need either way).
         env.update(ARENA_CLUSTER="real", ARENA_ADDR=self.arena, STANDIN_ADDR=self.standin,
-                   ARENA_DATA_DIR=str(data), ARENA_PROFILE="debug")
+                   ARENA_DATA_DIR=str(data), ARENA_PROFILE="debug", STANDIN_SANDBOX_START_S=str(START_S))
         self.log_path = data.parent / "dev-run.log"
         self.log = open(self.log_path, "wb")
         self.proc = subprocess.Popen([str(ROOT / "dev/run")], cwd=ROOT, env=env, stdout=self.log,
@@ -202,6 +223,12 @@ def test_dev_run_with_the_real_cluster_completes_the_demo_submissions_run(tmp_pa
         assert e["before"]["episodes"] > 0 and e["after"]["episodes"] > 0, e
         trained = [ev for ev in events if ev["state"] == "updating" and ev.get("metrics")]
         assert trained, events
+        # Every sandbox the run started is canceled by its end: HF's jobs list, as the arena's bot
+        # reads it, holds none of them live.
+        hub = f"http://{dev.standin}"
+        assert sandboxes(hub, run_id), "the run started no sandbox on the stand-in"
+        dev.wait("the run's sandboxes canceled", lambda: not [
+            j["id"] for j in sandboxes(hub, run_id) if j["status"]["stage"] in ("SCHEDULING", "RUNNING", "UPDATING")], 60)
         run_s = time.monotonic() - started
     finally:
         dev.stop()

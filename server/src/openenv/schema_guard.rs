@@ -141,3 +141,51 @@ pub fn child_main() -> anyhow::Result<()> {
     std::io::stdout().write_all(&serde_json::to_vec(&verdict)?)?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    /// A checker program that runs `body` (sh) whatever it is asked: the guard must hold whatever
+    /// the child does.
+    fn checker(dir: &tempfile::TempDir, name: &str, body: &str) -> PathBuf {
+        let path = dir.path().join(name);
+        std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path
+    }
+
+    fn check() -> SchemaCheck {
+        SchemaCheck { schema: serde_json::json!({}), actions: vec![] }
+    }
+
+    #[tokio::test]
+    async fn a_child_that_hangs_dies_or_answers_nonsense_is_too_complex_never_a_verdict() {
+        let dir = tempfile::tempdir().unwrap();
+        let bounds = Bounds { deadline: Duration::from_millis(500), ..Bounds::default() };
+        let cases = [
+            ("hangs", "exec /bin/sleep 30", "longer than 0.5 s"),
+            ("overflows", "kill -SEGV $$", "deeper stack"),
+            ("aborts", "kill -ABRT $$", "deeper stack"),
+            ("babbles", "cat >/dev/null; echo not-a-verdict", "deeper stack"),
+            ("fails", "cat >/dev/null; echo '{\"refused\":null}'; exit 3", "deeper stack"),
+        ];
+        for (name, body, says) in cases {
+            let guard = SchemaGuard::new(checker(&dir, name, body), bounds.clone());
+            match guard.check(&check()).await {
+                Err(Unchecked::TooComplex(why)) => assert!(why.contains(says), "{name}: {why}"),
+                other => panic!("{name}: {other:?}"),
+            }
+        }
+        let agrees = checker(&dir, "agrees", "cat >/dev/null; echo '{\"refused\":null}'");
+        assert!(matches!(SchemaGuard::new(agrees, bounds.clone()).check(&check()).await, Ok(Ok(()))));
+        let refuses = checker(&dir, "refuses", "cat >/dev/null; echo '{\"refused\":\"a rule\"}'");
+        match SchemaGuard::new(refuses, bounds.clone()).check(&check()).await {
+            Ok(Err(Invalid(why))) => assert_eq!(why, "a rule"),
+            other => panic!("{other:?}"),
+        }
+        let missing = SchemaGuard::new(dir.path().join("absent"), bounds);
+        assert!(matches!(missing.check(&check()).await, Err(Unchecked::Broken(_))));
+    }
+}

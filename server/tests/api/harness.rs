@@ -55,6 +55,11 @@ fn hub_users() -> Vec<standin::HubUser> {
             token_role: Some("read".into()),
             ..user("arena-sandbox", SANDBOX_TOKEN, vec![member(SANDBOX_ORG, "read")])
         },
+        // The evaluation reader: a read token whose only organization is the held-out sandboxes'.
+        standin::HubUser {
+            token_role: Some("read".into()),
+            ..user("arena-eval", EVAL_READER, vec![member(standin::users::EVAL_ORG, "read")])
+        },
         // A read token that could read the arena's own datasets: never a sandbox's.
         standin::HubUser {
             token_role: Some("read".into()),
@@ -72,6 +77,9 @@ pub const SANDBOX_ORG: &str = standin::users::SANDBOX_ORG;
 /// The token the arena's probes reach sandboxes with: a read token of an account whose only
 /// organization is [`SANDBOX_ORG`].
 pub const SANDBOX_TOKEN: &str = "hf_test_arena_sandbox_reader";
+/// The held-out evaluation's sandbox reader (`ARENA_EVAL_TOKEN` on the cluster): a read token of
+/// an account whose only organization is the evaluation namespace.
+pub const EVAL_READER: &str = "hf_test_arena_eval_reader";
 /// A read token of a member of the sandbox organization and of `benchflow`.
 pub const LEAKY_READER: &str = "hf_test_leaky_reader_0123456789";
 /// The arena's signing key in tests.
@@ -183,6 +191,8 @@ pub struct Options {
     pub names: Option<std::sync::Arc<dyn server::ports::names::NameLookup>>,
     /// HF account ids the arena refuses as callers besides those it finds (`ARENA_SERVICE_ACCOUNTS`).
     pub service_accounts: Vec<String>,
+    /// The organization held-out sandboxes run in (`ARENA_EVAL_NAMESPACE`; unset when absent).
+    pub eval_namespace: Option<&'static str>,
 }
 
 /// The deployed defaults: each challenge's silence limit, half an hour of scheduling, two minutes
@@ -209,6 +219,7 @@ impl Options {
             webhooks_allow_loopback: false,
             names: None,
             service_accounts: Vec::new(),
+            eval_namespace: None,
         }
     }
 }
@@ -227,6 +238,7 @@ impl Default for Options {
             webhooks_allow_loopback: false,
             names: None,
             service_accounts: Vec::new(),
+            eval_namespace: None,
         }
     }
 }
@@ -321,6 +333,7 @@ impl TestApp {
             schema_checker: Some(env!("CARGO_BIN_EXE_arena").into()),
             webhook_key: Some(Secret(WEBHOOK_KEY.into())),
             service_accounts: options.service_accounts,
+            eval_namespace: options.eval_namespace.map(String::from),
             ..Config::default()
         };
         // The one set of adapters: a replica shares it, as servers behind one address share the

@@ -133,7 +133,8 @@ async fn hostile_schemas_are_refused_and_the_server_serves_on() {
         still_serving(&app, what).await;
         // A tool error with the route's code, or rmcp's own refusal of a body past its nesting bound.
         let tool = mcp_call(&app, ALICE, "openenv_check", json!({"body": body}), &[]).await;
-        let refused = tool["result"]["isError"] == true
+        let refused = (tool["result"]["isError"] == true
+            && tool["result"].to_string().contains(&code(&checked).1))
             || tool["status"].as_u64().is_some_and(|s| (400..500).contains(&s));
         assert!(refused, "{what}: {tool}");
         still_serving(&app, what).await;
@@ -304,7 +305,11 @@ async fn a_panicking_handler_is_answered_and_the_server_serves_on() {
 async fn the_arenas_own_accounts_are_never_callers() {
     let app = TestApp::with(
         Backend::Sqlite,
-        Options { service_accounts: vec!["user-bob".into()], ..Options::default() },
+        Options {
+            service_accounts: vec!["user-bob".into()],
+            eval_namespace: Some(standin::users::EVAL_ORG),
+            ..Options::default()
+        },
     )
     .await;
     let cluster = crate::held_out::connect(&app).await;
@@ -312,6 +317,7 @@ async fn the_arenas_own_accounts_are_never_callers() {
     let hook = json!({"url": "https://example.com/hook"}).to_string();
     for (who, token) in [
         ("the sandbox reader", SANDBOX_TOKEN),
+        ("the evaluation reader", crate::harness::EVAL_READER),
         ("the arena's bot", ARENA_BOT),
         ("a namespace member", LEAKY_READER),
         ("a listed account", BOB),
@@ -334,6 +340,9 @@ async fn the_arenas_own_accounts_are_never_callers() {
         let tool = mcp_call(&app, token, "whoami", json!({}), &[]).await;
         assert!(tool.to_string().contains("SERVICE_ACCOUNT"), "{who} over MCP: {tool}");
     }
+    // Nor does one sign in to the pages.
+    let callback = crate::session::complete_sign_in(&app, "/auth/login?return_to=/arena", "bob").await;
+    assert_eq!(code(&callback), (403, "SERVICE_ACCOUNT".into()), "{}", callback.text());
     // The arena's own token is refused even where no identity is needed, without asking HF.
     let public = app.get_as("/api/challenges", SANDBOX_TOKEN).await;
     assert_eq!(code(&public), (403, "SERVICE_ACCOUNT".into()));
@@ -407,6 +416,17 @@ on_both_backends!(multi_thread, webhooks_are_scoped_bounded_and_sealed, |app| {
     let inside = app.post_as("/api/webhooks", &json!({"url": "https://10.1.2.3/h"}).to_string(), ALICE).await;
     assert_eq!(code(&inside).1, "WEBHOOK_URL_REFUSED");
     assert!(inside.json()["message"].as_str().unwrap().contains("a private address"), "{}", inside.text());
+    // At start, with a webhook stored: no key, or another key, stops the start; a secret left in
+    // clear by an older version is sealed in place.
+    use server::webhooks::sealed::{check_at_start, SealKey};
+    assert!(check_at_start(&app.state.db, None).await.is_err(), "no key, webhooks stored");
+    let other = SealKey::from_hex(&"ab".repeat(32)).unwrap();
+    assert!(check_at_start(&app.state.db, Some(&other)).await.is_err(), "a key that does not open them");
+    app.exec(&format!("UPDATE webhooks SET secret = 'whsec_in_clear' WHERE id = '{id}'")).await.unwrap();
+    check_at_start(&app.state.db, Some(&key)).await.unwrap();
+    let stored = app.text(&format!("SELECT secret FROM webhooks WHERE id = '{id}'")).await;
+    assert!(!stored.contains("in_clear"), "{stored}");
+    assert_eq!(key.open(&id, &stored).as_deref(), Some("whsec_in_clear"));
     // Alice deletes her own: her pending delivery fails with it.
     assert_eq!(delete(ALICE).await.status, StatusCode::NO_CONTENT);
     assert_eq!(app.text("SELECT state FROM webhook_deliveries WHERE id = 'dl-pending'").await, "failed");

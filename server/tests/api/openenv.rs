@@ -487,14 +487,13 @@ async fn admission_plays_the_finish_action_sees_a_crash_at_once_and_shows_the_ev
             app.exec("DELETE FROM openenv_quota_slots").await.unwrap();
             let r = submit(app, &body, ALICE).await;
             assert_eq!(r.status, StatusCode::ACCEPTED, "{id}: {}", r.text());
-            let started = Instant::now();
             admitted(&app.state).await;
-            let v = app.get_as(&format!("/api/openenv/submissions/{id}"), ALICE).await.json();
-            (v, started.elapsed())
+            app.get_as(&format!("/api/openenv/submissions/{id}"), ALICE).await.json()
         }
     };
-    // A server that exits at start: decided within 90 s (in seconds on an idle machine), not after two 120 s health waits.
-    let (v, took) = decide("crash", echo_submission("crash", "ghcr.io/test/echo-exits-at-start:v1")).await;
+    // A server that exits at start: decided by its job's stage with its exit and log, not by a
+    // health wait run out (that would say the image never answered GET /health).
+    let v = decide("crash", echo_submission("crash", "ghcr.io/test/echo-exits-at-start:v1")).await;
     let e = &v["report"]["errors"][0];
     assert_eq!(
         (e["code"].as_str(), v["slot"]["state"].as_str()),
@@ -506,11 +505,11 @@ async fn admission_plays_the_finish_action_sees_a_crash_at_once_and_shows_the_ev
     // Its stdout and stderr reach the log each in its own order.
     let log = e["evidence"]["log"].as_array().unwrap();
     assert!(log.contains(&json!("downloading word list from huggingface.co failed: no network")), "{log:?}");
-    assert!(took < Duration::from_secs(90), "decided in {took:?}");
+    assert!(!message.contains("never answered"), "{message}");
     // A finish action that does not end the episode: refused by name, with the transcript.
     let mut never_finishes = echo_submission("finish", "ghcr.io/test/echo-ok:v1");
     never_finishes["finish_action"] = json!({"message": "still playing"});
-    let (v, _) = decide("finish", never_finishes).await;
+    let v = decide("finish", never_finishes).await;
     let e = &v["report"]["errors"][0];
     assert_eq!(
         (e["code"].as_str(), v["error_origin"].as_str()),
@@ -522,7 +521,7 @@ async fn admission_plays_the_finish_action_sees_a_crash_at_once_and_shows_the_ev
     assert!(e["fix"].as_str().unwrap().contains("finish_action"));
     assert!(v["slot"]["retry_after_s"].as_u64().is_some_and(|s| s > 3600), "the next slot's time: {v:#}");
     // A schema that differs: where, with both values.
-    let (v, _) = decide("differs", echo_submission("differs", "ghcr.io/test/echo-schema-differs:v1")).await;
+    let v = decide("differs", echo_submission("differs", "ghcr.io/test/echo-schema-differs:v1")).await;
     let e = &v["report"]["errors"][0];
     assert_eq!(e["code"], "IMAGE_SCHEMA_MISMATCH");
     let pointers: Vec<&str> = e["evidence"]["differences"]
@@ -537,7 +536,7 @@ async fn admission_plays_the_finish_action_sees_a_crash_at_once_and_shows_the_ev
     );
     assert!(e["message"].as_str().unwrap().contains("/action/"), "{e}");
     // A server that echoes the credential it received: the transcript comes back without it.
-    let (v, _) = decide("leaks", echo_submission("leaks", "ghcr.io/test/echo-leaks-token:v1")).await;
+    let v = decide("leaks", echo_submission("leaks", "ghcr.io/test/echo-leaks-token:v1")).await;
     let e = &v["report"]["errors"][0];
     assert_eq!(e["code"], "ADMISSION_EPISODE_FAILED", "{v:#}");
     let text = v.to_string();

@@ -493,6 +493,13 @@ on_both_backends!(multi_thread, a_trainers_metrics_alerts_and_versions_are_store
     assert_eq!(v["steps"][0]["policy_version"], 1);
     assert_eq!(v["steps"][0]["metrics"], metrics);
     assert_eq!(v["reward_curve"], json!([[1, 0.5]]));
+    // The run page's table shows each step's wait for its sandboxes beside its other figures.
+    let (cookie, _) = crate::session::sign_in(app, "alice").await;
+    let page = app
+        .call(axum::http::Method::GET, &format!("/arena/openenv/runs/{run}"), None, &[("cookie", &cookie)])
+        .await
+        .text();
+    assert!(page.contains("Waiting for sandboxes") && page.contains(">3.5</td>"), "{page}");
     let events = events(app, &run).await;
     assert_eq!(events.iter().map(|e| e["seq"].as_i64().unwrap()).collect::<Vec<_>>(), [0, 1, 2, 3, 4, 5]);
     assert_eq!(events[3]["alert"], "sandbox_failed");

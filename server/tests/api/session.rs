@@ -31,7 +31,7 @@ pub async fn sign_in(app: &TestApp, user: &str) -> (String, String) {
 
 /// Starts a sign-in at `login_uri`, chooses `user` on the stand-in's page, and answers the
 /// arena's callback; returns the callback's answer.
-async fn complete_sign_in(app: &TestApp, login_uri: &str, user: &str) -> Answer {
+pub async fn complete_sign_in(app: &TestApp, login_uri: &str, user: &str) -> Answer {
     let login = app.get(login_uri).await;
     assert!(login.status.is_redirection(), "{}", login.text());
     let (cookie, _) = session_cookie(&login).expect("the login starts a session");
