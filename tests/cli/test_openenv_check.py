@@ -390,12 +390,12 @@ def echo():
         server.stop()
 
 
-def check(tmp_path, body, url, *args, env=None):
+def check(tmp_path, body, url, *args, env=None, python=sys.executable):
     path = tmp_path / "submission.json"
     path.write_text(json.dumps(body))
     run_env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
     run_env.update(env or {})
-    done = subprocess.run([sys.executable, str(SCRIPT), str(path), "--url", url, "--json", *args],
+    done = subprocess.run([python, str(SCRIPT), str(path), "--url", url, "--json", *args],
                           capture_output=True, text=True, timeout=120, env=run_env)
     summary = json.loads(done.stdout) if done.stdout.strip() else None
     return done, summary
@@ -420,6 +420,20 @@ def test_the_echo_server_passes_every_check(tmp_path, echo):
     # One task only, by --task.
     done, summary = check(tmp_path, BODY, server.url, "--task", "echo-2")
     assert done.returncode == 0 and codes(summary) == {"echo-2": None}
+
+
+# The oldest Python the guide promises the script runs on, as this machine's pyenv has it.
+PYTHON_3_9 = Path.home() / ".pyenv/versions/3.9.18/bin/python3"
+
+
+def test_the_script_runs_on_python_3_9(tmp_path, echo):
+    assert PYTHON_3_9.exists(), f"no Python 3.9 at {PYTHON_3_9} (pyenv install 3.9)"
+    server = echo("ok")
+    done, summary = check(tmp_path, BODY, server.url, python=str(PYTHON_3_9))
+    assert done.returncode == 0 and summary["ok"] is True, done.stderr
+    broken = echo("reward-2")
+    done, summary = check(tmp_path, BODY, broken.url, python=str(PYTHON_3_9))
+    assert done.returncode == 1 and set(codes(summary).values()) == {"ADMISSION_EPISODE_FAILED"}, done.stderr
 
 
 def test_each_broken_variant_fails_with_admissions_code(tmp_path, echo):
