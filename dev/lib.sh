@@ -129,29 +129,50 @@ seed_datasets() {
   printf 'arena-demo/local-heldout=%s' "$ROOT/dev/local-challenge/heldout"
 }
 
-# openenv-core 0.3.0 from PyPI, kept apart from the other Python packages (it pulls gradio and
-# fastmcp): the local OpenEnv images built before openenv 0.10 run on it (`{openenv_core}` in an
-# image's mounts). Sets OPENENV_CORE to the folder (put it on PYTHONPATH).
+# openenv-core 0.3.0 from PyPI, kept apart from the other Python packages (it pulls fastmcp): the
+# local OpenEnv images built before openenv 0.10 run on it (`{openenv_core}` in an image's
+# mounts). Sets OPENENV_CORE to the folder (put it on PYTHONPATH).
 OPENENV_CORE="$HOME/.cache/arena-openenv-core"
 ensure_openenv_core() {
-  [ -f "$OPENENV_CORE/bin/openenv" ] && return
-  log "installing openenv-core 0.3.0 from PyPI into $OPENENV_CORE (about a minute, once)"
-  rm -rf "$OPENENV_CORE.partial"
-  python3 -m pip install -q --target "$OPENENV_CORE.partial" openenv-core==0.3.0
-  rm -rf "$OPENENV_CORE" && mv "$OPENENV_CORE.partial" "$OPENENV_CORE"
+  install_openenv_release "$OPENENV_CORE" "openenv-core==0.3.0" "about a minute, once"
 }
 
 # openenv 0.10.0 from PyPI (the `openenv` package, what `pip install openenv` and `openenv init`
 # give participants today), kept apart like openenv-core: the local 0.10 images run on it
 # (`{openenv}` in an image's mounts, STANDIN_OPENENV), and admission is checked against its
-# `openenv validate --url URL --json` (its `--url` prints text without `--json`). About 450 MB
-# (gradio, pandas, openai; no torch). Its own requirement keeps fastmcp below 4 (MCPEnvironment
-# is written for FastMCP 3), so nothing else is pinned. Sets OPENENV to the folder (put it on
-# PYTHONPATH). The stamp holds the requirements, so changing them installs again.
+# `openenv validate --url URL --json` (its `--url` prints text without `--json`). Its own
+# requirement keeps fastmcp below 4 (MCPEnvironment is written for FastMCP 3), so nothing else is
+# pinned. Sets OPENENV to the folder (put it on PYTHONPATH).
 OPENENV="$HOME/.cache/arena-openenv"
-OPENENV_REQUIREMENTS="openenv==0.10.0"
 ensure_openenv() {
-  install_target "$OPENENV" "$OPENENV_REQUIREMENTS" "about a minute, once"
+  install_openenv_release "$OPENENV" "openenv==0.10.0" "about a minute, once"
+}
+
+# Installs the OpenEnv release REQUIREMENT into DIR with its own requirements but gradio. Gradio
+# serves only the web UI at /web, which a server mounts when ENABLE_WEB_INTERFACE is set (never
+# here, and off by default); both releases' `openenv.core.env_server` do without it when it is
+# missing (`except ModuleNotFoundError` around `web_interface`). Its import was two thirds of every
+# local sandbox's start (about 3 of 4.6 CPU-s, and a dev/test starts over 400 sandboxes on these two
+# cores); HF's machines pay it for real images, not this one. The stamp works as install_target's.
+install_openenv_release() {
+  local dir=$1 requirement=$2 note=$3
+  local stamp="$requirement without gradio"
+  [ "$(cat "$dir/.arena-stamp" 2>/dev/null)" = "$stamp" ] && return
+  log "installing $requirement from PyPI into $dir, without gradio ($note)"
+  rm -rf "$dir.partial" "$dir.release"
+  python3 -m pip install -q --no-deps --target "$dir.release" "$requirement"
+  python3 -c '
+import importlib.metadata, re, sys
+dist = next(importlib.metadata.distributions(path=[sys.argv[1]]))
+for r in dist.requires or []:
+    if "extra ==" not in r and re.match(r"[A-Za-z0-9_.-]+", r).group(0).lower() != "gradio":
+        print(r)' "$dir.release" >"$dir.release/.arena-requirements"
+  python3 -m pip install -q --target "$dir.partial" -r "$dir.release/.arena-requirements"
+  # The release over its requirements: cp merges the folders (its `bin/openenv` beside `bin/uvicorn`).
+  cp -r "$dir.release"/. "$dir.partial"/
+  rm -rf "$dir.release"
+  echo "$stamp" >"$dir.partial/.arena-stamp"
+  rm -rf "$dir" && mv "$dir.partial" "$dir"
 }
 
 # Installs REQUIREMENTS from PyPI into the folder DIR (pip --target), once: the folder's stamp

@@ -2,8 +2,10 @@
 submission's run: at least one trained step and a held-out evaluation before and after, and every
 sandbox it started canceled by its end. dev/run is started as a person starts
 it, in a process group of its own, with only what must differ on a shared test machine: its two
-addresses on free loopback ports, its data in a folder of its own, and the build it runs
-(`ARENA_PROFILE=debug`: the binaries dev/test built, instead of a release build of ten minutes).
+addresses on free loopback ports, its data in a folder of its own, the build it runs
+(`ARENA_PROFILE=debug`: the binaries dev/test built, instead of a release build of ten minutes),
+and two optimizer steps instead of dev/run's four (`ARENA_TRAINER_MAX_STEPS`, which dev/run
+names: tests/test_end_to_end.py trains three, each step checked).
 The submission is the one dev/run's own output says to submit, with the token it prints. Then
 dev/run's process group is stopped as Ctrl-C would stop it, and no process it started (stand-in,
 arena, agent, trainer, sandboxes) is left."""
@@ -30,6 +32,8 @@ SETTING_PREFIXES = ("ARENA_", "STANDIN_", "HF_", "HUGGINGFACE_", "OPENID_", "OAU
 
 # The stand-in's sandbox start delay (`STANDIN_SANDBOX_START_S`).
 START_S = 2
+# Optimizer steps the run may take (dev/run's `ARENA_TRAINER_MAX_STEPS`, 4 by default).
+STEPS = 2
 # The namespaces dev/run's sandboxes run in (training's, held-out's), and its arena bot's token.
 SANDBOX_NAMESPACES = ("benchflow-sandboxes", "benchflow-eval")
 BOT_TOKEN = "hf_local_demo_arena_token"
@@ -134,7 +138,8 @@ class DevRun:
         # The stand-in's sandboxes start late, as HF's do (a short delay: the pool starts them
         # ahead of need either way).
         env.update(ARENA_CLUSTER="real", ARENA_ADDR=self.arena, STANDIN_ADDR=self.standin,
-                   ARENA_DATA_DIR=str(data), ARENA_PROFILE="debug", STANDIN_SANDBOX_START_S=str(START_S))
+                   ARENA_DATA_DIR=str(data), ARENA_PROFILE="debug", STANDIN_SANDBOX_START_S=str(START_S),
+                   ARENA_TRAINER_MAX_STEPS=str(STEPS))
         self.log_path = data.parent / "dev-run.log"
         self.log = open(self.log_path, "wb")
         self.proc = subprocess.Popen([str(ROOT / "dev/run")], cwd=ROOT, env=env, stdout=self.log,
@@ -216,7 +221,7 @@ def test_dev_run_with_the_real_cluster_completes_the_demo_submissions_run(tmp_pa
 
         run = dev.wait("the run's end", ended, 2400)
         events = call("GET", f"{base}/runs/{run_id}/events", tok)[1]["events"]
-        assert run["state"] == "completed" and run["policy_version"] >= 1, (run, events)
+        assert run["state"] == "completed" and 1 <= run["policy_version"] <= STEPS, (run, events)
         assert "tiny test model" in run["trainer"]["model"], run
         e = run["evaluation"]
         assert e["state"] == "complete" and not e["simulated"], e

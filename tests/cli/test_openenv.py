@@ -153,7 +153,7 @@ def verdicts():
         status, answer = call("POST", arena_url + "/api/openenv/submissions", token(variant), body)
         assert status == 202, (variant, answer)
     # The tool's verdicts while the arena admits, one server at a time (each imports openenv-core
-    # and gradio: seconds of CPU, well inside the sandboxes' 120 s health limit).
+    # and fastmcp: a second or two of CPU, well inside the sandboxes' 120 s health limit).
     theirs = {variant: openenv_validate(variant) for variant in VARIANTS}
     # `no-health` answers 404 from a running app (refused at once, twice: one more fresh sandbox); the
     # others start uvicorn.
@@ -228,7 +228,7 @@ def openenv_010_verdicts():
         assert status == 202, (image, answer)
     runtime = openenv_010()
     theirs = {image: validate_server(image, DEMO / folder, runtime) for image, (_, folder, _) in OPENENV_010.items()}
-    # Each sandbox starts uvicorn on openenv 0.10 (gradio and fastmcp imported: seconds of CPU); the
+    # Each sandbox starts uvicorn on openenv 0.10 (fastmcp imported: a second or two of CPU); the
     # three submissions hold seven tasks, probed three at a time.
     deadline = time.time() + 600
     answers, cancelled = {}, set()
