@@ -311,7 +311,8 @@ build_server() {
   else
     # With the tests' own feature set (`--tests` unifies the dev-dependencies' features, as
     # `cargo test --workspace` does): after dev/test's `cargo test` this builds nothing again.
-    cargo build --workspace --exclude 'frontend*' --bins --tests
+    # --timings: where the build's time went, unit by unit (target/cargo-timings/).
+    cargo build --workspace --exclude 'frontend*' --bins --tests --timings
   fi
 }
 
