@@ -5,6 +5,12 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 # A target directory outside the clone lets every clone on this machine reuse one build.
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/arena-target}
+# A cold debug build gains nothing from incremental compilation (there is nothing yet to reuse) and
+# pays for writing its data; the first build of an empty target directory turns it off, for the
+# whole run (cargo's fingerprints include it: a `cargo test` after would otherwise build again).
+if [ -z "${CARGO_INCREMENTAL+set}" ] && [ ! -d "$CARGO_TARGET_DIR/debug" ]; then
+  export CARGO_INCREMENTAL=0
+fi
 SITE="$ROOT/target/site"
 # The front end's wasm builds in a target directory of its own: cargo locks a target directory
 # while it builds, and this way dev/test builds the wasm while the Rust tests run.

@@ -82,7 +82,8 @@ async fn relay_request(
 fn billed_usd(app: &TestApp, run: &str) -> f64 {
     let jobs = app.hub.jobs.jobs.lock().unwrap();
     let job = jobs.iter().find(|j| j.view.labels.get("arena-run").map(String::as_str) == Some(run)).unwrap();
-    let running_s = job.view.durations["runningSecs"].as_f64().expect("a job that ran records its running time");
+    let running_s =
+        job.view.durations["runningSecs"].as_f64().expect("a job that ran records its running time");
     domain::runs::follow::cost_cents(10.0, running_s) as f64 / 100.0
 }
 
