@@ -110,6 +110,21 @@ class RunDir:
     def write_progress(self, progress: dict) -> None:
         _write_atomic(self.path / "progress.json", json.dumps(progress))
 
+    # --- the report of a step whose checkpoint is being written ---
+    def staged_report(self) -> dict | None:
+        """`{"progress", "event"}`: what the trainer reports of the step whose checkpoint it is
+        writing, kept until the report is made (`Run.stage`)."""
+        try:
+            return json.loads((self.path / "staged-report.json").read_text())
+        except (FileNotFoundError, ValueError):
+            return None
+
+    def write_staged_report(self, staged: dict) -> None:
+        _write_atomic(self.path / "staged-report.json", json.dumps(staged))
+
+    def clear_staged_report(self) -> None:
+        (self.path / "staged-report.json").unlink(missing_ok=True)
+
     @property
     def checkpoints(self) -> Path:
         return self.path / "checkpoints"

@@ -5,9 +5,10 @@
   template's own pieces, with the special tokens Qwen3.5 uses, and the real Qwen3.5 chat template
   (TRL's copy, `trl/chat_templates/qwen3_5_think.jinja`, the one the 9B ships).
 - `Qwen3_5ForCausalLM` with one `linear_attention` (Gated DeltaNet) and one `full_attention` layer.
-- A short supervised warm-up on conversations like the demo echo environment's, so that some of
-  its replies are valid JSON actions and some are not: the rewards of a step then differ and GRPO
-  has something to learn from.
+- A short supervised warm-up on conversations like the demo echo environment's and like a board
+  game's (the Four in a Row test shape, `{"column": c}` moves on a board), so that some of its
+  replies are valid JSON actions and some are not: the rewards of a step then differ and GRPO has
+  something to learn from, on a schema other than the echo's too.
 
 Built once into a folder (`build(path)`), then loaded from it like any local checkpoint.
 """
@@ -45,8 +46,22 @@ DEMO_SCHEMA = {
     "title": "ArenaEchoAction",
     "type": "object",
 }
+# The Four in a Row test shape's action schema (dev/demo/openenv/four_in_row/submission.json): a
+# second shape the warm-up teaches, so that a local run on a game trains too.
+GAME_SCHEMA = {
+    "additionalProperties": False,
+    "description": "Drop a disc of the player to move into a column.",
+    "properties": {
+        "metadata": {"additionalProperties": True, "description": "Additional metadata for the action",
+                     "title": "Metadata", "type": "object"},
+        "column": {"description": "The column to drop a disc into, 0 to 6", "title": "Column", "type": "integer"},
+    },
+    "required": ["column"],
+    "title": "FourInRowAction",
+    "type": "object",
+}
 # The version of the recipe below: a folder built by another version is built again.
-VERSION = "tiny-qwen3_5-v2"
+VERSION = "tiny-qwen3_5-v3"
 
 
 def chat_template() -> str:
@@ -70,6 +85,28 @@ def _replies(rng: random.Random) -> list:
     return good * 3 + bad + [json.dumps({"message": rng.choice(WORDS) + rng.choice(WORDS)}) for _ in range(10)]
 
 
+def _boards(rng: random.Random) -> list:
+    """Four in a Row observations (what the model sees of them: no metadata) after a few random
+    moves."""
+    out = []
+    for _ in range(20):
+        board = [[0] * 7 for _ in range(6)]
+        to_play = 1
+        for _ in range(rng.randrange(12)):
+            free = [c for c in range(7) if board[0][c] == 0]
+            column = rng.choice(free)
+            row = max(r for r in range(6) if board[r][column] == 0)
+            board[row][column] = to_play
+            to_play = 3 - to_play
+        out.append({"board": board, "legal_actions": [c for c in range(7) if board[0][c] == 0], "to_play": to_play})
+    return out
+
+
+def _moves() -> list:
+    # Mostly legal moves, one illegal column (the game then ends 0.0) and a little that is no move.
+    return [json.dumps({"column": c}) for c in range(8)] * 4 + ['{"column": ', '{"message": "hi"}']
+
+
 def _tokenizer(rng: random.Random):
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
@@ -77,6 +114,7 @@ def _tokenizer(rng: random.Random):
     template = chat_template()
     corpus = [contract.system_prompt(ECHO_SCHEMA), contract.system_prompt(DEMO_SCHEMA), template]
     corpus += [contract.json_text(o) for o in _observations(rng)] + _replies(rng)
+    corpus += [contract.system_prompt(GAME_SCHEMA)] + [contract.json_text(b) for b in _boards(rng)] + _moves()
     corpus += ["user", "assistant", "system", "\n\n", '{"finish": true}', '{"action": {"message": "done"}}']
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -122,20 +160,21 @@ def _model(tokenizer):
 
 
 def _warm_up(model, tokenizer, rng: random.Random, steps: int) -> float:
-    """Teaches reply-shaped JSON on conversations like the echo environment's; the loss falls on
-    the replies only. Returns the last loss."""
+    """Teaches reply-shaped JSON on conversations like the echo environment's (two of three) and
+    the board game's; the loss falls on the replies only. Returns the last loss."""
     import torch
 
-    systems = [contract.system_prompt(ECHO_SCHEMA), contract.system_prompt(DEMO_SCHEMA)]
-    replies = _replies(rng)
-    observations = _observations(rng)
+    echo = ([contract.system_prompt(ECHO_SCHEMA), contract.system_prompt(DEMO_SCHEMA)], _replies(rng),
+            _observations(rng))
+    game = ([contract.system_prompt(GAME_SCHEMA)], _moves(), _boards(rng))
     # Built as the trainer builds an episode's tokens (`episodes.Template`): the prompt, then
     # earlier replies and observations concatenated, then the reply to learn.
     from .episodes import Template
 
     shape = Template(tokenizer)
     examples = []
-    for _ in range(96):
+    for i in range(144):
+        systems, replies, observations = game if i % 3 == 2 else echo
         messages = [{"role": "system", "content": rng.choice(systems)},
                     {"role": "user", "content": contract.json_text(rng.choice(observations))}]
         p = shape.prompt(messages)
@@ -184,7 +223,7 @@ def build(path: Path, warm_up_steps: int = 150) -> Path:
     params = sum(p.numel() for p in model.parameters())
     (partial / "arena-tiny-model.json").write_text(
         json.dumps({"version": VERSION, "parameters": params, "warm_up_steps": warm_up_steps,
-                    "warm_up_loss": loss, "note": "randomly initialised, warmed up on echo replies"})
+                    "warm_up_loss": loss, "note": "randomly initialised, warmed up on echo replies and board-game moves"})
     )
     shutil.rmtree(path, ignore_errors=True)
     os.replace(partial, path)

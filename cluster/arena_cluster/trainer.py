@@ -342,20 +342,53 @@ class Run:
 
     def report(self, global_step: int, logs: dict) -> None:
         """The trained step's `updating` event, with the metrics TRL logged for it."""
-        p, self.pending = self.pending, None
-        if p is None:
+        if self.pending is None:
             return
         _write_trackio_queue()
-        self.version = global_step
-        self.progress.policy_version = global_step
-        self.save_progress()
+        message, fields = self.updating(logs)
+        self.pending = None
+        self.publish(global_step, message, fields)
+
+    def stage(self, global_step: int, logs: dict) -> None:
+        """A step that also saves its checkpoint is reported once the checkpoint is written
+        (`Report.on_save`); what that report will say is kept in the run's folder first, so that a
+        trainer killed between the two reports the checkpoint's step when it starts again
+        (`resume_staged`) instead of training it a second time unreported."""
+        if self.pending is None:
+            return
+        _write_trackio_queue()
+        message, fields = self.updating(logs)
+        after = dict(self.progress.to_json(), policy_version=global_step)
+        self.rd.write_staged_report({"progress": after, "event": {"message": message, **fields}})
+
+    def updating(self, logs: dict) -> tuple:
+        p = self.pending
         metrics = {k: logs[k] for k in METRICS if logs.get(k) is not None}
         metrics["lora_b_norm"] = _lora_b_norm(self.trainer.model)
         equal = len(set(p.rewards)) == 1
         trained = ("the four rewards are equal: no signal, the update changed nothing it could learn from"
                    if equal else "the first four trained")
-        self.emit("updating", f"step {self.progress.step_index} of `{p.task_id}`: episodes' rewards in the order they "
-                  f"ended: {p.shown}; {trained}", rewards=p.rewards, metrics=metrics, task_id=p.task_id, ends=p.ends)
+        message = (f"step {self.progress.step_index} of `{p.task_id}`: episodes' rewards in the order they ended: "
+                   f"{p.shown}; {trained}")
+        return message, {"rewards": p.rewards, "metrics": metrics, "task_id": p.task_id, "ends": p.ends}
+
+    def publish(self, global_step: int, message: str, fields: dict) -> None:
+        self.version = global_step
+        self.progress.policy_version = global_step
+        self.save_progress()
+        self.emit("updating", message, **fields)
+        self.rd.clear_staged_report()
+
+    def resume_staged(self, step: int) -> None:
+        """At a restart: the report staged for the checkpoint the trainer resumes from is made now
+        (the trainer was killed after writing the checkpoint and before reporting it). A report
+        staged for a checkpoint that was never completed is dropped: that step is trained again."""
+        staged = self.rd.staged_report()
+        if staged and step > self.version and staged["progress"].get("policy_version") == step:
+            self.progress = Progress.read(staged["progress"])
+            event = dict(staged["event"])
+            self.publish(step, event.pop("message"), event)
+        self.rd.clear_staged_report()
 
     # --- the whole run ---
     def main(self) -> None:
@@ -413,6 +446,7 @@ class Run:
         self.evaluate("before")
         resume = self.rd.last_checkpoint()
         step = int(resume.name.split("-")[-1]) if resume else 0
+        self.resume_staged(step)
         if resume or self.version > step:
             self.resumed(step)
         if self.may_play():
@@ -500,7 +534,9 @@ class Report(TrainerCallback):
       ends as it always ends (`on_train_end`: the Trackio run is finished);
     - `on_log`: a trained step is reported with the metrics TRL logged for it (`logging_steps=1`),
       whatever `save_steps` is; on a step that also saves its checkpoint, the report waits for
-      `on_save`, so that a restarted trainer never trains a reported step again;
+      `on_save`, so that a restarted trainer never trains a reported step again, and is staged
+      in the run's folder before the checkpoint is written, so that one killed in between
+      reports the checkpoint's step when it starts again (`Run.resume_staged`);
     - the idle step (the rollout found no step that fits: `Run.idle`) changes nothing: its
       gradients are dropped before the optimizer step (`on_pre_optimizer_step`; AdamW skips a
       parameter without a gradient, so neither the weights nor its moments move), it is neither
@@ -532,6 +568,7 @@ class Report(TrainerCallback):
             return
         if control.should_save:
             self.logs = dict(logs)
+            self.run.stage(state.global_step, self.logs)
         else:
             self.run.report(state.global_step, logs)
 

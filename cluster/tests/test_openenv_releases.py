@@ -10,7 +10,11 @@ episode of each step and of each held-out phase):
 - no user turn ever shows `metadata` (0.10 sends it in every observation, beside it too);
 - the task API environment plays the asked task: the reset observation of an episode of `echo-2`
   (its split `train`, index 1) names `echo-2`, not the split's task 0;
-- the tools environment's system message lists its tools, `echo` and `finish`."""
+- the tools environment's system message lists its tools, `echo` and `finish`;
+- a board game written as upstream's are (dev/demo/openenv/four_in_row: `{"column": c}` moves, no
+  finishing action, a reset that ignores the task) is admitted with its RESET_IGNORES_TASK warning
+  and trains on its own schema: the tiny model's moves end games with rewards, not invalid replies
+  (issue 57's admitted shape, through a real-trainer step)."""
 
 import json
 import time
@@ -27,6 +31,7 @@ RELEASES = {
     "echo-0.10": ("heidi", "submission-echo-010.json"),
     "task-echo": ("ivan", "submission-task-echo.json"),
     "tools-echo": ("judy", "submission-tools-echo.json"),
+    "four-in-row": ("quinn", "four_in_row/submission.json"),
 }
 
 
@@ -54,17 +59,17 @@ def trained(tmp_path_factory):
         for name, (user, _) in RELEASES.items():
             submission_id = f"release-{name.replace('.', '')}-{stamp}"
             admitted[name] = submit(arena, user, submission_id, body(name, submission_id))
-        runs = {}
+        runs, answers = {}, {}
 
         def all_ended():
             for name, check in admitted.items():
                 if name not in runs and (a := check()):
-                    runs[name] = a["run"]["run_id"]
+                    runs[name], answers[name] = a["run"]["run_id"], a
             return len(runs) == len(RELEASES) and all(
                 run_of(arena, RELEASES[n][0], r)["state"] in ("completed", "failed", "cancelled")
                 for n, r in runs.items())
 
-        # Admission of all three, then three runs in turn on the node's one CPU slot: each loads the
+        # Admission of all four, then four runs in turn on the node's one CPU slot: each loads the
         # tiny model, plays the held-out phase before (six episodes), one step (five) and the phase
         # after (six), each episode in a fresh sandbox.
         wait("every run's end", all_ended, 3000)
@@ -76,7 +81,7 @@ def trained(tmp_path_factory):
             assignment = json.loads((folder / "assignment.json").read_text())
             lines = (folder / "conversations.jsonl").read_text().splitlines()
             out[name] = (run_of(arena, user, run_id), RunDir(folder).events(), assignment,
-                         [json.loads(line) for line in lines])
+                         [json.loads(line) for line in lines], answers[name])
         return out
     finally:
         node.stop()
@@ -84,7 +89,7 @@ def trained(tmp_path_factory):
 
 @pytest.mark.parametrize("name", list(RELEASES))
 def test_each_release_is_admitted_and_trains_with_an_evaluation_before_and_after(trained, name):
-    run, events, _, conversations = trained[name]
+    run, events, _, conversations, _ = trained[name]
     assert run["state"] == "completed" and run["policy_version"] >= 1, (run, events)
     e = run["evaluation"]
     assert e["state"] == "complete" and e["before"] and e["after"], e
@@ -99,13 +104,13 @@ def test_no_user_turn_shows_metadata(trained, name):
     """openenv 0.10 puts `metadata` in every observation (`{}` at reset, `{"step": n}` after a step,
     the task spec and its answer in the task API's reset): the reset observation of every kept
     conversation had it."""
-    _, _, _, conversations = trained[name]
+    _, _, _, conversations, _ = trained[name]
     users = [m["content"] for c in conversations for m in c["messages"] if m["role"] == "user"]
     assert users and not [u for u in users if '"metadata"' in u or "task_spec" in u], users
 
 
 def test_the_task_api_environment_plays_the_asked_task(trained):
-    _, _, assignment, conversations = trained["task-echo"]
+    _, _, assignment, conversations, _ = trained["task-echo"]
     labels = {t["task_label"]: t for t in assignment["submission"]["tasks"]}
     echo_2 = [c for c in conversations if c["purpose"] == "train" and labels[c["task_label"]]["task_id"] == "echo-2"]
     assert labels and echo_2, conversations
@@ -117,7 +122,7 @@ def test_the_task_api_environment_plays_the_asked_task(trained):
 
 
 def test_the_tools_environment_is_told_its_tools(trained):
-    _, _, assignment, conversations = trained["tools-echo"]
+    _, _, assignment, conversations, _ = trained["tools-echo"]
     assert [t["name"] for t in assignment["submission"]["tasks"][0]["tools"]] == ["echo", "finish"], assignment
     steps = [c for c in conversations if c["purpose"] == "train"]
     assert steps, conversations
@@ -131,3 +136,22 @@ def test_the_tools_environment_is_told_its_tools(trained):
     held_out = [c for c in conversations if c["purpose"] != "train"]
     assert held_out and not [c for c in held_out if c["messages"] and TOOLS_INTRO in c["messages"][0]["content"]], \
         held_out
+
+
+def test_the_board_game_is_admitted_with_its_warning_and_trains_on_its_own_moves(trained):
+    run, events, _, conversations, answer = trained["four-in-row"]
+    warned = sorted((w["task_id"], w["code"]) for w in answer["report"].get("warnings") or [])
+    assert warned == [("game-1", "RESET_IGNORES_TASK"), ("game-2", "RESET_IGNORES_TASK")], answer["report"]
+    steps = [c for c in conversations if c["purpose"] == "train"]
+    assert steps, conversations
+    for c in steps:
+        assert '"column"' in c["messages"][0]["content"] and '"message"' not in c["messages"][0]["content"], c
+        assert json.loads(c["messages"][1]["content"])["legal_actions"] == list(range(7)), c
+    replies = [m["content"] for c in steps for m in c["messages"] if m["role"] == "assistant"]
+    assert any('"column"' in r for r in replies), replies
+    # The step that trained: at least four of its five games ended with a reward (a win, a full
+    # board or an illegal column).
+    updating = [e for e in events if e["state"] == "updating"]
+    assert updating and run["policy_version"] >= 1, events
+    ends = updating[0]["ends"]
+    assert ends.get("done", 0) >= 4, updating[0]

@@ -249,6 +249,43 @@ def test_a_restarted_trainer_trains_again_what_its_checkpoint_does_not_hold(tmp_
     assert events[-1]["message"].startswith("4 optimizer steps taken in 5 steps played"), events[-1]
 
 
+class KilledBeforeReport(FakeRun):
+    """Killed once optimizer step `kill_at`'s checkpoint is written, before its report (the
+    report waits for `on_save`)."""
+
+    def __init__(self, path, limit_s, kill_at, **kw):
+        super().__init__(path, limit_s, **kw)
+        self.kill_at = kill_at
+
+    def report(self, global_step, logs):
+        if global_step == self.kill_at:
+            raise Killed()
+        super().report(global_step, logs)
+
+
+def test_a_trainer_killed_between_a_checkpoint_and_its_report_reports_that_step_when_restarted(tmp_path):
+    """A checkpoint every step: the trainer is killed after checkpoint 2 is written and before
+    step 2 is reported. Started again, it reports step 2 (its staged report) and resumes from
+    checkpoint 2 without playing or training step 2 a second time."""
+    path = tmp_path / "oe-killed-at-save"
+    with pytest.raises(Killed):
+        KilledBeforeReport(path, 2_500, kill_at=2).main()
+    assert (path / "checkpoints" / "checkpoint-2").is_dir() and RunDir(path).staged_report()
+    assert [e["policy_version"] for e in RunDir(path).events() if e["state"] == "updating"] == [1]
+    run = FakeRun(path, 2_500)
+    run.main()
+    events = run.rd.events()
+    updating = [e for e in events if e["state"] == "updating"]
+    assert [e["policy_version"] for e in updating] == [1, 2, 3], updating
+    assert updating[1]["message"].startswith("step 2 of `echo-2`") and updating[1]["metrics"]["loss"] is not None
+    resumed = [e["message"] for e in events if e.get("alert") == "resumed"]
+    assert resumed == ["the trainer resumes from its checkpoint after optimizer step 2"], resumed
+    assert [e["message"] for e in events if e["state"] == "rolling" and not e.get("alert")] == [
+        "step 1: five episodes of `echo-1`", "step 2: five episodes of `echo-2`", "step 3: five episodes of `echo-1`"]
+    assert events[-1]["message"].startswith("3 optimizer steps taken in 3 steps played"), events[-1]
+    assert run.rd.staged_report() is None
+
+
 def test_the_next_steps_sandboxes_start_before_the_update_and_every_one_is_canceled(three_steps):
     """Prefetching (the default): step 2's sandboxes are started while step 1 plays, step 3's as
     step 1's episodes end, before its update; the fourth step's as step 2's end (it then does not

@@ -45,8 +45,9 @@ pub(crate) async fn ended(app: &TestApp, run: &str) -> (Value, Duration) {
         if ["scored", "failed", "canceled"].contains(&d["state"].as_str().unwrap()) {
             return (d, start.elapsed());
         }
-        // A bound on a hang, not a timing: the tests run three at a time beside the wasm build.
-        assert!(start.elapsed() < Duration::from_secs(180), "the run never ended: {d:#}");
+        // A bound on a hang, not a timing: the tests run three at a time beside the other groups
+        // (a fresh machine's run with a 101 MiB log was seen past 180 s, still moving).
+        assert!(start.elapsed() < Duration::from_secs(480), "the run never ended: {d:#}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }

@@ -440,7 +440,11 @@ on_both_backends!(multi_thread, admission_probes_every_task_in_a_fresh_sandbox_a
         let id = format!("adm-{variant}");
         let r = submit(app, &echo_submission(&id, &format!("ghcr.io/test/echo-{variant}:v1")), ALICE).await;
         assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.text());
-        admitted(&app.state).await;
+        if variant == "no-health" {
+            admitted(&crate::harness::with_health_wait(&app.state, 3)).await;
+        } else {
+            admitted(&app.state).await;
+        }
         let v = app.get_as(&format!("/api/openenv/submissions/{id}"), ALICE).await.json();
         let got = (v["state"].as_str(), v["slot"]["state"].as_str(), v["error_origin"].as_str());
         assert_eq!(got, (Some(state), Some(slot), origin), "{variant}: {v:#}");
