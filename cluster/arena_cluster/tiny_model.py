@@ -103,8 +103,9 @@ def _boards(rng: random.Random) -> list:
 
 
 def _moves() -> list:
-    # Mostly legal moves, one illegal column (the game then ends 0.0) and a little that is no move.
-    return [json.dumps({"column": c}) for c in range(8)] * 4 + ['{"column": ', '{"message": "hi"}']
+    # Moves, one in five into column 7, which does not exist: the game then ends at once with 0.0, so
+    # that a game ends in a few moves (one reply in a game that is no move ends it without a reward).
+    return [json.dumps({"column": c}) for c in range(7)] * 4 + [json.dumps({"column": 7})] * 7 + ['{"column": ']
 
 
 def _tokenizer(rng: random.Random):
@@ -206,7 +207,7 @@ def _warm_up(model, tokenizer, rng: random.Random, steps: int) -> float:
     return loss
 
 
-def build(path: Path, warm_up_steps: int = 150) -> Path:
+def build(path: Path, warm_up_steps: int = 300) -> Path:
     """Builds the tiny model into `path` (atomically: a half-built folder is never used)."""
     path = Path(path)
     marker = path / "arena-tiny-model.json"

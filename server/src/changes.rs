@@ -178,34 +178,3 @@ impl<K: std::hash::Hash + Eq + Clone, T: Serialize> Cache<K, T> {
         Ok(snapshot)
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[tokio::test]
-    async fn a_cached_read_is_made_again_after_a_bump() {
-        let changes = Changes::new(Backend::Sqlite);
-        let cache: Cache<(), u32> = Cache::new(Topic::Board);
-        let calls = AtomicU64::new(0);
-        let fill = || async { Ok::<_, serde_json::Error>(calls.fetch_add(1, Ordering::SeqCst) as u32) };
-        assert_eq!(*cache.get(&changes, (), fill()).await.unwrap().value, 0);
-        assert_eq!(*cache.get(&changes, (), fill()).await.unwrap().value, 0);
-        changes.bump(Topic::Ledger);
-        assert_eq!(*cache.get(&changes, (), fill()).await.unwrap().value, 0, "another topic");
-        changes.bump(Topic::Board);
-        let again = cache.get(&changes, (), fill()).await.unwrap();
-        assert_eq!(*again.value, 1);
-        assert_eq!(&again.json[..], b"1");
-    }
-
-    #[tokio::test]
-    async fn nothing_is_cached_while_changes_may_go_unseen() {
-        let changes = Changes::new(Backend::Postgres);
-        let cache: Cache<(), u32> = Cache::new(Topic::Board);
-        let calls = AtomicU64::new(0);
-        let fill = || async { Ok::<_, serde_json::Error>(calls.fetch_add(1, Ordering::SeqCst) as u32) };
-        assert_eq!(*cache.get(&changes, (), fill()).await.unwrap().value, 0);
-        assert_eq!(*cache.get(&changes, (), fill()).await.unwrap().value, 1);
-    }
-}

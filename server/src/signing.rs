@@ -56,22 +56,3 @@ impl SigningKey {
         }
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_signature_verifies_with_its_key_and_parts_only() {
-        let key = SigningKey::new(&Secret("k".repeat(40))).unwrap();
-        let other = SigningKey::new(&Secret("j".repeat(40))).unwrap();
-        let sig = key.sign(&[b"name", b"\n", b"bytes"]);
-        assert_eq!(sig.len(), 64);
-        assert!(key.verify(&[b"name", b"\n", b"bytes"], &sig));
-        assert!(key.verify(&[b"name\nbytes"], &sig), "the parts are one message");
-        assert!(!key.verify(&[b"name", b"\n", b"bytez"], &sig));
-        assert!(!other.verify(&[b"name", b"\n", b"bytes"], &sig));
-        assert!(!key.verify(&[b"name", b"\n", b"bytes"], "not hex"));
-        assert!(SigningKey::new(&Secret("short".into())).is_err());
-    }
-}

@@ -4,7 +4,7 @@
 pub mod client;
 mod error;
 pub mod ids;
-mod json;
+pub mod json;
 mod query;
 
 pub use error::{panicked, ApiError};

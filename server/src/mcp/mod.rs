@@ -8,9 +8,9 @@
 //! one, `/mcp` answers 401 pointing at its protected-resource metadata (RFC 9728), which names
 //! Hugging Face as the authorization server, so MCP clients sign their user in with HF.
 
-mod catalogue;
-mod handler;
-mod schema;
+pub mod catalogue;
+pub mod handler;
+pub mod schema;
 
 use std::sync::Arc;
 

@@ -96,29 +96,3 @@ impl<'a> Bundle<'a> {
 pub fn is_object(schema: &Value) -> bool {
     schema.get("type").and_then(Value::as_str) == Some("object")
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn components_come_along_once_and_recursion_ends() {
-        let components = json!({
-            "Node": {"type": "object", "properties": {"next": {"$ref": "#/components/schemas/Node"}, "leaf": {"$ref": "#/components/schemas/Leaf"}}},
-            "Leaf": {"type": "string"},
-            "Unused": {"type": "integer"},
-        });
-        let components = components.as_object().unwrap();
-        let mut bundle = Bundle::new(components);
-        let root = bundle.take_inlined(&json!({"$ref": "#/components/schemas/Node"})).unwrap();
-        assert!(is_object(&root));
-        let root = bundle.attach(root);
-        assert_eq!(root["properties"]["next"]["$ref"], "#/$defs/Node");
-        assert_eq!(root["$defs"]["Leaf"], json!({"type": "string"}));
-        assert!(root["$defs"].get("Unused").is_none());
-        // A reference to nothing, or outside the components, is an error, not a dangling schema.
-        let mut bundle = Bundle::new(components);
-        assert!(bundle.take(&json!({"$ref": "#/components/schemas/Gone"})).is_err());
-        assert!(bundle.take(&json!({"$ref": "https://example.com/schema"})).is_err());
-    }
-}

@@ -241,17 +241,3 @@ impl Hub<'_> {
 fn malformed(what: &str) -> LfsError {
     LfsError::Unavailable(format!("a malformed answer from HF's LFS batch API: {what}"))
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn text_goes_inline_and_anything_else_to_lfs() {
-        assert!(is_text(b"name,total\nlunch,12.50\n"));
-        assert!(is_text("résumé".as_bytes()));
-        assert!(!is_text(b"PK\x03\x04\x14\x00"), "a zip (an .xlsx)");
-        assert!(!is_text(b"text with a \0 in it"));
-        assert!(!is_text(&[0xff, 0xfe, 0x41]));
-    }
-}

@@ -43,9 +43,9 @@ pub trait ImageRegistry: Send + Sync {
     async fn read(&self, image: &ImageRef) -> Result<ImageRead, RegistryError>;
 }
 
-const INDEX_TYPES: [&str; 2] =
+pub const INDEX_TYPES: [&str; 2] =
     ["application/vnd.oci.image.index.v1+json", "application/vnd.docker.distribution.manifest.list.v2+json"];
-const IMAGE_TYPES: [&str; 2] =
+pub const IMAGE_TYPES: [&str; 2] =
     ["application/vnd.oci.image.manifest.v1+json", "application/vnd.docker.distribution.manifest.v2+json"];
 /// Manifests and config blobs are small; anything larger is not what a registry serves.
 const MAX_DOCUMENT_BYTES: usize = 4 << 20;
@@ -161,7 +161,7 @@ fn origin(url: &str) -> Option<String> {
 }
 
 /// `Bearer realm="…",service="…"` → (realm, service).
-fn bearer_challenge(value: &str) -> Option<(String, Option<String>)> {
+pub fn bearer_challenge(value: &str) -> Option<(String, Option<String>)> {
     let rest = value.trim().strip_prefix("Bearer ").or_else(|| value.trim().strip_prefix("bearer "))?;
     let mut realm = None;
     let mut service = None;
@@ -329,7 +329,7 @@ fn rate_limited(r: &reqwest::Response) -> RegistryError {
     }
 }
 
-fn sha256_digest(bytes: &[u8]) -> String {
+pub fn sha256_digest(bytes: &[u8]) -> String {
     format!("sha256:{}", domain::digest::sha256_hex(bytes))
 }
 
@@ -446,100 +446,5 @@ impl ImageRegistry for OciRegistries {
         };
         self.cache.insert(key(&digest), facts.clone());
         Ok(ImageRead { facts, requests: s.requests })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use axum::extract::Path;
-    use axum::response::IntoResponse;
-
-    /// A registry on loopback that serves what a hostile one might, by repository name.
-    async fn hostile() -> (String, tokio::task::JoinHandle<()>, std::sync::Arc<std::sync::Mutex<Vec<String>>>)
-    {
-        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
-        let log = seen.clone();
-        let config = serde_json::json!({"os": "linux", "architecture": "amd64", "config": {}}).to_string();
-        let config_digest = sha256_digest(config.as_bytes());
-        let manifest = move |config: &str| {
-            serde_json::json!({"schemaVersion": 2, "mediaType": IMAGE_TYPES[0],
-                "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": config, "size": 10},
-                "layers": []})
-            .to_string()
-        };
-        let app = axum::Router::new()
-            .route("/v2/", axum::routing::get(|| async { "{}" }))
-            .route(
-                "/v2/{owner}/{name}/{kind}/{reference}",
-                axum::routing::get(move |Path((owner, name, kind, reference)): Path<(String, String, String, String)>| {
-                    let (manifest, config, config_digest) = (manifest, config.clone(), config_digest.clone());
-                    log.lock().unwrap().push(format!("{owner}/{name}/{kind}/{reference}"));
-                    async move {
-                        let typed = |media: &str, body: String| {
-                            ([(header::CONTENT_TYPE, media.to_string())], body).into_response()
-                        };
-                        match (name.as_str(), kind.as_str()) {
-                            ("traversal", "manifests") => typed(IMAGE_TYPES[0], manifest("sha256:../../../../etc/passwd")),
-                            ("wrong-config", "manifests") => typed(IMAGE_TYPES[0], manifest(&format!("sha256:{}", "0".repeat(64)))),
-                            ("wrong-config", "blobs") => typed("application/json", config),
-                            ("huge", "manifests") => {
-                                // Streamed without a length: the reader must stop on its own.
-                                let chunks = futures_util::stream::iter((0..600).map(|_| Ok::<_, std::io::Error>(vec![b' '; 8192])));
-                                ([(header::CONTENT_TYPE, IMAGE_TYPES[0])], axum::body::Body::from_stream(chunks)).into_response()
-                            }
-                            ("bad-index", "manifests") => typed(
-                                INDEX_TYPES[0],
-                                serde_json::json!({"manifests": [{"digest": "sha256:x/../../y", "mediaType": IMAGE_TYPES[0],
-                                    "platform": {"os": "linux", "architecture": "amd64"}}]})
-                                .to_string(),
-                            ),
-                            ("good", "manifests") => typed(IMAGE_TYPES[0], manifest(&config_digest)),
-                            ("good", "blobs") => typed("application/json", config),
-                            _ => axum::http::StatusCode::NOT_FOUND.into_response(),
-                        }
-                    }
-                }),
-            );
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
-        let server = tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-        (url, server, seen)
-    }
-
-    #[tokio::test]
-    async fn a_hostile_registry_costs_a_refusal_not_a_fetch_or_memory() {
-        let (url, server, seen) = hostile().await;
-        let registries = OciRegistries::new(&url, &url, &[]);
-        let read = |name: &str| {
-            let image = ImageRef::parse(&format!("docker.io/evil/{name}:v1")).unwrap();
-            let registries = &registries;
-            async move { registries.read(&image).await }
-        };
-        assert!(read("good").await.is_ok());
-        let refused = |r: Result<ImageRead, RegistryError>, says: &str| match r {
-            Err(RegistryError::ManifestUnsupported(m)) => assert!(m.contains(says), "{m}"),
-            other => panic!("{other:?}"),
-        };
-        refused(read("traversal").await, "is not a sha256 digest");
-        refused(read("bad-index").await, "is not a sha256 digest");
-        refused(read("wrong-config").await, "the image config does not match its digest");
-        refused(read("huge").await, "larger than 4096 KiB");
-        let paths = seen.lock().unwrap().clone();
-        assert!(!paths.iter().any(|p| p.contains("..") || p.contains("passwd")), "{paths:?}");
-        server.abort();
-    }
-
-    #[test]
-    fn challenges_of_both_registries_are_read() {
-        let hub = r#"Bearer realm="https://auth.docker.io/token",service="registry.docker.io""#;
-        assert_eq!(
-            bearer_challenge(hub),
-            Some(("https://auth.docker.io/token".into(), Some("registry.docker.io".into())))
-        );
-        let ghcr =
-            r#"Bearer realm="https://ghcr.io/token",service="ghcr.io",scope="repository:a/b:pull,push""#;
-        assert_eq!(bearer_challenge(ghcr), Some(("https://ghcr.io/token".into(), Some("ghcr.io".into()))));
-        assert_eq!(bearer_challenge("Basic realm=x"), None);
     }
 }

@@ -83,25 +83,3 @@ pub async fn check_at_start(db: &crate::db::Db, key: Option<&SealKey>) -> anyhow
     }
     Ok(())
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    const KEY: &str = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
-
-    #[test]
-    fn a_secret_opens_only_with_its_key_and_for_its_webhook() {
-        let key = SealKey::from_hex(KEY).unwrap();
-        let sealed = key.seal("wh-1", "whsec_abc");
-        assert!(is_sealed(&sealed) && !sealed.contains("whsec_abc"));
-        assert_ne!(sealed, key.seal("wh-1", "whsec_abc"), "a fresh nonce each time");
-        assert_eq!(key.open("wh-1", &sealed).as_deref(), Some("whsec_abc"));
-        assert_eq!(key.open("wh-2", &sealed), None);
-        let other = SealKey::from_hex(&"ab".repeat(32)).unwrap();
-        assert_eq!(other.open("wh-1", &sealed), None);
-        assert_eq!(key.open("wh-1", "whsec_abc"), None);
-        assert_eq!(key.open("wh-1", "v1:AAAA"), None);
-        assert!(SealKey::from_hex("short").is_err() && SealKey::from_hex(&"zz".repeat(32)).is_err());
-    }
-}

@@ -13,6 +13,7 @@ mod harness;
 mod held_out;
 mod hostile;
 mod identity;
+mod internals;
 mod lfs;
 mod openenv;
 mod openenv_010;

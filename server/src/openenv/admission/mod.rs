@@ -19,7 +19,7 @@ use serde_json::Value;
 
 use crate::AppState;
 
-mod probe;
+pub mod probe;
 mod socket;
 
 pub use probe::{probe_task, Sandbox};
