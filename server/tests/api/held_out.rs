@@ -281,7 +281,8 @@ on_both_backends!(multi_thread, an_account_past_its_returned_slots_waits, |app| 
             )
             .await;
         assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.text());
-        admitted(&app.state).await;
+        // An image that never serves: a short health wait.
+        admitted(&crate::harness::with_health_wait(&app.state, 3)).await;
         let v = app.get_as(&format!("/api/openenv/submissions/{id}"), ALICE).await.json();
         assert_eq!(v["slot"]["state"], "returned", "{v:#}");
         assert!(v["waiting"].is_null(), "{v:#}");
