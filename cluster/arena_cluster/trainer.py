@@ -382,12 +382,17 @@ class Run:
     def resume_staged(self, step: int) -> None:
         """At a restart: the report staged for the checkpoint the trainer resumes from is made now
         (the trainer was killed after writing the checkpoint and before reporting it). A report
-        staged for a checkpoint that was never completed is dropped: that step is trained again."""
+        staged for a checkpoint that was never completed is dropped: that step is trained again.
+        Whether it was reported is read from the events (a kill may fall between the progress
+        written and the event), so it is never reported twice nor lost."""
         staged = self.rd.staged_report()
-        if staged and step > self.version and staged["progress"].get("policy_version") == step:
-            self.progress = Progress.read(staged["progress"])
-            event = dict(staged["event"])
-            self.publish(step, event.pop("message"), event)
+        if staged and staged["progress"].get("policy_version") == step:
+            reported = any(e["state"] == "updating" and e.get("metrics") and e["policy_version"] == step
+                           for e in self.rd.events())
+            if not reported:
+                self.progress = Progress.read(staged["progress"])
+                event = dict(staged["event"])
+                self.publish(step, event.pop("message"), event)
         self.rd.clear_staged_report()
 
     # --- the whole run ---
