@@ -118,6 +118,8 @@ impl SchemaGuard {
 
 /// A verdict is a sentence; more is not one.
 const MAX_VERDICT_BYTES: u64 = 64 << 10;
+/// The checking thread's stack.
+const CHECK_STACK_BYTES: usize = 8 << 20;
 /// The most a check's input may be (a body is 64 KiB).
 const MAX_INPUT_BYTES: u64 = 1 << 20;
 
@@ -137,7 +139,15 @@ pub fn child_main() -> anyhow::Result<()> {
     let mut input = Vec::new();
     std::io::stdin().take(MAX_INPUT_BYTES).read_to_end(&mut input)?;
     let check: SchemaCheck = serde_json::from_slice(&input)?;
-    let verdict = Verdict { refused: check.run().err().map(|e| e.0) };
+    // On a thread with a stack of its own size, whatever `ulimit -s` the arena was started
+    // under: a compiler that recurses too deep overflows it and aborts this child only.
+    let refused = std::thread::Builder::new()
+        .name("check-schemas".into())
+        .stack_size(CHECK_STACK_BYTES)
+        .spawn(move || check.run().err().map(|e| e.0))?
+        .join()
+        .map_err(|_| anyhow::anyhow!("the schema check panicked"))?;
+    let verdict = Verdict { refused };
     std::io::stdout().write_all(&serde_json::to_vec(&verdict)?)?;
     Ok(())
 }
