@@ -117,6 +117,9 @@ ensure_test_tools() {
   # The API contract check (tests/cli/test_openapi_contract.py), at a fixed version.
   [ "$(schemathesis --version 2>/dev/null | awk '{print $NF}')" = 4.32.5 ] || {
     log "installing schemathesis 4.32.5 from PyPI"; python3 -m pip install -q schemathesis==4.32.5; }
+  # The Rust tests' runner (.config/nextest.toml); machines of this kind have it, others build it.
+  cargo nextest --version >/dev/null 2>&1 || {
+    log "installing cargo-nextest from crates.io (a few minutes, once)"; cargo install -q --locked cargo-nextest; }
 }
 
 # What the stand-in's HF jobs run on this machine's Python (the arena's job script and the simulated
@@ -346,6 +349,21 @@ assemble_local_configs() {
 # cluster connects: the test starts the real agent, cluster/). Sets `url`, `hub` and `work`,
 # exports ARENA_TEST_* for the tests, and stops both on exit or at `stop_test_stack`.
 start_test_stack() {
+  local attempt
+  # A port found free may be taken before its server binds it (every group binds loopback ports
+  # all the time): a stack whose server could not bind is started again on other ports.
+  for attempt in 1 2 3 4 5; do
+    start_test_stack_once "$@" && return 0
+    [ "$?" = 75 ] || exit 1
+    log "a port of the test stack was taken before its server bound it; starting it again on others"
+    stop_test_stack
+  done
+  log "the test stack found no free ports in five tries"
+  exit 1
+}
+
+# Answers 75 (EX_TEMPFAIL) when a server exited because its port was taken.
+start_test_stack_once() {
   local profile=$1 cluster=${2:-simulated}
   work=$(mktemp -d)
   free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
@@ -356,10 +374,11 @@ start_test_stack() {
   log "starting the HF stand-in at $hub and the arena at $url"
   mkdir -p "$work/hub-repos" "$work/fingerprints"
   "$CARGO_TARGET_DIR/$profile/arena" fingerprint-suite tests/fixtures/heldout/sealed-suite --suite openenv-heldout --sealed \
-    >"$work/fingerprints/openenv-heldout.json"
+    >"$work/fingerprints/openenv-heldout.json" || exit 1
   "$CARGO_TARGET_DIR/$profile/arena" fingerprint-suite tests/fixtures/heldout/public-bench --suite public-bench \
-    >"$work/fingerprints/public-bench.json"
-  assemble_local_configs "$work/configs"
+    >"$work/fingerprints/public-bench.json" || exit 1
+  # (Called from start_test_stack's condition, where errexit does not hold: failures exit here.)
+  assemble_local_configs "$work/configs" || exit 1
   cluster_secret=dev-test-cluster-credential
   local simulated=()
   [ "$cluster" = real ] || simulated=(STANDIN_CLUSTER_URL="$url" STANDIN_CLUSTER_SECRET="$cluster_secret")
@@ -374,7 +393,7 @@ start_test_stack() {
   trap on_exit EXIT
   # The arena checks its sandbox reader with the stand-in's whoami at start: it starts once the
   # stand-in answers (anything); a stand-in that exited is said at once.
-  wait_for_standin "$hub" "$standin_pid" "$work/standin.log"
+  wait_for_standin "$hub" "$standin_pid" "$work/standin.log" || return $?
   ARENA_ADDR="127.0.0.1:$port" ARENA_DATA_DIR="$work" ARENA_SITE_ROOT="$SITE" ARENA_FINGERPRINTS_DIR="$work/fingerprints" \
     ARENA_CONFIGS_DIR="$work/configs" HF_TOKEN=hf_local_test_arena_bot_5a5a5a ARENA_JOBS_NAMESPACE=benchflow \
     ARENA_SANDBOX_TOKEN=hf_local_test_arena_sandbox_3c3c3c ARENA_SANDBOX_NAMESPACE=benchflow-sandboxes \
@@ -382,15 +401,24 @@ start_test_stack() {
     ARENA_EVAL_NAMESPACE=benchflow-eval \
     ARENA_RUNS_DATASET=benchflow/arena-runs ARENA_LEADERBOARD_DATASET=benchflow/arena-leaderboard ARENA_WORKER_TICK_S=1 \
     ARENA_JOB_SECRET_DAYTONA_API_KEY=local-simulated-daytona-key ARENA_RELAY_HEARTBEAT_S=1 \
-    ARENA_UNSEEN_TOKENS_PER_MINUTE=5000 ARENA_UNSEEN_TOKENS_TOTAL_PER_MINUTE=5000 ARENA_VALIDATIONS_PER_HOUR=5000 \
+    ARENA_UNSEEN_TOKENS_PER_MINUTE=5000 ARENA_UNSEEN_TOKENS_TOTAL_PER_MINUTE=5000 ARENA_VALIDATIONS_PER_HOUR=5000 ARENA_SCHEMA_CHECKS_PER_MINUTE=5000 \
     GITHUB_API_URL="$hub" GITHUB_RAW_URL="$hub/raw" \
     ARENA_FRAME_ANCESTORS="https://huggingface.co https://*.huggingface.co http://localhost:*" \
     HF_ENDPOINT="$hub" OPENID_PROVIDER_URL="$hub" OAUTH_CLIENT_ID=arena-test OAUTH_CLIENT_SECRET=arena-test-secret \
     ARENA_SANDBOX_HEALTH_S=120 ARENA_SANDBOX_LIMIT=3 ARENA_CLUSTER_SECRET="$cluster_secret" ARENA_REGISTRY_DOCKER_URL="$hub/registry/docker.io" ARENA_REGISTRY_GHCR_URL="$hub/registry/ghcr.io" \
     RUST_LOG=warn "$CARGO_TARGET_DIR/$profile/arena" serve >"$work/server.log" 2>&1 &
   server_pid=$!
-  for _ in $(seq 60); do curl -fs "$url/healthz" >/dev/null 2>&1 && break; sleep 0.5; done
-  curl -fs "$url/healthz" >/dev/null || { cat "$work/server.log"; exit 1; }
+  for _ in $(seq 120); do
+    kill -0 "$server_pid" 2>/dev/null || break
+    curl -fs "$url/healthz" >/dev/null 2>&1 && break
+    sleep 0.5
+  done
+  if ! kill -0 "$server_pid" 2>/dev/null || ! curl -fs "$url/healthz" >/dev/null; then
+    port_taken "$work/server.log" && return 75
+    log "the arena at $url did not answer"
+    cat "$work/server.log" >&2
+    exit 1
+  fi
   export ARENA_TEST_URL="$url" ARENA_TEST_HUB_URL="$hub" ARENA_TEST_USERS="$ROOT/tests/fixtures/hub-users.json"
   export ARENA_TEST_HUB_REPOS="$work/hub-repos" ARENA_TEST_OPENENV_CORE="$OPENENV_CORE" ARENA_TEST_OPENENV="$OPENENV"
   export ARENA_TEST_CLUSTER_SECRET="$cluster_secret" ARENA_TEST_MCP_CLIENT="$MCP_CLIENT"
@@ -398,19 +426,24 @@ start_test_stack() {
   export HF_HUB_DISABLE_XET=1
 }
 
-# Waits until the stand-in at URL answers (anything), for 30 s at most; a stand-in (PID) that
-# exited meanwhile, or never answered, is said with its log.
+# Waits until the stand-in at URL answers (anything), for 60 s at most, while its process (PID)
+# lives: another server answering on its port does not count. A stand-in that exited because its
+# port was taken answers 75; one that exited otherwise, or never answered, is said with its log.
 wait_for_standin() {
   local at=$1 pid=$2 logfile=${3:-}
-  for _ in $(seq 60); do
-    curl -s -o /dev/null "$at/api/whoami-v2" && return 0
+  for _ in $(seq 120); do
     kill -0 "$pid" 2>/dev/null || break
+    curl -s -o /dev/null "$at/api/whoami-v2" && kill -0 "$pid" 2>/dev/null && return 0
     sleep 0.5
   done
+  [ -n "$logfile" ] && port_taken "$logfile" && return 75
   log "the HF stand-in at $at did not answer"
   [ -z "$logfile" ] || cat "$logfile" >&2
   exit 1
 }
+
+# Whether a server's log says it could not bind its port.
+port_taken() { grep -qi "address already in use\|AddrInUse" "$1" 2>/dev/null; }
 
 stop_test_stack() {
   kill "${server_pid:-}" "${standin_pid:-}" 2>/dev/null || true

@@ -104,7 +104,9 @@ FIX = {
     "ADMISSION_EPISODE_FAILED": "Make the example actions, played in order after a reset with the task, end the "
                                 "episode with `done: true` and a reward between 0 and 1.",
     "FINISH_ACTION_INVALID": "Make `finish_action` end any episode at once with `done: true` and a reward between 0 "
-                             "and 1 (from a fresh reset and after a first action), or leave it out.",
+                             "and 1 (from a fresh reset and after a first action). Leaving it out is no way around "
+                             "this: without one, an episode the model stops or fills with invalid replies ends with "
+                             "no reward and trains nothing.",
     "RESET_IGNORES_TASK": "Make reset play the task it is given (`task_id`, or your task API's `split` and `index`): "
                           "openenv-core drops reset arguments your reset() does not name.",
 }
@@ -395,13 +397,15 @@ def check_schema_shape(r):
     for part in ("action", "observation"):
         if not isinstance(r["schema"].get(part), dict):
             bad("`schema.%s` must be a JSON Schema object" % part)
-    actions = list(r["example_actions"]) + ([r["finish_action"]] if r["finish_action"] is not None else [])
-    for i, action in enumerate(actions):
+    # Named as a person counts them: example action 1 first, then the finish action.
+    actions = [("example action %d" % n, a) for n, a in enumerate(r["example_actions"], start=1)]
+    actions += [("`finish_action`", r["finish_action"])] if r["finish_action"] is not None else []
+    for name, action in actions:
         if not isinstance(action, dict):
-            bad("example action %d is not a JSON object" % i)
+            bad("%s is not a JSON object" % name)
         if is_reserved(action):
-            bad("example action %d takes a reserved shape (`{\"finish\": true}`, or only `action` holding an "
-                "object); rename its fields" % i)
+            bad("%s takes a reserved shape (`{\"finish\": true}`, or only `action` holding an "
+                "object); rename its fields" % name)
 
 
 # ---- Admission's rules (domain::openenv::admission and ::episode) ----------------------------------
@@ -532,7 +536,7 @@ def judge_episode(reset, steps, actions):
     `done: true` and a reward in [0, 1] within the actions; answers the terminal reward."""
     if reset[1]:
         raise Invalid("the episode ended at reset, before any action")
-    for i, (reward, done) in enumerate(steps):
+    for i, (reward, done) in enumerate(steps, start=1):  # actions counted from 1, as people count
         if done:
             if reward is None:
                 raise Invalid("the episode ended after action %d without a reward" % i)
@@ -1179,7 +1183,12 @@ def fresh(server, reset, seed):
     raise failure
 
 
-def finish_check(server, reset, actions, finish, firsts):
+FINISH_ACTION_MISSING = ("the submission has no `finish_action`: an episode the model stops, or ends with an "
+                         "invalid reply, then ends with no reward and trains nothing. A finish action that ends "
+                         "any episode with its reward so far lets such episodes still count")
+
+
+def finish_check(server, reset, actions, finish, firsts, rewards):
     """Step 8: `finish_action` from a fresh reset (seed 1), and after the first example action
     (seed 2, unless that action ended the episode); raises Failure with the failing session's
     transcript. Without `finish_action`, the two seeded resets are played for the first-observation
@@ -1206,7 +1215,7 @@ def finish_check(server, reset, actions, finish, firsts):
                 raise Failure("FINISH_ACTION_INVALID", "`finish_action` %s: %s" % (when, e),
                               session.transcript.evidence()) from None
             try:
-                judge_finish(after)
+                rewards.append(judge_finish(after))
             except Invalid as e:
                 raise Failure("FINISH_ACTION_INVALID", "%s: %s" % (when, e), session.transcript.evidence()) from None
 
@@ -1259,7 +1268,7 @@ def check_server(r, tasks, url, wait_s, report):
         tools_failure = None
     except Invalid as e:
         tools, tools_failure = [], Failure("OPENENV_ENDPOINT_INVALID", "its tools: %s" % e)
-    firsts = {}
+    firsts, rewards = {}, []
     for t in tasks:
         task_id = t["task_id"]
         report.line("Task %s" % task_id)
@@ -1277,8 +1286,9 @@ def check_server(r, tasks, url, wait_s, report):
                       if tools else "none listed (not a tools environment)")
             firsts[task_id] = []
             reward = example_episode(server, reset, r["example_actions"])
+            rewards.append(reward)
             report.ok("example episode", "ended with reward %s" % display_float(reward))
-            finish_check(server, reset, r["example_actions"], r["finish_action"], firsts[task_id])
+            finish_check(server, reset, r["example_actions"], r["finish_action"], firsts[task_id], rewards)
             if r["finish_action"] is None:
                 report.skip("finish_action", "the submission has none")
             else:
@@ -1291,9 +1301,24 @@ def check_server(r, tasks, url, wait_s, report):
                              "FINISH_ACTION_INVALID": "finish_action"}.get(f.code, "task"), f)
             firsts.pop(task_id, None)
     # Only when every task passed: a task that failed leaves nothing to compare.
+    passed = len(firsts) == len(tasks)
     warnings = [{"code": "RESET_IGNORES_TASK", "message": IGNORES_TASK, "task_id": task_id}
-                for task_id in ignored_task(firsts if len(firsts) == len(tasks) else {})]
-    return outcome, warnings, validate
+                for task_id in ignored_task(firsts if passed else {})]
+    return outcome, warnings + submission_warnings(r, rewards if passed else []), validate
+
+
+def submission_warnings(r, rewards):
+    """The arena's warnings about the whole submission (`admission::warnings`): no `finish_action`,
+    and terminal rewards that never differ across every task's example and finish actions."""
+    out = []
+    if r["finish_action"] is None:
+        out.append({"code": "FINISH_ACTION_MISSING", "message": FINISH_ACTION_MISSING, "task_id": None})
+    if len(rewards) >= 2 and all(x == rewards[0] for x in rewards):
+        out.append({"code": "REWARD_NEVER_VARIES", "task_id": None, "message": (
+            "all %d rewards your example actions and finish actions gave were %s: a reward that never depends on "
+            "the action gives the model nothing to learn from (a step whose four rewards are equal has no training "
+            "signal, and a run without one is never ranked)" % (len(rewards), display_float(rewards[0])))})
+    return out
 
 
 def usage_url(value, what, loopback_http_only=False):
@@ -1365,8 +1390,9 @@ def main(argv=None):
     if warnings:
         report.line("Warnings")
         for w in warnings:
-            report.line("  warn  %s %s: %s" % (w["task_id"], w["code"], w["message"]))
-        report.line("        fix: " + FIX["RESET_IGNORES_TASK"])
+            report.line("  warn  %s%s: %s" % (w["task_id"] + " " if w["task_id"] else "", w["code"], w["message"]))
+        if any(w["code"] == "RESET_IGNORES_TASK" for w in warnings):
+            report.line("        fix: " + FIX["RESET_IGNORES_TASK"])
     return finish(summary, args.json, report)
 
 

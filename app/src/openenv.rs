@@ -50,18 +50,15 @@ pub fn explain(code: &str) -> &'static str {
         "IMAGE_UNAVAILABLE" | "REGISTRY_RATE_LIMITED" | "CAPACITY_BUSY" | "OPENENV_DISCONNECTED" => {
             "nothing was stored: send the identical request again later"
         }
-        "OPENENV_ENDPOINT_INVALID" => "the server failed `openenv validate --url` (counts against you)",
-        "IMAGE_SCHEMA_MISMATCH" => "the image's /schema differs from the submission's (counts against you)",
-        "ADMISSION_EPISODE_FAILED" => {
-            "the example actions did not end the episode with a reward in [0, 1] (counts against you)"
+        // The message says what failed; this says only what it costs (each thing said once).
+        "OPENENV_ENDPOINT_INVALID"
+        | "IMAGE_SCHEMA_MISMATCH"
+        | "ADMISSION_EPISODE_FAILED"
+        | "TASK_NOT_LISTED"
+        | "FINISH_ACTION_INVALID" => "your image's doing: this counts against you",
+        "RESET_IGNORES_TASK" | "FINISH_ACTION_MISSING" | "REWARD_NEVER_VARIES" => {
+            "a warning: admitted all the same"
         }
-        "TASK_NOT_LISTED" => {
-            "the environment's task API lists no task with this task_id (counts against you)"
-        }
-        "FINISH_ACTION_INVALID" => {
-            "finish_action did not end the episode with a reward in [0, 1] (counts against you)"
-        }
-        "RESET_IGNORES_TASK" => "a warning: the environment may ignore task_id (admitted all the same)",
         "SANDBOX_STARTUP_FAILED" | "ADMISSION_INFRASTRUCTURE_FAILURE" => {
             "our side failed; the arena retries it (does not count)"
         }

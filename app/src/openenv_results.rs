@@ -157,6 +157,17 @@ pub fn OpenEnvLeaderboard(board: Leaderboard) -> impl IntoView {
                 </table></div>
             }.into_any()
         }}
+        {(!board.unranked.is_empty()).then(|| view! {
+            <h3>"Not ranked"</h3>
+            <ul class="unranked">
+                {board.unranked.clone().into_iter().map(|u| view! {
+                    <li>
+                        {u.name} " " <code>{u.submission_id}</code> " by " {u.account}
+                        {u.simulated.then_some(" (simulated)")} ": " {u.reason}
+                    </li>
+                }).collect_view()}
+            </ul>
+        })}
         <p class="meta method">{board.method.clone()}</p>
     }
     .into_any()
@@ -227,7 +238,8 @@ fn AccountLine(row: AccountRow) -> impl IntoView {
 #[component]
 pub fn QuotaLine(quota: QuotaView) -> impl IntoView {
     let text = if quota.exempt {
-        "Your account has no submission quota.".to_string()
+        "Your account is exempt from the submission limit (editors and the accounts the organizers list are)."
+            .to_string()
     } else {
         let window = match quota.window_s {
             s if s % 3600 == 0 => format!("{} hours", s / 3600),

@@ -203,13 +203,24 @@ def training_group(scores_in_end_order: list) -> list | None:
     return None if chosen is None else [scores_in_end_order[i] for i in chosen]
 
 
-def step_trained(valid: int, lost: int) -> bool | None:
-    """How a step counts toward `no_signal`, from its episodes with a valid reward and those the
-    platform lost (their sandbox never served, even replaced): True it trained, False it trained
-    nothing by its environment's doing, None it trained nothing only because the platform lost
-    sandboxes that might have given the rewards it lacked (not the participant's: not counted)."""
-    if valid >= EPISODES_THAT_TRAIN:
-        return True
+def group_has_signal(group: list) -> bool:
+    """Whether a step's training group can teach the policy anything: GRPO's advantage is each
+    reward minus the group's mean, so four equal rewards give zero advantages and an update that
+    changes nothing, whatever the optimizer reports."""
+    return any(r != group[0] for r in group)
+
+
+def step_trained(scores_in_end_order: list, lost: int) -> bool | None:
+    """How a step counts toward `no_signal`, from its episodes' rewards in the order they ended
+    (None: no valid reward) and those the platform lost (their sandbox never served, even
+    replaced): True it had a training signal (four valid rewards that differ), False it had none
+    by its environment's doing (fewer than four valid rewards, or four equal ones), None it trained
+    nothing only because the platform lost sandboxes that might have given the rewards it lacked
+    (not the participant's: not counted)."""
+    group = training_group(scores_in_end_order)
+    if group is not None:
+        return group_has_signal(group)
+    valid = sum(s is not None for s in scores_in_end_order)
     return None if valid + lost >= EPISODES_THAT_TRAIN else False
 
 

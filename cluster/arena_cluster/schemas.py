@@ -5,7 +5,7 @@ compiled with that draft's validator class explicitly (never from its own `$sche
 anything outside the schema (a `file://` path, an `http://` address, …) is unresolvable, never
 fetched. jsonschema's default registry would fetch it with urllib.
 
-Checking a reply never raises and never stops the trainer: a schema that cannot be applied to an
+No schema makes checking a reply raise or stop the trainer: a schema that cannot be applied to an
 action (an unresolvable reference, a reference loop that recurses without end, …) makes the reply
 invalid with a fixed sentence, so that episode ends `invalid_reply` and the run goes on. The
 sentence is fixed: an exception's text could carry what the schema's author chose to put there.
@@ -17,9 +17,12 @@ memory. The worker speaks JSON lines on its standard input and output, keeps eac
 runs with its address space limited to `ADDRESS_SPACE` bytes and without the node's credentials
 in its environment. Each reply gets `DEADLINE_S` seconds (a check takes well under a millisecond;
 a reply of the model takes seconds to generate): past it the worker is killed and started again
-on the next check, and the reply is UNCHECKABLE, as it is when the worker dies. The worker also
-stops itself (SIGALRM's default action, which needs no GIL) when a check outlives the deadline by
-a second, so a trainer killed meanwhile leaves nothing spinning.
+on the next check, and the reply is UNCHECKABLE, as it is when the worker dies. The deadline
+starts once the worker said it is ready: a fresh one first starts Python and imports jsonschema,
+which can take seconds on a loaded node. It gets `READY_S` for that, past which the check raises
+(a worker that cannot start is the node's failure, whatever the schema: none was sent to it yet).
+The worker also stops itself (SIGALRM's default action, which needs no GIL) when a check outlives
+the deadline by a second, so a trainer killed meanwhile leaves nothing spinning.
 """
 
 from __future__ import annotations
@@ -49,6 +52,11 @@ DRAFTS = {
 UNCHECKABLE = "the action schema cannot be applied to it (a reference outside the schema, or one that never ends)"
 # The time one reply's check may take, the worker's round trip included.
 DEADLINE_S = 2.0
+# The time a fresh worker may take to start and import jsonschema before it says it is ready
+# (under a second on an idle machine): generous, so that a loaded node never fails a check.
+READY_S = 30.0
+# The worker's first line, once its imports are done.
+READY_LINE = '{"ready": true}\n'
 # The worker's address space: Python and jsonschema need about 100 MB of it.
 ADDRESS_SPACE = 1 << 30
 # What the worker inherits of the environment: enough to start Python, no credential.
@@ -129,19 +137,24 @@ class _Worker:
         try:
             self.proc.stdin.write((line + "\n").encode())
             self.proc.stdin.flush()
-            out = self.proc.stdout.fileno()
-            got = b""
-            while not got.endswith(b"\n"):
-                left = deadline - time.monotonic()
-                if left <= 0 or not select.select([out], [], [], left)[0]:
-                    return None
-                chunk = os.read(out, 1 << 16)
-                if not chunk:
-                    return None
-                got += chunk
-            return json.loads(got)
+            got = self._read_line(deadline)
+            return None if got is None else json.loads(got)
         except (OSError, ValueError):
             return None
+
+    def _read_line(self, deadline: float) -> bytes | None:
+        """The worker's next line, or None when it ended or gave none by `deadline`."""
+        out = self.proc.stdout.fileno()
+        got = b""
+        while not got.endswith(b"\n"):
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([out], [], [], left)[0]:
+                return None
+            chunk = os.read(out, 1 << 16)
+            if not chunk:
+                return None
+            got += chunk
+        return got
 
     def _start(self) -> None:
         env = {k: os.environ[k] for k in _WORKER_ENV if k in os.environ}
@@ -149,6 +162,16 @@ class _Worker:
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
                                      cwd=str(Path(__file__).resolve().parent.parent))
         self.known = set()
+        try:
+            ready = self._read_line(time.monotonic() + READY_S) == READY_LINE.encode()
+        except OSError:
+            ready = False
+        if not ready:
+            proc = self.proc
+            self._stop()
+            how = (f"did not say it was ready within {READY_S:.0f} s" if proc.returncode == -signal.SIGKILL
+                   else f"ended with exit code {proc.returncode} before it was ready")
+            raise RuntimeError(f"the action schema checker's worker ({sys.executable} -m arena_cluster.schemas) {how}")
 
     def _stop(self) -> None:
         if self.proc is not None:
@@ -169,6 +192,9 @@ def _serve() -> None:
 
     resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE, ADDRESS_SPACE))
     signal.signal(signal.SIGALRM, signal.SIG_DFL)
+    # The parent starts a check's deadline only from here: the imports above take seconds on a loaded node.
+    sys.stdout.write(READY_LINE)
+    sys.stdout.flush()
     compiled = {}
     for line in sys.stdin:
         try:

@@ -38,6 +38,7 @@ Exit 0 when the run ended (its last event says how); non-zero with `failure.txt`
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 import json
 import signal
@@ -207,10 +208,9 @@ class Run:
         ends = _ends(played)
         # What the step's events tell the arena, which words them for the participant: the
         # counts and the rewards in the order the episodes ended.
-        told = {**ends, "scores": scores}
+        told = {**ends, "scores": scores, "replies": _invalid_replies(played)}
         rollout_s, wait_s = time.monotonic() - started, max(p.sandbox_wait_s for p in played)
-        self.measure_step(rollout_s, wait_s,
-                          contract.step_trained(sum(s is not None for s in scores), ends["sandbox"]), ends)
+        self.measure_step(rollout_s, wait_s, contract.step_trained(scores, ends["sandbox"]), told)
         if self.may_play():
             # The next steps' sandboxes start while this step's group trains.
             self.ask_ahead(self.progress.step_index, self.prefetched(chosen is not None))
@@ -237,7 +237,11 @@ class Run:
         p.episodes_s = (p.episodes_s + [rollout_s - wait_s])[-MEASURED_STEPS:]
         if trained is not None:
             p.trained = (p.trained + [trained])[-contract.NO_UPDATE_STEPS:]
-        p.untrained_ends = {} if trained else {k: p.untrained_ends.get(k, 0) + n for k, n in ends.items()}
+        p.signal_steps += int(bool(trained))
+        p.untrained_ends = {} if trained else {k: p.untrained_ends.get(k, 0) + n for k, n in ends.items()
+                                               if k in contract.END_KEYS}
+        p.untrained_replies = [] if trained else (p.untrained_replies + ends.get("replies", []))[-REPLIES_SHOWN:]
+        p.untrained_scores = [] if trained else list(ends.get("scores", []))
 
     def prefetched(self, trains: bool) -> int:
         """How many steps' sandboxes are asked for ahead of the step under way: AHEAD_STEPS when
@@ -272,7 +276,7 @@ class Run:
         again once in a fresh sandbox (`group_retries`) as soon as it is lost. In the order they
         ended."""
         with self.policy.step(len(leases)), ThreadPoolExecutor(len(leases)) as pool:
-            running = [pool.submit(self.play_episode, task, lease) for lease in leases]
+            running = [pool.submit(self.play_episode, task, lease, i) for i, lease in enumerate(leases)]
             played = [f.result() for f in running]
         for p in played:
             if p.cleanup_error:
@@ -280,10 +284,19 @@ class Run:
         self.group_retries = sum(p.retries for p in played)
         return sorted(played, key=lambda p: p.ended_at)
 
-    def play_episode(self, task: dict, lease: Lease) -> Played:
-        """One training episode, in a fresh sandbox of the sandbox namespace."""
-        return play_in(self.pool, lease, self.policy, task, self.a.actions,
+    def play_episode(self, task: dict, lease: Lease, n: int = 0) -> Played:
+        """One training episode (the step's `n`-th), in a fresh sandbox of the sandbox namespace."""
+        return play_in(self.pool, lease, self.policy, task, self.a.actions, seed=self.episode_seed(task, n),
                        on_lost=lambda p, again: self.sandbox_lost(task, p, again))
+
+    def episode_seed(self, task: dict, n: int) -> int:
+        """The draws of the step's `n`-th episode: seeded by the run, the step and the episode, so
+        that a run can be replayed. The tiny model's runs (tests, the local demo) leave the run out,
+        so that the same submission plays the same episodes on every machine; a real run's draws
+        differ from another run's of the same submission, as repeats must to measure their spread."""
+        base = "tiny" if self.settings.tiny else self.rd.run_id
+        key = f"{base}/{task['task_id']}/{self.progress.step_index}/{n}"
+        return int.from_bytes(hashlib.sha256(key.encode()).digest()[:4], "big")
 
     def sandbox_lost(self, task: dict, p: Played, again: bool) -> None:
         task_id = task["task_id"]
@@ -365,9 +378,17 @@ class Run:
         p = self.pending
         metrics = {k: logs[k] for k in METRICS if logs.get(k) is not None}
         metrics["lora_b_norm"] = _lora_b_norm(self.trainer.model)
-        equal = len(set(p.rewards)) == 1
+        equal = not contract.group_has_signal(p.rewards)
+        still = not equal and metrics.get("grad_norm") == 0
+        if still and not p.zeroed and self.progress.trained and self.progress.trained[-1]:
+            p.zeroed = True
+            # Rewards that differ and still a zero gradient (every token masked, say): the
+            # update moved nothing, so the step had no signal either.
+            self.progress.trained[-1] = False
+            self.progress.signal_steps -= 1
         trained = ("the four rewards are equal: no signal, the update changed nothing it could learn from"
-                   if equal else "the first four trained")
+                   if equal else "the gradient was zero: no signal, the update moved nothing" if still
+                   else "the first four trained")
         message = (f"step {self.progress.step_index} of `{p.task_id}`: episodes' rewards in the order they ended: "
                    f"{p.shown}; {trained}")
         return message, {"rewards": p.rewards, "metrics": metrics, "task_id": p.task_id, "ends": p.ends}
@@ -441,6 +462,15 @@ class Run:
         grpo, lora = self.trainer_arguments(cap, device)
         tokenizer = AutoTokenizer.from_pretrained(model_path)
         model = AutoModelForCausalLM.from_pretrained(model_path, dtype="float32" if device == "cpu" else "bfloat16")
+        if self.settings.tiny:
+            # The tiny model knows the demos' shapes only: a short warm-up on this submission's own
+            # action schema and example actions, seeded by them (a restart gets the same base, and
+            # the same submission the same model on every machine).
+            from . import tiny_model
+
+            seed = contract.json_text({"schema": self.a.actions.schema, "examples": self.a.example_actions})
+            tiny_model.warm_up_for_run(model, tokenizer, self.a.actions.schema, self.a.example_actions,
+                                       self.a.actions.valid, seed)
         # The prompts are not read: each step's task is the next train task in turn (`rollout`).
         rows = Dataset.from_list([{"prompt": f"step {i}"} for i in range(cap)])
         self.trainer = GRPOTrainer(model=model, processing_class=tokenizer, reward_funcs=_env_reward,
@@ -501,10 +531,14 @@ class Run:
             head = f"{contract.NO_UPDATE_STEPS} steps in a row trained nothing"
         elif p.step_index and self.version == 0:
             head = f"{p.step_index} step(s) played and no optimizer step taken"
+        elif p.step_index and p.signal_steps == 0:
+            head = f"{p.step_index} step(s) played and none had a training signal"
         else:
             return None
         ends = {k: p.untrained_ends.get(k, 0) for k in contract.END_KEYS}
-        return f"{head}: of their {sum(ends.values())} episodes, {_words(ends)}", ends
+        words = f"{head}: of their {sum(ends.values())} episodes, {_words(ends)}"
+        # The rewards of the last of those steps, in the order its episodes ended.
+        return words, {**ends, "replies": p.untrained_replies, "scores": p.untrained_scores}
 
     def cleanup(self) -> None:
         """Stops every sandbox of the run: the pool's (none is started after), then whatever HF
@@ -529,6 +563,9 @@ class Pending:
     ends: dict
     # When the rollout handed the group to TRL (monotonic): the update's time counts from here.
     returned: float
+    # Whether a zero gradient already took the step's signal back (`Run.updating` runs twice for
+    # a step that saves its checkpoint).
+    zeroed: bool = False
 
 
 class Report(TrainerCallback):
@@ -645,6 +682,23 @@ def _batch(group: list, eos: int, episode_metrics: dict) -> dict:
         masks.append(mask)
     return {"prompt_ids": [p.prompt_ids for p in group], "completion_ids": completions, "logprobs": None,
             "env_mask": masks, "env_reward": [p.score for p in group], "episode_metrics": episode_metrics}
+
+
+# The model's own invalid replies a failure quotes at most, each cut to REPLY_CHARS.
+REPLIES_SHOWN = 3
+REPLY_CHARS = 120
+
+
+def _invalid_replies(played: list) -> list:
+    """Up to REPLIES_SHOWN of the model's replies that ended an episode as invalid, each on one line
+    and cut (control characters escaped): what the participant needs to see why."""
+    out = []
+    for p in played:
+        said = [m.get("content", "") for m in p.messages if m.get("role") == "assistant"]
+        if p.end == "invalid_reply" and said and len(out) < REPLIES_SHOWN:
+            text = "".join(c if c.isprintable() else "\\u%04x" % ord(c) for c in said[-1])
+            out.append(text if len(text) <= REPLY_CHARS else text[: REPLY_CHARS - 1] + "…")
+    return out
 
 
 def _ends(played: list) -> dict:

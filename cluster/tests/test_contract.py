@@ -151,7 +151,7 @@ def test_a_run_without_a_training_signal_ends_the_same():
         assert contract.no_signal(case["trained"]) == case["ends"], case
     assert CASES["step_trained"], "the shared cases hold step_trained cases"
     for case in CASES["step_trained"]:
-        assert contract.step_trained(case["valid"], case["lost"]) == case["trained"], case
+        assert contract.step_trained(case["scores"], case["lost"]) == case["trained"], case
 
 
 def test_every_end_is_counted_under_exactly_one_key():

@@ -89,6 +89,41 @@ def started_by(root):
     return found | {pid for pid, (_, _, group) in procs.items() if group == root}
 
 
+def listens(root, address):
+    """Whether `root` or a process it started holds the socket listening on `address`
+    (`127.0.0.1:PORT`): what answers there is dev/run's, not another test's server that took the
+    port before dev/run got to binding it."""
+    port = int(address.rsplit(":", 1)[1])
+    sockets = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for row in Path(table).read_text().splitlines()[1:]:
+            f = row.split()
+            if f[3] == "0A" and int(f[1].rsplit(":", 1)[1], 16) == port:  # 0A: LISTEN
+                sockets.add(f"socket:[{f[9]}]")
+    for pid in started_by(root) if sockets else ():
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink(f"/proc/{pid}/fd/{fd}") in sockets:
+                    return True
+            except OSError:
+                pass
+    return False
+
+
+def port_taken(said):
+    said = said.lower()
+    return "address already in use" in said or "addrinuse" in said
+
+
+class PortTaken(Exception):
+    """dev/run's stand-in or arena found its port taken: the port was free when picked, and is
+    bound tens of seconds later."""
+
+
 def running(pids):
     procs = processes()
     return sorted(p for p in pids if p in procs and procs[p][0] != "Z")
@@ -140,7 +175,7 @@ class DevRun:
         env.update(ARENA_CLUSTER="real", ARENA_ADDR=self.arena, STANDIN_ADDR=self.standin,
                    ARENA_DATA_DIR=str(data), ARENA_PROFILE="debug", STANDIN_SANDBOX_START_S=str(START_S),
                    ARENA_TRAINER_MAX_STEPS=str(STEPS))
-        self.log_path = data.parent / "dev-run.log"
+        self.log_path = data.parent / f"dev-run-{data.name}.log"
         self.log = open(self.log_path, "wb")
         self.proc = subprocess.Popen([str(ROOT / "dev/run")], cwd=ROOT, env=env, stdout=self.log,
                                      stderr=subprocess.STDOUT, start_new_session=True)
@@ -149,9 +184,13 @@ class DevRun:
     def output(self):
         return self.log_path.read_text(errors="replace")
 
-    def wait(self, what, check, limit_s):
+    def wait(self, what, check, limit_s, starting=False):
+        """`check()`'s value once true; `starting`: while dev/run binds its ports, whose being
+        taken meanwhile raises PortTaken."""
         deadline = time.time() + limit_s
         while True:
+            if starting and port_taken(self.output()):
+                raise PortTaken(self.output()[-4000:])
             value = check()
             if value:
                 return value
@@ -183,27 +222,55 @@ class DevRun:
                 pass
 
 
+def shut(dev):
+    """Stops dev/run; what it started that still runs a while later (then killed)."""
+    dev.stop()
+    # What it started has a little while to go (a stopped trainer cancels its sandboxes).
+    deadline = time.time() + 30
+    while running(dev.started) and time.time() < deadline:
+        time.sleep(0.5)
+    left = running(dev.started)
+    dev.kill_left()
+    return left
+
+
 def test_dev_run_with_the_real_cluster_completes_the_demo_submissions_run(tmp_path):
     started = time.monotonic()
-    dev = DevRun(tmp_path / "data")
+    runs, every, left = [], set(), []
     try:
-        # What dev/run prints for the demo submission: the API's base, alice's local token, the
-        # file to submit, and the submission's address.
-        said = dev.wait("the demo submission's lines", lambda: re.search(
-            r"BASE=(\S+) TOKEN=(\S+)\n.*--data @(\S+) .*\n.*\"\$BASE/submissions/([\w.-]+)\"", dev.output()), 600)
-        base, tok, file, submission_id = said.groups()
-        assert base == f"http://{dev.arena}/api/openenv", base
-        body = json.loads((ROOT / file).read_text())
-        assert body["submission_id"] == submission_id and file == "dev/demo/openenv/submission.json", said.group(0)
-
-        def connected():
+        # dev/run again, on fresh ports, when one of its two was taken before it bound it.
+        for attempt in range(4):
+            dev = DevRun(tmp_path / f"data-{attempt}")
+            runs.append(dev)
             try:
-                return call("GET", base)[1].get("connected")
-            except OSError:
-                return False
+                # What dev/run prints for the demo submission: the API's base, alice's local token,
+                # the file to submit, and the submission's address.
+                said = dev.wait("the demo submission's lines", lambda: re.search(
+                    r"BASE=(\S+) TOKEN=(\S+)\n.*--data @(\S+) .*\n.*\"\$BASE/submissions/([\w.-]+)\"", dev.output()),
+                    600, starting=True)
+                base, tok, file, submission_id = said.groups()
+                assert base == f"http://{dev.arena}/api/openenv", base
+                body = json.loads((ROOT / file).read_text())
+                assert body["submission_id"] == submission_id and file == "dev/demo/openenv/submission.json", \
+                    said.group(0)
 
-        # The arena up, and the node's agent connected to it (submissions wait for a cluster).
-        dev.wait("the real agent's connection", connected, 300)
+                def connected():
+                    if not listens(dev.proc.pid, dev.arena):
+                        return False
+                    try:
+                        return call("GET", base)[1].get("connected")
+                    except OSError:
+                        return False
+
+                # The arena up, and the node's agent connected to it (submissions wait for a cluster).
+                dev.wait("the real agent's connection", connected, 300, starting=True)
+                break
+            except PortTaken as taken:
+                print(f"dev/run's port was taken; again on others:\n{taken}")
+                left += shut(runs.pop())
+                every |= dev.started
+        else:
+            pytest.fail("dev/run's ports were taken at each of four starts")
         status, answer = call("POST", base + "/submissions", tok, body)
         assert status == 202, answer
 
@@ -236,14 +303,10 @@ def test_dev_run_with_the_real_cluster_completes_the_demo_submissions_run(tmp_pa
             j["id"] for j in sandboxes(hub, run_id) if j["status"]["stage"] in ("SCHEDULING", "RUNNING", "UPDATING")], 60)
         run_s = time.monotonic() - started
     finally:
-        dev.stop()
-        # What it started has a little while to go (a stopped trainer cancels its sandboxes).
-        deadline = time.time() + 30
-        while running(dev.started) and time.time() < deadline:
-            time.sleep(0.5)
-        left = running(dev.started)
-        dev.kill_left()
-    assert dev.started, "dev/run started nothing"
+        for d in runs:  # the last one
+            left += shut(d)
+            every |= d.started
+    assert every, "dev/run started nothing"
     assert not left, "left running after dev/run stopped:\n" + "\n".join(describe(left))
     assert not mentioning(str(tmp_path)), describe(mentioning(str(tmp_path)))
     print(f"dev/run to the run's end: {run_s:.0f} s; in all: {time.monotonic() - started:.0f} s")

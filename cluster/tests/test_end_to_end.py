@@ -49,21 +49,24 @@ def test_a_submission_trains_for_real_resumes_after_a_crash_and_completes(node):
     try:
         admitted = wait("admission", submit(arena, "victor", f"real-train-{int(time.time())}"), 300)
         run_id = admitted["run"]["run_id"]
-        # (trained steps the node wrote, training sandboxes created), until the first update.
-        seen = []
+
+        def first_update():
+            return next((e for e in run_events(node.home, run_id) if e["state"] == "updating" and e.get("metrics")),
+                        None)
+
         deadline = time.time() + 900
-        while not seen or seen[-1][0] < 1:
-            assert time.time() < deadline, f"the first optimizer step: not within 900 s: {seen[-3:]}"
-            updated = sum(1 for e in run_events(node.home, run_id) if e["state"] == "updating" and e.get("metrics"))
-            created = sum(1 for j in jobs_of(hub, run_id, SANDBOX_ORG)
-                          if (j.get("labels") or {}).get("arena-purpose") == "openenv-train")
-            seen.append((updated, created))
+        while (update := first_update()) is None:
+            assert time.time() < deadline, "the first optimizer step: not within 900 s"
             time.sleep(0.2)
         # Before step 1's update was reported, step 2 had its sandboxes (started while step 1
         # played; step 3's start as step 1's episodes end): without the pool a step's five
-        # started only once the update before it was over.
-        before_update = max((c for u, c in seen if u == 0), default=0)
-        assert before_update >= 2 * 5, (before_update, seen[-10:])
+        # started only once the update before it was over. Read from HF's creation times and the
+        # event's time (both to the second, so a sandbox created in the update's second is not
+        # counted), not sampled while the run goes: a loaded machine samples slowly.
+        created = sorted(at(j["createdAt"]) for j in jobs_of(hub, run_id, SANDBOX_ORG)
+                         if (j.get("labels") or {}).get("arena-purpose") == "openenv-train")
+        before_update = sum(1 for t in created if t < at(update["at"]))
+        assert before_update >= 2 * 5, (before_update, update["at"], created)
         wait("the arena's record of it", lambda: run_of(arena, "victor", run_id)["policy_version"] >= 1, 120)
         node.crash(run_id)
         # The next sandbox created (the restarted trainer's first) never serves.
@@ -166,13 +169,17 @@ def test_a_canceled_run_stops_its_trainer_and_its_sandboxes(node):
     wait("no sandbox left", lambda: live_sandboxes(hub, run_id) == [], 60)
 
 
+def at(rfc3339):
+    """An RFC 3339 time (`2026-12-02T01:55:00Z`), as seconds since the epoch."""
+    return datetime.fromisoformat(rfc3339.replace("Z", "+00:00")).timestamp()
+
+
 def phase_seconds(events):
     """Each held-out phase's wall time: from the last event before its first `evaluating` event to
     its last one (the cluster's own timestamps)."""
-    at = lambda e: datetime.fromisoformat(e["at"].replace("Z", "+00:00")).timestamp()
     out = {}
     for phase in ("before", "after"):
         idx = [i for i, e in enumerate(events) if (e.get("evaluation") or {}).get("phase") == phase]
         if idx:
-            out[phase] = round(at(events[idx[-1]]) - at(events[max(idx[0] - 1, 0)]), 1)
+            out[phase] = round(at(events[idx[-1]]["at"]) - at(events[max(idx[0] - 1, 0)]["at"]), 1)
     return out

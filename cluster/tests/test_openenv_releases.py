@@ -14,10 +14,17 @@ episode of each step and of each held-out phase):
 - a board game written as upstream's are (dev/demo/openenv/four_in_row: `{"column": c}` moves, no
   finishing action, a reset that ignores the task) is admitted with its RESET_IGNORES_TASK warning
   and trains on its own schema: the tiny model's moves end games with rewards, not invalid replies
-  (issue 57's admitted shape, through a real-trainer step)."""
+  (issue 57's admitted shape, through a real-trainer step);
+- two shapes of issue 68, played beside them by accounts of their own: Colour Wheel
+  (dev/demo/openenv/colour_wheel: an enum action schema no demo uses, the reward the guess's
+  closeness) trains, the tiny model warmed up on its schema playing valid guesses, with a step
+  whose gradient is not zero; Same Score (dev/demo/openenv/same_score: a reward of 0.5 whatever
+  the action) is admitted with its REWARD_NEVER_VARIES warning, then ends `failed`
+  RUN_NO_TRAINING_SIGNAL without its after phase, and the leaderboard lists it apart, unranked."""
 
 import json
 import time
+import urllib.request
 
 import pytest
 
@@ -32,11 +39,14 @@ RELEASES = {
     "task-echo": ("ivan", "submission-task-echo.json"),
     "tools-echo": ("judy", "submission-tools-echo.json"),
     "four-in-row": ("quinn", "four_in_row/submission.json"),
+    "colour-wheel": ("walter", "colour_wheel/submission.json"),
 }
+# Played beside them: an environment whose reward never depends on the action.
+UNTRAINABLE = {"same-score": ("sybil", "same_score/submission.json")}
 
 
 def body(name, submission_id):
-    b = demo_submission(submission_id, RELEASES[name][1])
+    b = demo_submission(submission_id, {**RELEASES, **UNTRAINABLE}[name][1])
     if name == "task-echo":
         # `echo-2` first, so that the one step plays it: the task API's index 1 in `train`, which
         # a reset that chose no task (or swallowed the task id) would never play.
@@ -56,7 +66,8 @@ def trained(tmp_path_factory):
         node.connected(arena)
         stamp = int(time.time())
         admitted = {}
-        for name, (user, _) in RELEASES.items():
+        played = {**RELEASES, **UNTRAINABLE}
+        for name, (user, _) in played.items():
             submission_id = f"release-{name.replace('.', '')}-{stamp}"
             admitted[name] = submit(arena, user, submission_id, body(name, submission_id))
         runs, answers = {}, {}
@@ -65,8 +76,8 @@ def trained(tmp_path_factory):
             for name, check in admitted.items():
                 if name not in runs and (a := check()):
                     runs[name], answers[name] = a["run"]["run_id"], a
-            return len(runs) == len(RELEASES) and all(
-                run_of(arena, RELEASES[n][0], r)["state"] in ("completed", "failed", "cancelled")
+            return len(runs) == len(played) and all(
+                run_of(arena, played[n][0], r)["state"] in ("completed", "failed", "cancelled")
                 for n, r in runs.items())
 
         # Admission of all four, then four runs in turn on the node's one CPU slot: each loads the
@@ -75,7 +86,7 @@ def trained(tmp_path_factory):
         wait("every run's end", all_ended, 3000)
         out = {}
         for name, run_id in runs.items():
-            user = RELEASES[name][0]
+            user = played[name][0]
             # The agent moves the run's folder aside once the arena has every event.
             folder = wait("the run's folder", lambda: (p := node.home / "done" / run_id).is_dir() and p, 120)
             assignment = json.loads((folder / "assignment.json").read_text())
@@ -140,7 +151,7 @@ def test_the_tools_environment_is_told_its_tools(trained):
 
 def test_the_board_game_is_admitted_with_its_warning_and_trains_on_its_own_moves(trained):
     run, events, _, conversations, answer = trained["four-in-row"]
-    warned = sorted((w["task_id"], w["code"]) for w in answer["report"].get("warnings") or [])
+    warned = sorted((w["task_id"], w["code"]) for w in answer["report"].get("warnings") or [] if w.get("task_id"))
     assert warned == [("game-1", "RESET_IGNORES_TASK"), ("game-2", "RESET_IGNORES_TASK")], answer["report"]
     steps = [c for c in conversations if c["purpose"] == "train"]
     assert steps, conversations
@@ -158,3 +169,30 @@ def test_the_board_game_is_admitted_with_its_warning_and_trains_on_its_own_moves
     for e in events:
         if e["state"] == "updating" and not e.get("metrics"):
             assert e["alert"] == "no_update" and len(e["ends"]["scores"]) == 5, e
+
+
+def test_an_environment_with_a_schema_no_demo_uses_trains_with_the_local_model(trained):
+    """Colour Wheel's guesses are an enum no demo has: the tiny model, warmed up on the run's own
+    schema, plays valid guesses whose rewards differ, and its update moves the weights."""
+    run, events, _, _, _ = trained["colour-wheel"]
+    steps = [e for e in events if e["state"] == "updating" and e.get("metrics")]
+    assert steps and any(e["metrics"].get("grad_norm", 0) > 0 for e in steps), steps
+    assert all(e["ends"]["invalid_reply"] <= 1 for e in steps), [e["ends"] for e in steps]
+    assert [s["signal"] for s in run["steps"]] and all(s["signal"] for s in run["steps"]), run["steps"]
+
+
+def test_a_reward_that_never_depends_on_the_action_ends_early_and_is_never_ranked(trained):
+    run, events, _, _, answer = trained["same-score"]
+    warned = [w["code"] for w in answer["report"].get("warnings") or []]
+    assert "REWARD_NEVER_VARIES" in warned, answer["report"]
+    assert run["state"] == "failed" and run["error"]["code"] == "RUN_NO_TRAINING_SIGNAL", run
+    message = run["error"]["message"]
+    assert "Every valid reward was 0.5" in message and "reward function" in message, message
+    assert "finish_action" not in message and "openenv_check" not in message, message
+    steps = [e for e in events if e["state"] == "updating"]
+    assert len(steps) <= 12 and all(e.get("rewards") == [0.5] * 4 for e in steps), steps
+    assert not [e for e in events if e["state"] == "evaluating" and e.get("evaluation", {}).get("phase") == "after"]
+    assert run["evaluation"]["state"] == "incomplete" and "never ranked" in run["evaluation"]["reason"], run
+    board = json.loads(urllib.request.urlopen(env("ARENA_TEST_URL") + "/api/openenv/leaderboard").read())
+    assert [u["run_id"] for u in board["unranked"]].count(run["run_id"]) == 1, board
+    assert run["submission_id"] not in [r["submission_id"] for r in board["rows"]], board

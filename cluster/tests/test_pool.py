@@ -47,7 +47,7 @@ class Place:
         self.canceled.append(job_id)
 
 
-def until(check, limit_s=5.0):
+def until(check, limit_s=15.0):
     deadline = time.monotonic() + limit_s
     while not check():
         assert time.monotonic() < deadline, "not in time"
@@ -94,7 +94,7 @@ def test_a_lost_sandbox_is_replaced_before_the_sandboxes_waiting_in_a_full_pool(
     thread = threading.Thread(target=lambda: out.append(play_in(pool, lost, NoPolicy(), dict(TASK, task_id="a"),
                                                                 actions=None)), daemon=True)
     thread.start()
-    thread.join(5)
+    thread.join(15)  # about 0.5 s; a replacement queued behind `b` would never come
     assert out, f"the replacement waited behind the sandbox waiting in the pool (started: {place.started})"
     assert (out[0].end, out[0].retries) == ("sandbox", 1), out[0]
     until(lambda: len(place.started) == 3)
@@ -104,11 +104,12 @@ def test_a_lost_sandbox_is_replaced_before_the_sandboxes_waiting_in_a_full_pool(
 
 def test_a_sandbox_that_does_not_serve_within_its_start_allowance_is_lost():
     place, pool = Place(), Pool(capacity=2, start_s=0.3)
+    started = time.monotonic()  # before the request: its start (and allowance) may begin at once
     lease = pool.request(place, TASK, "openenv-train")
-    started = time.monotonic()
     with pytest.raises(SandboxError, match="within its start allowance"):
         lease.wait()
-    assert 0.25 < time.monotonic() - started < 2
+    # The upper bound is a hang bound, with room for a loaded machine.
+    assert 0.25 < time.monotonic() - started < 10
     assert pool.release(lease) is None and place.canceled == ["echo-1#1"]
 
 
@@ -186,7 +187,7 @@ def test_a_server_that_exits_is_seen_at_once_with_its_exit_and_last_lines_withou
     started = time.monotonic()
     with pytest.raises(SandboxError) as lost:
         place.wait_serving("job-1", 8000, time.monotonic() + 60)
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 15, "seen at the deadline (60 s), not at once (about 2.5 s)"
     why = str(lost.value)
     assert why == ("the server exited before serving (ERROR: the command exited (exit status: 1) ***); its last "
                    "lines: line 4 | line 5 | line 6 | line 7 | token *** and ***"), why

@@ -106,8 +106,8 @@ class FakeRun(Run):
             self.trainer.training_step = spy
         super().evaluate(phase)
 
-    def play_episode(self, task, lease):
-        p = super().play_episode(task, lease)
+    def play_episode(self, task, lease, n=0):
+        p = super().play_episode(task, lease, n)
         if self.progress.step_index + 1 in self.scores:
             p.score = self.scores[self.progress.step_index + 1]
         return p
@@ -226,10 +226,10 @@ class CrashingRun(FakeRun):
         super().__init__(path, limit_s, **kw)
         self.crash_at = crash_at
 
-    def play_episode(self, task, lease):
+    def play_episode(self, task, lease, n=0):
         if self.progress.step_index + 1 == self.crash_at:
             raise Killed()
-        return super().play_episode(task, lease)
+        return super().play_episode(task, lease, n)
 
 
 def test_a_restarted_trainer_trains_again_what_its_checkpoint_does_not_hold(tmp_path):
@@ -334,17 +334,42 @@ def test_a_run_whose_steps_train_nothing_ends_early_and_says_how_its_episodes_en
     assert run.progress.step_index == contract.NO_UPDATE_STEPS and run.version == 0
     untrained = [e for e in events if e["state"] == "updating"]
     assert [e["alert"] for e in untrained] == ["no_update"] * 5
-    assert all(set(e["ends"]) == {*contract.END_KEYS, "scores"} for e in untrained)
+    assert all(set(e["ends"]) == {*contract.END_KEYS, "scores", "replies"} for e in untrained)
     assert all(sum(e["ends"][k] for k in contract.END_KEYS) == 5 and e["ends"]["scores"] == [None] * 5
                for e in untrained), untrained
     last = events[-1]
     assert [e["state"] for e in events[-2:]] == ["cleanup", "failed"], events[-3:]
     assert last["message"].startswith("RUN_NO_TRAINING_SIGNAL: 5 steps in a row trained nothing: of their 25 "
                                       "episodes, "), last
-    assert last["ends"] == {k: sum(e["ends"][k] for e in untrained) for k in contract.END_KEYS}, last
+    assert {k: last["ends"][k] for k in contract.END_KEYS} == \
+        {k: sum(e["ends"][k] for e in untrained) for k in contract.END_KEYS}, last
+    # The model's own invalid replies, up to three, quoted as they were (cut).
+    invalid = sum(e["ends"]["invalid_reply"] for e in untrained)
+    assert len(last["ends"]["replies"]) == min(invalid, 3), last
+    assert all(len(r) <= 120 for r in last["ends"]["replies"]), last
     assert last["ends"]["no_reward"] + last["ends"]["invalid_reply"] + last["ends"]["budget"] == 25, last
     assert not [e for e in events if e["state"] == "evaluating"]
     assert run.progress.trained == [False] * 5
+
+
+def test_a_run_whose_rewards_never_differ_ends_early_without_signal(tmp_path):
+    """Every episode ends with reward 0 (an environment whose reward never depends on the action):
+    each step takes an optimizer step that moves nothing, so none has a training signal, and the
+    run fails RUN_NO_TRAINING_SIGNAL after five of them, without its held-out phase after."""
+    run = FakeRun(tmp_path / "oe-constant", 20_000, scores={k: 0.0 for k in range(1, 21)})
+    run.main()
+    events = run.rd.events()
+    assert run.progress.step_index == contract.NO_UPDATE_STEPS, run.progress
+    assert run.progress.signal_steps == 0 and run.progress.trained == [False] * 5, run.progress
+    updating = [e for e in events if e["state"] == "updating"]
+    assert len(updating) == 5 and all(e["rewards"] == [0.0] * 4 for e in updating), updating
+    assert all("the four rewards are equal: no signal" in e["message"] for e in updating), updating
+    last = events[-1]
+    assert [e["state"] for e in events[-2:]] == ["cleanup", "failed"], events[-3:]
+    assert last["message"].startswith("RUN_NO_TRAINING_SIGNAL: 5 steps in a row trained nothing: of their 25 "
+                                      "episodes"), last
+    assert sum(last["ends"][k] for k in contract.END_KEYS) == 25, last
+    assert not [e for e in events if e["state"] == "evaluating"]
 
 
 def test_steps_the_platform_spoiled_do_not_count_toward_the_training_signal(tmp_path):
@@ -367,4 +392,4 @@ def test_a_run_that_took_no_optimizer_step_never_completes(tmp_path):
     last = run.rd.events()[-1]
     assert last["state"] == "failed" and last["message"].startswith(
         "RUN_NO_TRAINING_SIGNAL: 2 step(s) played and no optimizer step taken: of their 10 episodes"), last
-    assert sum(last["ends"].values()) == 10
+    assert sum(last["ends"][k] for k in contract.END_KEYS) == 10

@@ -305,14 +305,20 @@ pub fn check_schema_shape(r: &SubmissionRequest) -> Result<(), Refusal> {
             return bad(format!("`schema.{part}` must be a JSON Schema object"));
         }
     }
-    let actions = r.example_actions.iter().chain(r.finish_action.iter());
-    for (i, a) in actions.enumerate() {
+    // Named as a person counts them: example action 1 first, then the finish action.
+    let named = (1..).map(|n| format!("example action {n}"));
+    let actions = r
+        .example_actions
+        .iter()
+        .zip(named)
+        .chain(r.finish_action.iter().map(|a| (a, "`finish_action`".into())));
+    for (a, name) in actions {
         if !a.is_object() {
-            return bad(format!("example action {i} is not a JSON object"));
+            return bad(format!("{name} is not a JSON object"));
         }
         if is_reserved(a) {
             return bad(format!(
-                "example action {i} takes a reserved shape (`{{\"finish\": true}}`, or only `action` holding an object); rename its fields"
+                "{name} takes a reserved shape (`{{\"finish\": true}}`, or only `action` holding an object); rename its fields"
             ));
         }
     }

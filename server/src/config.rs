@@ -245,6 +245,10 @@ pub struct Config {
     /// The address space a schema check's process may use (MiB).
     #[arg(long, env = "ARENA_SCHEMA_CHECK_MEMORY_MIB", default_value_t = 1024)]
     pub schema_check_memory_mib: u64,
+    /// Schema checks an account may start in any minute (they run one at a time per account);
+    /// past it, 429 `RATE_LIMITED` with `Retry-After`.
+    #[arg(long, env = "ARENA_SCHEMA_CHECKS_PER_MINUTE", default_value_t = 20)]
+    pub schema_checks_per_minute: usize,
     /// HF account ids that are the arena's own besides those it finds itself (`HF_TOKEN`'s and
     /// `ARENA_SANDBOX_TOKEN`'s accounts, and members of the sandbox and evaluation namespaces):
     /// refused as callers everywhere (`SERVICE_ACCOUNT`). Comma-separated.

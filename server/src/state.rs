@@ -304,6 +304,7 @@ fn openenv_settings(config: &Config) -> OpenEnvSettings {
             crate::openenv::schema_guard::Bounds {
                 deadline: std::time::Duration::from_secs(config.schema_check_s.max(1)),
                 memory_mib: config.schema_check_memory_mib.max(64),
+                per_minute: config.schema_checks_per_minute.max(1),
                 ..Default::default()
             },
         )),

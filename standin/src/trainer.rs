@@ -269,10 +269,13 @@ impl Trainer {
                     let seed = format!("{id}/{}/{trial}", task.task_id);
                     let mut replays = 0;
                     let how = Played::default();
-                    let mut reward = self.play_episode(submission, task, &how, seed.clone(), version).await;
+                    // Every held-out episode explores as much as the version's policy does: the
+                    // base explores always, a trained policy less (its Δ is what it learned).
+                    let mut reward =
+                        self.play_episode(submission, task, &how, seed.clone(), version, true).await;
                     if reward.is_none() {
                         replays = 1;
-                        reward = self.play_episode(submission, task, &how, seed, version).await;
+                        reward = self.play_episode(submission, task, &how, seed, version, true).await;
                     }
                     json!({"task_id": task.task_id, "trial": trial, "reward": reward, "replays": replays})
                 }))
@@ -302,7 +305,8 @@ impl Trainer {
         let mut running = futures_util::stream::FuturesUnordered::new();
         for n in 0..EPISODES_PER_STEP {
             let seed = format!("{run_id}/{step}/{n}");
-            running.push(self.play_episode(submission, task, how, seed, version));
+            // Odd episodes explore, the others play the examples (`Self::episode`).
+            running.push(self.play_episode(submission, task, how, seed, version, n % 2 == 1));
         }
         let mut scores = Vec::new();
         while let Some(s) = running.next().await {
@@ -318,6 +322,7 @@ impl Trainer {
         how: &Played,
         seed: String,
         version: i64,
+        explores: bool,
     ) -> Option<f64> {
         let image = task.image.as_deref()?;
         let image = crate::sandbox::image_of(&self.images, image)?;
@@ -325,7 +330,7 @@ impl Trainer {
         let port = sandbox.port;
         let result = tokio::time::timeout(
             Duration::from_secs(task.reset_wall_s + task.rollout_wall_s + task.verifier_wall_s),
-            self.episode(submission, task, how, port, seed, version),
+            self.episode(submission, task, how, port, seed, version, explores),
         )
         .await
         .ok()
@@ -334,6 +339,7 @@ impl Trainer {
         result
     }
 
+    #[allow(clippy::too_many_arguments)]
     async fn episode(
         &self,
         submission: &Value,
@@ -342,6 +348,7 @@ impl Trainer {
         port: u16,
         seed: String,
         version: i64,
+        explores: bool,
     ) -> Option<f64> {
         let started = Instant::now();
         while !healthy(port).await {
@@ -373,16 +380,21 @@ impl Trainer {
         );
         let mut rng = Rng::new(&seed);
         let examples = submission["example_actions"].as_array().cloned().unwrap_or_default();
-        // The policy "learns": it strays from the examples less at each version.
-        let stray = 0.6 / (1.0 + version as f64);
+        // The scripted policy: the even episodes of a step play the example actions (the episode
+        // admission saw end with a reward); the odd ones explore, playing values drawn from the
+        // schema, now and then a reply that is no action, and "learn": at each version an
+        // explorer is less likely to explore at all. Every step before the first update thus has
+        // episodes of both kinds among any four, so its rewards differ wherever exploring scores
+        // otherwise than the examples: a simulated run has a training signal, as GRPO needs.
+        let explore = explores && rng.chance(1.0 / (1.0 + version as f64));
         let mut turn = 0usize;
         let end = loop {
             if let Some(end) = e.ended() {
                 break end.clone();
             }
-            let reply = if rng.chance(stray / 4.0) {
+            let reply = if explore && rng.chance(0.15) {
                 "Let me think about the echo first.".to_string()
-            } else if turn < examples.len() && !rng.chance(stray) {
+            } else if turn < examples.len() && !explore {
                 examples[turn].to_string()
             } else {
                 random_value(schema, &mut rng).to_string()

@@ -15,15 +15,17 @@ the tool and are `validated` as their demo submissions (dev/demo/openenv/submiss
 
 import json
 import os
-import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 
 import pytest
+
+from conftest import start_server
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "dev" / "demo" / "openenv"
@@ -60,12 +62,6 @@ def token(variant):
     return user_token(VARIANTS[variant][0])
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def installed(var, what):
     folder = os.environ.get(var)
     if not folder:
@@ -92,31 +88,30 @@ def openenv_validate(variant):
 def validate_server(label, folder, runtime, extra_env=None):
     """Whether openenv 0.10's `openenv validate --url URL --json` passes the server of `folder`
     (`uvicorn server.app:app` there, with the OpenEnv release `runtime` on PYTHONPATH)."""
-    port = free_port()
     env = dict(os.environ, PYTHONPATH=runtime, **(extra_env or {}))
-    server = subprocess.Popen([sys.executable, "-m", "uvicorn", "server.app:app", "--host", "127.0.0.1",
-                               "--port", str(port)], cwd=folder, env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.time() + 90
-        while True:  # up once it serves anything (`no-health` has no /health)
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/openapi.json", timeout=2).read()
-                break
-            except OSError:
-                assert server.poll() is None, f"the {label} server exited"
-                assert time.time() < deadline, f"the {label} server never started"
-                time.sleep(0.2)
-        # 0.10 prints a text report unless asked for JSON (0.3.0 printed JSON either way).
-        tool = openenv_010()
-        r = subprocess.run([sys.executable, f"{tool}/bin/openenv", "validate", "--url", f"http://127.0.0.1:{port}", "--json"],
-                           env=dict(os.environ, PYTHONPATH=tool), capture_output=True, text=True, timeout=120)
-        report = json.loads(r.stdout)
-        assert report["passed"] == (r.returncode == 0), r.stdout
-        return report["passed"]
-    finally:
-        server.terminate()
-        server.wait()
+
+    def launch(port, out):
+        return subprocess.Popen([sys.executable, "-m", "uvicorn", "server.app:app", "--host", "127.0.0.1",
+                                 "--port", str(port)], cwd=folder, env=env, stdout=out, stderr=subprocess.STDOUT)
+
+    def up(port):  # once it serves anything (`no-health` has no /health)
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/openapi.json", timeout=2).read()
+        return True
+
+    with tempfile.TemporaryDirectory() as logs:
+        server, port = start_server(launch, Path(logs) / "server.log", f"the {label} server", up=up)
+        try:
+            # 0.10 prints a text report unless asked for JSON (0.3.0 printed JSON either way).
+            tool = openenv_010()
+            r = subprocess.run([sys.executable, f"{tool}/bin/openenv", "validate", "--url", f"http://127.0.0.1:{port}",
+                                "--json"], env=dict(os.environ, PYTHONPATH=tool), capture_output=True, text=True,
+                               timeout=120)
+            report = json.loads(r.stdout)
+            assert report["passed"] == (r.returncode == 0), r.stdout
+            return report["passed"]
+        finally:
+            server.terminate()
+            server.wait()
 
 
 def call(method, url, tok, body=None):

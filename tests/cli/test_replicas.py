@@ -9,7 +9,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import threading
 import time
@@ -21,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import free_port, hub_url, run_cli
+from conftest import Proxy, hub_url, run_cli, start_server
 
 ROOT = Path(__file__).resolve().parents[2]
 RUPERT = "hf_local_test_rupert_3be2d8"
@@ -30,61 +29,6 @@ EVE = "hf_local_test_eve_e11e11"
 # dev/test's STANDIN_STAGE_MS, put back after the slower run this module makes.
 STAGE_MS = 300
 PG = "postgres://postgres@127.0.0.1:5432/"
-
-
-class Proxy:
-    """Round-robin TCP proxy: each accepted connection goes to the next backend that accepts."""
-
-    def __init__(self, backends):
-        self.backends, self.turn = backends, 0
-        self.sock = socket.socket()
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(64)
-        self.port = self.sock.getsockname()[1]
-        threading.Thread(target=self.accept, daemon=True).start()
-
-    def accept(self):
-        while True:
-            try:
-                client, _ = self.sock.accept()
-            except OSError:
-                return
-            threading.Thread(target=self.connect, args=(client,), daemon=True).start()
-
-    def connect(self, client):
-        for _ in range(len(self.backends)):
-            port = self.backends[self.turn % len(self.backends)]
-            self.turn += 1
-            try:
-                upstream = socket.create_connection(("127.0.0.1", port), timeout=2)
-            except OSError:
-                continue
-            upstream.settimeout(None)
-            threading.Thread(target=pipe, args=(upstream, client), daemon=True).start()
-            pipe(client, upstream)
-            return
-        client.close()
-
-    def close(self):
-        self.sock.close()
-
-
-def pipe(src, dst):
-    try:
-        while True:
-            data = src.recv(65536)
-            if not data:
-                break
-            dst.sendall(data)
-    except OSError:
-        pass
-    finally:
-        for s in (src, dst):
-            try:
-                s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
 
 
 class NoRedirect(urllib.request.HTTPRedirectHandler):
@@ -119,14 +63,15 @@ def replicas(tmp_path_factory):
     subprocess.run(["bash", "-c", 'source dev/lib.sh && assemble_local_configs "$1"', "_", str(work / "configs")],
                    cwd=ROOT, check=True, capture_output=True)
     target = os.environ.get("CARGO_TARGET_DIR") or str(Path.home() / ".cache" / "arena-target")
-    ports = [free_port(), free_port()]
+    # Each replica's port is picked as it starts (one picked earlier could be taken meanwhile).
+    ports = [0, 0]
     proxy = Proxy(ports)
     address = "http://127.0.0.1:%d" % proxy.port
     servers = {}
 
-    def start(i):
+    def launch(i, port, out):
         env = {"PATH": os.environ["PATH"], "HOME": str(work), "RUST_LOG": "warn",
-               "ARENA_ADDR": "127.0.0.1:%d" % ports[i], "DATABASE_URL": PG + db,
+               "ARENA_ADDR": "127.0.0.1:%d" % port, "DATABASE_URL": PG + db,
                "ARENA_DATA_DIR": str(work / ("data-%d" % i)), "ARENA_CONFIGS_DIR": str(work / "configs"),
                "ARENA_SITE_ROOT": str(ROOT / "target" / "site"), "ARENA_PUBLIC_URL": address,
                "ARENA_COOKIE_SECURE": "false", "HF_ENDPOINT": hub, "OPENID_PROVIDER_URL": hub,
@@ -137,17 +82,12 @@ def replicas(tmp_path_factory):
                "ARENA_JOB_SECRET_DAYTONA_API_KEY": "local-simulated-daytona-key", "ARENA_RELAY_HEARTBEAT_S": "1",
                "ARENA_UNSEEN_TOKENS_PER_MINUTE": "5000", "ARENA_VALIDATIONS_PER_HOUR": "5000",
                "GITHUB_API_URL": hub, "GITHUB_RAW_URL": hub + "/raw"}
-        log = open(work / ("server-%d.log" % i), "w")
-        servers[i] = subprocess.Popen([target + "/debug/arena", "serve"], env=env, stdout=log, stderr=log)
-        for _ in range(120):
-            try:
-                if request("http://127.0.0.1:%d/healthz" % ports[i])[0] == 200:
-                    return
-            except OSError:
-                pass
-            assert servers[i].poll() is None, (work / ("server-%d.log" % i)).read_text()
-            time.sleep(0.5)
-        pytest.fail("replica %d did not start" % i)
+        return subprocess.Popen([target + "/debug/arena", "serve"], env=env, stdout=out, stderr=out)
+
+    def start(i):
+        servers[i], ports[i] = start_server(
+            lambda port, out: launch(i, port, out), work / ("server-%d.log" % i), "replica %d" % i,
+            up=lambda port: request("http://127.0.0.1:%d/healthz" % port)[0] == 200)
 
     start(0)
     start(1)

@@ -8,7 +8,6 @@ the release build the Dockerfile makes."""
 import json
 import os
 import subprocess
-import time
 import urllib.error
 import urllib.request
 import uuid
@@ -16,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import free_port, hub_url
+from conftest import free_port, hub_url, start_server
 
 ROOT = Path(__file__).resolve().parents[2]
 SPACE_IMAGE = ROOT / "dev" / "space-image"
@@ -101,21 +100,14 @@ def test_the_image_tree_holds_the_server_the_site_and_the_published_registry(ima
     assert sorted(p.name for p in app.iterdir()) == ["arena", "configs", "site"]
 
 
-def test_the_space_starts_from_the_image_and_reads_its_private_overlay(image, private_repo):
+def test_the_space_starts_from_the_image_and_reads_its_private_overlay(image, private_repo, tmp_path):
     repo, revision, names = private_repo
-    port = free_port()
+    server, port = start_server(
+        lambda port, out: subprocess.Popen([str(SPACE_IMAGE), "serve", str(image)], env=space_env(port, repo),
+                                           stdout=out, stderr=out),
+        tmp_path / "space.log", "the Space", up=lambda port: get("http://127.0.0.1:%d/healthz" % port)[0] == 200)
     url = "http://127.0.0.1:%d" % port
-    server = start(image, space_env(port, repo))
     try:
-        for _ in range(120):
-            if server.poll() is not None:
-                pytest.fail("the server exited %s: %s" % (server.returncode, server.stderr.read()))
-            try:
-                if get(url + "/healthz")[0] == 200:
-                    break
-            except OSError:
-                pass
-            time.sleep(0.5)
         status, _, body = get(url + "/api/version")
         assert status == 200
         version = json.loads(body)

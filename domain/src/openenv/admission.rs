@@ -131,14 +131,15 @@ pub fn judge_episode(reset: &Step, steps: &[Step], actions: usize) -> Result<f64
     if reset.done {
         return Err("the episode ended at reset, before any action".into());
     }
-    for (i, step) in steps.iter().enumerate() {
+    // Actions are counted from 1, as a person counts them.
+    for (n, step) in (1..).zip(steps) {
         if step.done {
             return match step.reward {
                 Some(r) if (0.0..=1.0).contains(&r) => Ok(r),
                 Some(r) => {
-                    Err(format!("the episode ended after action {i} with reward {r}, outside [0, 1]").into())
+                    Err(format!("the episode ended after action {n} with reward {r}, outside [0, 1]").into())
                 }
-                None => Err(format!("the episode ended after action {i} without a reward").into()),
+                None => Err(format!("the episode ended after action {n} without a reward").into()),
             };
         }
     }
@@ -175,6 +176,9 @@ pub enum Outcome {
         tools: Vec<Value>,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         first_observations: Vec<String>,
+        /// The terminal rewards its example episode and its finish actions gave, in order.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        rewards: Vec<f64>,
     },
     /// The image or its example episode failed: counts against the submitter. `evidence`: what
     /// their server answered (`super::evidence`).
@@ -357,9 +361,21 @@ pub fn verdict(tasks: &[TaskProbe], allowance: &Allowance) -> Verdict {
     }
 }
 
+/// A warning of a validated submission: admitted all the same, with what may keep it from
+/// training.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Warning {
+    pub code: &'static str,
+    /// The task it is about; none: the whole submission.
+    pub task_id: Option<String>,
+    pub message: String,
+}
+
 /// The warnings of a validated submission: each task whose first observations suggest the
-/// environment ignores `task_id` (`super::evidence::ignored_task_ids`).
-pub fn warnings(tasks: &[TaskProbe]) -> Vec<(String, String)> {
+/// environment ignores `task_id` (`super::evidence::ignored_task_ids`); no `finish_action`
+/// (`has_finish`); and example episodes whose rewards never differ, across every task's example
+/// actions and finish actions (a reward that may not depend on the action: nothing to learn).
+pub fn warnings(tasks: &[TaskProbe], has_finish: bool) -> Vec<Warning> {
     let seen: Vec<(String, Vec<String>)> = tasks
         .iter()
         .filter_map(|t| match &t.last {
@@ -369,10 +385,37 @@ pub fn warnings(tasks: &[TaskProbe]) -> Vec<(String, String)> {
             _ => None,
         })
         .collect();
-    super::evidence::ignored_task_ids(&seen)
+    let mut out: Vec<Warning> = super::evidence::ignored_task_ids(&seen)
         .into_iter()
-        .map(|t| (t, super::evidence::RESET_IGNORES_TASK.to_string()))
-        .collect()
+        .map(|t| Warning {
+            code: "RESET_IGNORES_TASK",
+            task_id: Some(t),
+            message: super::evidence::RESET_IGNORES_TASK.to_string(),
+        })
+        .collect();
+    if !has_finish {
+        out.push(Warning {
+            code: "FINISH_ACTION_MISSING",
+            task_id: None,
+            message: super::evidence::FINISH_ACTION_MISSING.into(),
+        });
+    }
+    let rewards: Vec<f64> = tasks
+        .iter()
+        .filter_map(|t| match &t.last {
+            Some(Outcome::Passed { rewards, .. }) => Some(rewards.iter().copied()),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    if rewards.len() >= 2 && !super::episode::group_has_signal(&rewards) {
+        out.push(Warning {
+            code: "REWARD_NEVER_VARIES",
+            task_id: None,
+            message: super::evidence::reward_never_varies(rewards[0], rewards.len()),
+        });
+    }
+    out
 }
 
 /// The tools a tools environment lists at most, and their text in the system message at most.
@@ -527,6 +570,9 @@ mod tests {
         assert_eq!(judge_episode(&reset, &[step(Some(0.0), false), step(Some(1.0), true)], 2), Ok(1.0));
         assert!(judge_episode(&reset, &[step(Some(0.5), false)], 1).unwrap_err().contains("did not end"));
         assert!(judge_episode(&reset, &[step(Some(1.5), true)], 1).unwrap_err().contains("outside [0, 1]"));
+        // Actions are counted from 1.
+        let third = [step(Some(0.0), false), step(Some(0.0), false), step(Some(-1.0), true)];
+        assert!(judge_episode(&reset, &third, 3).unwrap_err().contains("after action 3 with reward -1"));
         assert!(judge_episode(&reset, &[step(None, true)], 1).unwrap_err().contains("without a reward"));
         assert!(judge_episode(&step(None, true), &[], 1).is_err());
     }
@@ -544,7 +590,12 @@ mod tests {
     fn author_failures_use_the_slot_platform_ones_retry_then_return_it() {
         let t = |id: &str, attempts, last| TaskProbe { task_id: id.into(), attempts, last, spent_s: 10 };
         let verdict = |tasks: &[TaskProbe]| verdict(tasks, &Allowance::default());
-        let passed = Some(Outcome::Passed { reset: None, tools: Vec::new(), first_observations: Vec::new() });
+        let passed = Some(Outcome::Passed {
+            reset: None,
+            tools: Vec::new(),
+            first_observations: Vec::new(),
+            rewards: Vec::new(),
+        });
         let platform = Some(Outcome::Platform {
             code: ErrorCode::SandboxStartupFailed,
             message: "no /health".into(),
@@ -600,8 +651,12 @@ mod tests {
         let slow: Vec<TaskProbe> = (0..50)
             .map(|i| TaskProbe { spent_s: if i < 7 { 800 } else { 0 }, ..TaskProbe::new(&format!("t{i}")) })
             .map(|t| {
-                let passed =
-                    Some(Outcome::Passed { reset: None, tools: Vec::new(), first_observations: Vec::new() });
+                let passed = Some(Outcome::Passed {
+                    reset: None,
+                    tools: Vec::new(),
+                    first_observations: Vec::new(),
+                    rewards: Vec::new(),
+                });
                 if t.spent_s > 0 {
                     TaskProbe { attempts: 1, last: passed, ..t }
                 } else {
@@ -629,7 +684,15 @@ mod tests {
         assert_eq!(listed_ids(&splits, 2), ["echo-1 (train)", "echo-2 (train)"]);
         // A stored outcome from before the task API reads as a plain pass.
         let old: Outcome = serde_json::from_value(json!({"outcome": "passed"})).unwrap();
-        assert_eq!(old, Outcome::Passed { reset: None, tools: Vec::new(), first_observations: Vec::new() });
+        assert_eq!(
+            old,
+            Outcome::Passed {
+                reset: None,
+                tools: Vec::new(),
+                first_observations: Vec::new(),
+                rewards: Vec::new()
+            }
+        );
     }
 
     #[test]

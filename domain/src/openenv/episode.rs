@@ -301,15 +301,25 @@ pub fn training_group(scores_in_end_order: &[Option<f64>]) -> Option<Vec<f64>> {
     (group.len() == EPISODES_THAT_TRAIN).then_some(group)
 }
 
-/// How a step counts toward [`no_signal`], from its episodes with a valid reward (`valid`) and
-/// those the platform lost (`lost`: their sandbox never served, even replaced): `Some(true)` it
-/// trained; `Some(false)` it trained nothing by its environment's doing; `None` it trained nothing
-/// only because the platform lost sandboxes that might have given the rewards it lacked, which is
-/// not the participant's and is not counted.
-pub fn step_trained(valid: usize, lost: usize) -> Option<bool> {
-    if valid >= EPISODES_THAT_TRAIN {
-        Some(true)
-    } else if valid + lost >= EPISODES_THAT_TRAIN {
+/// Whether a step's training group can teach the policy anything: GRPO's advantage is each reward
+/// minus the group's mean, so a group of equal rewards gives zero advantages and an update that
+/// changes nothing, whatever the optimizer reports.
+pub fn group_has_signal(group: &[f64]) -> bool {
+    group.iter().any(|r| *r != group[0])
+}
+
+/// How a step counts toward [`no_signal`], from its episodes' rewards in the order they ended
+/// (`None`: no valid reward) and those the platform lost (`lost`: their sandbox never served, even
+/// replaced): `Some(true)` it had a training signal (four valid rewards that differ);
+/// `Some(false)` it had none by its environment's doing (fewer than four valid rewards, or four
+/// equal ones); `None` it trained nothing only because the platform lost sandboxes that might have
+/// given the rewards it lacked, which is not the participant's and is not counted.
+pub fn step_trained(scores_in_end_order: &[Option<f64>], lost: usize) -> Option<bool> {
+    if let Some(group) = training_group(scores_in_end_order) {
+        return Some(group_has_signal(&group));
+    }
+    let valid = scores_in_end_order.iter().flatten().count();
+    if valid + lost >= EPISODES_THAT_TRAIN {
         None
     } else {
         Some(false)

@@ -160,6 +160,20 @@ pub const RESET_IGNORES_TASK: &str = "every task's first observation is byte-ide
      different seeds: the environment may ignore `task_id` (check that its reset reads the task it is given; \
      openenv-core 0.2.x drops unknown reset keys)";
 
+/// The warning's words when a submission has no `finish_action`.
+pub const FINISH_ACTION_MISSING: &str = "the submission has no `finish_action`: an episode the model stops, \
+     or ends with an invalid reply, then ends with no reward and trains nothing. A finish action that ends any \
+     episode with its reward so far lets such episodes still count";
+
+/// The warning's words when every reward the example episodes gave is the same.
+pub fn reward_never_varies(value: f64, n: usize) -> String {
+    format!(
+        "all {n} rewards your example actions and finish actions gave were {value}: a reward that never depends on \
+         the action gives the model nothing to learn from (a step whose four rewards are equal has no training \
+         signal, and a run without one is never ranked)"
+    )
+}
+
 /// `text` with every credential the arena holds replaced by `***`: what a participant's server
 /// answered can hold the token the arena sent it (a server that echoes its request headers).
 pub fn scrubbed(text: &str, secrets: &[&str]) -> String {
@@ -196,7 +210,9 @@ pub fn fix_for(code: ErrorCode) -> &'static str {
         }
         ErrorCode::FinishActionInvalid => {
             "make `finish_action` end the episode at any point (`done: true` with a reward between 0 and 1), \
-             from a fresh reset and mid-episode, or leave it out; the transcript shows what your server answered"
+             from a fresh reset and mid-episode; the transcript shows what your server answered. Leaving it out \
+             is no way around this: without one, an episode the model stops or fills with invalid replies ends \
+             with no reward and trains nothing"
         }
         ErrorCode::TaskNotListed => {
             "list the task under its task_id in your environment's task API, or submit the ids it lists"

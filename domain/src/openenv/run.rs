@@ -75,7 +75,15 @@ pub struct EpisodeEnds {
     pub sandbox: u32,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub scores: Vec<Option<f64>>,
+    /// Up to three of the model's own replies that ended episodes as invalid, each cut: what the
+    /// participant needs to see why (their train task's episodes only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replies: Vec<String>,
 }
+
+/// The model's invalid replies an `ends` quotes at most, and each one's characters.
+pub const MAX_REPLIES: usize = 3;
+pub const MAX_REPLY_CHARS: usize = 120;
 
 impl EpisodeEnds {
     /// Episodes counted.
@@ -89,7 +97,7 @@ impl EpisodeEnds {
             + self.sandbox
     }
 
-    /// The counts in words: "2 ended by an invalid reply; 3 never ended with a reward".
+    /// The counts in words: "2 ended by an invalid reply; 3 ended without a valid reward (…)".
     pub fn words(&self) -> String {
         let parts = [
             (self.done, "ended by themselves"),
@@ -97,7 +105,7 @@ impl EpisodeEnds {
             (self.invalid_reply, "ended by an invalid reply"),
             (self.budget, "ran out of a budget (tokens or tool calls)"),
             (self.timeout, "hit a wall"),
-            (self.no_reward, "never ended with a reward (no `done`, and the finish action gave none)"),
+            (self.no_reward, "ended without a valid reward (none, or one outside [0, 1])"),
             (self.sandbox, "lost their sandbox"),
         ];
         let said: Vec<String> =
@@ -123,6 +131,14 @@ impl EpisodeEnds {
         }
         if self.scores.iter().flatten().any(|r| !r.is_finite()) {
             return Err("`ends.scores` holds a number that is not finite".into());
+        }
+        if self.replies.len() > MAX_REPLIES
+            || self.replies.iter().any(|r| r.chars().count() > MAX_REPLY_CHARS)
+        {
+            return Err(format!(
+                "`ends.replies` holds more than {MAX_REPLIES} replies or one over {MAX_REPLY_CHARS} characters"
+            )
+            .into());
         }
         Ok(())
     }
@@ -340,6 +356,28 @@ impl Alert {
 pub struct StepView {
     pub policy_version: i64,
     pub metrics: StepMetrics,
+    /// Whether the step could teach the model anything (`had_signal`): its rewards differed and
+    /// its update moved the weights.
+    pub signal: bool,
+}
+
+/// Whether an `updating` event's optimizer step could teach the model anything. GRPO's
+/// advantages are each reward minus the group's mean: four equal rewards give zero advantages
+/// and an update that changes nothing, whatever the optimizer then reports; and a step whose
+/// gradient norm the trainer measured at zero moved nothing either.
+pub fn had_signal(e: &RunEvent) -> bool {
+    if e.state != RunState::Updating {
+        return false;
+    }
+    let valid: Vec<f64> = e.rewards.iter().flatten().flatten().copied().collect();
+    let differ = valid.iter().any(|r| (r - valid[0]).abs() > f64::EPSILON);
+    let moved = e.metrics.as_ref().and_then(|m| m.grad_norm).is_none_or(|g| g > 0.0);
+    differ && moved
+}
+
+/// How many of a run's optimizer steps had a training signal (`had_signal`).
+pub fn steps_with_signal(events: &[RunEvent]) -> usize {
+    events.iter().filter(|e| had_signal(e)).count()
 }
 
 /// A run's steps as the curves both tracks draw: each `updating` event that trained is a step
@@ -396,7 +434,13 @@ pub fn steps(events: &[RunEvent]) -> Vec<StepView> {
     events
         .iter()
         .filter(|e| e.state == RunState::Updating)
-        .filter_map(|e| Some(StepView { policy_version: e.policy_version, metrics: e.metrics.clone()? }))
+        .filter_map(|e| {
+            Some(StepView {
+                policy_version: e.policy_version,
+                metrics: e.metrics.clone()?,
+                signal: had_signal(e),
+            })
+        })
         .collect()
 }
 
@@ -471,6 +515,30 @@ pub fn reward_curve(events: &[RunEvent]) -> Vec<(i64, f64)> {
 mod tests {
     use super::RunState::*;
     use super::*;
+
+    #[test]
+    fn a_step_has_a_training_signal_only_when_its_rewards_differ_and_its_update_moved() {
+        let step = |rewards: Vec<Option<f64>>, grad_norm: Option<f64>| RunEvent {
+            rewards: Some(rewards),
+            metrics: grad_norm.map(|g| StepMetrics { grad_norm: Some(g), ..Default::default() }),
+            ..event(Updating, None)
+        };
+        let learns = step(vec![Some(0.0), Some(1.0), Some(0.0), Some(0.5)], Some(0.3));
+        assert!(had_signal(&learns));
+        assert!(
+            had_signal(&step(vec![Some(0.0), Some(1.0), Some(0.0), Some(0.5)], None)),
+            "simulated: no metrics"
+        );
+        assert!(!had_signal(&step(vec![Some(0.0); 4], Some(0.0))), "four equal rewards");
+        assert!(!had_signal(&step(vec![Some(0.5); 4], None)), "four equal rewards, whatever is reported");
+        assert!(
+            !had_signal(&step(vec![Some(0.0), Some(1.0), Some(0.0), Some(0.5)], Some(0.0))),
+            "a zero gradient"
+        );
+        assert!(!had_signal(&step(vec![], None)), "a step that trained nothing");
+        assert!(!had_signal(&RunEvent { rewards: learns.rewards.clone(), ..event(Rolling, None) }));
+        assert_eq!(steps_with_signal(&[learns.clone(), step(vec![Some(1.0); 4], None), learns]), 2);
+    }
 
     #[test]
     fn states_follow_the_guides_order() {

@@ -213,7 +213,7 @@ pub fn validator(schema: &Value, draft: SchemaDraft) -> Result<jsonschema::Valid
 pub struct SchemaCheck {
     /// `{"action": …, "observation": …}` as submitted.
     pub schema: Value,
-    /// Each action with the name a refusal calls it by (`example action 0`, `` `finish_action` ``).
+    /// Each action with the name a refusal calls it by (`example action 1`, `` `finish_action` ``).
     pub actions: Vec<(String, Value)>,
 }
 

@@ -103,36 +103,66 @@ fn updating(e: &RunEvent, task: &str) -> String {
     )
 }
 
+/// A run ended for want of a training signal, in the participant's terms: which of the trainer's
+/// two reasons (`cluster/arena_cluster/trainer.py`, `no_training_signal`), how the episodes of
+/// those steps ended, and advice that points at what failed, never at a check that passes.
+fn no_signal(reported: &str, e: &RunEvent) -> String {
+    let head = if reported.contains("in a row") {
+        format!(
+            "{} steps in a row had no training signal (fewer than four of five episodes ended with a valid \
+             reward, or the four rewards were equal), so the run ended early",
+            super::episode::NO_UPDATE_STEPS
+        )
+    } else if reported.contains("no optimizer step") {
+        "the run's steps took no optimizer step (none had four of five episodes end with a valid reward)"
+            .to_string()
+    } else {
+        "none of the run's steps had a training signal (the four rewards that trained each step were equal)"
+            .to_string()
+    };
+    let Some(n) = e.ends.as_ref() else {
+        return format!("RUN_NO_TRAINING_SIGNAL: {head}; it is never ranked.");
+    };
+    let how = format!(" Of their {} episodes: {}.", n.total(), n.words());
+    let valid: Vec<f64> = n.scores.iter().flatten().copied().collect();
+    let next = if n.sandbox * 2 > n.total() {
+        "Most of its episodes were lost to the platform (their sandboxes never served): the organizers \
+         look into it."
+            .to_string()
+    } else if n.invalid_reply * 2 > n.total() {
+        let quoted: Vec<String> = n.replies.iter().map(|r| format!("`{}`", escaped(r))).collect();
+        let among =
+            if quoted.is_empty() { String::new() } else { format!(" (among them {})", quoted.join(", ")) };
+        format!(
+            "Most replies were not valid actions{among}: check that your action schema and the observation \
+             the model sees at reset tell it what to send (the schema is the model's only description of an \
+             action)."
+        )
+    } else if !valid.is_empty() && valid.iter().all(|r| *r == valid[0]) {
+        format!(
+            "Every valid reward was {}: a reward that does not depend on the action teaches nothing; check \
+             your reward function.",
+            valid[0]
+        )
+    } else {
+        "Too few episodes ended with a reward in [0, 1] that differs between episodes: check how your \
+         episodes end and what your reward function answers."
+            .to_string()
+    };
+    format!("RUN_NO_TRAINING_SIGNAL: {head}; it is never ranked.{how} {next}")
+}
+
+/// A reply quoted in a sentence: control characters escaped, so nothing a model wrote reaches a
+/// terminal or a page raw.
+fn escaped(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_control() { format!("\\u{{{:04x}}}", c as u32) } else { c.to_string() })
+        .collect()
+}
+
 fn failed(reported: Option<&str>, e: &RunEvent) -> String {
     match reported.and_then(failure_code) {
-        Some("RUN_NO_TRAINING_SIGNAL") => {
-            let how = e
-                .ends
-                .as_ref()
-                .map_or(String::new(), |n| format!(" Of their {} episodes: {}.", n.total(), n.words()));
-            // The trainer ends a run for one of two reasons (`cluster/arena_cluster/trainer.py`,
-            // `no_training_signal`): a streak of steps that trained nothing, or steps played to
-            // the end of its time without one optimizer step.
-            let head = if reported.is_some_and(|r| r.contains("in a row")) {
-                format!(
-                    "{} steps in a row trained nothing (fewer than four of five episodes ended with a valid \
-                     reward), so the run ended early",
-                    super::episode::NO_UPDATE_STEPS
-                )
-            } else {
-                "the run's steps took no optimizer step (none had four of five episodes end with a valid reward)"
-                    .to_string()
-            };
-            let lost = e.ends.as_ref().is_some_and(|n| n.sandbox * 2 > n.total());
-            let next = if lost {
-                "Most of its episodes were lost to the platform (their sandboxes never served): the organizers \
-                 look into it."
-            } else {
-                "Play your example actions and finish_action against your server (openenv_check.py): every \
-                 episode must end with a reward."
-            };
-            format!("RUN_NO_TRAINING_SIGNAL: {head}; it is never ranked.{how} {next}")
-        }
+        Some("RUN_NO_TRAINING_SIGNAL") => no_signal(reported.unwrap_or(""), e),
         Some("RUN_STEP_DOES_NOT_FIT") => "RUN_STEP_DOES_NOT_FIT: one optimizer step of the next train task \
              (its three walls and the update) does not fit in the time the run has left"
             .into(),
@@ -282,7 +312,10 @@ mod tests {
             message: Some(
                 "RUN_NO_TRAINING_SIGNAL: 5 steps in a row trained nothing: of their 25 episodes".into(),
             ),
-            ends: Some(ends(vec![], 20, 5, 0)),
+            ends: Some(EpisodeEnds {
+                replies: vec![r#"{"text": "hi"}"#.into(), "Sure.\u{1b}[2J".into()],
+                ..ends(vec![], 20, 5, 0)
+            }),
             ..event(RunState::Failed)
         };
         let mut shown = streak.clone();
@@ -292,7 +325,10 @@ mod tests {
             m.contains("5 steps in a row") && m.contains("Of their 25 episodes: 5 ended by themselves"),
             "{m}"
         );
-        assert!(m.contains("finish_action") && m.contains("never ranked"), "{m}");
+        assert!(m.contains("never ranked") && !m.contains("openenv_check"), "{m}");
+        // The model's own replies, quoted, with no raw control character.
+        assert!(m.contains(r#"among them `{"text": "hi"}`, `Sure.\u{001b}[2J`"#), "{m}");
+        assert!(!m.contains('\u{1b}') && m.contains("action schema"), "{m}");
         let mut no_step = RunEvent {
             message: Some("RUN_NO_TRAINING_SIGNAL: 7 step(s) played and no optimizer step taken: x".into()),
             ends: Some(ends(vec![], 0, 2, 33)),
@@ -302,6 +338,16 @@ mod tests {
         let m = no_step.message.unwrap();
         assert!(!m.contains("in a row") && m.contains("took no optimizer step"), "{m}");
         assert!(m.contains("lost to the platform") && !m.contains("finish_action"), "{m}");
+        let equal = RunEvent {
+            message: Some("RUN_NO_TRAINING_SIGNAL: 5 steps in a row trained nothing: x".into()),
+            ends: Some(ends(vec![Some(0.0); 5], 0, 5, 0)),
+            ..event(RunState::Failed)
+        };
+        let mut shown = equal;
+        for_participants(&mut shown, &train);
+        let m = shown.message.unwrap();
+        assert!(m.contains("had no training signal") && m.contains("Every valid reward was 0"), "{m}");
+        assert!(m.contains("reward function") && !m.contains("finish"), "{m}");
     }
 
     #[test]

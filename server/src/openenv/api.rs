@@ -121,7 +121,7 @@ pub async fn quota(
         (status = 401, description = "AUTH_REQUIRED or INVALID_TOKEN", body = ApiErrorBody),
         (status = 409, description = "SUBMISSION_ID_REUSED: the id was used with another body", body = ApiErrorBody),
         (status = 422, description = "CONTRACT_INVALID, ENVIRONMENT_TOO_LARGE_FOR_SANDBOX, SCHEMA_INVALID, IMAGE_REFERENCE_INVALID, IMAGE_REGISTRY_UNSUPPORTED, SUBMISSION_FORMAT_RETIRED, IMAGE_LIMIT_EXCEEDED, IMAGE_INACCESSIBLE, IMAGE_PLATFORM_UNSUPPORTED, IMAGE_MANIFEST_UNSUPPORTED, IMAGE_SERVER_INVALID, IMAGE_COMPRESSED_SIZE_EXCEEDED or SUBMISSION_SIZE_EXCEEDED: nothing was stored", body = ApiErrorBody),
-        (status = 429, description = "SUBMISSION_QUOTA_EXCEEDED with retry_after_s", body = ApiErrorBody),
+        (status = 429, description = "SUBMISSION_QUOTA_EXCEEDED or RATE_LIMITED (the account's schema checks: one at a time, a few waiting, a share a minute), with retry_after_s", body = ApiErrorBody),
         (status = 503, description = "OPENENV_DISCONNECTED, IMAGE_UNAVAILABLE, REGISTRY_RATE_LIMITED or CAPACITY_BUSY (the arena's sandboxes are busy, or organizers paused intake: the message gives their reason), with retry_after_s: nothing was stored, send the identical request again", body = ApiErrorBody)),
     security(("hf_token" = [])))]
 pub async fn submit(
@@ -136,14 +136,15 @@ pub async fn submit(
     responses((status = 200, description = "passes the checks that need no registry; stores nothing, reads no image", body = crate::openenv::service::Checked),
         (status = 401, body = ApiErrorBody),
         (status = 422, description = "CONTRACT_INVALID, ENVIRONMENT_TOO_LARGE_FOR_SANDBOX, SCHEMA_INVALID, IMAGE_REFERENCE_INVALID, IMAGE_REGISTRY_UNSUPPORTED, SUBMISSION_FORMAT_RETIRED or IMAGE_LIMIT_EXCEEDED", body = ApiErrorBody),
-        (status = 503, description = "OPENENV_DISCONNECTED", body = ApiErrorBody)),
+        (status = 429, description = "RATE_LIMITED: the account's schema checks run one at a time, a few waiting, and a share a minute; with retry_after_s", body = ApiErrorBody),
+        (status = 503, description = "OPENENV_DISCONNECTED, or CAPACITY_BUSY: every schema checker is busy; with retry_after_s", body = ApiErrorBody)),
     security(("hf_token" = [])))]
 pub async fn check(
     State(s): State<AppState>,
-    User(_me): User,
+    User(me): User,
     ApiJson(body): ApiJson<Value>,
 ) -> Result<Json<crate::openenv::service::Checked>, ApiError> {
-    Ok(Json(crate::openenv::service::check(&s, &body).await?))
+    Ok(Json(crate::openenv::service::check(&s, &me, &body).await?))
 }
 
 #[derive(Serialize, ToSchema)]

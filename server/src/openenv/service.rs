@@ -86,17 +86,17 @@ fn registry_error(image: &str, e: RegistryError) -> ApiError {
 /// they name (the assignment carries it to the trainer), and every example action (and the finish
 /// action) is valid under the action schema: checked in a process of its own, bounded in time and
 /// memory (`openenv::schema_guard`), since a schema is participant data a compiler may choke on.
-async fn check_schemas(s: &AppState, r: &SubmissionRequest) -> Result<(), ApiError> {
+async fn check_schemas(s: &AppState, account: &str, r: &SubmissionRequest) -> Result<(), ApiError> {
     use crate::openenv::schema_guard::Unchecked;
     let actions = r
         .example_actions
         .iter()
         .enumerate()
-        .map(|(i, a)| (format!("example action {i}"), a.clone()))
+        .map(|(i, a)| (format!("example action {}", i + 1), a.clone()))
         .chain(r.finish_action.iter().map(|a| ("`finish_action`".to_string(), a.clone())))
         .collect();
     let check = domain::openenv::schema::SchemaCheck { schema: r.schema.clone(), actions };
-    match s.openenv.schemas.check(&check).await {
+    match s.openenv.schemas.check(account, &check).await {
         Ok(Ok(())) => Ok(()),
         Ok(Err(why)) => Err(ApiError::new(ErrorCode::SchemaInvalid, why.0)),
         Err(Unchecked::TooComplex(why)) => Err(ApiError::new(
@@ -111,6 +111,11 @@ async fn check_schemas(s: &AppState, r: &SubmissionRequest) -> Result<(), ApiErr
             "the arena is checking other schemas; nothing was stored. Send the identical request again shortly",
         )
         .retry_after(5)),
+        Err(Unchecked::Throttled { why, retry_after_s }) => Err(ApiError::new(
+            ErrorCode::RateLimited,
+            format!("{why}; nothing was stored. Send it again in {retry_after_s} s"),
+        )
+        .retry_after(retry_after_s)),
         Err(Unchecked::Broken(why)) => Err(ApiError::internal(why)),
     }
 }
@@ -131,12 +136,12 @@ pub struct Checked {
 
 /// `POST /api/openenv/check`: the contract, sandbox, schema and reference checks, stores nothing
 /// and reads no registry (the submissions app runs it before submitting).
-pub async fn check(s: &AppState, body: &Value) -> Result<Checked, ApiError> {
+pub async fn check(s: &AppState, me: &Identity, body: &Value) -> Result<Checked, ApiError> {
     require_connected(s).await?;
     let r = openenv::parse(body).map_err(refusal)?;
     openenv::check_contract(&r).map_err(refusal)?;
     openenv::check_schema_shape(&r).map_err(refusal)?;
-    check_schemas(s, &r).await?;
+    check_schemas(s, &me.id, &r).await?;
     let (refs, _) = openenv::image_references(&r).map_err(refusal)?;
     Ok(Checked { tasks: r.tasks.len(), images: refs.iter().map(|i| i.canonical()).collect() })
 }
@@ -147,7 +152,6 @@ pub async fn submit(s: &AppState, me: &Identity, body: Value) -> Result<Submissi
     let r = openenv::parse(&body).map_err(refusal)?;
     openenv::check_contract(&r).map_err(refusal)?;
     openenv::check_schema_shape(&r).map_err(refusal)?;
-    check_schemas(s, &r).await?;
     let (refs, by_task) = openenv::image_references(&r).map_err(refusal)?;
     let hash = body_hash(&body);
     // A resend is answered from the record, whatever the registries do now.
@@ -172,6 +176,9 @@ pub async fn submit(s: &AppState, me: &Identity, body: Value) -> Result<Submissi
         )
         .retry_after(RETRY_S));
     }
+    // The schemas are compiled only for a submission that could be accepted: a spent quota or a
+    // paused intake is answered at once, at no checker's cost.
+    check_schemas(s, &me.id, &r).await?;
     // Each image once, several at a time; the first failure in submission order is answered.
     let reads: Vec<Result<ImageFacts, ApiError>> = futures_util::stream::iter(refs.iter().cloned())
         .map(|image| async move {

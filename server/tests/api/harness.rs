@@ -204,6 +204,9 @@ pub struct Options {
     pub service_accounts: Vec<String>,
     /// The organization held-out sandboxes run in (`ARENA_EVAL_NAMESPACE`; unset when absent).
     pub eval_namespace: Option<&'static str>,
+    /// Schema checks an account may start a minute (`ARENA_SCHEMA_CHECKS_PER_MINUTE`): lifted in
+    /// the tests, whose few accounts check many bodies; the flood test sets the deployed 20.
+    pub schema_checks_per_minute: usize,
 }
 
 /// The deployed defaults: each challenge's silence limit, half an hour of scheduling, two minutes
@@ -231,6 +234,7 @@ impl Options {
             names: None,
             service_accounts: Vec::new(),
             eval_namespace: None,
+            schema_checks_per_minute: 1_000,
         }
     }
 }
@@ -250,6 +254,7 @@ impl Default for Options {
             names: None,
             service_accounts: Vec::new(),
             eval_namespace: None,
+            schema_checks_per_minute: 1_000,
         }
     }
 }
@@ -336,15 +341,17 @@ impl TestApp {
             relay_heartbeat_s: 0.5,
             log_read_ms: 200,
             // A local sandbox is a Python server starting on this machine's two cores beside the
-            // other test groups: seen to take over 3 s to serve under that load. The tests whose
+            // other test groups: seen to take over 3 s to serve under that load, and a slower
+            // machine takes twice that: a bound on a hang, not a timing. The tests whose
             // images never serve wait less (`with_health_wait`).
-            sandbox_health_s: 15,
+            sandbox_health_s: 60,
             sandbox_limit: 4,
             probe_deadline_s: options.probe_deadline_s,
             admission_lease_s: options.admission_lease_s,
             webhooks_allow_loopback: options.webhooks_allow_loopback,
             // The schema checker is the built server binary (this test binary is not one).
             schema_checker: Some(env!("CARGO_BIN_EXE_arena").into()),
+            schema_checks_per_minute: options.schema_checks_per_minute,
             webhook_key: Some(Secret(WEBHOOK_KEY.into())),
             service_accounts: options.service_accounts,
             eval_namespace: options.eval_namespace.map(String::from),

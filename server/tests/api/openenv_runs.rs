@@ -45,7 +45,7 @@ fn cluster(trainer: Option<standin::trainer::Trainer>) -> standin::cluster::Clus
 async fn wait_connected(app: &TestApp) {
     let start = Instant::now();
     while app.get("/api/openenv").await.json()["connected"] != true {
-        assert!(start.elapsed() < Duration::from_secs(10), "the cluster never connected");
+        assert!(start.elapsed() < Duration::from_secs(60), "the cluster never connected");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
@@ -67,7 +67,7 @@ async fn run_of(app: &TestApp, id: &str, token: &str) -> String {
         if let Some(run) = v["run"]["run_id"].as_str() {
             return run.to_string();
         }
-        assert!(start.elapsed() < Duration::from_secs(15), "no run was started: {v:#}");
+        assert!(start.elapsed() < Duration::from_secs(60), "no run was started: {v:#}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
@@ -242,7 +242,7 @@ async fn an_editor_cancels_a_run() {
     // The cluster confirms the stop and drops the run.
     let start = Instant::now();
     while shared.held.lock().unwrap().runs.contains_key(&run) {
-        assert!(start.elapsed() < Duration::from_secs(10), "the cluster never got the stop");
+        assert!(start.elapsed() < Duration::from_secs(60), "the cluster never got the stop");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     tokio::time::sleep(Duration::from_millis(700)).await;

@@ -10,7 +10,7 @@ use crate::harness::{Backend, TestApp, ALICE};
 async fn listening(app: &TestApp) {
     let start = Instant::now();
     while app.state.changes.version(Topic::Board).is_none() {
-        assert!(start.elapsed() < Duration::from_secs(10), "the change listener did not connect");
+        assert!(start.elapsed() < Duration::from_secs(60), "the change listener did not connect");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
@@ -22,7 +22,7 @@ async fn until_fresh(app: &TestApp, uri: &str, fresh: impl Fn(&serde_json::Value
         if fresh(&app.get(uri).await.json()) {
             return start.elapsed();
         }
-        assert!(start.elapsed() < Duration::from_secs(5), "{uri} stayed stale on the other replica");
+        assert!(start.elapsed() < Duration::from_secs(60), "{uri} stayed stale on the other replica");
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
 }
@@ -82,7 +82,7 @@ async fn a_server_that_lost_its_listener_caches_nothing_until_it_is_back() {
     .unwrap();
     let start = Instant::now();
     while a.state.changes.version(Topic::Board).is_some() {
-        assert!(start.elapsed() < Duration::from_secs(5), "the dropped listener went unnoticed");
+        assert!(start.elapsed() < Duration::from_secs(60), "the dropped listener went unnoticed");
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     // Meanwhile a write goes unheard; the next read still sees it.

@@ -130,10 +130,11 @@ async fn the_api_rate_limit_is_shared_and_resets() {
     assert!(body["documentation_url"].is_string());
     assert_eq!(f.json("/_standin/github").await["remaining"], 0);
 
-    // A window that ends in a second: spent now, open again after the reset.
-    f.put_json("/_standin/github", json!({"remaining": 0, "reset_in_s": 1})).await;
+    // A window that ends in three seconds (whole seconds, as GitHub's: one would end at the next
+    // second's turn, which a slow request can cross): spent now, open again after the reset.
+    f.put_json("/_standin/github", json!({"remaining": 0, "reset_in_s": 3})).await;
     assert_eq!(f.get("/repos/octo/repo/commits/main").await.status(), 403);
-    tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
+    tokio::time::sleep(std::time::Duration::from_millis(4100)).await;
     let fresh = f.get("/repos/octo/repo/commits/main").await;
     assert_eq!(fresh.status(), 200);
     assert_eq!(header(&fresh, "x-ratelimit-remaining"), "2");

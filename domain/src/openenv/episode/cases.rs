@@ -362,10 +362,22 @@ fn no_signals() -> Value {
 }
 
 fn step_counts() -> Value {
-    let cases = [(5, 0), (4, 1), (3, 0), (3, 1), (2, 2), (1, 2), (0, 5), (0, 0)];
+    let (a, b) = (Some(1.0), Some(0.0));
+    let cases: [(&[Option<f64>], usize); 10] = [
+        (&[a, b, a, a, b], 0),
+        (&[a, a, a, a, b], 0),
+        (&[a, a, a, a], 0),
+        (&[b, b, None, b, b], 1),
+        (&[a, None, b, None, None], 1),
+        (&[a, None, b, None, None], 2),
+        (&[a, None, None, None, None], 2),
+        (&[None, None, None, None, None], 5),
+        (&[None, None, None, None, None], 0),
+        (&[], 0),
+    ];
     cases
         .iter()
-        .map(|&(valid, lost)| json!({"valid": valid, "lost": lost, "trained": step_trained(valid, lost)}))
+        .map(|&(scores, lost)| json!({"scores": scores, "lost": lost, "trained": step_trained(scores, lost)}))
         .collect()
 }
 

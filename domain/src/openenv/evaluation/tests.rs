@@ -122,6 +122,27 @@ fn a_run_that_took_no_optimizer_step_is_never_ranked_whatever_it_scored() {
     assert_eq!((v.state, v.reason.as_deref()), (EvaluationState::Incomplete, Some(UNTRAINED)));
 }
 
+#[test]
+fn a_run_without_a_training_signal_is_listed_apart_never_ranked() {
+    let before = records(|_, _| Some(0.2));
+    let after = records(|_, _| Some(0.9));
+    let untrained = Progress { trained: false, ..ended() };
+    let run = |id: &str, order: i64, progress: &Progress| EvaluatedRun {
+        account: "alice".into(),
+        submission_id: id.into(),
+        name: id.into(),
+        run_id: format!("run-{id}"),
+        order,
+        evaluation: view(&plan(), &before, &after, progress, false),
+    };
+    let runs = [run("good", 1, &ended()), run("flat", 2, &untrained), run("flat-2", 3, &untrained)];
+    let (rows, _) = leaderboard(&runs, &[]);
+    assert_eq!(rows.iter().map(|r| r.submission_id.as_str()).collect::<Vec<_>>(), ["good"]);
+    let apart = unranked(&runs);
+    assert_eq!(apart.iter().map(|u| u.submission_id.as_str()).collect::<Vec<_>>(), ["flat-2", "flat"]);
+    assert!(apart.iter().all(|u| u.reason == UNTRAINED));
+}
+
 fn evaluated(sub: &str, order: i64, d: &[f64]) -> EvaluatedRun {
     // Tasks w1, w2, c1 with these Δs (reward fractions) over a before of 0.
     let before = records(|_, _| Some(0.0));

@@ -143,7 +143,7 @@ async fn admit(s: &AppState, account_id: &str, submission_id: &SubmissionId) -> 
     }
     let allowance = &s.openenv.allowance;
     if let Some(decided) = decided(admission::verdict(&probes, allowance)) {
-        finish(s, account_id, submission_id, &probes, decided).await?;
+        finish(s, account_id, submission_id, &probes, decided, request.finish_action.is_some()).await?;
         return Ok(true);
     }
     let image_of = |task: &str| {
@@ -193,7 +193,7 @@ async fn admit(s: &AppState, account_id: &str, submission_id: &SubmissionId) -> 
     drop(running);
     match decided(admission::verdict(&probes, allowance)) {
         Some(verdict) => {
-            finish(s, account_id, submission_id, &probes, verdict).await?;
+            finish(s, account_id, submission_id, &probes, verdict, request.finish_action.is_some()).await?;
             Ok(true)
         }
         None => Ok(false),
@@ -210,6 +210,7 @@ async fn finish(
     submission_id: &SubmissionId,
     probes: &[TaskProbe],
     verdict: Verdict,
+    has_finish: bool,
 ) -> Result<(), sqlx::Error> {
     let now = s.now();
     let (state, slot, origin, errors) = match verdict {
@@ -220,7 +221,11 @@ async fn finish(
     let secrets: Vec<&str> = s.openenv.secrets.iter().map(|s| s.0.as_str()).collect();
     let scrub = |text: &str| domain::openenv::evidence::scrubbed(text, &secrets);
     // A validated submission's only: a task that failed leaves nothing to compare.
-    let warnings = if state == SubmissionState::Validated { admission::warnings(probes) } else { Vec::new() };
+    let warnings = if state == SubmissionState::Validated {
+        admission::warnings(probes, has_finish)
+    } else {
+        Vec::new()
+    };
     let report = SubmissionReport {
         errors: errors
             .into_iter()
@@ -234,10 +239,10 @@ async fn finish(
             .collect(),
         warnings: warnings
             .into_iter()
-            .map(|(task, message)| domain::openenv::AdmissionError {
-                code: "RESET_IGNORES_TASK".into(),
-                message,
-                task_id: Some(task),
+            .map(|w| domain::openenv::AdmissionError {
+                code: w.code.into(),
+                message: w.message,
+                task_id: w.task_id,
                 evidence: None,
                 fix: None,
             })

@@ -210,9 +210,10 @@ impl Probing<'_> {
         let tools = admission::tool_list(&listing.and_then(|a| a.json).unwrap_or_default())
             .map_err(|why| author(ErrorCode::OpenenvEndpointInvalid, format!("its tools: {why}"), None))?;
         let episodes = Episodes { url, token: self.token, secrets: &secrets, reset: &reset, request };
-        episodes.example().await?;
-        let first_observations = episodes.finish_and_fingerprints().await?;
-        Ok(Outcome::Passed { reset: Some(reset), tools, first_observations })
+        let mut rewards = episodes.example().await?;
+        let (first_observations, finished) = episodes.finish_and_fingerprints().await?;
+        rewards.extend(finished);
+        Ok(Outcome::Passed { reset: Some(reset), tools, first_observations, rewards })
     }
 
     /// The address HF exposes the sandbox's port at, once the job runs; the platform's failure
@@ -361,22 +362,38 @@ impl Probing<'_> {
     }
 }
 
-/// A log's last non-empty lines a server printed (HF's own `=====` markers left out), each and
-/// all together cut, scrubbed.
+/// What a server printed last before it exited (HF's own `=====` markers left out), each line and
+/// all together cut, scrubbed: from the last exception it raised when it raised one (its
+/// `SomethingError: …` line, else its `Traceback`), since what follows an exception's first line
+/// (a search-path list, a row of `****`) says less than the line that names what is missing;
+/// else its last lines.
 pub fn last_lines<'a>(lines: impl Iterator<Item = &'a str>, secrets: &[&str]) -> Vec<String> {
     let printed: Vec<&str> =
         lines.map(str::trim).filter(|l| !l.is_empty() && !l.starts_with("=====")).collect();
-    let mut out: Vec<String> = printed
+    let from = printed
         .iter()
-        .rev()
+        .rposition(|l| names_an_exception(l))
+        .or_else(|| printed.iter().rposition(|l| l.starts_with("Traceback (most recent call last)")))
+        .unwrap_or(printed.len().saturating_sub(EXIT_LINES));
+    let mut out: Vec<String> = printed[from..]
+        .iter()
         .take(EXIT_LINES)
-        .rev()
         .map(|l| evidence::cut(&evidence::scrubbed(l, secrets), EXIT_LINE_CHARS))
         .collect();
     while out.iter().map(|l| l.chars().count()).sum::<usize>() > EXIT_CHARS && out.len() > 1 {
         out.remove(0);
     }
     out
+}
+
+/// Whether a line is an exception's own line, as Python prints it last in a traceback
+/// (`LookupError: …`, `json.decoder.JSONDecodeError: …`, `KeyboardInterrupt`).
+fn names_an_exception(line: &str) -> bool {
+    let name = line.split_once(':').map_or(line, |(name, _)| name);
+    let last = name.rsplit('.').next().unwrap_or(name);
+    !name.is_empty()
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+        && ["Error", "Exception", "Interrupt", "Exit"].iter().any(|end| last.ends_with(end))
 }
 
 /// The episodes a probe plays, each in a WebSocket session of its own.
@@ -390,7 +407,7 @@ struct Episodes<'a> {
 
 impl Episodes<'_> {
     /// The example actions in order, from the task's reset, to a terminal reward in [0, 1].
-    async fn example(&self) -> Result<(), Outcome> {
+    async fn example(&self) -> Result<Vec<f64>, Outcome> {
         let failed = |m: String, exchanges: &[evidence::Exchange]| {
             author(ErrorCode::AdmissionEpisodeFailed, m, Some(evidence::transcript(exchanges)))
         };
@@ -414,15 +431,17 @@ impl Episodes<'_> {
                 Err(e) => return Err(failed(e.to_string(), &session.exchanges)),
             }
         }
+        // Its terminal reward (admission warns when no reward it sees ever differs).
         admission::judge_episode(&first.step, &steps, self.request.example_actions.len())
-            .map(|_| ())
+            .map(|r| vec![r])
             .map_err(|m| failed(m.0, &session.exchanges))
     }
 
     /// `finish_action` (when the submission has one) from a fresh reset, and after the first
     /// example action; the fingerprints of those two resets' first observations (seeds 1 and 2).
-    async fn finish_and_fingerprints(&self) -> Result<Vec<String>, Outcome> {
+    async fn finish_and_fingerprints(&self) -> Result<(Vec<String>, Vec<f64>), Outcome> {
         let mut fingerprints = Vec::new();
+        let mut rewards = Vec::new();
         for seed in [1, 2] {
             let (mut session, first, seeded) = match self.fresh(seed).await {
                 Ok(fresh) => fresh,
@@ -449,15 +468,16 @@ impl Episodes<'_> {
                 }
             };
             match session.step(finish).await {
-                Ok(o) => admission::judge_finish(&o.step, when)
-                    .map(|_| ())
-                    .map_err(|m| self.finish_failed(m.0, &session.exchanges))?,
+                Ok(o) => rewards.push(
+                    admission::judge_finish(&o.step, when)
+                        .map_err(|m| self.finish_failed(m.0, &session.exchanges))?,
+                ),
                 Err(e) => {
                     return Err(self.finish_failed(format!("`finish_action` {when}: {e}"), &session.exchanges))
                 }
             }
         }
-        Ok(fingerprints)
+        Ok((fingerprints, rewards))
     }
 
     fn finish_failed(&self, message: String, exchanges: &[evidence::Exchange]) -> Outcome {

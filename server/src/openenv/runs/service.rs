@@ -378,7 +378,7 @@ pub fn evaluation_of(
         ended: run.state.has_ended(),
         ended_why: (run.state != RunState::Completed && run.state.has_ended())
             .then(|| format!("the run ended `{}` before its evaluation finished", run.state.as_str())),
-        trained: run.policy_version > 0,
+        trained: domain::openenv::run::steps_with_signal(events) > 0,
     };
     Some(domain::openenv::evaluation::view(
         plan,
@@ -495,14 +495,18 @@ pub async fn leaderboard(
 }
 
 async fn rank(s: &AppState) -> Result<domain::openenv::evaluation::Leaderboard, ApiError> {
-    use domain::openenv::evaluation::{leaderboard, EvaluatedRun, Leaderboard, METHOD};
+    use domain::openenv::evaluation::{leaderboard, unranked, EvaluatedRun, Leaderboard, METHOD};
     let benchmark = track_benchmark(s);
-    let runs = crate::openenv::runs::repo::in_states(&s.db, &[RunState::Completed]).await?;
+    // Failed runs too: one that ended without a training signal is listed apart (`unranked`).
+    let runs = crate::openenv::runs::repo::in_states(&s.db, &[RunState::Completed, RunState::Failed]).await?;
     let records = crate::openenv::runs::repo::eval_records(&s.db, None).await?;
     let mut evaluated = Vec::new();
     for run in &runs {
-        // Only runs planned on the track's benchmark rank together.
-        if run.eval_plan.as_ref().map(|p| p.benchmark.as_str()) != benchmark.map(|b| b.id()) {
+        // Only runs planned on the track's benchmark rank together; of the failed, only those that
+        // ended for want of a training signal are listed (apart).
+        if run.eval_plan.as_ref().map(|p| p.benchmark.as_str()) != benchmark.map(|b| b.id())
+            || run.state == RunState::Failed && run.error_code.as_deref() != Some("RUN_NO_TRAINING_SIGNAL")
+        {
             continue;
         }
         let Some(stored) = crate::openenv::repo::get(&s.db, &run.account_id, &run.submission_id).await?
@@ -533,6 +537,7 @@ async fn rank(s: &AppState) -> Result<domain::openenv::evaluation::Leaderboard, 
         domains,
         rows,
         reference,
+        unranked: unranked(&evaluated),
         method: METHOD.to_string(),
     })
 }
