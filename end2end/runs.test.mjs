@@ -32,25 +32,16 @@ test('the run page follows the run live inside a frame', async () => {
   const submitted = await api('/api/environments', 'dave', { agent_id: null, challenge_id: 'local-demo',
     repo_type: 'dataset', repo_id: repoId, revision: 'main', entry_path: '', title: 'Dave runs it', notes: '' });
   assert.ok(submitted.status < 300, JSON.stringify(submitted.json));
-  // One run at a time across the arena: an earlier test's run (`someRun`) ends first. The stages
-  // are slowed (for the jobs created next) only once the slot is free, for this run's job alone:
-  // slowed earlier, that run would take longer to end.
+  await stageMs(1500);
+  // One run at a time across the arena: wait for an earlier test's run to end.
   let launched;
-  const deadline = Date.now() + 180_000;
-  for (;;) {
-    let live;
-    while ((live = (await api('/api/arena/jobs', 'dave')).json.budget.live_reservations) > 0) {
-      assert.ok(Date.now() < deadline, `an earlier run still holds the arena's slot (${live})`);
-      await new Promise((r) => setTimeout(r, 500));
-    }
-    await stageMs(1500);
+  for (let i = 0; i < 60; i++) {
     launched = await api('/api/challenges/local-demo/runs', 'dave',
       { request_id: `dave-live-${Date.now()}`, environment_id: submitted.json.environment_id });
-    await stageMs(300);
-    // Another test's launch took the slot in between: wait for that run too.
     if (launched.status !== 409 || launched.json.code !== 'ANOTHER_RUN_ACTIVE') break;
-    assert.ok(Date.now() < deadline, JSON.stringify(launched.json));
+    await new Promise((r) => setTimeout(r, 500));
   }
+  await stageMs(300);
   assert.equal(launched.status, 201, JSON.stringify(launched.json));
   const run = launched.json.run.run_id;
 
@@ -75,31 +66,22 @@ test('the run page follows the run live inside a frame', async () => {
       })).catch((err) => String(err));
       throw new Error(`${e.message}\nthe page said:\n${said.join('\n')}\nthe frame: ${JSON.stringify(inFrame)}`);
     });
-    // Each count of bars the frame's page grows to, recorded in the page as its DOM changes (not
-    // sampled from here, which a loaded machine makes slower than a stage); lost if it reloads.
-    const runFrame = page.frames().find((f) => f.url().includes(`/arena/runs/${run}`));
-    assert.ok(runFrame, `no frame of the run's page: ${page.frames().map((f) => f.url())}`);
-    await runFrame.evaluate(() => {
-      const count = () => document.querySelectorAll('.timeline .bar').length;
-      window.barsSeen = [count()];
-      new MutationObserver(() => {
-        if (count() > window.barsSeen.at(-1)) window.barsSeen.push(count());
-      }).observe(document.body, { childList: true, subtree: true });
-    });
-    const seen = () => runFrame.evaluate(() => window.barsSeen);
     // Bounded by time, not by a count of looks: beside the trainer's tests a stage of the simulation
     // takes seconds longer than alone (CI saw the seventh bar after 36 s and its end after 47).
-    const until = Date.now() + 150_000;
-    while (Date.now() < until) {
-      if (await frame.locator('.timeline .stage.done').count() === 7) break;
+    const seen = [];
+    const deadline = Date.now() + 150_000;
+    while (Date.now() < deadline) {
+      const done = await frame.locator('.timeline .stage.done').count();
+      const bars = await frame.locator('.timeline .bar').count();
+      if (seen.at(-1) !== bars) seen.push(bars);
+      if (done === 7) break;
       await page.waitForTimeout(200);
     }
-    assert.equal(await frame.locator('.timeline .stage.done').count(), 7, `bars seen: ${await seen()}`);
-    const bars = await seen();
-    assert.ok(Array.isArray(bars) && bars.length >= 3, `the timeline grew step by step, without a reload: ${bars}`);
+    assert.equal(await frame.locator('.timeline .stage.done').count(), 7, `bars seen: ${seen}`);
+    assert.ok(seen.length >= 3, `the timeline grew step by step: ${seen}`);
     // The relay reports collect done as the job publishes; the run is scored once the reconciler has
     // seen the job complete with its result files (its next pass).
-    await frame.locator('.run-state', { hasText: 'scored' }).waitFor({ timeout: 60_000 });
+    await frame.locator('.run-state', { hasText: 'scored' }).waitFor({ timeout: 15_000 });
     assert.match(await frame.locator('.timeline .stage[data-stage="baseline"]').innerText(), /\d+\/\d+ passed/);
     assert.ok(await frame.locator('.events li').count() > 5);
   } finally {

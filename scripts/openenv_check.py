@@ -446,6 +446,20 @@ def _actual(answer):
     return "HTTP %d: %s" % (answer.status, json_text(answer.json)[:200])
 
 
+def listed(items, noun):
+    """A list a server sent, quoted in a sentence (`domain::openenv::evidence::listed`): its first
+    items (each cut) within a bound, and how many more were left out."""
+    shown, chars = [], 0
+    for item in items[:20]:
+        item = cut(item, 120)
+        chars += len(item) + 2
+        if chars > 1000:
+            break
+        shown.append(item)
+    more = len(items) - len(shown)
+    return ", ".join(shown) + (" and %d more %s" % (more, noun) if more else "")
+
+
 def criteria(probe):
     """`openenv validate`'s six criteria from the five reads (`probe`: openapi, health, metadata,
     schema, mcp → Answer or None), in its order: [{id, passed, required, expected, actual}]."""
@@ -470,7 +484,7 @@ def criteria(probe):
         "metadata_endpoint": _actual(probe.get("metadata")),
         "schema_endpoint": _actual(probe.get("schema")),
         "mcp_endpoint": _actual(probe.get("mcp")),
-        "mode_endpoint_consistency": "paths: " + ", ".join(paths),
+        "mode_endpoint_consistency": "paths: " + listed(paths, "paths"),
     }
     return [{"id": cid, "passed": passed[cid], "required": True, "expected": expected, "actual": actual[cid]}
             for cid, expected in CRITERIA]
@@ -913,6 +927,13 @@ class Session:
 # ---- The checks, in admission's order --------------------------------------------------------------
 
 
+def printable(text):
+    """`text` with its C0 and C1 control characters (other than tab; newlines split lines) and
+    DEL escaped as `\\xNN`: what a terminal shows as text and never obeys."""
+    return "".join(c if c in "\t\n" or not (ord(c) < 32 or 127 <= ord(c) < 160) else "\\x%02x" % ord(c)
+                   for c in text)
+
+
 class Report:
     """What is printed as the checks go: `ok`, `FAIL`, `skip` lines, with each failure's code,
     evidence and fix."""
@@ -921,7 +942,9 @@ class Report:
         self.stream = stream
 
     def line(self, text=""):
-        self.stream.write(text + "\n")
+        # Every line may quote what a server sent: its control characters are shown escaped, so
+        # that a server never retitles, clears or rewrites the terminal of whoever checks it.
+        self.stream.write(printable(text) + "\n")
         self.stream.flush()
 
     def ok(self, what, detail=""):
@@ -1304,7 +1327,8 @@ def check_server(r, tasks, url, wait_s, report):
     passed = len(firsts) == len(tasks)
     warnings = [{"code": "RESET_IGNORES_TASK", "message": IGNORES_TASK, "task_id": task_id}
                 for task_id in ignored_task(firsts if passed else {})]
-    return outcome, warnings + submission_warnings(r, rewards if passed else []), validate
+    # Like the arena's, only a submission whose every task passed is warned.
+    return outcome, warnings + (submission_warnings(r, rewards) if passed else []), validate
 
 
 def submission_warnings(r, rewards):

@@ -34,8 +34,10 @@ from .sandboxes import SandboxEnded, SandboxError, Sandboxes
 # one (whose sandboxes start while this one plays), then, as this step's episodes end, the one
 # after (its sandboxes start while this step's group trains and the next step plays).
 AHEAD_STEPS = 2
-# How long `close` waits for the starts in flight (HF's answer to `run_job`).
-CLOSE_WAIT_S = 10
+# How long `close` waits for each start in flight to return (HF's answer to `run_job`, which its
+# client bounds): a start that returns after the close is canceled before `close` returns, so no
+# sandbox outlives its run until HF's timeout.
+CLOSE_WAIT_S = 120
 
 
 def run_allowance(settings) -> int:
@@ -67,6 +69,8 @@ class Lease:
     ended: bool = False
     freed: bool = False
     ready: threading.Event = field(default_factory=threading.Event)
+    # Set once its start returned (or failed) and, when it was released meanwhile, was canceled.
+    settled: threading.Event = field(default_factory=threading.Event)
 
     def wait(self) -> str:
         """The sandbox's URL once it serves; SandboxError when it was lost."""
@@ -125,16 +129,18 @@ class Pool:
         return self._cancel(lease)
 
     def close(self) -> list:
-        """Releases every lease, waits for the starts in flight (`CLOSE_WAIT_S`) and cancels them;
-        what could not be canceled, in words. Nothing is started after."""
+        """Releases every lease, waits for each start in flight to return (`CLOSE_WAIT_S`), the
+        sandbox it made canceled at once; what could not be canceled, in words. Nothing is started
+        after. It does not wait for a sandbox to serve: only for HF's answer to its start."""
         with self._lock:
             self.closed = True
             leases = list(self._queue) + list(self._held)
-            starting = list(self._starting)
+            in_flight = [lease for lease in self._held if lease.job_id is None]
         problems = [p for lease in leases if (p := self.release(lease))]
         until = time.monotonic() + CLOSE_WAIT_S
-        for thread in starting:
-            thread.join(max(until - time.monotonic(), 0))
+        for lease in in_flight:
+            if not lease.settled.wait(max(until - time.monotonic(), 0)):
+                problems.append("a sandbox's start had not returned when the run's sandboxes were stopped")
         return problems
 
     def _dispatch(self) -> None:
@@ -154,6 +160,7 @@ class Pool:
         except Exception as e:  # noqa: BLE001 - HF refused or did not answer: a lost sandbox
             lease.fail(f"HF did not start the sandbox: {type(e).__name__}: {str(e)[:300]}")
             self._free(lease)
+            lease.settled.set()
             return
         with self._lock:
             lease.job_id = job.id
@@ -161,7 +168,9 @@ class Pool:
         if released:
             lease.fail("released before it served")
             self._cancel(lease)
+            lease.settled.set()
             return
+        lease.settled.set()
         try:
             lease.url = lease.place.wait_serving(job.id, int(lease.task["port"]), deadline)
             lease.ready.set()

@@ -262,6 +262,49 @@ def cancel_all(places) -> list:
     return problems
 
 
+# The shortest run of a credential's characters that is masked (`domain::openenv::evidence`).
+MASKED_RUN = 8
+
+
+def _forms(secret: str) -> list:
+    """A credential as sent, reversed, in hex, URL-encoded, and in base64 (standard and URL-safe)
+    at each of the three alignments it can take inside a longer encoded text."""
+    import base64
+    from urllib.parse import quote
+
+    raw = secret.encode()
+    forms = [secret, secret[::-1], raw.hex(), raw.hex().upper(), quote(secret, safe="-._~")]
+    for encode in (base64.b64encode, base64.urlsafe_b64encode):
+        for pad in range(3):
+            data = b"\0" * pad + raw
+            text = encode(data).decode()
+            skip, keep = -(-pad * 4 // 3), (len(data) // 3) * 4
+            if keep > skip:
+                forms.append(text[skip:keep])
+    return [f for f in forms if len(f) >= MASKED_RUN]
+
+
+def masked(text: str, secrets) -> str:
+    """`text` with every run of MASKED_RUN or more characters of a credential, in any of its forms,
+    replaced by `***` (as the arena masks what a server sent)."""
+    marked = [False] * len(text)
+    for secret in (s for s in secrets if s and len(s) >= MASKED_RUN):
+        for form in _forms(secret):
+            for start in range(len(form) - MASKED_RUN + 1):
+                window, at = form[start:start + MASKED_RUN], text.find(form[start:start + MASKED_RUN])
+                while at >= 0:
+                    marked[at:at + MASKED_RUN] = [True] * MASKED_RUN
+                    at = text.find(window, at + 1)
+    out, in_run = [], False
+    for c, m in zip(text, marked):
+        if m and not in_run:
+            out.append("***")
+        elif not m:
+            out.append(c)
+        in_run = m
+    return "".join(out)
+
+
 class Connection:
     """OpenEnv's WebSocket protocol to one sandbox (`/ws`), with the sandbox reader's token.
     websockets' sync client follows no redirect (a 3xx is `InvalidStatus`) and keeps no cookie;
@@ -272,6 +315,7 @@ class Connection:
 
         ws = url.replace("https://", "wss://", 1).replace("http://", "ws://", 1)
         self.timeout_s = timeout_s
+        self.token = token
         self.ws = connect(
             f"{ws}/ws",
             additional_headers={"Authorization": f"Bearer {token}"},
@@ -293,7 +337,9 @@ class Connection:
             raise SandboxError("the server answered something that is not JSON") from e
         observed = contract.ws_observation(answer)
         if observed is None:
-            raise SandboxError(f"the server answered {str(text)[:200]}")
+            # What the server answered may echo the reader's token in any form: masked before the
+            # text leaves the trainer (editors, the database and backups read it).
+            raise SandboxError(f"the server answered {masked(str(text)[:200], [self.token])}")
         return observed
 
     def close(self) -> None:

@@ -9,17 +9,12 @@
   game's (the Four in a Row test shape, `{"column": c}` moves on a board), so that some of its
   replies are valid JSON actions and some are not: the rewards of a step then differ and GRPO has
   something to learn from, on a schema other than the echo's too.
-- Per run, a shorter one on the submission's own action schema (`warm_up_for_run`): actions drawn
-  from the schema (enums, integers in range, short strings) and its example actions, so that a
-  local run of any admitted environment plays valid actions and, where its reward depends on the
-  action, learns.
 
 Built once into a folder (`build(path)`), then loaded from it like any local checkpoint.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import random
@@ -168,6 +163,8 @@ def _model(tokenizer):
 def _warm_up(model, tokenizer, rng: random.Random, steps: int) -> float:
     """Teaches reply-shaped JSON on conversations like the echo environment's (two of three) and
     the board game's; the loss falls on the replies only. Returns the last loss."""
+    import torch
+
     echo = ([contract.system_prompt(ECHO_SCHEMA), contract.system_prompt(DEMO_SCHEMA)], _replies(rng),
             _observations(rng))
     game = ([contract.system_prompt(GAME_SCHEMA)], _moves(), _boards(rng))
@@ -187,107 +184,10 @@ def _warm_up(model, tokenizer, rng: random.Random, steps: int) -> float:
             p += shape.observation_ids(contract.json_text(rng.choice(observations)))
         r = tokenizer(rng.choice(replies), add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
         examples.append((p, r))
-    return _train(model, tokenizer, examples, rng, steps)
-
-
-# ---- per run: the submission's own actions ---------------------------------------------------
-
-# How many actions a run's warm-up samples from its schema, and its steps (about two seconds on
-# one CPU core: the trainer tests' runs pay it each).
-RUN_SAMPLES = 48
-RUN_WARM_UP_STEPS = 40
-
-
-def sample_action(schema, rng: random.Random, depth: int = 0):
-    """A JSON value drawn from `schema`'s shape: enums and consts, integers and numbers in their
-    range (a short stretch of it), short strings, booleans, small arrays, objects with their
-    required properties and a few optional ones. Not a validator's inverse: what it draws is
-    checked against the schema, and what fails is left out."""
-    if not isinstance(schema, dict) or depth > 6:
-        return rng.choice(WORDS)
-    if "const" in schema:
-        return schema["const"]
-    if isinstance(schema.get("enum"), list) and schema["enum"]:
-        return rng.choice(schema["enum"])
-    for key in ("oneOf", "anyOf", "allOf"):
-        if isinstance(schema.get(key), list) and schema[key]:
-            return sample_action(rng.choice(schema[key]), rng, depth + 1)
-    kind = schema.get("type")
-    if isinstance(kind, list):
-        kind = rng.choice([k for k in kind if k != "null"] or kind)
-    if kind == "object" or (kind is None and isinstance(schema.get("properties"), dict)):
-        props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
-        required = schema.get("required") if isinstance(schema.get("required"), list) else []
-        return {name: sample_action(sub, rng, depth + 1) for name, sub in props.items()
-                if name in required or (name != "metadata" and rng.random() < 0.25)}
-    if kind in ("integer", "number"):
-        lo = schema.get("minimum", schema.get("exclusiveMinimum", -1 if kind == "number" else 0))
-        lo = lo if isinstance(lo, (int, float)) else 0
-        hi = schema.get("maximum", schema.get("exclusiveMaximum", lo + 9))
-        hi = min(hi if isinstance(hi, (int, float)) else lo + 9, lo + 20)
-        if kind == "integer":
-            return rng.randint(int(lo), max(int(lo), int(hi)))
-        return round(rng.uniform(lo, hi), 2)
-    if kind == "boolean":
-        return rng.random() < 0.5
-    if kind == "null":
-        return None
-    if kind == "array":
-        low = schema.get("minItems") if isinstance(schema.get("minItems"), int) else 0
-        high = schema.get("maxItems") if isinstance(schema.get("maxItems"), int) else low + 2
-        return [sample_action(schema.get("items") or {}, rng, depth + 1)
-                for _ in range(rng.randint(low, max(low, min(high, low + 3))))]
-    word = rng.choice(WORDS)
-    most = schema.get("maxLength")
-    return word[:most] if isinstance(most, int) and most > 0 else word
-
-
-def run_replies(schema, examples: list, valid, seed: str) -> list:
-    """The replies a run's warm-up teaches: the submission's example actions and actions drawn from
-    its schema that `valid` (the run's own validator: None or a refusal) accepts, as JSON text, with
-    a few malformed ones (a model that never errs is no model)."""
-    rng = random.Random(seed)
-    drawn = [sample_action(schema, rng) for _ in range(RUN_SAMPLES)]
-    good = [contract.json_text(a) for a in examples + drawn if valid(a) is None]
-    if not good:
-        return []
-    return good * 2 + ["Sure.", good[0][:-1], '{"finish": tru']
-
-
-def warm_up_for_run(model, tokenizer, schema, examples: list, valid, seed: str) -> float | None:
-    """A short warm-up of the tiny model on the run's own action schema: its system message, then
-    replies drawn from its schema and example actions, so that a local run of any admitted
-    environment plays valid actions (the build's warm-up knows the demos' shapes only). The same
-    seed gives the same weights: a restarted trainer resumes its adapter on the same base. Returns
-    the last loss; None when nothing valid could be drawn (the model is left as built)."""
-    import torch
-
-    replies = run_replies(schema, examples, valid, seed)
-    if not replies:
-        return None
-    rng = random.Random(seed)
-    torch.manual_seed(int.from_bytes(hashlib.sha256(seed.encode()).digest()[:4], "big"))
-    from .episodes import Template
-
-    shape = Template(tokenizer)
-    system = contract.system_prompt(schema)
-    observations = [contract.json_text(o) for o in _observations(rng)]
-    examples_ids = []
-    for _ in range(64):
-        messages = [{"role": "system", "content": system}, {"role": "user", "content": rng.choice(observations)}]
-        r = tokenizer(rng.choice(replies), add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
-        examples_ids.append((shape.prompt(messages), r))
-    return _train(model, tokenizer, examples_ids, rng, RUN_WARM_UP_STEPS)
-
-
-def _train(model, tokenizer, examples: list, rng: random.Random, steps: int) -> float:
-    """Supervised steps on (prompt ids, reply ids) pairs, the loss on the replies only; the last loss."""
-    import torch
-
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
     model.train()
     loss = float("nan")
-    for _ in range(steps):
+    for step in range(steps):
         batch = rng.sample(examples, 8)
         width = max(len(p) + len(r) for p, r in batch)
         ids = torch.full((len(batch), width), tokenizer.pad_token_id)

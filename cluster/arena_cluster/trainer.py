@@ -462,15 +462,6 @@ class Run:
         grpo, lora = self.trainer_arguments(cap, device)
         tokenizer = AutoTokenizer.from_pretrained(model_path)
         model = AutoModelForCausalLM.from_pretrained(model_path, dtype="float32" if device == "cpu" else "bfloat16")
-        if self.settings.tiny:
-            # The tiny model knows the demos' shapes only: a short warm-up on this submission's own
-            # action schema and example actions, seeded by them (a restart gets the same base, and
-            # the same submission the same model on every machine).
-            from . import tiny_model
-
-            seed = contract.json_text({"schema": self.a.actions.schema, "examples": self.a.example_actions})
-            tiny_model.warm_up_for_run(model, tokenizer, self.a.actions.schema, self.a.example_actions,
-                                       self.a.actions.valid, seed)
         # The prompts are not read: each step's task is the next train task in turn (`rollout`).
         rows = Dataset.from_list([{"prompt": f"step {i}"} for i in range(cap)])
         self.trainer = GRPOTrainer(model=model, processing_class=tokenizer, reward_funcs=_env_reward,
@@ -531,8 +522,6 @@ class Run:
             head = f"{contract.NO_UPDATE_STEPS} steps in a row trained nothing"
         elif p.step_index and self.version == 0:
             head = f"{p.step_index} step(s) played and no optimizer step taken"
-        elif p.step_index and p.signal_steps == 0:
-            head = f"{p.step_index} step(s) played and none had a training signal"
         else:
             return None
         ends = {k: p.untrained_ends.get(k, 0) for k in contract.END_KEYS}

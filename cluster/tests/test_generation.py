@@ -85,8 +85,10 @@ def test_the_turns_of_episodes_that_run_at_once_are_generated_together(tiny):
                 t.join()
         return out
 
-    batched = Policy.of_model(model, template, trl_config(tok))
-    single = Policy.of_model(model, template, trl_config(tok), max_rows=1)
+    # A batch goes once every live episode has asked: the wait for a late one is long enough that a
+    # loaded machine's slow thread start never sends a batch without it (0.25 s did, in CI).
+    batched = Policy.of_model(model, template, trl_config(tok), wait_s=10)
+    single = Policy.of_model(model, template, trl_config(tok), max_rows=1, wait_s=10)
     together, apart = play_five(batched), play_five(single)
     for a, b in zip(together, apart):
         assert (a.completion_ids, a.mask, a.score, a.end) == (b.completion_ids, b.mask, b.score, b.end)

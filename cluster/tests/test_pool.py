@@ -198,3 +198,15 @@ def test_an_exited_servers_log_is_cut_to_its_last_characters():
     why = Sandboxes(api, "sandboxes", "r", "oe-1").exited("job-1", "ERROR", None)
     assert why.startswith("the server exited before serving (ERROR); its last lines: …")
     assert why.endswith("y" * 400) and len(why.split("its last lines: ")[1]) == 501
+
+
+def test_a_start_that_returns_after_the_close_is_canceled_before_the_close_returns():
+    """HF answers a start late (here 1.5 s, past the close): the close waits for that answer and
+    cancels the sandbox it made, so none outlives its run until HF's timeout."""
+    place, pool = Place(start_s=1.5), Pool(capacity=1, start_s=30)
+    lease = pool.request(place, TASK, "openenv-train")
+    time.sleep(0.05)  # its start is in flight
+    assert pool.close() == []
+    assert place.started == [TASK["task_id"]] and place.canceled == [lease.job_id], (place.started, place.canceled)
+    with pytest.raises(SandboxError):
+        lease.wait()

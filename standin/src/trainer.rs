@@ -382,17 +382,18 @@ impl Trainer {
         let examples = submission["example_actions"].as_array().cloned().unwrap_or_default();
         // The scripted policy: the even episodes of a step play the example actions (the episode
         // admission saw end with a reward); the odd ones explore, playing values drawn from the
-        // schema, now and then a reply that is no action, and "learn": at each version an
-        // explorer is less likely to explore at all. Every step before the first update thus has
-        // episodes of both kinds among any four, so its rewards differ wherever exploring scores
-        // otherwise than the examples: a simulated run has a training signal, as GRPO needs.
+        // schema, and "learn": at each version an explorer is less likely to explore at all, and
+        // a trained one now and then replies with no action. The first step thus has three
+        // example episodes and two explorers, so any four of them hold both kinds and its rewards
+        // differ wherever exploring scores otherwise than the examples: a simulated run has a
+        // training signal, as GRPO needs.
         let explore = explores && rng.chance(1.0 / (1.0 + version as f64));
         let mut turn = 0usize;
         let end = loop {
             if let Some(end) = e.ended() {
                 break end.clone();
             }
-            let reply = if explore && rng.chance(0.15) {
+            let reply = if explore && version > 0 && rng.chance(0.15) {
                 "Let me think about the echo first.".to_string()
             } else if turn < examples.len() && !explore {
                 examples[turn].to_string()

@@ -574,3 +574,27 @@ def test_the_served_script_runs_alone(tmp_path):
     done = subprocess.run([sys.executable, alone.name, "--help"], cwd=tmp_path, capture_output=True, text=True,
                           env={"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path)})
     assert done.returncode == 0 and "usage:" in done.stdout, done.stderr
+
+
+def test_nothing_a_server_sent_reaches_the_terminal_raw():
+    """A server's strings (an OpenAPI path, an observation) may hold escape sequences that retitle,
+    clear or rewrite the participant's terminal: every line the script prints shows them escaped."""
+    import io
+
+    out = io.StringIO()
+    hostile = "/reset\x1b]0;pwned\x07\x1b[2J\rFAKE: every task passes\x9b31m"
+    failure = oc.Failure("OPENENV_ENDPOINT_INVALID", "openenv validate fails: paths: " + hostile,
+                         {"transcript": [{"sent": {"message": "x"}, "reward": None, "done": False,
+                                          "observation": hostile}]})
+    oc.Report(out).fail("openenv validate's six criteria", failure)
+    printed = out.getvalue()
+    assert not [c for c in printed if (ord(c) < 32 and c not in "\n\t") or 127 <= ord(c) < 160], repr(printed)
+    assert "\\x1b]0;pwned\\x07" in printed and "\\x0dFAKE" in printed, printed
+
+
+def test_a_servers_long_lists_are_quoted_within_bounds_as_the_arena_quotes_them():
+    paths = ["/%s/%d" % ("p" * 40, i) for i in range(18_000)]
+    said = oc.listed(paths, "paths")
+    shown = said.split(" and ")[0].split(", ")
+    assert len(said) <= 1100 and said.endswith(" and %d more paths" % (18_000 - len(shown))), said
+    assert oc.listed(["/a", "/b"], "paths") == "/a, /b"

@@ -99,7 +99,7 @@ pub fn criteria(p: &Probe) -> Vec<Criterion> {
             "mode_endpoint_consistency",
             mode.is_some(),
             "/reset, /step and /state all in the OpenAPI paths (simulation) or none of them (production)",
-            format!("paths: {}", paths.join(", ")),
+            format!("paths: {}", super::evidence::listed(&paths, "paths")),
         ),
     ]
 }

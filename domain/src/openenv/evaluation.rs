@@ -346,13 +346,13 @@ pub struct Progress {
     pub ended: bool,
     /// Why the run ended without an evaluation, when it did (failed, cancelled).
     pub ended_why: Option<String>,
-    /// At least one of the run's optimizer steps had a training signal (`run::had_signal`).
+    /// The run took at least one optimizer step (`policy_version` > 0).
     pub trained: bool,
 }
 
 /// Why a run that took no optimizer step is never ranked.
-pub const UNTRAINED: &str = "never ranked: no optimizer step of the run had a training signal (four valid \
-     rewards that differ), so its held-out change measures nothing it learned";
+pub const UNTRAINED: &str = "never ranked: the run took no optimizer step, so its held-out change measures \
+     nothing it learned";
 
 /// The run's evaluation, scored from its stored records; `editor` adds each task's figures.
 pub fn view(
@@ -493,8 +493,8 @@ pub struct DomainReference {
     pub mean_reward_pct: Option<f64>,
 }
 
-/// A run listed apart from the ranking: it ended without one optimizer step with a training
-/// signal, so its held-out change measures nothing it learned.
+/// A run listed apart from the ranking, with why: it ended without a complete evaluation (no
+/// optimizer step, a run ended for want of a training signal, a phase that could not be played).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[cfg_attr(feature = "openapi", schema(as = OpenEnvUnrankedRow))]
@@ -503,7 +503,7 @@ pub struct UnrankedRow {
     pub submission_id: String,
     pub name: String,
     pub run_id: String,
-    /// Why it is not ranked (`UNTRAINED`).
+    /// Why it is not ranked (its evaluation's reason, e.g. `UNTRAINED`).
     pub reason: String,
     pub simulated: bool,
 }
@@ -519,21 +519,22 @@ pub struct Leaderboard {
     pub domains: Vec<String>,
     pub rows: Vec<LeaderboardRow>,
     pub reference: Option<ReferenceRow>,
-    /// Runs that ended without a step with a training signal: listed apart, never ranked, newest
-    /// first.
+    /// Runs that ended without a complete evaluation: listed apart with their reason, never
+    /// ranked, newest first.
     #[serde(default)]
     pub unranked: Vec<UnrankedRow>,
     /// How the standard error is computed, in words.
     pub method: String,
 }
 
-pub const METHOD: &str = "Per run: Δ = mean over held-out tasks of (mean reward after − before), in percentage points, each task weighing the same; SE = sd of the tasks' Δ / √n (paired, clustered by task). Episodes the platform lost are left out, not scored 0. A run none of whose optimizer steps had a training signal (four valid rewards that differ) is never ranked, whatever its evaluation. Per submission: the mean Δ of its evaluated runs, with the run-to-run variance pooled over submissions with repeats (never below a run's own evaluation variance), as the collection leaderboard pools it. 95% interval = Δ ± 1.96 SE; rows whose intervals overlap the first row of their group share a tie group.";
+pub const METHOD: &str = "Per run: Δ = mean over held-out tasks of (mean reward after − before), in percentage points, each task weighing the same; SE = sd of the tasks' Δ / √n (paired, clustered by task). Episodes the platform lost are left out, not scored 0. A run that took no optimizer step is never ranked, whatever its evaluation. Per submission: the mean Δ of its evaluated runs, with the run-to-run variance pooled over submissions with repeats (never below a run's own evaluation variance), as the collection leaderboard pools it. 95% interval = Δ ± 1.96 SE; rows whose intervals overlap the first row of their group share a tie group.";
 
-/// The runs that ended without a training signal (`UNTRAINED`), newest first: the leaderboard
-/// lists them apart with their reason rather than leaving them out silently.
+/// The ended runs whose evaluation is not complete (`UNTRAINED`, a run that failed for want of a
+/// training signal, a phase not played to its end), newest first: the leaderboard lists them apart
+/// with their reason rather than leaving them out silently.
 pub fn unranked(runs: &[EvaluatedRun]) -> Vec<UnrankedRow> {
     let mut out: Vec<&EvaluatedRun> =
-        runs.iter().filter(|r| r.evaluation.reason.as_deref() == Some(UNTRAINED)).collect();
+        runs.iter().filter(|r| r.evaluation.state != EvaluationState::Complete).collect();
     out.sort_by_key(|r| std::cmp::Reverse(r.order));
     out.into_iter()
         .map(|r| UnrankedRow {
@@ -541,7 +542,11 @@ pub fn unranked(runs: &[EvaluatedRun]) -> Vec<UnrankedRow> {
             submission_id: r.submission_id.clone(),
             name: r.name.clone(),
             run_id: r.run_id.clone(),
-            reason: UNTRAINED.to_string(),
+            reason: r
+                .evaluation
+                .reason
+                .clone()
+                .unwrap_or_else(|| "its held-out evaluation is incomplete".into()),
             simulated: r.evaluation.simulated,
         })
         .collect()

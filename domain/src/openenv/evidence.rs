@@ -79,6 +79,87 @@ pub fn cut(text: &str, max: usize) -> String {
     }
 }
 
+/// The most a stored refusal's message may be (characters), and its evidence (bytes of JSON):
+/// what a participant's server answered is kept and shown in this bounded form.
+pub const MAX_MESSAGE_CHARS: usize = 2048;
+pub const MAX_STORED_EVIDENCE_BYTES: usize = 32 << 10;
+
+/// A list a server sent, quoted in a sentence: its first items (each cut) within a bound, and
+/// how many more were left out ("/a, /b and 17990 more paths").
+pub fn listed(items: &[&str], noun: &str) -> String {
+    const MAX_ITEMS: usize = 20;
+    const MAX_ITEM_CHARS: usize = 120;
+    const MAX_CHARS: usize = 1000;
+    let mut shown: Vec<String> = Vec::new();
+    let mut chars = 0;
+    for item in items.iter().take(MAX_ITEMS) {
+        let item = cut(item, MAX_ITEM_CHARS);
+        chars += item.chars().count() + 2;
+        if chars > MAX_CHARS {
+            break;
+        }
+        shown.push(item);
+    }
+    let more = items.len() - shown.len();
+    match more {
+        0 => shown.join(", "),
+        n => format!("{} and {n} more {noun}", shown.join(", ")),
+    }
+}
+
+/// `value` within `max_bytes` of JSON: as it is when it fits; else its strings cut and its lists
+/// shortened, less and less, until it fits, with `left_out` saying what was (an object's key; a
+/// value that is no object is replaced by one that says so).
+pub fn bounded(value: &Value, max_bytes: usize) -> Value {
+    let size = |v: &Value| serde_json::to_vec(v).map_or(usize::MAX, |b| b.len());
+    if size(value) <= max_bytes {
+        return value.clone();
+    }
+    for (chars, items) in [(2048, 64), (512, 32), (160, 16), (64, 8), (24, 4)] {
+        let (mut strings, mut dropped) = (0usize, 0usize);
+        let mut v = shrink(value, chars, items, &mut strings, &mut dropped);
+        let note = format!("{strings} string(s) were cut and {dropped} list item(s) left out to keep it within {max_bytes} bytes");
+        if let Value::Object(map) = &mut v {
+            map.insert("left_out".into(), Value::String(note));
+        }
+        if v.is_object() && size(&v) <= max_bytes {
+            return v;
+        }
+    }
+    json!({"left_out": format!("the evidence was over {max_bytes} bytes and was not kept")})
+}
+
+fn shrink(v: &Value, chars: usize, items: usize, strings: &mut usize, dropped: &mut usize) -> Value {
+    match v {
+        Value::String(s) if s.chars().count() > chars => {
+            *strings += 1;
+            Value::String(cut(s, chars))
+        }
+        Value::Array(list) => {
+            *dropped += list.len().saturating_sub(items);
+            Value::Array(list.iter().take(items).map(|x| shrink(x, chars, items, strings, dropped)).collect())
+        }
+        Value::Object(map) => {
+            *dropped += map.len().saturating_sub(items);
+            Value::Object(
+                map.iter()
+                    .take(items)
+                    .map(|(k, x)| {
+                        let key = if k.chars().count() > chars {
+                            *strings += 1;
+                            cut(k, chars)
+                        } else {
+                            k.clone()
+                        };
+                        (key, shrink(x, chars, items, strings, dropped))
+                    })
+                    .collect(),
+            )
+        }
+        other => other.clone(),
+    }
+}
+
 /// The evidence of `IMAGE_SCHEMA_MISMATCH`.
 pub fn schema_evidence(served: &Value, submitted: &Value) -> Option<Value> {
     let (differences, more) = schema_differences(served, submitted);
@@ -175,18 +256,154 @@ pub fn reward_never_varies(value: f64, n: usize) -> String {
 }
 
 /// `text` with every credential the arena holds replaced by `***`: what a participant's server
-/// answered can hold the token the arena sent it (a server that echoes its request headers).
+/// answered can hold the token the arena sent it (a server that echoes its request headers), and
+/// not only as sent: cut in pieces, reversed, in base64 (as in a `Basic` header), URL-encoded or
+/// in hex. Any run of [`MASKED_RUN`] or more characters of a credential in any of those forms is
+/// masked; a secret shorter than that is none.
 pub fn scrubbed(text: &str, secrets: &[&str]) -> String {
-    secrets.iter().filter(|s| s.len() >= 8).fold(text.to_string(), |t, s| t.replace(s, "***"))
+    Windows::of(secrets).scrub(text)
 }
 
-/// Every string in `value` scrubbed (keys too).
+/// Every run of MASKED_RUN characters of every form of the credentials: a text's windows are
+/// looked up in it, so masking costs one pass over the text whatever the number of forms.
+struct Windows(std::collections::HashSet<Vec<u8>>);
+
+impl Windows {
+    fn of(secrets: &[&str]) -> Windows {
+        let forms = secret_forms(secrets);
+        Windows(forms.iter().flat_map(|f| f.as_bytes().windows(MASKED_RUN).map(<[u8]>::to_vec)).collect())
+    }
+
+    fn scrub(&self, text: &str) -> String {
+        if self.0.is_empty() || text.len() < MASKED_RUN {
+            return text.to_string();
+        }
+        apply_marks(text, &self.marks(text))
+    }
+
+    /// Which bytes of `text` belong to a run of MASKED_RUN or more characters of a form.
+    fn marks(&self, text: &str) -> Vec<bool> {
+        let mut marked = vec![false; text.len()];
+        if self.0.is_empty() {
+            return marked;
+        }
+        for (at, window) in text.as_bytes().windows(MASKED_RUN).enumerate() {
+            if self.0.contains(window) {
+                marked[at..at + MASKED_RUN].iter_mut().for_each(|m| *m = true);
+            }
+        }
+        marked
+    }
+}
+
+/// `lines` scrubbed as one text: a credential a server printed over two lines is masked in both.
+pub fn scrubbed_lines(lines: &[&str], secrets: &[&str]) -> Vec<String> {
+    let windows = Windows::of(secrets);
+    let joined: String = lines.concat();
+    let marked = windows.marks(&joined);
+    let mut at = 0;
+    lines
+        .iter()
+        .map(|l| {
+            let out = apply_marks(l, &marked[at..at + l.len()]);
+            at += l.len();
+            out
+        })
+        .collect()
+}
+
+/// The shortest run of a credential's characters that is masked.
+pub const MASKED_RUN: usize = 8;
+
+/// Each credential as sent, reversed, in hex, URL-encoded, and in base64 (standard and URL-safe)
+/// at each of the three alignments it can take inside a longer encoded text (the characters its
+/// neighbours share left out).
+fn secret_forms(secrets: &[&str]) -> Vec<String> {
+    use base64::Engine;
+    let mut forms = Vec::new();
+    for s in secrets.iter().filter(|s| s.len() >= MASKED_RUN) {
+        forms.push(s.to_string());
+        forms.push(s.chars().rev().collect());
+        forms.push(hex::encode(s));
+        forms.push(hex::encode_upper(s));
+        let encoded: String = s
+            .bytes()
+            .map(|b| {
+                if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                    (b as char).to_string()
+                } else {
+                    format!("%{b:02X}")
+                }
+            })
+            .collect();
+        forms.push(encoded);
+        for engine in [&base64::engine::general_purpose::STANDARD, &base64::engine::general_purpose::URL_SAFE]
+        {
+            for pad in 0..3usize {
+                let mut bytes = vec![0u8; pad];
+                bytes.extend_from_slice(s.as_bytes());
+                let text = engine.encode(&bytes);
+                // The characters that hold a pad byte or the last partial group are the
+                // neighbours' as much as the secret's.
+                let skip = (pad * 4).div_ceil(3);
+                let keep = (bytes.len() / 3) * 4;
+                if keep > skip {
+                    forms.push(text[skip..keep].to_string());
+                }
+            }
+        }
+    }
+    forms.retain(|f| f.len() >= MASKED_RUN);
+    forms.sort();
+    forms.dedup();
+    forms
+}
+
+/// `text` with each marked run replaced by `***`.
+fn apply_marks(text: &str, marked: &[bool]) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut in_run = false;
+    for (i, c) in text.char_indices() {
+        if marked[i] {
+            if !in_run {
+                out.push_str("***");
+            }
+            in_run = true;
+        } else {
+            in_run = false;
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// `text` with its C0 and C1 control characters (other than newline and tab) and DEL escaped as
+/// `\u{1b}`: what a server sent is stored and served so, never raw to a terminal or a page.
+pub fn printable(text: &str) -> String {
+    if !text.chars().any(is_shown_escaped) {
+        return text.to_string();
+    }
+    text.chars()
+        .map(|c| if is_shown_escaped(c) { c.escape_unicode().to_string() } else { c.to_string() })
+        .collect()
+}
+
+fn is_shown_escaped(c: char) -> bool {
+    c.is_control() && c != '\n' && c != '\t'
+}
+
+/// Every string in `value` scrubbed and made printable (keys too); the credentials' forms are
+/// worked out once.
 pub fn scrubbed_value(value: &Value, secrets: &[&str]) -> Value {
+    scrub_value(value, &Windows::of(secrets))
+}
+
+fn scrub_value(value: &Value, windows: &Windows) -> Value {
     match value {
-        Value::String(s) => Value::String(scrubbed(s, secrets)),
-        Value::Array(items) => Value::Array(items.iter().map(|v| scrubbed_value(v, secrets)).collect()),
+        Value::String(s) => Value::String(printable(&windows.scrub(s))),
+        Value::Array(items) => Value::Array(items.iter().map(|v| scrub_value(v, windows)).collect()),
         Value::Object(map) => Value::Object(
-            map.iter().map(|(k, v)| (scrubbed(k, secrets), scrubbed_value(v, secrets))).collect(),
+            map.iter().map(|(k, v)| (printable(&windows.scrub(k)), scrub_value(v, windows))).collect(),
         ),
         other => other.clone(),
     }
@@ -306,5 +523,66 @@ mod tests {
             "a short word",
             "secrets under 8 characters are not ones"
         );
+    }
+
+    #[test]
+    fn what_a_server_sent_is_kept_within_bounds_and_says_what_was_left_out() {
+        let paths: Vec<String> = (0..18_000).map(|i| format!("/{}/{i}", "p".repeat(40))).collect();
+        let refs: Vec<&str> = paths.iter().map(String::as_str).collect();
+        let said = listed(&refs, "paths");
+        assert!(said.chars().count() <= 1100 && said.ends_with(" more paths"), "{said}");
+        assert!(
+            said.contains(&format!("and {} more paths", 18_000 - said.matches(", ").count() - 1)),
+            "{said}"
+        );
+        assert_eq!(listed(&["/a", "/b"], "paths"), "/a, /b");
+        let huge = json!({"differences": (0..3).map(|i| json!({"pointer": format!("/{i}{}", "k".repeat(300_000)),
+            "served": "x", "submitted": "y"})).collect::<Vec<_>>(), "more": 0});
+        let kept = bounded(&huge, MAX_STORED_EVIDENCE_BYTES);
+        let bytes = serde_json::to_vec(&kept).unwrap().len();
+        assert!(bytes <= MAX_STORED_EVIDENCE_BYTES, "{bytes}");
+        assert_eq!(kept["differences"].as_array().unwrap().len(), 3, "the items kept, their strings cut");
+        assert!(kept["left_out"].as_str().unwrap().contains("3 string(s) were cut"), "{}", kept["left_out"]);
+        let small = json!({"transcript": [1, 2]});
+        assert_eq!(bounded(&small, MAX_STORED_EVIDENCE_BYTES), small, "what fits is kept as it is");
+        assert!(bounded(&json!("x".repeat(100_000)), 1024)["left_out"].is_string());
+    }
+
+    #[test]
+    fn a_credential_is_masked_in_any_form_a_server_can_echo_it() {
+        use base64::Engine;
+        let token = "hf_sandbox_reader_token_5a5a";
+        let b64 = base64::engine::general_purpose::STANDARD;
+        let forms = [
+            format!("split: {} | {}", &token[..12], &token[12..]),
+            format!("reversed: {}", token.chars().rev().collect::<String>()),
+            format!("basic: Basic {}", b64.encode(format!("user:{token}"))),
+            format!("b64: {}", b64.encode(token)),
+            format!("shifted: {}", b64.encode(format!("x{token}"))),
+            format!("url-safe: {}", base64::engine::general_purpose::URL_SAFE.encode(format!("ab{token}"))),
+            format!("hex: {}", hex::encode(token)),
+            format!("HEX: {}", hex::encode_upper(token)),
+            format!("inside: Bearer{token}!"),
+        ];
+        for text in &forms {
+            let s = scrubbed(text, &[token]);
+            assert!(s.contains("***"), "{text} -> {s}");
+            for start in 0..=token.len() - MASKED_RUN {
+                assert!(!s.contains(&token[start..start + MASKED_RUN]), "{text} -> {s}");
+            }
+        }
+        // A credential printed over two lines of a log is masked in both.
+        let lines = scrubbed_lines(&["starting with hf_sandbox_r", "eader_token_5a5a and more"], &[token]);
+        assert!(lines.iter().all(|l| !l.contains("hf_sandbox") && !l.contains("token_5a5a")), "{lines:?}");
+        assert_eq!(lines[0], "starting with ***");
+        // What a server sent is stored printable: no raw escape reaches a terminal or a page.
+        let v = scrubbed_value(
+            &json!({"observation": "\u{1b}]0;pwned\u{7}\u{1b}[2J", "ok": "a\nb\tc"}),
+            &[token],
+        );
+        assert_eq!(v["observation"], "\\u{1b}]0;pwned\\u{7}\\u{1b}[2J");
+        assert_eq!(v["ok"], "a\nb\tc");
+        // Text that merely shares short pieces with it is left alone.
+        assert_eq!(scrubbed("a token for the reader", &[token]), "a token for the reader");
     }
 }

@@ -32,8 +32,10 @@ impl Workers {
                 let tick = tick * pass.every_ticks;
                 tokio::spawn(async move {
                     let woken = wake.map(|w| w(&state));
-                    every(tick, woken, stopped, || run(&state).instrument(tracing::info_span!("pass", name)))
-                        .await
+                    every(name, tick, woken, stopped, || {
+                        run(&state).instrument(tracing::info_span!("pass", name))
+                    })
+                    .await
                 })
             })
             .collect();
@@ -49,8 +51,10 @@ impl Workers {
 }
 
 /// Runs `pass` now and then every `tick`, or sooner when `woken` fires (a firing while the pass
-/// runs is kept for the next wait), until told to stop.
-async fn every<F, Fut>(
+/// runs is kept for the next wait), until told to stop. A pass that panics is logged and runs again
+/// at its next tick: one bad row must not stop a feature's background work for good.
+pub async fn every<F, Fut>(
+    name: &str,
     tick: Duration,
     woken: Option<&tokio::sync::Notify>,
     mut stopped: watch::Receiver<bool>,
@@ -59,8 +63,19 @@ async fn every<F, Fut>(
     F: Fn() -> Fut,
     Fut: std::future::Future<Output = ()>,
 {
+    use futures_util::FutureExt;
     loop {
-        pass().await;
+        if let Err(panic) = std::panic::AssertUnwindSafe(pass()).catch_unwind().await {
+            let why = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic".into());
+            tracing::error!(
+                pass = name,
+                "the background pass panicked ({why}); it runs again at its next tick"
+            );
+        }
         let fired = async {
             match woken {
                 Some(n) => n.notified().await,

@@ -143,9 +143,11 @@ mod openenv_schema_guard_shares {
     use std::sync::Arc;
     use std::time::{Duration, Instant};
 
-    fn slow_checker(dir: &tempfile::TempDir) -> std::path::PathBuf {
-        let path = dir.path().join("slow");
-        std::fs::write(&path, "#!/bin/sh\ncat >/dev/null; sleep 0.5; echo '{\"refused\":null}'\n").unwrap();
+    /// A checker that agrees after `secs` seconds.
+    fn slow_checker(dir: &tempfile::TempDir, secs: &str) -> std::path::PathBuf {
+        let path = dir.path().join(format!("slow-{secs}"));
+        let body = format!("#!/bin/sh\ncat >/dev/null; sleep {secs}; echo '{{\"refused\":null}}'\n");
+        std::fs::write(&path, body).unwrap();
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
         path
     }
@@ -158,7 +160,7 @@ mod openenv_schema_guard_shares {
     async fn one_accounts_flood_holds_one_checker_and_another_account_is_answered() {
         let dir = tempfile::tempdir().unwrap();
         let bounds = Bounds { deadline: Duration::from_secs(20), per_minute: 1_000, ..Bounds::default() };
-        let guard = Arc::new(SchemaGuard::new(slow_checker(&dir), bounds));
+        let guard = Arc::new(SchemaGuard::new(slow_checker(&dir, "3"), bounds));
         // Twelve at once from one account: a few wait their turn, the rest are refused at once.
         let flood: Vec<_> = (0..12)
             .map(|_| {
@@ -192,7 +194,7 @@ mod openenv_schema_guard_shares {
     async fn an_accounts_share_a_minute_and_the_wait_list_are_bounded() {
         let dir = tempfile::tempdir().unwrap();
         let rate = Bounds { deadline: Duration::from_secs(20), per_minute: 3, ..Bounds::default() };
-        let guard = SchemaGuard::new(slow_checker(&dir), rate);
+        let guard = SchemaGuard::new(slow_checker(&dir, "0.5"), rate);
         for _ in 0..3 {
             assert!(matches!(guard.check("bob", &check()).await, Ok(Ok(()))));
         }
@@ -216,7 +218,9 @@ mod openenv_schema_guard_shares {
             per_minute: 100,
             ..Bounds::default()
         };
-        let guard = Arc::new(SchemaGuard::new(slow_checker(&dir), narrow));
+        // The first check lasts five seconds: the second waits behind it, the third finds the
+        // wait list full.
+        let guard = Arc::new(SchemaGuard::new(slow_checker(&dir, "5"), narrow));
         let mut first_two = Vec::new();
         for who in ["a", "b"] {
             let g = guard.clone();
@@ -644,5 +648,37 @@ mod mcp_handler {
         assert_eq!(encode_segment("../admin?x=1"), "..%2Fadmin%3Fx%3D1");
         // `..` alone stays, but as a whole segment axum's router matches it literally, never as a parent.
         assert_eq!(encode_segment("a b/é"), "a%20b%2F%C3%A9");
+    }
+}
+
+mod background_passes {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    /// A pass that panics is logged and runs again at its next tick; the task running it lives on.
+    #[tokio::test]
+    async fn a_pass_that_panics_runs_again_at_its_next_tick() {
+        let calls = Arc::new(AtomicU32::new(0));
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let counted = calls.clone();
+        let task = tokio::spawn(async move {
+            server::workers::every("flaky", Duration::from_millis(20), None, stopped, move || {
+                let counted = counted.clone();
+                async move {
+                    if counted.fetch_add(1, Ordering::SeqCst) == 0 {
+                        panic!("a row the pass cannot read");
+                    }
+                }
+            })
+            .await
+        });
+        let start = Instant::now();
+        while calls.load(Ordering::SeqCst) < 3 {
+            assert!(start.elapsed() < Duration::from_secs(60), "the pass never ran again");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        stop.send(true).unwrap();
+        task.await.expect("the pass's task ended without a panic");
     }
 }

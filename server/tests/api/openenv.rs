@@ -613,6 +613,44 @@ async fn admission_bounds_on(backend: Backend) {
     app.finish().await;
 }
 
+/// A hostile server's huge answers come back bounded: 18,000 long OpenAPI paths and three
+/// 300,000-character schema keys give refusals whose message is at most 2 KiB, whose evidence is
+/// at most 32 KiB, and whose whole status answer stays under 64 KiB, saying what was left out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hostile_servers_huge_answers_are_refused_within_bounds() {
+    use domain::openenv::evidence;
+    let app = TestApp::new(Backend::Sqlite).await;
+    let cluster = connect(&app).await;
+    let cases = [
+        ("many-paths", "OPENENV_ENDPOINT_INVALID", "more paths"),
+        ("huge-keys", "IMAGE_SCHEMA_MISMATCH", "…"),
+    ];
+    for (variant, code, says) in cases {
+        app.exec("DELETE FROM openenv_quota_slots").await.unwrap();
+        let id = format!("hostile-{variant}");
+        let r = submit(&app, &echo_submission(&id, &format!("ghcr.io/test/echo-{variant}:v1")), ALICE).await;
+        assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.text());
+        let mut passes = 0;
+        while server::openenv::admission::pass(&app.state).await.unwrap() == 0 {
+            passes += 1;
+            assert!(passes < 50, "{variant}: admission never decided");
+        }
+        let answer = app.get_as(&format!("/api/openenv/submissions/{id}"), ALICE).await;
+        let served = answer.text().len();
+        let v = answer.json();
+        assert_eq!(v["state"], "rejected", "{variant}: {}", evidence::cut(&v.to_string(), 4000));
+        let error = &v["report"]["errors"][0];
+        assert_eq!(error["code"], code, "{variant}: {error}");
+        let message = error["message"].as_str().unwrap();
+        assert!(message.chars().count() <= 2048 + 1 && message.contains(says), "{variant}: {message}");
+        let evidence = serde_json::to_vec(&error["evidence"]).unwrap().len();
+        assert!(evidence <= 32 << 10, "{variant}: {evidence} bytes of evidence");
+        assert!(served <= 64 << 10, "{variant}: the status answer is {served} bytes");
+    }
+    cluster.abort();
+    app.finish().await;
+}
+
 /// Time from acceptance to `validated` for a 50-task submission on the stand-in, one sandbox at a
 /// time and eight at once (a fresh sandbox per task: a Python echo server started, health, the six
 /// reads, the example episode).

@@ -123,7 +123,7 @@ fn a_run_that_took_no_optimizer_step_is_never_ranked_whatever_it_scored() {
 }
 
 #[test]
-fn a_run_without_a_training_signal_is_listed_apart_never_ranked() {
+fn a_run_without_a_complete_evaluation_is_listed_apart_with_its_reason() {
     let before = records(|_, _| Some(0.2));
     let after = records(|_, _| Some(0.9));
     let untrained = Progress { trained: false, ..ended() };

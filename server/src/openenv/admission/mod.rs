@@ -160,7 +160,7 @@ async fn admit(s: &AppState, account_id: &str, submission_id: &SubmissionId) -> 
         .enumerate()
         .filter(|(_, p)| p.pending())
         .map(|(i, p)| (i, p.task_id.clone()))
-        .take(s.openenv.sandbox_limit)
+        .take(per_submission(s.openenv.sandbox_limit))
         .collect();
     let request = &request;
     let image_of = &image_of;
@@ -200,6 +200,13 @@ async fn admit(s: &AppState, account_id: &str, submission_id: &SubmissionId) -> 
     }
 }
 
+/// The admission sandboxes one submission's round may hold at once: half the server's (rounded
+/// up), so that a large, slow submission always leaves sandboxes to other accounts' (which wait at
+/// most one probe for the next one free: the sandboxes are handed out in the order asked).
+pub fn per_submission(sandbox_limit: usize) -> usize {
+    sandbox_limit.div_ceil(2).max(1)
+}
+
 fn decided(verdict: Verdict) -> Option<Verdict> {
     (verdict != Verdict::Pending).then_some(verdict)
 }
@@ -231,9 +238,19 @@ async fn finish(
             .into_iter()
             .map(|e| domain::openenv::AdmissionError {
                 code: e.code.as_str().to_string(),
-                message: scrub(&e.message),
+                // What the participant's server sent is kept bounded (and shown so).
+                message: domain::openenv::evidence::printable(&domain::openenv::evidence::cut(
+                    &scrub(&e.message),
+                    domain::openenv::evidence::MAX_MESSAGE_CHARS,
+                )),
                 task_id: Some(e.task_id),
-                evidence: e.evidence.map(|v| domain::openenv::evidence::scrubbed_value(&v, &secrets)),
+                evidence: e.evidence.map(|v| {
+                    let v = domain::openenv::evidence::bounded(
+                        &v,
+                        domain::openenv::evidence::MAX_STORED_EVIDENCE_BYTES,
+                    );
+                    domain::openenv::evidence::scrubbed_value(&v, &secrets)
+                }),
                 fix: Some(domain::openenv::evidence::fix_for(e.code).to_string()),
             })
             .collect(),

@@ -375,10 +375,11 @@ pub fn last_lines<'a>(lines: impl Iterator<Item = &'a str>, secrets: &[&str]) ->
         .rposition(|l| names_an_exception(l))
         .or_else(|| printed.iter().rposition(|l| l.starts_with("Traceback (most recent call last)")))
         .unwrap_or(printed.len().saturating_sub(EXIT_LINES));
-    let mut out: Vec<String> = printed[from..]
+    // Scrubbed as one text, so that a credential printed over two lines is masked in both.
+    let window: Vec<&str> = printed[from..].iter().take(EXIT_LINES).copied().collect();
+    let mut out: Vec<String> = evidence::scrubbed_lines(&window, secrets)
         .iter()
-        .take(EXIT_LINES)
-        .map(|l| evidence::cut(&evidence::scrubbed(l, secrets), EXIT_LINE_CHARS))
+        .map(|l| evidence::cut(l, EXIT_LINE_CHARS))
         .collect();
     while out.iter().map(|l| l.chars().count()).sum::<usize>() > EXIT_CHARS && out.len() > 1 {
         out.remove(0);

@@ -378,7 +378,7 @@ pub fn evaluation_of(
         ended: run.state.has_ended(),
         ended_why: (run.state != RunState::Completed && run.state.has_ended())
             .then(|| format!("the run ended `{}` before its evaluation finished", run.state.as_str())),
-        trained: domain::openenv::run::steps_with_signal(events) > 0,
+        trained: run.policy_version > 0,
     };
     Some(domain::openenv::evaluation::view(
         plan,
@@ -503,7 +503,7 @@ async fn rank(s: &AppState) -> Result<domain::openenv::evaluation::Leaderboard, 
     let mut evaluated = Vec::new();
     for run in &runs {
         // Only runs planned on the track's benchmark rank together; of the failed, only those that
-        // ended for want of a training signal are listed (apart).
+        // ended for want of a training signal are listed (apart, with their reason).
         if run.eval_plan.as_ref().map(|p| p.benchmark.as_str()) != benchmark.map(|b| b.id())
             || run.state == RunState::Failed && run.error_code.as_deref() != Some("RUN_NO_TRAINING_SIGNAL")
         {
