@@ -83,6 +83,9 @@ on_both_backends!(local, collect_reads_the_evidence_again_and_review_is_final, |
         ..Default::default()
     };
     let run = run_to_end(app, &env, ALICE, shaped).await;
+    // Seen once beside a CPU hog: this run ended `failed`; its reason and events say why.
+    let d = app.get(&format!("/api/challenges/{CHALLENGE}/runs/{run}")).await.json();
+    assert_eq!(d["state"], "scored", "{d:#}");
     assert_eq!(code(&collect(app, &run, BOB).await), (403, "NOT_AUTHOR_OR_EDITOR".into()));
     let r = collect(app, &run, ALICE).await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.text());
