@@ -49,8 +49,6 @@ class Assignment:
     recipe: dict
     tasks: list
     actions: Actions
-    # The submission's example actions (the tiny model's warm-up samples beside them).
-    example_actions: list
     # The held-out benchmark as the arena sent it (None: the run has none), and each of its
     # environments' actions, in order.
     benchmark: dict | None
@@ -70,7 +68,6 @@ class Assignment:
             recipe=dict(raw.get("recipe") or {}),
             tasks=list(submission.get("tasks") or []),
             actions=Actions.of(submission, "submission"),
-            example_actions=list(submission.get("example_actions") or []),
             benchmark=benchmark,
             benchmark_actions=[Actions.of(e, f"held-out environment {i + 1}") for i, e in enumerate(envs)],
         )
@@ -99,9 +96,6 @@ class Progress:
     untrained_scores: list = field(default_factory=list)
     # Optimizer steps that trained, as last reported.
     policy_version: int = 0
-    # Steps whose group had a training signal (`contract.step_trained` True, and an update whose
-    # gradient was not measured at zero): a run with none is never ranked.
-    signal_steps: int = 0
     # Seconds spent in held-out phases (not counted against the run's training time).
     eval_s: float = 0.0
     # Per held-out phase (`before`, `after`): what it recorded, or why it is incomplete.

@@ -237,7 +237,6 @@ class Run:
         p.episodes_s = (p.episodes_s + [rollout_s - wait_s])[-MEASURED_STEPS:]
         if trained is not None:
             p.trained = (p.trained + [trained])[-contract.NO_UPDATE_STEPS:]
-        p.signal_steps += int(bool(trained))
         p.untrained_ends = {} if trained else {k: p.untrained_ends.get(k, 0) + n for k, n in ends.items()
                                                if k in contract.END_KEYS}
         p.untrained_replies = [] if trained else (p.untrained_replies + ends.get("replies", []))[-REPLIES_SHOWN:]
@@ -385,7 +384,6 @@ class Run:
             # Rewards that differ and still a zero gradient (every token masked, say): the
             # update moved nothing, so the step had no signal either.
             self.progress.trained[-1] = False
-            self.progress.signal_steps -= 1
         trained = ("the four rewards are equal: no signal, the update changed nothing it could learn from"
                    if equal else "the gradient was zero: no signal, the update moved nothing" if still
                    else "the first four trained")

@@ -375,11 +375,6 @@ pub fn had_signal(e: &RunEvent) -> bool {
     differ && moved
 }
 
-/// How many of a run's optimizer steps had a training signal (`had_signal`).
-pub fn steps_with_signal(events: &[RunEvent]) -> usize {
-    events.iter().filter(|e| had_signal(e)).count()
-}
-
 /// A run's steps as the curves both tracks draw: each `updating` event that trained is a step
 /// (its policy version after the update), its reward the mean of its valid rewards, with the
 /// trainer's loss, spread, gradient norm and tokens when it reported them (the simulated cluster
@@ -537,7 +532,8 @@ mod tests {
         );
         assert!(!had_signal(&step(vec![], None)), "a step that trained nothing");
         assert!(!had_signal(&RunEvent { rewards: learns.rewards.clone(), ..event(Rolling, None) }));
-        assert_eq!(steps_with_signal(&[learns.clone(), step(vec![Some(1.0); 4], None), learns]), 2);
+        let steps = [learns.clone(), step(vec![Some(1.0); 4], None), learns];
+        assert_eq!(steps.iter().filter(|e| had_signal(e)).count(), 2);
     }
 
     #[test]
