@@ -160,6 +160,24 @@ curl -sS \"$BASE/leaderboard\"";
     }
 }
 
+/// An admitted submission's place in line, in words.
+fn queue_words(place: Option<&domain::openenv::queue::QueuePlace>) -> String {
+    let Some(p) = place else {
+        return "Admitted: the arena starts its run as soon as a GPU and sandboxes are free.".into();
+    };
+    let ahead = match p.ahead {
+        0 => "next in line".to_string(),
+        1 => "1 submission ahead of it".to_string(),
+        n => format!("{n} submissions ahead of it"),
+    };
+    let when = p
+        .estimated_start_at
+        .as_ref()
+        .map(|t| format!("; its run is expected to start by {t}"))
+        .unwrap_or_else(|| "; no GPU is connected, so no start can be estimated".into());
+    format!("Admitted, waiting for a GPU: position {} in the queue, {ahead}{when}.", p.position)
+}
+
 #[component]
 fn SubmissionCard(s: SubmissionView) -> impl IntoView {
     let errors = s.report.errors.clone();
@@ -189,7 +207,7 @@ fn SubmissionCard(s: SubmissionView) -> impl IntoView {
                     {s.run.state.map(|st| format!(": {}", st.words()))}</p>
             })}
             {(s.state == "validated" && s.run.run_id.is_none()).then(|| view! {
-                <p class="note">"Admitted: the arena starts its run as soon as a GPU and sandboxes are free."</p>
+                <p class="note queue">{queue_words(s.queue.as_ref())}</p>
             })}
             {(s.state == "validating").then(|| view! {
                 <p class="note">"Admission probes each task in a fresh sandbox; this page shows the outcome when it is in."</p>

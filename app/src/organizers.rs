@@ -49,6 +49,51 @@ pub fn JobsPage() -> impl IntoView {
     }
 }
 
+/// The OpenEnv cluster: its alerts, the queue, the last day's use and each node.
+#[component]
+fn Capacity(c: domain::openenv::queue::CapacityView) -> impl IntoView {
+    let projected = match c.projected_empty_s {
+        None => "cannot be estimated: no GPU is connected".to_string(),
+        Some(s) => format!("{:.1} h", s as f64 / 3600.0),
+    };
+    view! {
+        <section class="capacity" aria-labelledby="capacity-h">
+            <h2 id="capacity-h">"OpenEnv cluster"</h2>
+            {(!c.alerts.is_empty()).then(|| view! {
+                <ul class="alerts" role="status">{c.alerts.iter().map(|a| view! { <li>{a.clone()}</li> }).collect_view()}</ul>
+            })}
+            <dl class="facts">
+                <dt>"Queue"</dt><dd>{format!("{} waiting; empties in {projected} (a run takes {:.1} h, the median of recent runs)",
+                    c.queue_length, c.typical_run_s as f64 / 3600.0)}</dd>
+                <dt>"Last 24 h"</dt><dd>{format!("{} runs started, {:.2} GPU-hours", c.runs_started_24h, c.gpu_hours_24h)}</dd>
+            </dl>
+            <div class="table-wrap" tabindex="0" role="region" aria-label="Nodes">
+                <table class="nodes cards">
+                    <thead><tr><th>"Node"</th><th>"Connected"</th><th>"Last heartbeat"</th><th>"GPUs free"</th><th>"Sandboxes free"</th><th>"Runs"</th></tr></thead>
+                    <tbody>
+                        {c.nodes.iter().map(|n| view! {
+                            <tr>
+                                <td data-label="Node"><code>{n.node_id.clone()}</code></td>
+                                <td data-label="Connected">{match (n.connected, &n.lost_at) {
+                                    (true, _) => "yes".to_string(),
+                                    (false, Some(at)) => format!("lost at {at}"),
+                                    (false, None) => "silent".to_string(),
+                                }}</td>
+                                <td data-label="Last heartbeat">{n.last_heartbeat_at.clone()}</td>
+                                <td data-label="GPUs free">{format!("{} of {}", n.gpus_free, n.gpus)}</td>
+                                <td data-label="Sandboxes free">{n.sandboxes_free}</td>
+                                <td data-label="Runs">{n.runs.iter().map(|r| view! {
+                                    <a href=format!("/arena/openenv/runs/{r}")><code>{r.clone()}</code></a>" "
+                                }).collect_view()}</td>
+                            </tr>
+                        }).collect_view()}
+                    </tbody>
+                </table>
+            </div>
+        </section>
+    }
+}
+
 #[component]
 fn Jobs(v: JobsView) -> impl IntoView {
     let b = v.budget.clone();
@@ -79,6 +124,7 @@ fn Jobs(v: JobsView) -> impl IntoView {
                 format!("{}: validation cannot check overlap with them until their fingerprints are in the private overlay",
                     v.heldout_unchecked.join(", ")) }}</dd>
         </dl>
+        {v.openenv_capacity.clone().map(|c| view! { <Capacity c/> })}
         <h2>"Committed spend"</h2>
         <SpendChart points=v.committed_history.clone() cap=b.cap_usd/>
         <h2>"Jobs"</h2>

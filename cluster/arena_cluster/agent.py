@@ -109,13 +109,23 @@ def _pid_alive(pid: int, run_path: Path) -> bool:
     return str(run_path).encode() in cmdline
 
 
+def default_node_id(home: Path) -> str:
+    """The node's name when `--node-id` gives none: its home folder's name, in the characters the
+    arena takes (letters, digits, `.`, `_`, `-`; at most 64)."""
+    name = "".join(c if c.isascii() and (c.isalnum() or c in "._-") else "-" for c in home.resolve().name)
+    return name.strip("-")[:64] or "default"
+
+
 class Agent:
-    def __init__(self, arena: str, secret: str, home: Path, heartbeat_s: float, python: str, settings: Settings):
+    def __init__(self, arena: str, secret: str, home: Path, heartbeat_s: float, python: str, settings: Settings,
+                 node_id: str | None = None):
         base = arena.rstrip("/")
         self.url = ("wss://" + base[8:] if base.startswith("https://") else "ws://" + base.removeprefix("http://")) \
             + "/api/relay/cluster"
         self.secret = secret
         self.home = home
+        # The arena keeps one row per node and assigns each run to a node with a free GPU.
+        self.node_id = node_id or default_node_id(home)
         self.heartbeat_s = heartbeat_s
         self.python = python
         self.runs_dir = home / "runs"
@@ -170,7 +180,7 @@ class Agent:
 
     def free(self, kind: str) -> dict:
         busy = self.busy()
-        m = {"kind": kind, "gpus_free": max(self.slots - busy, 0),
+        m = {"kind": kind, "node_id": self.node_id, "gpus": self.slots, "gpus_free": max(self.slots - busy, 0),
              "sandboxes_free": max(self.sandbox_allowance - busy * self.per_run, 0)}
         if kind == "hello":
             m["runs"] = self.held()
@@ -373,6 +383,8 @@ def main() -> None:
     p.add_argument("--arena", required=True, help="the arena's address, e.g. https://openenvarena-arena.hf.space")
     p.add_argument("--home", required=True, type=Path, help="the agent's folder (its runs, their checkpoints)")
     p.add_argument("--heartbeat-s", type=float, default=5.0)
+    p.add_argument("--node-id", default=None,
+                   help="this node's name at the arena (default: the --home folder's name); keep it across restarts")
     args = p.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     secret = os.environ.get("ARENA_CLUSTER_SECRET")
@@ -385,7 +397,7 @@ def main() -> None:
     why = check_readers(settings)
     if why:
         sys.exit(f"the sandboxes' readers must be worth nothing to a participant who receives one, and are not: {why}")
-    agent = Agent(args.arena, secret, args.home, args.heartbeat_s, sys.executable, settings)
+    agent = Agent(args.arena, secret, args.home, args.heartbeat_s, sys.executable, settings, args.node_id)
     asyncio.run(agent.run())
 
 

@@ -162,6 +162,8 @@ error_codes! {
     SandboxStartupFailed = "SANDBOX_STARTUP_FAILED", 503;
     /// Admission: the probe could not finish for the arena's reasons (platform; retried).
     AdmissionInfrastructureFailure = "ADMISSION_INFRASTRUCTURE_FAILURE", 503;
+    /// An OpenEnv run was training on a node that went silent past its bound (platform).
+    RunNodeLost = "RUN_NODE_LOST", 500;
     /// An OpenEnv run's trainer did not start on a GPU within two hours of its assignment.
     RunQueueTimeout = "RUN_QUEUE_TIMEOUT", 500;
     /// An OpenEnv run's time could not fit even one optimizer step.

@@ -156,6 +156,12 @@ impl ServiceAccounts {
     pub fn holds_id(&self, id: &str) -> bool {
         self.ids.contains(id)
     }
+
+    /// Whether a session's account is one of the arena's own: by its id, or by an organization
+    /// HF last named for it.
+    pub fn holds_member(&self, id: &str, orgs: &[String]) -> bool {
+        self.holds_id(id) || orgs.iter().any(|o| self.namespaces.contains(o))
+    }
 }
 
 #[cfg(test)]
@@ -201,6 +207,9 @@ mod tests {
         assert!(service.holds(&account(&[("arena-sandboxes", Some("read"))])));
         assert!(service.holds(&account(&[("other", None), ("arena-eval", Some("read"))])));
         assert!(service.holds(&HubAccount { id: "bot-id".into(), ..account(&[]) }));
+        assert!(service.holds_member("bot-id", &[]));
+        assert!(service.holds_member("user-a", &["other".into(), "arena-eval".into()]));
+        assert!(!service.holds_member("user-a", &["other".into(), "benchflow".into()]));
     }
 
     #[test]

@@ -22,6 +22,7 @@ pub mod episode;
 pub mod evaluation;
 pub mod evidence;
 pub mod image;
+pub mod queue;
 pub mod quota;
 pub mod refusal;
 pub mod run;
@@ -614,6 +615,10 @@ pub struct SubmissionView {
     pub slot: Slot,
     pub images: Vec<ImageView>,
     pub run: RunRef,
+    /// While an admitted submission waits for a GPU: its place in line and the estimated start;
+    /// null otherwise (before admission, once its run exists, or rejected).
+    #[serde(default)]
+    pub queue: Option<queue::QueuePlace>,
     /// The submitter's claimed source (`https`), not checked.
     pub source: Option<String>,
     pub accepted_at: String,

@@ -472,6 +472,9 @@ pub struct JobsView {
     /// their events (the cluster's idle connection does not count).
     #[serde(default)]
     pub openenv_runs: Vec<(String, String)>,
+    /// The OpenEnv cluster's nodes, queue and last day's use (`GET /api/openenv/capacity`).
+    #[serde(default)]
+    pub openenv_capacity: Option<crate::openenv::queue::CapacityView>,
     /// Held-out suites a challenge scores on without a fingerprint here (`challenge/suite`).
     #[serde(default)]
     pub heldout_unchecked: Vec<String>,

@@ -179,6 +179,10 @@ pub struct Config {
     /// OpenEnv submissions waiting for admission beyond which new ones are refused `CAPACITY_BUSY`.
     #[arg(long, env = "ARENA_OPENENV_ADMISSION_QUEUE", default_value_t = 20)]
     pub openenv_admission_queue: i64,
+    /// How long a cluster node may be silent before the arena gives it up: no new runs, its runs
+    /// that never started back in the queue, those training failed `RUN_NODE_LOST`.
+    #[arg(long, env = "ARENA_NODE_LOST_S", default_value_t = domain::openenv::queue::NODE_LOST_S)]
+    pub node_lost_s: i64,
     /// How long an admission sandbox may take to answer `GET /health` (the guide: 120 s).
     #[arg(long, env = "ARENA_SANDBOX_HEALTH_S", default_value_t = 120)]
     pub sandbox_health_s: u64,

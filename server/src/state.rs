@@ -108,6 +108,8 @@ pub struct JobSettings {
 pub struct OpenEnvSettings {
     /// Submissions waiting for admission beyond which new ones get `CAPACITY_BUSY`.
     pub admission_queue: i64,
+    /// How long a cluster node may be silent before it is given up (`ARENA_NODE_LOST_S`).
+    pub node_lost_s: i64,
     /// SHA-256 of the credential the training cluster connects with (none: it cannot connect).
     pub cluster_secret_hash: Option<String>,
     /// How long an admission sandbox may take to answer `/health`.
@@ -271,6 +273,7 @@ fn job_settings(config: &Config) -> JobSettings {
 fn openenv_settings(config: &Config) -> OpenEnvSettings {
     OpenEnvSettings {
         admission_queue: config.openenv_admission_queue,
+        node_lost_s: config.node_lost_s.max(1),
         cluster_secret_hash: config
             .cluster_secret
             .as_ref()

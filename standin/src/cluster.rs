@@ -18,6 +18,9 @@ pub use crate::cluster_state::{Held, Shared};
 use crate::trainer::Trainer;
 
 pub struct Cluster {
+    /// The node this connection speaks for (`None`: the arena's `default`).
+    pub node_id: Option<String>,
+    /// The node's GPUs: those its runs do not hold are free.
     pub gpus_free: u32,
     pub sandboxes_free: u32,
     pub heartbeat: Duration,
@@ -61,9 +64,13 @@ fn free(cluster: &Cluster, shared: &Shared, kind: &str) -> Value {
     let busy = shared.gpus_busy();
     let mut m = json!({
         "kind": kind,
+        "gpus": cluster.gpus_free,
         "gpus_free": cluster.gpus_free.saturating_sub(busy),
         "sandboxes_free": cluster.sandboxes_free.saturating_sub(busy * domain::openenv::episode::EPISODES_PER_STEP as u32),
     });
+    if let Some(node) = &cluster.node_id {
+        m["node_id"] = json!(node);
+    }
     if kind == "hello" {
         m["runs"] = json!(shared.held.lock().unwrap().runs.keys().collect::<Vec<_>>());
     }

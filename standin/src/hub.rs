@@ -18,7 +18,7 @@ use crate::images::Repository;
 use crate::job_table::Jobs;
 use crate::lfs_store::Store;
 use crate::repos;
-use crate::users::HubUser;
+use crate::users::{HubUser, OrgMembership};
 
 /// The OAuth app the stand-in accepts (HF gives a Space these as env vars).
 #[derive(Debug, Clone)]
@@ -41,6 +41,9 @@ pub struct Hub {
     pub(crate) oauth_tokens: Mutex<HashMap<String, String>>,
     /// Tokens their owners revoked: refused everywhere from then on (`revoke`).
     pub(crate) revoked: Mutex<std::collections::HashSet<String>>,
+    /// Organizations users joined after the stand-in started (`join_org`), by user name: what
+    /// whoami and userinfo name from then on.
+    pub(crate) joined: Mutex<Vec<(String, OrgMembership)>>,
     pub(crate) stats: Stats,
     pub(crate) repos: Option<repos::Repos>,
     /// LFS objects of the repositories (beside them).
@@ -138,6 +141,7 @@ impl Hub {
             codes: Mutex::new(HashMap::new()),
             oauth_tokens: Mutex::new(HashMap::new()),
             revoked: Mutex::new(std::collections::HashSet::new()),
+            joined: Mutex::new(Vec::new()),
             stats: Stats::default(),
             repos: None,
             lfs: None,
@@ -244,6 +248,20 @@ impl Hub {
 
     pub fn whoami_calls(&self) -> u64 {
         self.stats.whoami_calls.load(Ordering::Relaxed)
+    }
+
+    /// Makes `user` a member of `org` with `role`, as an organization's admin would on HF: whoami
+    /// and userinfo name it from then on (repository permissions keep the file's organizations).
+    pub fn join_org(&self, user: &str, org: &str, role: &str) {
+        let membership = OrgMembership { name: org.into(), role: role.into() };
+        self.joined.lock().unwrap().push((user.to_string(), membership));
+    }
+
+    /// A user's organizations: the file's and those joined since.
+    pub(crate) fn orgs_of(&self, user: &HubUser) -> Vec<OrgMembership> {
+        let joined = self.joined.lock().unwrap();
+        let later = joined.iter().filter(|(name, _)| name == &user.name).map(|(_, m)| m.clone());
+        user.orgs.iter().cloned().chain(later).collect()
     }
 
     /// Revokes every OAuth access token the stand-in issued (as a person would on HF, or as HF does

@@ -144,7 +144,7 @@ async fn whoami(State(hub): State<SharedHub>, headers: HeaderMap) -> Response {
         "canPay": false,
         "avatarUrl": "",
         "periodEnd": null,
-        "orgs": user.orgs.iter().map(org_json).collect::<Vec<_>>(),
+        "orgs": hub.orgs_of(user).iter().map(org_json).collect::<Vec<_>>(),
         "auth": {"type": "access_token", "accessToken": {"displayName": "local stand-in token", "role": user.role(), "createdAt": "2026-01-01T00:00:00.000Z"}},
     }))
     .into_response()

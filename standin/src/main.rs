@@ -59,6 +59,12 @@ struct Args {
     /// How often the simulated cluster sends a heartbeat (and the arena its assignments).
     #[arg(long, env = "STANDIN_CLUSTER_HEARTBEAT_MS", default_value_t = 2000)]
     cluster_heartbeat_ms: u64,
+    /// The simulated cluster's nodes, each its own connection (`standin-node-1`, …).
+    #[arg(long, env = "STANDIN_CLUSTER_NODES", default_value_t = 1)]
+    cluster_nodes: u32,
+    /// Each simulated node's GPUs.
+    #[arg(long, env = "STANDIN_CLUSTER_GPUS", default_value_t = 1)]
+    cluster_gpus: u32,
 }
 
 #[tokio::main]
@@ -109,18 +115,26 @@ async fn main() -> anyhow::Result<()> {
         hub = hub.with_images(images);
     }
     if let (Some(url), Some(secret)) = (&args.cluster_url, &args.cluster_secret) {
-        tracing::info!("a simulated OpenEnv training cluster connects to {url}");
+        tracing::info!(
+            "a simulated OpenEnv training cluster of {} node(s) of {} GPU(s) connects to {url}",
+            args.cluster_nodes,
+            args.cluster_gpus
+        );
         let trainer = standin::trainer::Trainer {
             images: std::sync::Arc::new(hub.images.clone()),
             stage: std::time::Duration::from_millis(args.stage_ms),
         };
-        let cluster = standin::cluster::Cluster {
-            gpus_free: 1,
-            sandboxes_free: 16,
-            heartbeat: std::time::Duration::from_millis(args.cluster_heartbeat_ms),
-            trainer: Some(trainer),
-        };
-        standin::cluster::connect(url, secret, cluster);
+        for n in 1..=args.cluster_nodes.max(1) {
+            let cluster = standin::cluster::Cluster {
+                node_id: Some(format!("standin-node-{n}")),
+                gpus_free: args.cluster_gpus.max(1),
+                // Five sandboxes a run's step, and room for admission beside it.
+                sandboxes_free: 16.max(args.cluster_gpus.max(1) * 8),
+                heartbeat: std::time::Duration::from_millis(args.cluster_heartbeat_ms),
+                trainer: Some(trainer.clone()),
+            };
+            standin::cluster::connect(url, secret, cluster);
+        }
     }
     let listener = tokio::net::TcpListener::bind(args.addr).await?;
     tracing::info!("Hugging Face stand-in on http://{}", listener.local_addr()?);

@@ -273,7 +273,7 @@ async fn userinfo(State(hub): State<SharedHub>, headers: HeaderMap) -> Response 
         "picture": "",
         "isPro": false,
         "canPay": false,
-        "orgs": user.orgs.iter().map(|o| json!({
+        "orgs": hub.orgs_of(user).iter().map(|o| json!({
             "sub": format!("org-{}", o.name),
             "name": o.name,
             "preferred_username": o.name,

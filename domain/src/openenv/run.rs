@@ -483,6 +483,9 @@ pub struct OpenEnvRunView {
     pub evaluation: Option<super::evaluation::EvaluationView>,
     /// Its cleanup, once it began: whether it stalled, the sandboxes left, an editor's release.
     pub cleanup: Option<super::controls::CleanupView>,
+    /// The cluster node it was assigned to: editors only (null for everyone else).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_id: Option<String>,
 }
 
 /// `GET /api/openenv/runs/{id}/events`.

@@ -42,9 +42,13 @@ pub struct SessionUser {
     pub csrf: String,
     #[serde(default)]
     pub token_ref: Option<String>,
-    /// When the editor role was last confirmed by HF (epoch seconds).
+    /// When the editor role and the organizations were last confirmed by HF (epoch seconds).
     #[serde(default)]
     pub checked_epoch: i64,
+    /// The organizations HF named at sign-in and at each re-check: a session whose account is, or
+    /// becomes, a member of a sandbox or evaluation namespace is refused like its token.
+    #[serde(default)]
+    pub orgs: Vec<String>,
 }
 
 /// The caller, signed in or not. Resolving a token that HF refuses, or failing to reach HF, is an
@@ -167,7 +171,7 @@ pub async fn session_caller(
 ) -> Result<Option<Identity>, ApiError> {
     let Some(session) = parts.extensions.get::<Session>().cloned() else { return Ok(None) };
     let Some(mut user) = session_user(&session).await else { return Ok(None) };
-    if state.auth.service.holds_id(&user.id) {
+    if state.auth.service.holds_member(&user.id, &user.orgs) {
         return Err(service_account());
     }
     if let Some(sent) = write_csrf {
@@ -178,9 +182,10 @@ pub async fn session_caller(
             ));
         }
     }
-    if user.editor {
-        let client = crate::http::client::address(parts, state.auth.proxy_hops);
-        user.editor = recheck_editor(state, &session, &mut user, client).await;
+    let client = crate::http::client::address(parts, state.auth.proxy_hops);
+    recheck(state, &session, &mut user, client).await;
+    if state.auth.service.holds_member(&user.id, &user.orgs) {
+        return Err(service_account());
     }
     Ok(Some(Identity {
         id: user.id,
@@ -191,39 +196,43 @@ pub async fn session_caller(
     }))
 }
 
-/// A session's editor role, confirmed by HF at least as often as a token's whoami is reused
-/// (`ARENA_WHOAMI_CACHE_S`): with the OAuth token this server keeps in memory. A token HF refuses,
-/// or one this server does not have (signed in on another replica, or before a restart), ends the
-/// role in the session until the person signs in again; HF not answering withholds it for this
-/// request only.
-async fn recheck_editor(
+/// A session's editor role and organizations, confirmed by HF at least as often as a token's
+/// whoami is reused (`ARENA_WHOAMI_CACHE_S`): with the OAuth token this server keeps in memory. A
+/// token HF refuses, or one this server does not have (signed in on another replica, or before a
+/// restart), ends the editor role in the session until the person signs in again, and leaves the
+/// organizations as HF last named them; HF not answering withholds the role for this request only.
+async fn recheck(
     state: &AppState,
     session: &Session,
     user: &mut SessionUser,
     client: Option<std::net::IpAddr>,
-) -> bool {
+) {
     let now = state.now().epoch;
     if now - user.checked_epoch < state.auth.recheck_s {
-        return true;
+        return;
     }
     let token = match &user.token_ref {
         Some(r) => state.auth.session_tokens.get(r).await,
         None => None,
     };
-    let still = match token {
+    match token {
         Some(token) => match state.hub.whoami(&token, client).await {
-            Ok(account) => account.is_editor(&state.auth.editor_org),
-            Err(HubError::InvalidToken) => false,
-            Err(_) => return false,
+            Ok(account) => {
+                user.editor = account.is_editor(&state.auth.editor_org);
+                user.orgs = account.orgs.into_iter().map(|o| o.org).collect();
+            }
+            Err(HubError::InvalidToken) => user.editor = false,
+            Err(_) => {
+                user.editor = false;
+                return;
+            }
         },
-        None => false,
-    };
-    user.editor = still;
+        None => user.editor = false,
+    }
     user.checked_epoch = now;
     if let Err(e) = session.insert(SESSION_USER, &*user).await {
         tracing::warn!(error = %e, "storing a session's re-checked role failed");
     }
-    still
 }
 
 impl FromRequestParts<AppState> for User {

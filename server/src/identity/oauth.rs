@@ -237,6 +237,7 @@ async fn callback(
         csrf: random_secret(),
         token_ref: Some(token_ref),
         checked_epoch: state.now().epoch,
+        orgs: account.orgs.into_iter().map(|o| o.org).collect(),
     };
     sign_in(&session, &user).await?;
     if !pending.popup {

@@ -159,6 +159,7 @@ pub async fn list(s: &AppState) -> Result<JobsView, ApiError> {
         prices_usd_per_hour: prices,
         relays,
         openenv_runs,
+        openenv_capacity: Some(crate::openenv::queue::capacity(s).await?),
         heldout_unchecked,
         job_secrets: job_secrets(s),
         committed_history,

@@ -19,19 +19,42 @@ use crate::AppState;
 
 #[derive(Serialize, ToSchema)]
 pub struct OpenEnvStatus {
-    /// Whether the training cluster is connected; while it is not, every other route here answers 503.
+    /// Whether the training cluster is connected (any of its nodes); while it is not, every other
+    /// route here answers 503.
     pub connected: bool,
     /// Whether new submissions are taken; while organizers pause intake, they are answered 503
     /// `CAPACITY_BUSY` with the reason, and everything else goes on.
     pub intake: domain::openenv::controls::Intake,
+    /// The cluster's nodes and GPUs, and the queue of admitted submissions waiting for a GPU.
+    pub cluster: domain::openenv::queue::ClusterCounts,
 }
 
 #[utoipa::path(get, path = "/api/openenv", tag = "openenv", responses((status = 200, body = OpenEnvStatus)))]
 pub async fn status(State(s): State<AppState>) -> Result<Json<OpenEnvStatus>, ApiError> {
+    let cluster = crate::openenv::queue::counts(&s).await?;
     Ok(Json(OpenEnvStatus {
-        connected: crate::openenv::service::connected(&s).await?,
+        connected: cluster.nodes_connected > 0,
         intake: crate::openenv::intake::read(&s.db).await?,
+        cluster,
     }))
+}
+
+#[utoipa::path(get, path = "/api/openenv/capacity", tag = "openenv",
+    responses((status = 200, description = "every node, the queue, the last day's use and the alerts", body = domain::openenv::queue::CapacityView),
+        (status = 401, body = ApiErrorBody),
+        (status = 403, description = "FORBIDDEN: only a BenchFlow editor", body = ApiErrorBody)),
+    security(("hf_token" = [])))]
+pub async fn capacity(
+    State(s): State<AppState>,
+    User(me): User,
+) -> Result<Json<domain::openenv::queue::CapacityView>, ApiError> {
+    if !me.editor {
+        return Err(ApiError::new(
+            ErrorCode::Forbidden,
+            "only a BenchFlow editor reads the cluster's capacity",
+        ));
+    }
+    Ok(Json(crate::openenv::queue::capacity(&s).await?))
 }
 
 #[utoipa::path(post, path = "/api/openenv/intake", tag = "openenv", request_body = domain::openenv::controls::IntakeChange,

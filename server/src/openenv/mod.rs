@@ -3,6 +3,7 @@
 pub mod admission;
 pub mod api;
 pub mod intake;
+pub mod queue;
 pub mod repo;
 pub mod runs;
 pub mod schema_guard;
@@ -30,6 +31,7 @@ fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(api::status))
         .routes(routes!(api::intake))
+        .routes(routes!(api::capacity))
         .routes(routes!(api::leaderboard))
         .routes(routes!(api::quota))
         .routes(routes!(api::submit, api::list))

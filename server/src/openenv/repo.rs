@@ -187,46 +187,99 @@ pub async fn accept(db: &Db, n: &NewSubmission<'_>) -> Result<Accepted, sqlx::Er
     Ok(Accepted::Stored(row))
 }
 
-/// The cluster's connection as last recorded: (connected, seen epoch, GPUs free, sandboxes free).
-pub async fn cluster(db: &Db) -> Result<Option<(bool, i64, i64, i64)>, sqlx::Error> {
-    let row: Option<(Flag, i64, i64, i64)> = sqlx::query_as(
-        "SELECT connected, seen_epoch, gpus_free, sandboxes_free FROM openenv_cluster WHERE id = 1",
-    )
-    .fetch_optional(&db.pool)
-    .await?;
-    Ok(row.map(|(connected, seen, gpus, sandboxes)| (connected.0, seen, gpus, sandboxes)))
+/// A cluster node as last recorded.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct NodeRow {
+    pub node_id: String,
+    pub holder: Option<String>,
+    #[sqlx(try_from = "Flag")]
+    pub connected: bool,
+    pub seen_epoch: i64,
+    pub gpus: i64,
+    pub gpus_free: i64,
+    pub sandboxes_free: i64,
+    pub lost_epoch: Option<i64>,
 }
 
-/// The cluster said hello or sent a heartbeat through this server.
-pub async fn cluster_seen(
+/// Every node the arena has heard from, by id.
+pub async fn nodes(db: &Db) -> Result<Vec<NodeRow>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT node_id, holder, connected, seen_epoch, gpus, gpus_free, sandboxes_free, lost_epoch \
+         FROM openenv_nodes ORDER BY node_id",
+    )
+    .fetch_all(&db.pool)
+    .await
+}
+
+/// A node said hello or sent a heartbeat over connection `holder`: the newest connection holds
+/// it (an agent that reconnects elsewhere takes its node along), and a lost node is back.
+pub async fn node_seen(
     db: &Db,
+    node_id: &str,
     holder: &str,
     epoch: i64,
-    gpus: i64,
-    sandboxes: i64,
+    (gpus, gpus_free, sandboxes_free): (i64, i64, i64),
 ) -> Result<(), sqlx::Error> {
     sqlx::query(
-        "INSERT INTO openenv_cluster (id, holder, seen_epoch, gpus_free, sandboxes_free, connected) \
-         VALUES (1, $1, $2, $3, $4, 1) ON CONFLICT (id) DO UPDATE SET holder = excluded.holder, \
-         seen_epoch = excluded.seen_epoch, gpus_free = excluded.gpus_free, \
-         sandboxes_free = excluded.sandboxes_free, connected = 1",
+        "INSERT INTO openenv_nodes (node_id, holder, seen_epoch, gpus, gpus_free, sandboxes_free, connected) \
+         VALUES ($1, $2, $3, $4, $5, $6, 1) ON CONFLICT (node_id) DO UPDATE SET holder = excluded.holder, \
+         seen_epoch = excluded.seen_epoch, gpus = excluded.gpus, gpus_free = excluded.gpus_free, \
+         sandboxes_free = excluded.sandboxes_free, connected = 1, lost_epoch = NULL",
     )
+    .bind(node_id)
     .bind(holder)
     .bind(epoch)
     .bind(gpus)
-    .bind(sandboxes)
+    .bind(gpus_free)
+    .bind(sandboxes_free)
     .execute(&db.writer)
     .await?;
     Ok(())
 }
 
-/// The cluster's connection through this server closed.
-pub async fn cluster_gone(db: &Db, holder: &str) -> Result<(), sqlx::Error> {
-    sqlx::query("UPDATE openenv_cluster SET connected = 0 WHERE id = 1 AND holder = $1")
+/// Connection `holder` closed: its node waits for its agent to come back (unless a newer
+/// connection of the node already said hello).
+pub async fn node_gone(db: &Db, holder: &str) -> Result<(), sqlx::Error> {
+    sqlx::query("UPDATE openenv_nodes SET connected = 0 WHERE holder = $1")
         .bind(holder)
         .execute(&db.writer)
         .await?;
     Ok(())
+}
+
+/// Nodes not heard from since `before` and not yet given up: the sweep's to give up.
+pub async fn nodes_silent_since(db: &Db, before: i64) -> Result<Vec<String>, sqlx::Error> {
+    sqlx::query_scalar(
+        "SELECT node_id FROM openenv_nodes WHERE seen_epoch < $1 AND lost_epoch IS NULL ORDER BY node_id",
+    )
+    .bind(before)
+    .fetch_all(&db.writer)
+    .await
+}
+
+/// Gives node `node_id` up, unless it was heard from since `before`: true when this call did.
+pub async fn node_lost(db: &Db, node_id: &str, before: i64, epoch: i64) -> Result<bool, sqlx::Error> {
+    Ok(sqlx::query(
+        "UPDATE openenv_nodes SET connected = 0, lost_epoch = $3 \
+         WHERE node_id = $1 AND seen_epoch < $2 AND lost_epoch IS NULL",
+    )
+    .bind(node_id)
+    .bind(before)
+    .bind(epoch)
+    .execute(&db.writer)
+    .await?
+    .rows_affected()
+        == 1)
+}
+
+/// The admitted submissions waiting for a GPU, in acceptance order: (account, submission id).
+pub async fn waiting(db: &Db) -> Result<Vec<(String, String)>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT account_id, submission_id FROM openenv_submissions \
+         WHERE state = 'validated' AND run_id IS NULL ORDER BY seq",
+    )
+    .fetch_all(&db.pool)
+    .await
 }
 
 /// Submissions admission may take now: each account's oldest one validating and not waiting, as

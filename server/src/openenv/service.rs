@@ -28,13 +28,10 @@ const READS_AT_ONCE: usize = 8;
 /// What a client waits before resending after a 503 of ours.
 const RETRY_S: u64 = 30;
 
-/// Whether the training cluster is connected (heard from within the relay grace period).
+/// Whether the training cluster is connected: any of its nodes heard from within the relay grace
+/// period (`crate::openenv::queue`).
 pub async fn connected(s: &AppState) -> Result<bool, ApiError> {
-    let now = s.now().epoch;
-    Ok(match crate::openenv::repo::cluster(&s.db).await? {
-        Some((connected, seen, _, _)) => connected && now - seen <= s.reconcile.relay_grace_s,
-        None => false,
-    })
+    crate::openenv::queue::is_connected(s).await
 }
 
 pub async fn require_connected(s: &AppState) -> Result<(), ApiError> {
@@ -317,7 +314,23 @@ fn view(stored: &Stored, existing: bool, run_state: Option<RunState>) -> Result<
         updated_at: stored.updated_at.clone(),
         existing,
         waiting: waiting(stored),
+        queue: None,
     })
+}
+
+/// Each waiting admitted submission's place in the queue (one read of the cluster and the queue).
+async fn with_places(s: &AppState, views: &mut [SubmissionView], rows: &[Stored]) -> Result<(), ApiError> {
+    let waits = |r: &Stored| r.state == SubmissionState::Validated && r.run_id.is_none();
+    if !rows.iter().any(waits) {
+        return Ok(());
+    }
+    let snapshot = crate::openenv::queue::snapshot(s).await?;
+    for (view, row) in views.iter_mut().zip(rows) {
+        if waits(row) {
+            view.queue = snapshot.place(&row.account_id, &row.submission_id);
+        }
+    }
+    Ok(())
 }
 
 /// Why a submission still validating has not been taken by admission, while it waits.
@@ -344,7 +357,9 @@ pub async fn get(
         ApiError::new(ErrorCode::SubmissionNotFound, format!("you have no submission `{submission_id}`"))
     })?;
     let state = run_state(s, &stored).await?;
-    let mut view = view(&stored, true, state)?;
+    let mut views = [view(&stored, true, state)?];
+    with_places(s, &mut views, std::slice::from_ref(&stored)).await?;
+    let [mut view] = views;
     view.slot.retry_after_s = slot_wait(s, me).await?;
     Ok(view)
 }
@@ -371,5 +386,10 @@ pub async fn visible_to(s: &AppState, me: &Identity) -> Result<Vec<SubmissionVie
     let account = (!me.editor).then_some(me.id.as_str());
     let rows = crate::openenv::repo::list(&s.db, account).await?;
     let states = crate::openenv::runs::service::states(s, account).await?;
-    rows.iter().map(|r| view(r, true, r.run_id.as_ref().and_then(|id| states.get(id).copied()))).collect()
+    let mut views = rows
+        .iter()
+        .map(|r| view(r, true, r.run_id.as_ref().and_then(|id| states.get(id).copied())))
+        .collect::<Result<Vec<_>, _>>()?;
+    with_places(s, &mut views, &rows).await?;
+    Ok(views)
 }

@@ -39,6 +39,7 @@ async fn submit(app: &TestApp, id: &str, token: &str) -> Answer {
 /// The simulated cluster, connected and idle (it trains nothing).
 async fn connect(app: &TestApp) -> tokio::task::JoinHandle<()> {
     let cluster = standin::cluster::Cluster {
+        node_id: None,
         gpus_free: 0,
         sandboxes_free: 0,
         heartbeat: Duration::from_millis(100),
@@ -219,13 +220,19 @@ pub struct Cluster {
 
 impl Cluster {
     pub async fn connect(app: &TestApp) -> Cluster {
+        Cluster::connect_as(app, json!({"kind": "hello", "gpus_free": 0, "sandboxes_free": 0, "runs": []}))
+            .await
+    }
+
+    /// Connects and says `hello` (a node of its own, its GPUs); answers once the arena took it.
+    pub async fn connect_as(app: &TestApp, hello: Value) -> Cluster {
         use tokio_tungstenite::tungstenite::client::IntoClientRequest;
         let url = format!("ws://{}/api/relay/cluster", app.url.trim_start_matches("http://"));
         let mut request = url.into_client_request().unwrap();
         request.headers_mut().insert("authorization", format!("Bearer {CLUSTER_SECRET}").parse().unwrap());
         let (ws, _) = tokio_tungstenite::connect_async(request).await.unwrap();
         let mut c = Cluster { ws };
-        c.send(json!({"kind": "hello", "gpus_free": 0, "sandboxes_free": 0, "runs": []})).await;
+        c.send(hello).await;
         c.next_where(|m| m["of"] == "hello").await;
         c
     }

@@ -387,8 +387,15 @@ impl TestApp {
 
     /// A second server on the same database and stand-in, as a replica behind the same address.
     pub async fn replica(&self) -> TestApp {
+        self.replica_with(|_| {}).await
+    }
+
+    /// A replica whose configuration `edit` changed, as a server restarted with new settings.
+    pub async fn replica_with(&self, edit: impl FnOnce(&mut Config)) -> TestApp {
+        let mut config = self.config.clone();
+        edit(&mut config);
         let (router, state) =
-            server::build_with(&self.config, self.deps.clone()).await.expect("the replica builds");
+            server::build_with(&config, self.deps.clone()).await.expect("the replica builds");
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let served = router.clone();
@@ -403,7 +410,7 @@ impl TestApp {
             repos: self.repos.clone(),
             // The first server drops the database.
             pg_database: None,
-            config: self.config.clone(),
+            config,
             deps: self.deps.clone(),
             _configs: self._configs.clone(),
             _dir: tempfile::tempdir().unwrap(),

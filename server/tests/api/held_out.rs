@@ -37,6 +37,7 @@ fn code(a: &Answer) -> (u16, String) {
 
 pub(crate) async fn connect(app: &TestApp) -> tokio::task::JoinHandle<()> {
     let cluster = standin::cluster::Cluster {
+        node_id: None,
         gpus_free: 0,
         sandboxes_free: 0,
         heartbeat: Duration::from_millis(100),

@@ -5,6 +5,7 @@ mod baselines;
 mod bench;
 mod board;
 mod catalog;
+mod cluster_nodes;
 mod controls;
 mod environments;
 mod errors;

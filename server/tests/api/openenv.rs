@@ -50,6 +50,7 @@ pub async fn admitted(state: &server::AppState) {
 async fn connect(app: &TestApp) -> tokio::task::JoinHandle<()> {
     let url = app.state.public_url.clone();
     let cluster = standin::cluster::Cluster {
+        node_id: None,
         gpus_free: 1,
         sandboxes_free: 8,
         heartbeat: Duration::from_millis(100),
@@ -68,7 +69,8 @@ on_both_backends!(multi_thread, a_submission_is_checked_at_once_pinned_and_kept,
     // Not connected: every route but the status answers 503, and says when to retry.
     assert_eq!(
         app.get("/api/openenv").await.json(),
-        json!({"connected": false, "intake": {"open": true, "reason": null, "since": null}})
+        json!({"connected": false, "intake": {"open": true, "reason": null, "since": null},
+            "cluster": {"nodes_connected": 0, "gpus_busy": 0, "gpus_free": 0, "runs_waiting": 0, "median_wait_s": null}})
     );
     let r = submit(app, &submission("echo-v1", "ghcr.io/arena-demo/echo-env:v1"), ALICE).await;
     assert_eq!(code(&r), (503, "OPENENV_DISCONNECTED".into()));
@@ -81,6 +83,7 @@ on_both_backends!(multi_thread, a_submission_is_checked_at_once_pinned_and_kept,
         &app.state.public_url,
         "not-the-credential",
         standin::cluster::Cluster {
+            node_id: None,
             gpus_free: 1,
             sandboxes_free: 1,
             heartbeat: Duration::from_millis(50),

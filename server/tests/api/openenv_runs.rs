@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use crate::harness::{Backend, Options, TestApp, ALICE, BOB, CLUSTER_SECRET, EVE};
 use crate::on_both_backends;
 
-fn echo_submission(id: &str) -> Value {
+pub(crate) fn echo_submission(id: &str) -> Value {
     json!({
         "submission_id": id,
         "name": "Echo (runs test)",
@@ -29,12 +29,13 @@ fn echo_submission(id: &str) -> Value {
     })
 }
 
-fn trainer(app: &TestApp) -> standin::trainer::Trainer {
+pub(crate) fn trainer(app: &TestApp) -> standin::trainer::Trainer {
     standin::trainer::Trainer { images: Arc::new(app.hub.images.clone()), stage: Duration::from_millis(20) }
 }
 
-fn cluster(trainer: Option<standin::trainer::Trainer>) -> standin::cluster::Cluster {
+pub(crate) fn cluster(trainer: Option<standin::trainer::Trainer>) -> standin::cluster::Cluster {
     standin::cluster::Cluster {
+        node_id: None,
         gpus_free: 1,
         sandboxes_free: 8,
         heartbeat: Duration::from_millis(100),
@@ -42,7 +43,7 @@ fn cluster(trainer: Option<standin::trainer::Trainer>) -> standin::cluster::Clus
     }
 }
 
-async fn wait_connected(app: &TestApp) {
+pub(crate) async fn wait_connected(app: &TestApp) {
     let start = Instant::now();
     while app.get("/api/openenv").await.json()["connected"] != true {
         assert!(start.elapsed() < Duration::from_secs(60), "the cluster never connected");
@@ -60,7 +61,7 @@ async fn admitted(app: &TestApp, id: &str, token: &str) {
 }
 
 /// Waits until the submission has a run, and answers its id.
-async fn run_of(app: &TestApp, id: &str, token: &str) -> String {
+pub(crate) async fn run_of(app: &TestApp, id: &str, token: &str) -> String {
     let start = Instant::now();
     loop {
         let v = app.get_as(&format!("/api/openenv/submissions/{id}"), token).await.json();
@@ -165,9 +166,13 @@ async fn runs_start_in_acceptance_order_and_time_out_in_the_queue() {
     let v = app.get_as(&format!("/api/openenv/runs/{first}"), BOB).await.json();
     assert_eq!((v["state"].as_str(), v["started"].as_bool()), (Some("starting"), Some(false)));
 
+    // The clock jumps; the node's next heartbeat says it is still there (a node silent past
+    // `ARENA_NODE_LOST_S` would be given up instead: `cluster_nodes.rs`).
     clock.advance(time::Duration::seconds(7_199));
+    wait_connected(&app).await;
     assert_eq!(server::openenv::runs::service::sweep(&app.state).await.unwrap(), 0);
     clock.advance(time::Duration::seconds(1));
+    wait_connected(&app).await;
     assert_eq!(server::openenv::runs::service::sweep(&app.state).await.unwrap(), 1);
     wait_connected(&app).await;
     let v = app.get_as(&format!("/api/openenv/runs/{first}"), BOB).await.json();

@@ -188,6 +188,7 @@ async fn submissions_pin_what_the_real_registry_serves_and_are_refused_with_its_
         &app.state.public_url,
         CLUSTER_SECRET,
         standin::cluster::Cluster {
+            node_id: None,
             gpus_free: 1,
             sandboxes_free: 8,
             heartbeat: std::time::Duration::from_millis(100),

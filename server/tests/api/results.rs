@@ -57,12 +57,25 @@ async fn review(app: &TestApp, run: &str, accepted: bool, token: &str) -> crate:
         .await
 }
 
-/// Edits one of a run's JSON files in the runs dataset and points the run at that commit, as if
-/// the pipeline had published the edited file (collect reads where the reconciler found them).
+/// Puts back the file at `path` as commit `published` holds it (the runs dataset's next commit
+/// builds on its newest, which holds the last edit), and points the run at the commit.
+async fn restore_evidence(app: &TestApp, run: &str, published: &str, path: &str) {
+    let ds = app.repos.join("datasets").join(RUNS_DATASET);
+    let original = crate::harness::git(&ds, &["show", &format!("{published}:{path}")]);
+    let file = (path.to_string(), original.into_bytes());
+    let restored =
+        app.state.deps.datasets.commit(RUNS_DATASET, "put the evidence back", &[file]).await.unwrap();
+    app.exec(&format!("UPDATE runs SET results_commit = '{restored}' WHERE id = '{run}'")).await.unwrap();
+}
+
+/// Edits one of a run's JSON files in the runs dataset, as found at the run's results commit, and
+/// points the run at the new commit, as if the pipeline had published the edited file (collect
+/// reads where the reconciler found them).
 async fn edit_evidence(app: &TestApp, run: &str, path: &str, edit: impl FnOnce(&mut Value)) {
     let ds = app.repos.join("datasets").join(RUNS_DATASET);
+    let at = app.text(&format!("SELECT results_commit FROM runs WHERE id = '{run}'")).await;
     let mut v: Value =
-        serde_json::from_str(&crate::harness::git(&ds, &["show", &format!("main:{path}")])).unwrap();
+        serde_json::from_str(&crate::harness::git(&ds, &["show", &format!("{at}:{path}")])).unwrap();
     edit(&mut v);
     let file = (path.to_string(), serde_json::to_vec(&v).unwrap());
     let edited = app.state.deps.datasets.commit(RUNS_DATASET, "edit the evidence", &[file]).await.unwrap();
@@ -204,16 +217,27 @@ on_both_backends!(local, collect_reads_the_evidence_again_and_review_is_final, |
     assert_eq!(code(&review(app, "run-0", true, EVE).await), (404, "RESULT_NOT_FOUND".into()));
 });
 
+// One scored run, its evidence edited case by case as a pipeline that lied or lost files would
+// have published it (each case starts from the pipeline's own commit): a refusal stores nothing,
+// so the same run is refused again and again.
 on_both_backends!(local, collect_refuses_evidence_that_does_not_hold_up, |app| {
     app.hub.jobs.stage_ms.store(40, std::sync::atomic::Ordering::Relaxed);
     let env = submitted(app, "alice/pack", ALICE).await;
+    let run = run_to_end(app, &env, ALICE, JobFaults::default()).await;
+    let published = app.text(&format!("SELECT results_commit FROM runs WHERE id = '{run}'")).await;
+    let from_published = format!("UPDATE runs SET results_commit = '{published}' WHERE id = '{run}'");
+    // Each case edits one file on top of the last: the case before is put back first.
     // Not scored (it failed): nothing to collect.
-    let failed =
-        run_to_end(app, &env, ALICE, JobFaults { fail_at: Some("gate".into()), ..Default::default() }).await;
-    assert_eq!(code(&collect(app, &failed, ALICE).await), (409, "RUN_NOT_SCORED".into()));
-    // A report that differs from its cells.
-    let lying = run_to_end(app, &env, ALICE, JobFaults { mismatch: true, ..Default::default() }).await;
-    let r = collect(app, &lying, ALICE).await;
+    app.exec(&format!("UPDATE runs SET state = 'failed' WHERE id = '{run}'")).await.unwrap();
+    assert_eq!(code(&collect(app, &run, ALICE).await), (409, "RUN_NOT_SCORED".into()));
+    app.exec(&format!("UPDATE runs SET state = 'scored' WHERE id = '{run}'")).await.unwrap();
+    // A report that differs from its cells (the stand-in's `mismatch` fault writes the same).
+    edit_evidence(app, &run, &format!("runs/{run}/reports/score.json"), |report| {
+        let delta = &mut report["score_v2"]["pooled"]["delta"]["delta"];
+        *delta = json!(delta.as_f64().unwrap() + 0.05);
+    })
+    .await;
+    let r = collect(app, &run, ALICE).await;
     assert_eq!(code(&r), (422, "RESULT_MISMATCH".into()));
     // The details name held-out tasks: the author is told the code, an editor where.
     assert!(
@@ -221,41 +245,45 @@ on_both_backends!(local, collect_refuses_evidence_that_does_not_hold_up, |app| {
         "{}",
         r.text()
     );
-    let r = collect(app, &lying, EVE).await;
+    let r = collect(app, &run, EVE).await;
     assert!(r.json()["message"].as_str().unwrap().contains("score_v2.pooled.delta.delta"), "{}", r.text());
     // Cells that leave a task out.
-    let short = run_to_end(app, &env, ALICE, JobFaults::default()).await;
-    let path = format!("runs/{short}/reports/eval_task_outcomes.json");
-    edit_evidence(app, &short, &path, |cells| {
+    restore_evidence(app, &run, &published, &format!("runs/{run}/reports/score.json")).await;
+    let path = format!("runs/{run}/reports/eval_task_outcomes.json");
+    edit_evidence(app, &run, &path, |cells| {
         for cell in cells["arms"]["final"]["cells"].as_array_mut().unwrap() {
             cell["outcomes"].as_object_mut().unwrap().remove("local-heldout-07");
         }
     })
     .await;
-    let r = collect(app, &short, ALICE).await;
+    let r = collect(app, &run, ALICE).await;
     assert_eq!(code(&r), (422, "RESULT_INCOMPLETE".into()));
     assert!(!r.text().contains("local-heldout"), "no held-out task id for the author: {}", r.text());
-    let r = collect(app, &short, EVE).await;
+    let r = collect(app, &run, EVE).await;
     assert_eq!(code(&r), (422, "RESULT_INCOMPLETE".into()));
     assert!(r.json()["message"].as_str().unwrap().contains("local-heldout-07"));
     // GRPO's records that name a task the run did not train on.
-    let odd = run_to_end(app, &env, ALICE, JobFaults::default()).await;
-    let path = format!("runs/{odd}/jobs/grpo-train/train_task_stats.json");
-    edit_evidence(app, &odd, &path, |stats| {
+    restore_evidence(app, &run, &published, &path).await;
+    let path = format!("runs/{run}/jobs/grpo-train/train_task_stats.json");
+    edit_evidence(app, &run, &path, |stats| {
         stats["tasks"]["someone-elses-task"] = stats["tasks"]["expense-report"].clone();
     })
     .await;
-    let r = collect(app, &odd, ALICE).await;
+    let r = collect(app, &run, ALICE).await;
     assert_eq!(code(&r), (422, "TRAINING_RECORDS_INVALID".into()));
     assert!(r.json()["message"].as_str().unwrap().contains("names `someone-elses-task`"), "{}", r.text());
-    // Files gone: a run marked scored whose pipeline wrote no result (its publish failed).
-    let empty = run_to_end(app, &env, ALICE, JobFaults { no_results: true, ..Default::default() }).await;
-    app.exec(&format!("UPDATE runs SET state = 'scored' WHERE id = '{empty}'")).await.unwrap();
-    assert_eq!(code(&collect(app, &empty, ALICE).await), (422, "RESULT_FILES_MISSING".into()));
-    // Nothing was stored by any refusal.
+    // Files gone: a run marked scored whose results commit holds no result (its bundle's commit,
+    // from before the pipeline wrote any).
+    let bundle = app.text(&format!("SELECT bundle_commit FROM runs WHERE id = '{run}'")).await;
+    app.exec(&format!("UPDATE runs SET results_commit = '{bundle}' WHERE id = '{run}'")).await.unwrap();
+    assert_eq!(code(&collect(app, &run, ALICE).await), (422, "RESULT_FILES_MISSING".into()));
+    // Nothing was stored by any refusal; the pipeline's own evidence is still collected.
     assert_eq!(app.scalar("SELECT COUNT(*) FROM results").await, 0);
-    let none = app.get(&format!("/api/challenges/{CHALLENGE}/runs/{short}/result")).await;
+    let none = app.get(&format!("/api/challenges/{CHALLENGE}/runs/{run}/result")).await;
     assert_eq!(code(&none), (404, "RESULT_NOT_FOUND".into()));
+    app.exec(&from_published).await.unwrap();
+    let r = collect(app, &run, ALICE).await;
+    assert_eq!(r.status, StatusCode::CREATED, "the pipeline's own evidence holds up: {}", r.text());
 });
 
 on_both_backends!(local, the_leaderboard_ranks_the_mean_of_accepted_runs, |app| {

@@ -182,6 +182,43 @@ on_both_backends!(handoff_refuses_other_origins, |app| {
     assert_eq!(own.json()["code"], "HANDOFF_INVALID", "the arena's own origin gets as far as the code check");
 });
 
+// A session is refused once its account is one of the arena's own: listed by an organizer (a
+// server restarted with the new list), or a member of the sandbox namespace since it signed in
+// (found at the next re-check with HF). Tokens are refused the same way (`hostile.rs`).
+#[tokio::test]
+async fn a_session_ends_when_its_account_becomes_one_of_the_arenas_own() {
+    let start = time::macros::datetime!(2026-11-30 12:00 UTC);
+    let clock = std::sync::Arc::new(server::ports::clock::FixedClock::new(start));
+    let options = crate::harness::Options { clock: Some(clock.clone()), ..Default::default() };
+    let app = TestApp::with(crate::harness::Backend::Sqlite, options).await;
+    let (alice, _) = sign_in(&app, "alice").await;
+    let (bob, csrf) = sign_in(&app, "bob").await;
+    async fn whoami(app: &TestApp, cookie: &str) -> Answer {
+        app.call(Method::GET, "/api/whoami", None, &[("cookie", cookie)]).await
+    }
+    let code = |a: &Answer| (a.status.as_u16(), a.json()["code"].as_str().unwrap_or("").to_string());
+    assert_eq!(whoami(&app, &alice).await.status, StatusCode::OK);
+    assert_eq!(whoami(&app, &bob).await.status, StatusCode::OK);
+
+    let listed = app.replica_with(|c| c.service_accounts.push("user-alice".into())).await;
+    let refused = whoami(&listed, &alice).await;
+    assert_eq!(code(&refused), (403, "SERVICE_ACCOUNT".into()), "{}", refused.text());
+    assert_eq!(whoami(&listed, &bob).await.status, StatusCode::OK, "another account is not");
+
+    app.hub.join_org("bob", standin::users::SANDBOX_ORG, "read");
+    assert_eq!(whoami(&app, &bob).await.status, StatusCode::OK, "not re-checked yet");
+    clock.advance(time::Duration::seconds(301));
+    let refused = whoami(&app, &bob).await;
+    assert_eq!(code(&refused), (403, "SERVICE_ACCOUNT".into()), "{}", refused.text());
+    let hook = Some(r#"{"url":"https://example.com/h"}"#);
+    let write =
+        app.call(Method::POST, "/api/webhooks", hook, &[("cookie", &bob), ("x-csrf-token", &csrf)]).await;
+    assert_eq!(code(&write), (403, "SERVICE_ACCOUNT".into()), "a write too: {}", write.text());
+    assert_eq!(app.scalar("SELECT COUNT(*) FROM webhooks").await, 0);
+    listed.finish().await;
+    app.finish().await;
+}
+
 // A session's editor role is confirmed with HF as often as a token's whoami is reused (5 min):
 // once HF no longer accepts the person's OAuth token, the role is gone from the session.
 #[tokio::test]

@@ -35,6 +35,8 @@ pub struct RunRow {
     /// An editor's release of its stalled cleanup.
     #[sqlx(try_from = "JsonText<Option<Release>>")]
     pub released: Option<Release>,
+    /// The cluster node it was assigned to.
+    pub node_id: Option<String>,
 }
 
 impl RunRow {
@@ -55,7 +57,7 @@ impl RunRow {
 
 const COLUMNS: &str = "run_id, account_id, submission_id, state, policy_version, last_seq, assigned_at, \
     assigned_epoch, started_epoch, ended_at, error_code, message, delivered, eval_plan, cleanup_epoch, \
-    cleanup_at, sandboxes_left, counted_at, released";
+    cleanup_at, sandboxes_left, counted_at, released, node_id";
 
 pub async fn get(db: &Db, run_id: &str) -> Result<Option<RunRow>, sqlx::Error> {
     sqlx::query_as(&format!("SELECT {COLUMNS} FROM openenv_runs WHERE run_id = $1"))
@@ -96,27 +98,52 @@ pub async fn in_states(db: &Db, states: &[RunState]) -> Result<Vec<RunRow>, sqlx
     .await
 }
 
-/// The next admitted submission without a run, in acceptance order.
-pub async fn queue_head(db: &Db) -> Result<Option<(String, String)>, sqlx::Error> {
+/// The next admitted submissions without a run, in acceptance order, at most `n`.
+pub async fn queue_head(db: &Db, n: usize) -> Result<Vec<(String, String)>, sqlx::Error> {
     sqlx::query_as(
         "SELECT account_id, submission_id FROM openenv_submissions \
-         WHERE state = 'validated' AND run_id IS NULL ORDER BY seq LIMIT 1",
+         WHERE state = 'validated' AND run_id IS NULL ORDER BY seq LIMIT $1",
     )
-    .fetch_optional(&db.writer)
+    .bind(n as i64)
+    .fetch_all(&db.writer)
     .await
 }
 
-/// Creates the submission's run in `starting` with its evaluation plan, and the arena's own first
-/// event; false when the submission already has one (another server assigned it first).
+/// Where a run is assigned: its node, the connection that speaks for the node, and when.
+pub struct Placement<'a> {
+    pub node_id: &'a str,
+    pub holder: &'a str,
+    pub at: &'a str,
+    pub epoch: i64,
+}
+
+/// Creates the submission's run in `starting` on a node with its evaluation plan, and the arena's
+/// own first event, taking one of the node's free GPUs and `sandboxes` of its sandboxes; false
+/// when the submission already has a run (another server assigned it first), or when the node has
+/// no room or is spoken for by another connection (its agent reconnected elsewhere): the database
+/// decides, so no run and no GPU is given twice.
 pub async fn assign(
     db: &Db,
     run_id: &str,
     (account_id, submission_id): (&str, &str),
     plan: Option<&Plan>,
-    at: &str,
-    epoch: i64,
+    place: &Placement<'_>,
+    sandboxes: i64,
 ) -> Result<bool, sqlx::Error> {
     let mut tx = db.writer.begin().await?;
+    let room = sqlx::query(
+        "UPDATE openenv_nodes SET gpus_free = gpus_free - 1, sandboxes_free = sandboxes_free - $3 \
+         WHERE node_id = $1 AND holder = $2 AND connected = 1 AND gpus_free >= 1 AND sandboxes_free >= $3",
+    )
+    .bind(place.node_id)
+    .bind(place.holder)
+    .bind(sandboxes)
+    .execute(&mut *tx)
+    .await?
+    .rows_affected();
+    if room == 0 {
+        return Ok(false);
+    }
     let taken = sqlx::query(
         "UPDATE openenv_submissions SET run_id = $3, updated_at = $4 \
          WHERE account_id = $1 AND submission_id = $2 AND state = 'validated' AND run_id IS NULL",
@@ -124,7 +151,7 @@ pub async fn assign(
     .bind(account_id)
     .bind(submission_id)
     .bind(run_id)
-    .bind(at)
+    .bind(place.at)
     .execute(&mut *tx)
     .await?
     .rows_affected();
@@ -132,27 +159,110 @@ pub async fn assign(
         return Ok(false);
     }
     sqlx::query(
-        "INSERT INTO openenv_runs (run_id, account_id, submission_id, state, assigned_at, assigned_epoch, eval_plan) \
-         VALUES ($1, $2, $3, 'starting', $4, $5, $6)",
+        "INSERT INTO openenv_runs (run_id, account_id, submission_id, state, assigned_at, assigned_epoch, eval_plan, node_id) \
+         VALUES ($1, $2, $3, 'starting', $4, $5, $6, $7)",
     )
     .bind(run_id)
     .bind(account_id)
     .bind(submission_id)
-    .bind(at)
-    .bind(epoch)
+    .bind(place.at)
+    .bind(place.epoch)
     .bind(plan.map(|p| serde_json::to_string(p).expect("JSON")))
+    .bind(place.node_id)
     .execute(&mut *tx)
     .await?;
     sqlx::query(
         "INSERT INTO openenv_run_events (run_id, seq, state, policy_version, at, message) \
-         VALUES ($1, 0, 'starting', 0, $2, 'handed to the training cluster')",
+         VALUES ($1, 0, 'starting', 0, $2, $3)",
     )
     .bind(run_id)
-    .bind(at)
+    .bind(place.at)
+    .bind(format!("handed to the training cluster (node `{}`)", place.node_id))
     .execute(&mut *tx)
     .await?;
     tx.commit().await?;
     Ok(true)
+}
+
+/// Puts a run that never started back in the queue, at its place by acceptance: the run and its
+/// one event go, its submission waits again (none of its time was spent). False when it started
+/// or ended since it was found.
+pub async fn requeue(db: &Db, run_id: &str) -> Result<bool, sqlx::Error> {
+    let mut tx = db.writer.begin().await?;
+    let gone = sqlx::query(
+        "DELETE FROM openenv_run_events WHERE run_id = $1 AND EXISTS (SELECT 1 FROM openenv_runs r \
+         WHERE r.run_id = $1 AND r.state = 'starting' AND r.started_epoch IS NULL)",
+    )
+    .bind(run_id)
+    .execute(&mut *tx)
+    .await?
+    .rows_affected();
+    let run = sqlx::query(
+        "DELETE FROM openenv_runs WHERE run_id = $1 AND state = 'starting' AND started_epoch IS NULL",
+    )
+    .bind(run_id)
+    .execute(&mut *tx)
+    .await?
+    .rows_affected();
+    if run == 0 {
+        tx.rollback().await?;
+        return Ok(false);
+    }
+    sqlx::query("UPDATE openenv_submissions SET run_id = NULL WHERE run_id = $1")
+        .bind(run_id)
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    tracing::info!(run = %run_id, events = gone, "an OpenEnv run that never started is back in the queue");
+    Ok(true)
+}
+
+/// Live runs, with the node each was assigned to.
+pub async fn live_on(db: &Db, node_id: &str) -> Result<Vec<RunRow>, sqlx::Error> {
+    sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM openenv_runs WHERE node_id = $1 \
+         AND state NOT IN ('completed', 'failed', 'cancelled') ORDER BY assigned_epoch"
+    ))
+    .bind(node_id)
+    .fetch_all(&db.writer)
+    .await
+}
+
+/// The figures of the queue and the cluster since `since` (epoch seconds): durations of runs that
+/// ended (trainer start to end), waits of runs assigned (admission to assignment), and each run's
+/// time on its GPU as (started, ended).
+pub struct Recent {
+    pub durations: Vec<i64>,
+    pub waits: Vec<i64>,
+    pub gpu_spans: Vec<(i64, Option<i64>)>,
+    pub started: u32,
+}
+
+pub async fn recent(db: &Db, since: i64, typical_since: i64) -> Result<Recent, sqlx::Error> {
+    let durations: Vec<i64> = sqlx::query_scalar(
+        "SELECT ended_epoch - started_epoch FROM openenv_runs WHERE ended_epoch >= $1 \
+         AND started_epoch IS NOT NULL ORDER BY ended_epoch DESC LIMIT 200",
+    )
+    .bind(typical_since)
+    .fetch_all(&db.pool)
+    .await?;
+    let waits: Vec<i64> = sqlx::query_scalar(
+        "SELECT r.assigned_epoch - s.decided_epoch FROM openenv_runs r JOIN openenv_submissions s \
+         ON s.account_id = r.account_id AND s.submission_id = r.submission_id \
+         WHERE r.assigned_epoch >= $1 AND s.decided_epoch IS NOT NULL ORDER BY r.assigned_epoch DESC LIMIT 1000",
+    )
+    .bind(since)
+    .fetch_all(&db.pool)
+    .await?;
+    let gpu_spans: Vec<(i64, Option<i64>)> = sqlx::query_as(
+        "SELECT started_epoch, ended_epoch FROM openenv_runs WHERE started_epoch IS NOT NULL \
+         AND (ended_epoch IS NULL OR ended_epoch >= $1) LIMIT 10000",
+    )
+    .bind(since)
+    .fetch_all(&db.pool)
+    .await?;
+    let started = gpu_spans.iter().filter(|(s, _)| *s >= since).count() as u32;
+    Ok(Recent { durations, waits, gpu_spans, started })
 }
 
 pub async fn mark_delivered(db: &Db, run_id: &str) -> Result<(), sqlx::Error> {
@@ -260,6 +370,7 @@ pub async fn record(db: &Db, run_id: &str, e: &RunEvent, epoch: i64) -> Result<R
         "UPDATE openenv_runs SET state = $2, policy_version = $3, last_seq = $4, \
          started_epoch = CASE WHEN started_epoch IS NULL AND $2 <> 'starting' THEN $5 ELSE started_epoch END, \
          ended_at = CASE WHEN $6 = 1 THEN $7 ELSE ended_at END, \
+         ended_epoch = CASE WHEN $6 = 1 THEN $5 ELSE ended_epoch END, \
          error_code = CASE WHEN $2 = 'failed' THEN $8 ELSE error_code END, \
          message = CASE WHEN $6 = 1 THEN $9 ELSE message END, \
          cancel_sent = CASE WHEN $6 = 1 THEN 1 ELSE cancel_sent END, delivered = 1, \
@@ -435,9 +546,10 @@ async fn end_with(
     }
     // Far past anything the cluster has sent, so that its own events never take this sequence.
     let seq = run.last_seq + 1_000_000;
+    let epoch = crate::clock::parse_rfc3339(at).map_or(0, |t| t.unix_timestamp());
     let updated = sqlx::query(
         "UPDATE openenv_runs SET state = $2, last_seq = $3, ended_at = $4, error_code = $5, message = $6, \
-         released = $9 WHERE run_id = $1 AND state = $7 AND last_seq = $8",
+         released = $9, ended_epoch = $10 WHERE run_id = $1 AND state = $7 AND last_seq = $8",
     )
     .bind(run_id)
     .bind(state.as_str())
@@ -448,6 +560,7 @@ async fn end_with(
     .bind(run.state.as_str())
     .bind(run.last_seq)
     .bind(released.map(|r| serde_json::to_string(r).expect("JSON")))
+    .bind(epoch)
     .execute(&mut *tx)
     .await?
     .rows_affected();
@@ -465,7 +578,6 @@ async fn end_with(
     .bind(message)
     .execute(&mut *tx)
     .await?;
-    let epoch = crate::clock::parse_rfc3339(at).map_or(0, |t| t.unix_timestamp());
     crate::endings::openenv_run_in(&mut tx, run_id, at, epoch).await?;
     tx.commit().await?;
     db.ended();

@@ -19,11 +19,17 @@ use crate::identity::Identity;
 use crate::openenv::runs::repo::{Recorded, RunRow};
 use crate::AppState;
 
-/// What the cluster sends.
+/// What the cluster sends. A connection speaks for one node: the `node_id` of its hello (an agent
+/// that names none is the node `default`), with its GPUs and sandbox allowance.
 #[derive(Debug, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
 pub enum ClusterMessage {
     Hello {
+        #[serde(default)]
+        node_id: Option<String>,
+        /// The node's GPUs in all (at least `gpus_free`; omitted: `gpus_free`).
+        #[serde(default)]
+        gpus: Option<u32>,
         #[serde(default)]
         gpus_free: u32,
         #[serde(default)]
@@ -32,6 +38,10 @@ pub enum ClusterMessage {
         runs: Vec<String>,
     },
     Heartbeat {
+        #[serde(default)]
+        node_id: Option<String>,
+        #[serde(default)]
+        gpus: Option<u32>,
         #[serde(default)]
         gpus_free: u32,
         #[serde(default)]
@@ -68,19 +78,27 @@ pub async fn on_message(s: &AppState, holder: &str, text: &str) -> Vec<Value> {
 async fn handle(s: &AppState, holder: &str, message: ClusterMessage) -> Result<Vec<Value>, sqlx::Error> {
     let domain::time::Timestamp { text: at, epoch } = s.now();
     match message {
-        ClusterMessage::Hello { gpus_free, sandboxes_free, runs } => {
-            crate::openenv::repo::cluster_seen(&s.db, holder, epoch, gpus_free.into(), sandboxes_free.into())
-                .await?;
-            let mut out = vec![json!({"kind": "ack", "of": "hello"})];
-            out.extend(forget_lost(s, &runs, &at).await?);
-            out.extend(outbox(s, gpus_free, sandboxes_free).await?);
+        ClusterMessage::Hello { node_id, gpus, gpus_free, sandboxes_free, runs } => {
+            let node = match node_name(node_id.as_deref()) {
+                Ok(n) => n,
+                Err(why) => return Ok(vec![json!({"kind": "ack", "of": "hello", "error": why})]),
+            };
+            let room = (i64::from(gpus.unwrap_or(0).max(gpus_free)), gpus_free.into(), sandboxes_free.into());
+            crate::openenv::repo::node_seen(&s.db, node, holder, epoch, room).await?;
+            let mut out = vec![json!({"kind": "ack", "of": "hello", "node_id": node})];
+            out.extend(forget_lost(s, node, &runs, &at).await?);
+            out.extend(outbox(s, node, holder, gpus_free, sandboxes_free).await?);
             Ok(out)
         }
-        ClusterMessage::Heartbeat { gpus_free, sandboxes_free } => {
-            crate::openenv::repo::cluster_seen(&s.db, holder, epoch, gpus_free.into(), sandboxes_free.into())
-                .await?;
+        ClusterMessage::Heartbeat { node_id, gpus, gpus_free, sandboxes_free } => {
+            let node = match node_name(node_id.as_deref()) {
+                Ok(n) => n,
+                Err(why) => return Ok(vec![json!({"kind": "ack", "of": "heartbeat", "error": why})]),
+            };
+            let room = (i64::from(gpus.unwrap_or(0).max(gpus_free)), gpus_free.into(), sandboxes_free.into());
+            crate::openenv::repo::node_seen(&s.db, node, holder, epoch, room).await?;
             let mut out = vec![json!({"kind": "ack", "of": "heartbeat"})];
-            out.extend(outbox(s, gpus_free, sandboxes_free).await?);
+            out.extend(outbox(s, node, holder, gpus_free, sandboxes_free).await?);
             Ok(out)
         }
         ClusterMessage::Accepted { run_id } => {
@@ -141,11 +159,24 @@ async fn train_tasks(s: &AppState, run_id: &str) -> Result<Vec<String>, sqlx::Er
     Ok(request.tasks.into_iter().filter(|t| t.split == "train").map(|t| t.task_id).collect())
 }
 
-/// On a hello: runs the cluster was given that it no longer holds (it restarted) end `failed`;
-/// runs it holds that have ended here get a stop.
-async fn forget_lost(s: &AppState, held: &[String], at: &str) -> Result<Vec<Value>, sqlx::Error> {
+/// A node's name as its agent says it: 1 to 64 of `A-Z a-z 0-9 . _ -`; none is `default`.
+fn node_name(given: Option<&str>) -> Result<&str, String> {
+    let name = given.unwrap_or("default");
+    let fits = (1..=64).contains(&name.len())
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
+    if fits {
+        Ok(name)
+    } else {
+        Err("`node_id` is 1 to 64 characters of letters, digits, `.`, `_` and `-`".into())
+    }
+}
+
+/// On a node's hello: runs it was given that it no longer holds (its agent restarted) end
+/// `failed`; runs it holds that have ended here, or that the arena does not know (put back in the
+/// queue while the node was lost), get a stop.
+async fn forget_lost(s: &AppState, node: &str, held: &[String], at: &str) -> Result<Vec<Value>, sqlx::Error> {
     let held: BTreeSet<&str> = held.iter().map(String::as_str).collect();
-    let live = crate::openenv::runs::repo::in_states(&s.db, RunState::LIVE).await?;
+    let live = crate::openenv::runs::repo::live_on(&s.db, node).await?;
     for run in live.iter().filter(|r| r.delivered && !held.contains(r.run_id.as_str())) {
         crate::openenv::runs::repo::end(
             &s.db,
@@ -161,10 +192,11 @@ async fn forget_lost(s: &AppState, held: &[String], at: &str) -> Result<Vec<Valu
     }
     let mut out = Vec::new();
     for run_id in held {
-        if let Some(run) = crate::openenv::runs::repo::get(&s.db, run_id).await? {
-            if run.state.has_ended() {
-                out.push(stop_message(&run));
-            }
+        match crate::openenv::runs::repo::get(&s.db, run_id).await? {
+            Some(run) if run.state.has_ended() => out.push(stop_message(&run)),
+            Some(_) => {}
+            None => out.push(json!({"kind": "stop", "run_id": run_id,
+                "reason": "the arena put this run back in the queue while its node was silent"})),
         }
     }
     Ok(out)
@@ -174,15 +206,21 @@ fn stop_message(run: &RunRow) -> Value {
     json!({"kind": "stop", "run_id": run.run_id, "reason": run.message.clone().unwrap_or_default()})
 }
 
-/// What the arena has for the cluster: a new assignment when it has room and nothing is waiting
-/// for its acceptance, every assignment not yet accepted, and every stop not yet confirmed.
-async fn outbox(s: &AppState, gpus_free: u32, sandboxes_free: u32) -> Result<Vec<Value>, sqlx::Error> {
-    let mut waiting = crate::openenv::runs::repo::in_states(&s.db, &[RunState::Starting]).await?;
-    waiting.retain(|r| !r.delivered);
-    if waiting.is_empty() && gpus_free >= 1 && sandboxes_free as usize >= EPISODES_PER_STEP {
-        if let Some(run) = schedule(s).await? {
-            waiting.push(run);
-        }
+/// What the arena has for a node: new assignments while it has room and none of its earlier ones
+/// waits for acceptance (its free counts would not include them yet), every assignment of its not
+/// yet accepted, and every stop not yet confirmed.
+async fn outbox(
+    s: &AppState,
+    node: &str,
+    holder: &str,
+    gpus_free: u32,
+    sandboxes_free: u32,
+) -> Result<Vec<Value>, sqlx::Error> {
+    let mut waiting = crate::openenv::runs::repo::live_on(&s.db, node).await?;
+    waiting.retain(|r| r.state == RunState::Starting && !r.delivered);
+    if waiting.is_empty() {
+        let room = (gpus_free as usize).min(sandboxes_free as usize / EPISODES_PER_STEP);
+        waiting.extend(schedule(s, node, holder, room).await?);
     }
     let mut out = Vec::new();
     for run in &waiting {
@@ -195,26 +233,38 @@ async fn outbox(s: &AppState, gpus_free: u32, sandboxes_free: u32) -> Result<Vec
     }
     for run_id in crate::openenv::runs::repo::stops_to_send(&s.db).await? {
         if let Some(run) = crate::openenv::runs::repo::get(&s.db, &run_id).await? {
-            out.push(stop_message(&run));
+            if run.node_id.as_deref().is_none_or(|n| n == node) {
+                out.push(stop_message(&run));
+            }
         }
     }
     Ok(out)
 }
 
-/// Starts the next admitted submission's run, if any waits.
-async fn schedule(s: &AppState) -> Result<Option<RunRow>, sqlx::Error> {
-    let Some((account_id, submission_id)) = crate::openenv::runs::repo::queue_head(&s.db).await? else {
-        return Ok(None);
-    };
-    let domain::time::Timestamp { text: at, epoch } = s.now();
-    let run_id = format!("oe-{}", crate::identity::random_hex(8));
-    let plan = track_benchmark(s).map(|b| b.plan());
-    let submission = (account_id.as_str(), submission_id.as_str());
-    if !crate::openenv::runs::repo::assign(&s.db, &run_id, submission, plan.as_ref(), &at, epoch).await? {
-        return Ok(None);
+/// Starts up to `room` runs on `node`, the next admitted submissions in acceptance order. A
+/// submission another server assigned first is passed over; the node's room is the database's to
+/// grant (`repo::assign`).
+async fn schedule(s: &AppState, node: &str, holder: &str, room: usize) -> Result<Vec<RunRow>, sqlx::Error> {
+    let mut started = Vec::new();
+    if room == 0 {
+        return Ok(started);
     }
-    tracing::info!(run = %run_id, submission = %submission_id, "OpenEnv run handed to the cluster");
-    crate::openenv::runs::repo::get(&s.db, &run_id).await
+    let plan = track_benchmark(s).map(|b| b.plan());
+    for (account_id, submission_id) in crate::openenv::runs::repo::queue_head(&s.db, room).await? {
+        let domain::time::Timestamp { text: at, epoch } = s.now();
+        let run_id = format!("oe-{}", crate::identity::random_hex(8));
+        let place = crate::openenv::runs::repo::Placement { node_id: node, holder, at: &at, epoch };
+        let submission = (account_id.as_str(), submission_id.as_str());
+        let sandboxes = EPISODES_PER_STEP as i64;
+        if !crate::openenv::runs::repo::assign(&s.db, &run_id, submission, plan.as_ref(), &place, sandboxes)
+            .await?
+        {
+            continue;
+        }
+        tracing::info!(run = %run_id, submission = %submission_id, node, "OpenEnv run handed to the cluster");
+        started.extend(crate::openenv::runs::repo::get(&s.db, &run_id).await?);
+    }
+    Ok(started)
 }
 
 /// The `assign` message (`domain::openenv::assignment`): the run, the submission as admitted with
@@ -279,10 +329,55 @@ fn track_benchmark(s: &AppState) -> Option<&domain::openenv::benchmark::Benchmar
     s.registry.benchmarks.get(s.registry.openenv_benchmark.as_deref()?)
 }
 
-/// The worker's pass: runs whose trainer has not started on a GPU two hours after their
-/// assignment fail with `RUN_QUEUE_TIMEOUT` (their time is not spent; the cluster gets a stop).
+/// The worker's pass: nodes silent past `ARENA_NODE_LOST_S` are given up (`lose_silent_nodes`),
+/// then runs whose trainer has not started on a GPU two hours after their assignment fail with
+/// `RUN_QUEUE_TIMEOUT` (their time is not spent; the cluster gets a stop).
 pub async fn sweep(s: &AppState) -> anyhow::Result<usize> {
-    crate::engine::pass(s, &QueueTimeouts).await
+    let lost = lose_silent_nodes(s).await?;
+    Ok(lost + crate::engine::pass(s, &QueueTimeouts).await?)
+}
+
+/// Gives up each node silent past its bound, once (the database's update decides which server
+/// does): its runs that never started go back to the queue at their place, those that were
+/// training end `failed` with `RUN_NODE_LOST` (a platform failure), and runs in cleanup are left
+/// to the cleanup's own watch. Answers how many runs it moved.
+async fn lose_silent_nodes(s: &AppState) -> anyhow::Result<usize> {
+    let now = s.now();
+    let before = now.epoch - s.openenv.node_lost_s;
+    let mut moved = 0;
+    for node in crate::openenv::repo::nodes_silent_since(&s.db, before).await? {
+        if !crate::openenv::repo::node_lost(&s.db, &node, before, now.epoch).await? {
+            continue;
+        }
+        tracing::warn!(node = %node, "a cluster node went silent past its bound: its runs are moved");
+        for run in crate::openenv::runs::repo::live_on(&s.db, &node).await? {
+            let done = match run.state {
+                RunState::Starting => crate::openenv::runs::repo::requeue(&s.db, &run.run_id).await?,
+                RunState::Cleanup => false,
+                _ => {
+                    let message = format!(
+                        "RUN_NODE_LOST: the node training this run (`{node}`) went silent for over {} s; \
+                         the arena lost it, not your environment",
+                        s.openenv.node_lost_s
+                    );
+                    let code = Some(ErrorCode::RunNodeLost.as_str());
+                    crate::openenv::runs::repo::end(
+                        &s.db,
+                        &run.run_id,
+                        None,
+                        RunState::Failed,
+                        code,
+                        &message,
+                        &now.text,
+                    )
+                    .await?
+                }
+            };
+            moved += usize::from(done);
+        }
+        s.changes.bump(Topic::Openenv);
+    }
+    Ok(moved)
 }
 
 /// OpenEnv runs past the queue's limit, on the engine (`crate::engine`).
@@ -420,6 +515,7 @@ pub fn run_view(
         alert: domain::openenv::run::latest_alert(events),
         evaluation,
         cleanup: run.cleanup(now_epoch),
+        node_id: None,
     }
 }
 
@@ -439,7 +535,9 @@ pub async fn view_with_events(
     let records = crate::openenv::runs::repo::eval_records(&s.db, Some(run_id)).await?;
     let records = records.get(run_id.as_str()).map(Vec::as_slice).unwrap_or_default();
     let evaluation = evaluation_of(&run, &events, records, me.editor);
-    Ok((run_view(&run, account, &events, evaluation, s.now().epoch), events))
+    let mut view = run_view(&run, account, &events, evaluation, s.now().epoch);
+    view.node_id = run.node_id.clone().filter(|_| me.editor);
+    Ok((view, events))
 }
 
 /// A run's events as one person reads them: every alert in words (`domain::openenv::alerts`), and
@@ -478,10 +576,10 @@ pub async fn states(s: &AppState, account_id: Option<&str>) -> Result<BTreeMap<S
         .collect())
 }
 
-/// The cluster's connection `holder` closed: what it held waits for it to come back (unless a
-/// newer connection already said hello).
+/// The connection `holder` closed: its node's runs wait for its agent to come back (unless a
+/// newer connection of the node already said hello), for `ARENA_NODE_LOST_S` at most.
 pub async fn cluster_gone(s: &AppState, holder: &str) {
-    if let Err(e) = crate::openenv::repo::cluster_gone(&s.db, holder).await {
+    if let Err(e) = crate::openenv::repo::node_gone(&s.db, holder).await {
         tracing::error!(error = %e, "recording the cluster's disconnection failed");
     }
 }
