@@ -183,3 +183,33 @@ def phase_seconds(events):
         if idx:
             out[phase] = round(at(events[idx[-1]]["at"]) - at(events[max(idx[0] - 1, 0)]["at"]), 1)
     return out
+
+
+def test_two_agents_are_two_nodes_of_one_arena(tmp_path):
+    """Two real agents against one arena (issue 70): each is a node of its own, named by its home
+    folder (no --node-id), with its GPUs, and the organizers' capacity view lists both."""
+    # One sandbox each, fewer than a run's step needs: the arena assigns them no run, so that no
+    # other test's submission trains on an agent this test stops.
+    agents = [Node(tmp_path / name, steps=1, settings={"ARENA_AGENT_SANDBOXES": "1"})
+              for name in ("gpu-node-a", "gpu-node-b")]
+    try:
+        for a in agents:
+            a.home.mkdir()
+            a.start()
+            a.connected(env("ARENA_TEST_URL"))
+
+        def both():
+            status, view = call("GET", env("ARENA_TEST_URL") + "/api/openenv/capacity", token("eve"))
+            assert status == 200, view
+            nodes = {n["node_id"]: n for n in view["nodes"]}
+            ours = [nodes.get(name) for name in ("gpu-node-a", "gpu-node-b")]
+            return all(n and n["connected"] and n["gpus"] == 1 for n in ours) and view
+
+        view = wait("both nodes in the capacity view", both, 60)
+        status, public = call("GET", env("ARENA_TEST_URL") + "/api/openenv", token("alice"))
+        assert status == 200 and public["cluster"]["nodes_connected"] >= 2, public
+        status, refused = call("GET", env("ARENA_TEST_URL") + "/api/openenv/capacity", token("alice"))
+        assert (status, refused["code"]) == (403, "FORBIDDEN"), view
+    finally:
+        for a in agents:
+            a.stop()

@@ -10,8 +10,6 @@ use std::collections::BinaryHeap;
 
 use serde::{Deserialize, Serialize};
 
-use super::episode::RUN_LIMIT_S;
-
 /// A node silent this long (no hello or heartbeat) is lost: it gets no new runs, its runs that
 /// never started go back to the head of the queue and those that were training fail
 /// `RUN_NODE_LOST` (`ARENA_NODE_LOST_S`).
@@ -34,12 +32,12 @@ pub struct Node {
 }
 
 /// How long a run takes, for the estimates: the median of recent runs' durations (from the
-/// trainer's start to the end), or the run's limit when none ended recently (every run ends
-/// within it).
-pub fn typical_run_s(recent_durations: &[i64]) -> i64 {
+/// trainer's start to the end), or `limit_s`, the run's limit, when none ended recently (every run
+/// ends within it).
+pub fn typical_run_s(recent_durations: &[i64], limit_s: i64) -> i64 {
     let mut d: Vec<i64> = recent_durations.iter().copied().filter(|d| *d >= 0).collect();
     if d.is_empty() {
-        return RUN_LIMIT_S as i64;
+        return limit_s;
     }
     d.sort_unstable();
     d[d.len() / 2].max(1)
@@ -206,9 +204,9 @@ mod tests {
 
     #[test]
     fn the_typical_run_is_the_median_or_the_limit() {
-        assert_eq!(typical_run_s(&[]), RUN_LIMIT_S as i64);
-        assert_eq!(typical_run_s(&[300, 100, 200]), 200);
-        assert_eq!(typical_run_s(&[-5]), RUN_LIMIT_S as i64, "a negative duration is no record");
+        assert_eq!(typical_run_s(&[], 14_400), 14_400);
+        assert_eq!(typical_run_s(&[300, 100, 200], 14_400), 200);
+        assert_eq!(typical_run_s(&[-5], 14_400), 14_400, "a negative duration is no record");
     }
 
     #[test]

@@ -65,7 +65,7 @@ pub async fn snapshot(s: &AppState) -> Result<Snapshot, ApiError> {
         nodes,
         live,
         waiting: crate::openenv::repo::waiting(&s.db).await?,
-        typical_s: queue::typical_run_s(&recent.durations),
+        typical_s: queue::typical_run_s(&recent.durations, domain::openenv::episode::RUN_LIMIT_S as i64),
         recent,
         now,
     })

@@ -292,16 +292,20 @@ async fn bench_node(
     let text = |v: Value| Message::Text(v.to_string().into());
     let mut running: Vec<(String, Instant)> = Vec::new();
     let mut out = BenchNode { got: Vec::new(), busy_gpu_s: 0.0 };
-    let beat = |kind: &str, free: usize| json!({"kind": kind, "node_id": node, "gpus": gpus, "gpus_free": free, "sandboxes_free": free * 5, "runs": []});
+    let beat = |kind: &str, free: usize| {
+        let mut m = json!({"kind": kind, "node_id": node, "gpus": gpus, "gpus_free": free, "sandboxes_free": free * 5});
+        if kind == "hello" {
+            m["runs"] = json!([]);
+        }
+        m
+    };
     tx.send(text(beat("hello", gpus))).await.unwrap();
-    let mut seq_end = 0;
     loop {
         // Runs past their time end: two events, as a trainer that failed at once would send.
         let now = Instant::now();
         for (run, since) in running.iter().filter(|(_, since)| now >= *since + Duration::from_millis(run_ms))
         {
             out.busy_gpu_s += since.elapsed().as_secs_f64();
-            seq_end += 1;
             for (seq, state) in [(1, "loading"), (2, "failed")] {
                 let e = json!({"seq": seq, "state": state, "policy_version": 0, "at": "2026-12-08T12:00:00Z",
                     "message": "RUN_TRAINER_FAILED: the bench's run ends"});
@@ -328,7 +332,6 @@ async fn bench_node(
             }
         }
     }
-    let _ = seq_end;
     out
 }
 
@@ -341,7 +344,8 @@ async fn bench_node(
 #[ignore = "a measurement: dev/bench-cluster"]
 async fn measure_cluster_scale() {
     let run_ms: u64 = std::env::var("BENCH_RUN_MS").ok().and_then(|v| v.parse().ok()).unwrap_or(1000);
-    let (nodes, gpus, total) = (4usize, 8usize, 200usize);
+    let total: usize = std::env::var("BENCH_SUBMISSIONS").ok().and_then(|v| v.parse().ok()).unwrap_or(200);
+    let (nodes, gpus) = (4usize, 8usize);
     for (backend, replicas) in [(Backend::Sqlite, 1), (Backend::Postgres, 1), (Backend::Postgres, 2)] {
         let app = TestApp::new(backend).await;
         let replica = if replicas == 2 { Some(app.replica().await) } else { None };
@@ -378,6 +382,13 @@ async fn measure_cluster_scale() {
                 ))
             })
             .collect();
+        let watch = assigned.clone();
+        let progress = tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_secs(10)).await;
+                eprintln!("bench: {} of {total} assigned", watch.load(std::sync::atomic::Ordering::SeqCst));
+            }
+        });
         let mut got = Vec::new();
         let mut busy = 0.0;
         for t in tasks {
@@ -385,6 +396,7 @@ async fn measure_cluster_scale() {
             busy += n.busy_gpu_s;
             got.extend(n.got);
         }
+        progress.abort();
         got.sort_by_key(|(_, at)| *at);
         let last_assign = got.last().map(|(_, at)| at.duration_since(started)).unwrap_or_default();
         let first_full =
