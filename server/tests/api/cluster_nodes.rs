@@ -95,6 +95,11 @@ async fn two_nodes_train_two_at_once_and_the_queue_shows_the_rest() {
     assert_eq!(ids, ["node-a", "node-b"], "{c:#}");
     assert_eq!(c["queue_length"], 2);
     assert!(c["projected_empty_s"].as_i64().unwrap() > 0, "{c:#}");
+    // The organizers' page shows the same: the cluster's section, each node, the queue.
+    let (cookie, _) = crate::session::sign_in(&app, "eve").await;
+    let page = app.call(axum::http::Method::GET, "/arena/jobs", None, &[("cookie", &cookie)]).await.text();
+    assert!(page.contains("OpenEnv cluster") && page.contains("<code>node-a</code>"), "{page}");
+    assert!(page.contains("<code>node-b</code>") && page.contains("2 waiting"), "{page}");
     let denied = app.get_as("/api/openenv/capacity", ALICE).await;
     assert_eq!((denied.status, denied.json()["code"].clone()), (StatusCode::FORBIDDEN, json!("FORBIDDEN")));
     // Every run ends; all four ran.
