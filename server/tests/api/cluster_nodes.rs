@@ -277,7 +277,9 @@ struct BenchNode {
     busy_gpu_s: f64,
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn bench_node(
+    beat_ms: u64,
     url: String,
     node: String,
     gpus: usize,
@@ -322,13 +324,17 @@ async fn bench_node(
             break;
         }
         tx.send(text(beat("heartbeat", gpus - running.len()))).await.unwrap();
-        let until = Instant::now() + Duration::from_millis(20);
+        // Between heartbeats it reads what the arena sends (and ends runs due, at the next beat).
+        let until = Instant::now() + Duration::from_millis(beat_ms);
         while let Ok(Some(Ok(Message::Text(t)))) = tokio::time::timeout_at(until.into(), rx.next()).await {
             let m: Value = serde_json::from_str(&t).unwrap();
             if m["kind"] == "assign" {
                 let run = m["run_id"].as_str().unwrap().to_string();
-                if running.iter().any(|(r, _)| *r == run) || out.got.iter().any(|(r, _)| *r == run) {
-                    continue; // a resend of an assignment not yet accepted
+                let again = running.iter().any(|(r, _)| *r == run) || out.got.iter().any(|(r, _)| *r == run);
+                if again {
+                    // A resend: accepted again, as an agent answers for a run it holds.
+                    tx.send(text(json!({"kind": "accepted", "run_id": run}))).await.unwrap();
+                    continue;
                 }
                 tx.send(text(json!({"kind": "accepted", "run_id": run}))).await.unwrap();
                 assigned.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
@@ -349,9 +355,13 @@ async fn bench_node(
 #[ignore = "a measurement: dev/bench-cluster"]
 async fn measure_cluster_scale() {
     let run_ms: u64 = std::env::var("BENCH_RUN_MS").ok().and_then(|v| v.parse().ok()).unwrap_or(1000);
+    // How often each node heartbeats (a real agent: every 5 s).
+    let beat_ms: u64 = std::env::var("BENCH_BEAT_MS").ok().and_then(|v| v.parse().ok()).unwrap_or(100);
     let total: usize = std::env::var("BENCH_SUBMISSIONS").ok().and_then(|v| v.parse().ok()).unwrap_or(200);
     let (nodes, gpus) = (4usize, 8usize);
-    for (backend, replicas) in [(Backend::Sqlite, 1), (Backend::Postgres, 1), (Backend::Postgres, 2)] {
+    let backends = [(Backend::Sqlite, 1), (Backend::Postgres, 1), (Backend::Postgres, 2)];
+    let only_sqlite = std::env::var("BENCH_SQLITE_ONLY").is_ok();
+    for (backend, replicas) in backends.into_iter().take(if only_sqlite { 1 } else { 3 }) {
         let app = TestApp::new(backend).await;
         let replica = if replicas == 2 { Some(app.replica().await) } else { None };
         let mut first = Cluster::connect(&app).await;
@@ -378,6 +388,7 @@ async fn measure_cluster_scale() {
                     _ => app.url.clone(),
                 };
                 tokio::spawn(bench_node(
+                    beat_ms,
                     url,
                     format!("bench-node-{i}"),
                     gpus,
@@ -388,10 +399,25 @@ async fn measure_cluster_scale() {
             })
             .collect();
         let watch = assigned.clone();
+        let db = app.state.db.clone();
         let progress = tokio::spawn(async move {
             loop {
                 tokio::time::sleep(Duration::from_secs(10)).await;
-                eprintln!("bench: {} of {total} assigned", watch.load(std::sync::atomic::Ordering::SeqCst));
+                let runs: Vec<(Option<String>, String, i64, i64)> = sqlx::query_as(
+                    "SELECT node_id, state, delivered, COUNT(*) FROM openenv_runs GROUP BY node_id, state, delivered",
+                )
+                .fetch_all(&db.pool)
+                .await
+                .unwrap_or_default();
+                let nodes: Vec<(String, i64, i64, i64)> =
+                    sqlx::query_as("SELECT node_id, connected, gpus_free, sandboxes_free FROM openenv_nodes")
+                        .fetch_all(&db.pool)
+                        .await
+                        .unwrap_or_default();
+                eprintln!(
+                    "bench: {} of {total} assigned; runs {runs:?}; nodes {nodes:?}",
+                    watch.load(std::sync::atomic::Ordering::SeqCst)
+                );
             }
         });
         let mut got = Vec::new();
@@ -427,7 +453,7 @@ async fn measure_cluster_scale() {
         let seqs: Vec<i64> = got.iter().filter_map(|(r, _)| seq_of.get(r.as_str()).copied()).collect();
         let inversions = seqs.windows(2).filter(|w| w[0] > w[1]).count();
         println!(
-            "BENCH cluster {backend:?} x{replicas}: {nodes} nodes x {gpus} GPUs, {total} submissions, runs of {run_ms} ms: \
+            "BENCH cluster {backend:?} x{replicas}: {nodes} nodes x {gpus} GPUs beating every {beat_ms} ms, {total} submissions, runs of {run_ms} ms: \
              {} assigned ({} distinct, {} submissions with a run), every GPU busy {:.2} s after the start; \
              {:.1} assignments/s over {:.2} s; GPU-seconds busy while the queue waited: {:.1} % ({busy_in_window:.1} of {:.1}); \
              neighbours out of acceptance order in arrival: {inversions} of {}; busy in all {busy:.1} GPU-s",

@@ -206,6 +206,9 @@ fn stop_message(run: &RunRow) -> Value {
     json!({"kind": "stop", "run_id": run.run_id, "reason": run.message.clone().unwrap_or_default()})
 }
 
+/// How long an assignment waits for its acceptance before it is sent again.
+const RESEND_S: i64 = 10;
+
 /// What the arena has for a node: new assignments while it has room and none of its earlier ones
 /// waits for acceptance (its free counts would not include them yet), every assignment of its not
 /// yet accepted, and every stop not yet confirmed.
@@ -221,6 +224,12 @@ async fn outbox(
     if waiting.is_empty() {
         let room = (gpus_free as usize).min(sandboxes_free as usize / EPISODES_PER_STEP);
         waiting.extend(schedule(s, node, holder, room).await?);
+    } else {
+        // An assignment is sent again once it waited RESEND_S for its acceptance, not at every
+        // heartbeat: a node that heartbeats faster than the arena answers would otherwise pile
+        // up copies of it ahead of its own acceptances.
+        let now = s.now().epoch;
+        waiting.retain(|r| now - r.assigned_epoch >= RESEND_S);
     }
     let mut out = Vec::new();
     for run in &waiting {
