@@ -247,10 +247,13 @@ pub async fn node_gone(db: &Db, holder: &str) -> Result<(), sqlx::Error> {
     Ok(())
 }
 
-/// Nodes not heard from since `before` and not yet given up: the sweep's to give up.
+/// Nodes not heard from since `before` that are not yet given up, or still hold runs to move (a
+/// sweep killed between the two finds them again): the sweep's to give up.
 pub async fn nodes_silent_since(db: &Db, before: i64) -> Result<Vec<String>, sqlx::Error> {
     sqlx::query_scalar(
-        "SELECT node_id FROM openenv_nodes WHERE seen_epoch < $1 AND lost_epoch IS NULL ORDER BY node_id",
+        "SELECT node_id FROM openenv_nodes n WHERE seen_epoch < $1 AND (lost_epoch IS NULL OR EXISTS \
+         (SELECT 1 FROM openenv_runs r WHERE r.node_id = n.node_id \
+          AND r.state NOT IN ('cleanup', 'completed', 'failed', 'cancelled'))) ORDER BY node_id",
     )
     .bind(before)
     .fetch_all(&db.writer)

@@ -355,10 +355,11 @@ async fn lose_silent_nodes(s: &AppState) -> anyhow::Result<usize> {
     let before = now.epoch - s.openenv.node_lost_s;
     let mut moved = 0;
     for node in crate::openenv::repo::nodes_silent_since(&s.db, before).await? {
-        if !crate::openenv::repo::node_lost(&s.db, &node, before, now.epoch).await? {
-            continue;
+        // Given up once; its runs are moved by whichever pass finds them (each move is guarded by
+        // the run's state, so a pass killed half-way is finished by the next).
+        if crate::openenv::repo::node_lost(&s.db, &node, before, now.epoch).await? {
+            tracing::warn!(node = %node, "a cluster node went silent past its bound: its runs are moved");
         }
-        tracing::warn!(node = %node, "a cluster node went silent past its bound: its runs are moved");
         for run in crate::openenv::runs::repo::live_on(&s.db, &node).await? {
             let done = match run.state {
                 RunState::Starting => crate::openenv::runs::repo::requeue(&s.db, &run.run_id).await?,
@@ -384,7 +385,9 @@ async fn lose_silent_nodes(s: &AppState) -> anyhow::Result<usize> {
             };
             moved += usize::from(done);
         }
-        s.changes.bump(Topic::Openenv);
+        if moved > 0 {
+            s.changes.bump(Topic::Openenv);
+        }
     }
     Ok(moved)
 }
